@@ -1,0 +1,45 @@
+/** Organizations and their people: created by the operator command, zero-touch agent signup and tests. */
+import { randomUUIDv7 } from 'bun'
+import type { Tx } from '../db/client'
+import type { Role } from '../auth/credentials'
+import { errors } from '../http/errors'
+import type { Plan } from './plans'
+
+export interface NewOrg {
+  name: string
+  plan: Plan
+}
+
+export async function insertOrg(tx: Tx, org: NewOrg): Promise<string> {
+  const id = randomUUIDv7()
+  await tx`insert into orgs (id, name, plan) values (${id}, ${org.name}, ${org.plan})`
+  return id
+}
+
+/** The user with this email, created when missing (without a password: they sign in later). */
+export async function ensureUser(tx: Tx, email: string): Promise<string> {
+  const [row] = await tx<{ id: string }[]>`
+    insert into users (id, email) values (${randomUUIDv7()}, ${email})
+    on conflict (lower(email)) do update set email = users.email
+    returning id`
+  return row!.id
+}
+
+export async function addMember(tx: Tx, orgId: string, userId: string, role: Role) {
+  await tx`
+    insert into memberships (org_id, user_id, role) values (${orgId}, ${userId}, ${role})
+    on conflict (org_id, user_id) do update set role = excluded.role`
+}
+
+/** Changes an organization's plan; throws not_found for an unknown organization. */
+export async function setPlan(tx: Tx, orgId: string, plan: Plan) {
+  const rows = await tx`update orgs set plan = ${plan} where id = ${orgId} returning id`
+  if (!rows.length) throw errors.notFound('org')
+}
+
+export async function grantEntitlement(tx: Tx, orgId: string, entitlement: string) {
+  const rows = await tx`
+    update orgs set extra_entitlements = array(select distinct unnest(extra_entitlements || array[${entitlement}::text]))
+     where id = ${orgId} returning id`
+  if (!rows.length) throw errors.notFound('org')
+}

@@ -1,0 +1,59 @@
+/** The account reads: plan, entitlements, limits and storage usage of an organization. */
+import type { Sql } from '../db/client'
+import { errors } from '../http/errors'
+import { entitlementsOf, planDefinition, type Plan } from './plans'
+
+interface OrgRow {
+  plan: Plan
+  extra_entitlements: string[]
+  storage_used_bytes: number
+  emails_count: number
+}
+
+async function loadOrg(sql: Sql, orgId: string): Promise<OrgRow> {
+  const [org] = await sql<OrgRow[]>`
+    select plan, extra_entitlements, storage_used_bytes, emails_count from orgs where id = ${orgId}`
+  if (!org) throw errors.notFound('org')
+  return org
+}
+
+export async function getAccount(sql: Sql, orgId: string) {
+  const org = await loadOrg(sql, orgId)
+  const entitlements = entitlementsOf(org.plan, org.extra_entitlements)
+  const { limits } = planDefinition(org.plan)
+  return {
+    plan: org.plan,
+    entitlements,
+    limits: {
+      storage_mb: limits.storage_mb,
+      send_per_hour: limits.send_per_hour,
+      send_per_day: limits.send_per_day,
+      api_per_minute: limits.api_per_minute,
+      webhooks_max_global: limits.webhooks_max_global,
+      webhooks_per_domain: entitlements.includes('webhooks_per_domain'),
+      filters_per_domain: entitlements.includes('filters_per_domain'),
+      spam_thresholds_per_domain: entitlements.includes('spam_thresholds_per_domain'),
+    },
+  }
+}
+
+const MB = 1024 * 1024
+const round2 = (n: number) => Math.round(n * 100) / 100
+
+export async function getStorage(sql: Sql, orgId: string) {
+  const org = await loadOrg(sql, orgId)
+  const { limits } = planDefinition(org.plan)
+  const used = Number(org.storage_used_bytes)
+  const usedMb = used / MB
+  return {
+    used_bytes: used,
+    used_kb: round2(used / 1024),
+    used_mb: round2(usedMb),
+    included_mb: limits.storage_mb,
+    limit_mb: limits.storage_limit_mb,
+    overage_mb: round2(Math.max(0, usedMb - limits.storage_mb)),
+    quota_mb: limits.storage_mb,
+    percentage: round2((usedMb / limits.storage_mb) * 100),
+    emails_count: org.emails_count,
+  }
+}

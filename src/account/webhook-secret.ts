@@ -1,0 +1,63 @@
+/**
+ * The organization's webhook signing secret. It is sealed (AES-GCM) at rest because the worker
+ * must read it back to sign deliveries. It looks like a Standard Webhooks secret (`whsec_` +
+ * base64), so receivers can use either the contract's HMAC (the whole string as the UTF-8 key)
+ * or a Standard Webhooks verifier (the base64 part decoded).
+ */
+import { randomBytes } from 'node:crypto'
+import type { ServerKeys } from '../crypto'
+import type { Sql, Tx } from '../db/client'
+import { ApiError } from '../http/errors'
+
+export const ROTATION_INTERVAL_MINUTES = 60
+/** How long deliveries stay signed with the previous secret as well after a rotation. */
+export const ROTATION_GRACE_HOURS = 24
+
+const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
+
+/** The current secret, generated on first read. */
+export async function readWebhookSecret(sql: Sql, keys: ServerKeys, orgId: string): Promise<string> {
+  const [existing] = await sql<{ secret_sealed: Buffer }[]>`select secret_sealed from webhook_secrets where org_id = ${orgId}`
+  if (existing) return keys.decrypt(existing.secret_sealed)
+  const secret = newSecret()
+  // Two first reads at once both try to create it; the loser reads the winner's.
+  const [row] = await sql<{ secret_sealed: Buffer }[]>`
+    insert into webhook_secrets (org_id, secret_sealed) values (${orgId}, ${keys.encrypt(secret)})
+    on conflict (org_id) do update set org_id = excluded.org_id
+    returning secret_sealed`
+  return keys.decrypt(row!.secret_sealed)
+}
+
+/** Replaces the secret, keeping the old one valid for the grace window; at most once per interval. */
+export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: string): Promise<string> {
+  await readWebhookSecret(sql, keys, orgId)
+  return sql.begin(async (tx: Tx) => {
+    const [row] = await tx<{ secret_sealed: Buffer; wait_seconds: number | null }[]>`
+      select secret_sealed,
+             ceil(extract(epoch from rotated_at + make_interval(mins => ${ROTATION_INTERVAL_MINUTES}) - now()))::int as wait_seconds
+        from webhook_secrets where org_id = ${orgId} for update`
+    const wait = row!.wait_seconds
+    if (wait !== null && wait > 0) {
+      throw new ApiError('rate_limit_exceeded', `webhook secret: can be rotated once per ${ROTATION_INTERVAL_MINUTES} minutes; retry after ${wait} seconds`, undefined, {
+        'retry-after': String(wait),
+      })
+    }
+    const secret = newSecret()
+    await tx`
+      update webhook_secrets set
+        previous_sealed = secret_sealed,
+        previous_expires_at = now() + make_interval(hours => ${ROTATION_GRACE_HOURS}),
+        secret_sealed = ${keys.encrypt(secret)},
+        rotated_at = now()
+       where org_id = ${orgId}`
+    return secret
+  })
+}
+
+/** Every secret deliveries must be signed with now: the current one, and the previous one during its grace window. */
+export async function signingSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
+  const current = await readWebhookSecret(sql, keys, orgId)
+  const [row] = await sql<{ previous_sealed: Buffer | null }[]>`
+    select previous_sealed from webhook_secrets where org_id = ${orgId} and previous_expires_at > now()`
+  return row?.previous_sealed ? [current, keys.decrypt(row.previous_sealed)] : [current]
+}

@@ -1,0 +1,78 @@
+/**
+ * Bearer credentials. An API key is looked up by its SHA-256 (the key has 256 random bits, so
+ * the hash is as unguessable as the key), and the stored hash is compared in constant time.
+ *
+ * Resolved credentials are cached for CACHE_TTL_MS. Revoking a key evicts it from the cache of
+ * the process that revoked it at once; other processes stop accepting it within CACHE_TTL_MS.
+ */
+import { LRUCache } from 'lru-cache'
+import { safeEqual, sha256 } from '../crypto'
+import type { Sql } from '../db/client'
+import type { Plan } from '../account/plans'
+import { planDefinition } from '../account/plans'
+
+export const CACHE_TTL_MS = 5_000
+export const API_KEY_PREFIX = 'svc_'
+
+export type Role = 'owner' | 'admin' | 'member'
+
+export interface Auth {
+  orgId: string
+  keyId: string
+  /** the person behind the credential; null for keys minted without one */
+  userId: string | null
+  /** that person's role in the organization when the credential was resolved */
+  role: Role
+  method: 'api_key' | 'oauth'
+  plan: Plan
+  apiPerMinute: number
+}
+
+interface KeyRow {
+  id: string
+  org_id: string
+  created_by: string | null
+  hash: Buffer
+  plan: Plan
+  role: Role | null
+}
+
+export class CredentialCache {
+  private readonly cache = new LRUCache<string, Auth>({ max: 10_000, ttl: CACHE_TTL_MS })
+
+  constructor(private readonly sql: Sql) {}
+
+  /** The credential a bearer token names, or null when it is unknown or revoked. */
+  async resolve(token: string): Promise<Auth | null> {
+    if (!token.startsWith(API_KEY_PREFIX) || token.length > 200) return null
+    const hash = sha256(token)
+    const cacheKey = hash.toString('base64')
+    const hit = this.cache.get(cacheKey)
+    if (hit) return hit
+    const [row] = await this.sql<KeyRow[]>`
+      select k.id, k.org_id, k.created_by, k.hash, o.plan, m.role
+        from api_keys k
+        join orgs o on o.id = k.org_id
+        left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
+       where k.hash = ${hash} and k.revoked_at is null`
+    if (!row || !safeEqual(row.hash, hash)) return null
+    const auth: Auth = {
+      orgId: row.org_id,
+      keyId: row.id,
+      userId: row.created_by,
+      role: row.role ?? 'member',
+      method: 'api_key',
+      plan: row.plan,
+      apiPerMinute: planDefinition(row.plan).limits.api_per_minute,
+    }
+    this.cache.set(cacheKey, auth)
+    return auth
+  }
+
+  /** Forgets cached credentials of a key (after revocation) or of an organization (after a plan change). */
+  evict(match: { keyId?: string; orgId?: string }) {
+    for (const [k, auth] of this.cache.entries()) {
+      if (auth.keyId === match.keyId || auth.orgId === match.orgId) this.cache.delete(k)
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The one place that reads the environment. Every setting the service knows is in
+ * `ConfigSchema`; `loadConfig` checks them all at once and names each bad key.
+ */
+import { Type as T, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+const Port = (fallback: number, description: string) => T.Integer({ minimum: 0, maximum: 65535, default: fallback, description })
+const Roles = ['api', 'smtp', 'worker'] as const
+export type Role = (typeof Roles)[number]
+
+export const ConfigSchema = T.Object({
+  NODE_ENV: T.Union([T.Literal('development'), T.Literal('production'), T.Literal('test')], { default: 'development' }),
+  PORT: Port(3000, 'HTTP port of the api role'),
+  SMTP_PORT: Port(2525, 'port of the inbound SMTP listener'),
+  HOST: T.String({ default: '0.0.0.0', description: 'address the HTTP and SMTP listeners bind to' }),
+  DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL; unset = embedded PGlite under DATA_DIR' })),
+  DATA_DIR: T.String({ default: '.data', description: 'where the embedded database and development files live' }),
+  EMBEDDED_PG_PORT: Port(0, 'loopback port of the embedded PGlite socket; 0 = any free port'),
+  ROLES: T.String({ default: 'api,smtp,worker', pattern: '^(api|smtp|worker)(,(api|smtp|worker))*$', description: 'comma-separated roles this process runs' }),
+  PUBLIC_URL: T.String({ default: 'http://localhost:3000', pattern: '^https?://[^/]+$', description: 'public origin of the HTTP API, without /v1' }),
+  SITE_URL: T.Optional(T.String({ pattern: '^https?://[^/]+$', description: 'public site serving discovery documents; defaults to PUBLIC_URL' })),
+  MANAGED_DOMAIN: T.String({ default: 'agents.localhost', pattern: '^[a-z0-9.-]+$', description: 'domain of managed agent inbox addresses' }),
+  SMTP_HOSTNAME: T.String({ default: 'localhost', description: 'name the SMTP listener announces' }),
+  SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
+  TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
+  LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
+  MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest accepted JSON request body' }),
+  RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once' }),
+  SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
+})
+
+export type Config = Static<typeof ConfigSchema> & { roles: Role[]; siteUrl: string }
+
+/** Environment values are strings; numbers and booleans are converted only when they are well formed. */
+function coerce(type: string | undefined, value: string): unknown {
+  if (type === 'integer' && /^-?\d+$/.test(value)) return Number(value)
+  if (type === 'boolean' && /^(true|false|1|0)$/.test(value)) return value === 'true' || value === '1'
+  return value
+}
+
+export class ConfigError extends Error {}
+
+/** Checks the environment against `ConfigSchema`; throws one error naming every bad key. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {}
+  for (const [key, schema] of Object.entries(ConfigSchema.properties)) {
+    const value = env[key]
+    if (value === undefined || value === '') continue
+    raw[key] = coerce((schema as { type?: string }).type, value)
+  }
+  const withDefaults = Value.Default(ConfigSchema, raw) as Static<typeof ConfigSchema>
+  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map(e => `${e.path.slice(1) || '(root)'}: ${e.message}`)
+  if (problems.length) throw new ConfigError(`invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`)
+  const roles = [...new Set(withDefaults.ROLES.split(','))] as Role[]
+  return { ...withDefaults, roles, siteUrl: withDefaults.SITE_URL ?? withDefaults.PUBLIC_URL }
+}

@@ -1,0 +1,29 @@
+/** What every feature needs, built once per process (or per app instance in tests). */
+import type { Config } from './config'
+import type { ServerKeys } from './crypto'
+import type { Sql } from './db/client'
+import { Cursors } from './http/pagination'
+import { RateLimiter } from './http/rate-limit'
+import { CredentialCache } from './auth/credentials'
+
+export interface AppContext {
+  config: Config
+  sql: Sql
+  keys: ServerKeys
+  cursors: Cursors
+  limiter: RateLimiter
+  credentials: CredentialCache
+  startedAt: number
+}
+
+export function createContext(config: Config, sql: Sql, keys: ServerKeys): AppContext {
+  return {
+    config,
+    sql,
+    keys,
+    cursors: new Cursors(keys),
+    limiter: new RateLimiter(sql, config.RATE_LIMIT_LEASE),
+    credentials: new CredentialCache(sql),
+    startedAt: Date.now(),
+  }
+}

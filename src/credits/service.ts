@@ -1,0 +1,39 @@
+/** Credit codes: minted by the operator, redeemed once by an owner or admin, added to the balance. */
+import { randomUUIDv7 } from 'bun'
+import { randomToken, sha256 } from '../crypto'
+import type { Sql, Tx } from '../db/client'
+import { errors } from '../http/errors'
+import type { Role } from '../auth/credentials'
+
+export const CREDIT_CODE_PREFIX = 'CR-'
+
+export async function mintCreditCode(sql: Sql, amountCents: number): Promise<{ id: string; code: string }> {
+  const code = randomToken(CREDIT_CODE_PREFIX, 15)
+  const id = randomUUIDv7()
+  await sql`insert into credit_codes (id, code_hash, amount_cents) values (${id}, ${sha256(code)}, ${amountCents})`
+  return { id, code }
+}
+
+/** The current role of a person in an organization (null if they are not a member any more). */
+export async function currentRole(sql: Sql | Tx, orgId: string, userId: string | null): Promise<Role | null> {
+  if (!userId) return null
+  const [row] = await sql<{ role: Role }[]>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`
+  return row?.role ?? null
+}
+
+export async function creditBalance(sql: Sql | Tx, orgId: string) {
+  const [row] = await sql<{ balance: number }[]>`select credit_balance_cents as balance from orgs where id = ${orgId}`
+  if (!row) throw errors.notFound('org')
+  return { balance_cents: Number(row.balance), currency: 'USD' }
+}
+
+/** Redeems a code for the organization; an unknown or already redeemed code is not_found. */
+export async function redeemCreditCode(tx: Tx, orgId: string, code: string) {
+  const [credit] = await tx<{ amount_cents: number }[]>`
+    update credit_codes set redeemed_by_org = ${orgId}, redeemed_at = now()
+     where code_hash = ${sha256(code.trim())} and redeemed_at is null
+     returning amount_cents`
+  if (!credit) throw errors.notFound('credit code')
+  await tx`update orgs set credit_balance_cents = credit_balance_cents + ${credit.amount_cents} where id = ${orgId}`
+  return { redeemed_cents: Number(credit.amount_cents), ...(await creditBalance(tx, orgId)) }
+}

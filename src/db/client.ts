@@ -1,0 +1,51 @@
+/**
+ * The database handle: postgres.js against DATABASE_URL, or against the embedded PGlite
+ * served on loopback when no URL is configured.
+ */
+import postgres from 'postgres'
+import type { Config } from '../config'
+import { log } from '../log'
+import { startEmbeddedPostgres } from './embedded'
+
+export type Sql = postgres.Sql
+/** A transaction handle passed down from `sql.begin`; usable wherever `Sql` queries are. */
+export type Tx = postgres.TransactionSql | postgres.Sql
+
+export interface Database {
+  sql: Sql
+  url: string
+  embedded: boolean
+  close(): Promise<void>
+}
+
+export function connectUrl(url: string, max = 10): Sql {
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    // Timestamps come back as Date; bigint counters (storage bytes) as JS numbers, which is exact up to 2^53.
+    types: { bigint: postgres.BigInt },
+    transform: { undefined: null },
+    connection: { application_name: 'agent-mail' },
+  })
+}
+
+/** Opens the configured database, starting the embedded one when DATABASE_URL is unset. */
+export async function openDatabase(config: Config): Promise<Database> {
+  if (config.DATABASE_URL) {
+    const sql = connectUrl(config.DATABASE_URL)
+    return { sql, url: config.DATABASE_URL, embedded: false, close: () => sql.end({ timeout: 5 }) }
+  }
+  const embedded = await startEmbeddedPostgres(`${config.DATA_DIR}/pglite`, config.EMBEDDED_PG_PORT)
+  // PGlite runs one session: postgres.js must hold a single connection or concurrent queries hang.
+  const sql = connectUrl(embedded.url, 1)
+  log.info('embedded database ready', { data_dir: `${config.DATA_DIR}/pglite` })
+  return {
+    sql,
+    url: embedded.url,
+    embedded: true,
+    async close() {
+      await sql.end({ timeout: 5 })
+      await embedded.stop()
+    },
+  }
+}

@@ -1,0 +1,94 @@
+/** Public operations: API discovery, health, the OpenAPI document and protected-resource metadata. */
+import { Elysia, t, type AnyElysia } from 'elysia'
+import pkg from '../../package.json'
+import type { AppContext } from '../context'
+import { publicAccess } from '../http/auth'
+import { Ok } from '../http/envelope'
+import { buildOpenApi } from '../http/openapi'
+
+const HEALTH_TIMEOUT_MS = 2_000
+
+const Dependency = t.Object({
+  status: t.Union([t.Literal('up'), t.Literal('down')]),
+  latency_ms: t.Number(),
+  error: t.Optional(t.String()),
+})
+const Health = t.Object({
+  status: t.Union([t.Literal('ok'), t.Literal('unavailable')]),
+  version: t.String(),
+  uptime_s: t.Integer(),
+  dependencies: t.Object({ database: Dependency }),
+})
+
+async function checkDatabase(ctx: AppContext) {
+  const started = performance.now()
+  const latency = () => Math.round((performance.now() - started) * 100) / 100
+  try {
+    await Promise.race([
+      ctx.sql`select 1`,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS)),
+    ])
+    return { status: 'up' as const, latency_ms: latency() }
+  } catch (error) {
+    return { status: 'down' as const, latency_ms: latency(), error: error instanceof Error && error.message === 'timed out' ? 'timed out' : 'unreachable' }
+  }
+}
+
+export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
+  const base = ctx.config.PUBLIC_URL
+  let openapi: unknown
+  return new Elysia({ tags: ['Discovery'] })
+    .use(publicAccess(ctx))
+    .get(
+      '/v1',
+      () => ({
+        name: 'agent mail service',
+        version: pkg.version,
+        api_base_url: `${base}/v1`,
+        openapi_url: `${base}/v1/openapi`,
+        docs_url: `${ctx.config.siteUrl}/docs`,
+        health_url: `${base}/v1/health`,
+        oauth_authorization_server: `${base}/.well-known/oauth-authorization-server`,
+        oauth_protected_resource: `${ctx.config.siteUrl}/.well-known/oauth-protected-resource`,
+        managed_domain: ctx.config.MANAGED_DOMAIN,
+      }),
+      {
+        response: { 200: Ok(t.Record(t.String(), t.String())) },
+        detail: { summary: 'API discovery', security: [] },
+      },
+    )
+    .get(
+      '/v1/health',
+      async () => {
+        const database = await checkDatabase(ctx)
+        const ok = database.status === 'up'
+        const data = { status: ok ? ('ok' as const) : ('unavailable' as const), version: pkg.version, uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000), dependencies: { database } }
+        if (ok) return data
+        return Response.json({ success: false, data }, { status: 503, headers: { 'cache-control': 'no-store' } })
+      },
+      {
+        response: {
+          200: Ok(Health),
+          503: t.Object({ success: t.Literal(false), data: Health }, { description: 'a dependency is unreachable; data says which' }),
+        },
+        detail: { summary: 'Health check', security: [] },
+      },
+    )
+    .get(
+      '/v1/openapi',
+      () => Response.json((openapi ??= buildOpenApi(app(), { serverUrl: base, version: pkg.version }))),
+      { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } },
+    )
+    .get(
+      '/.well-known/oauth-protected-resource',
+      () =>
+        Response.json({
+          resource: `${base}/v1`,
+          authorization_servers: [base],
+          bearer_methods_supported: ['header'],
+          scopes_supported: ['service:api'],
+          resource_documentation: `${ctx.config.siteUrl}/docs`,
+        }),
+      { detail: { summary: 'RFC 9728 protected-resource metadata', security: [] } },
+    )
+}

@@ -1,0 +1,64 @@
+/**
+ * Access control for routes. A feature's authenticated routes `.use(authenticated(ctx))`, its
+ * public ones `.use(publicAccess(ctx))`; both apply the rate limits of the contract: per
+ * organization for valid credentials, per client address for everything else (failed
+ * authentications included).
+ */
+import { Elysia } from 'elysia'
+import type { AppContext } from '../context'
+import type { Auth, Role } from '../auth/credentials'
+import { ApiError, errors } from './errors'
+import { rateLimitError, rateLimitHeaders } from './rate-limit'
+import { requestFacts } from './request-context'
+
+export const PUBLIC_PER_MINUTE = 120
+
+type Headers = Record<string, string | number | string[]>
+interface Server { requestIP(req: Request): { address: string } | null }
+
+export function clientAddress(ctx: AppContext, request: Request, server: Server | null): string {
+  if (ctx.config.TRUST_PROXY) {
+    const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
+    if (forwarded) return forwarded
+  }
+  return server?.requestIP(request)?.address ?? 'local'
+}
+
+async function limit(ctx: AppContext, set: { headers: Headers }, bucket: string, perMinute: number, what: string) {
+  const decision = await ctx.limiter.take(bucket, perMinute)
+  if (!decision.allowed) throw rateLimitError(decision, 'rate_limited', what)
+  Object.assign(set.headers, rateLimitHeaders(decision))
+}
+
+function unauthorized(ctx: AppContext): ApiError {
+  const e = errors.unauthorized()
+  return new ApiError(e.code, e.message, undefined, {
+    'www-authenticate': `Bearer realm="${new URL(ctx.config.PUBLIC_URL).host}", resource_metadata="${ctx.config.siteUrl}/.well-known/oauth-protected-resource"`,
+  })
+}
+
+export function authenticated(ctx: AppContext) {
+  return new Elysia().resolve({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => {
+    const header = request.headers.get('authorization') ?? ''
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
+    const auth = token ? await ctx.credentials.resolve(token) : null
+    if (!auth) {
+      await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
+      throw unauthorized(ctx)
+    }
+    requestFacts(request).orgId = auth.orgId
+    await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
+    return { auth }
+  })
+}
+
+export function publicAccess(ctx: AppContext) {
+  return new Elysia().onBeforeHandle({ as: 'scoped' }, async ({ request, set, server }) => {
+    await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
+  })
+}
+
+/** Throws `forbidden` unless the role is one of `allowed`. */
+export function requireRole(role: Role, allowed: Role[], action: string) {
+  if (!allowed.includes(role)) throw errors.forbidden(`${action}: needs the ${allowed.join(' or ')} role`)
+}

@@ -1,0 +1,90 @@
+/**
+ * Idempotency-Key (convention 5). The action and the record of its result are written in one
+ * transaction, so a crash leaves either both or neither: a retry then either replays the stored
+ * result or performs the action for the first time. A transaction-scoped advisory lock on the
+ * key makes a concurrent duplicate fail fast with `409 conflict` instead of waiting.
+ */
+import type { Sql, Tx } from '../db/client'
+import { sha256, type ServerKeys } from '../crypto'
+import { errors } from './errors'
+
+export const IDEMPOTENCY_TTL_HOURS = 24
+const KEY_HEADER = 'idempotency-key'
+
+export interface Outcome<T> {
+  status: number
+  data: T
+}
+
+export interface IdempotentRequest {
+  /** who the key belongs to and what it is for: `org:<id>:<operation>` or `ip:<address>:<operation>` */
+  scope: string
+  /** the client's Idempotency-Key header, if any */
+  key: string | null | undefined
+  /** the request payload the key is bound to */
+  payload: unknown
+}
+
+/** JSON with object keys sorted, so the same payload always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map(k => [k, (v as Record<string, unknown>)[k]]))
+      : v,
+  )
+}
+
+export function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
+  const key = headers[KEY_HEADER]
+  if (key === undefined) return undefined
+  if (key.length < 1 || key.length > 255) throw errors.validation('Idempotency-Key', 'must be 1 to 255 characters')
+  return key
+}
+
+/**
+ * Runs `action` at most once per (scope, key). Returns the outcome and whether it was replayed.
+ * Without a key the action simply runs in a transaction.
+ */
+export async function idempotent<T>(
+  sql: Sql,
+  keys: ServerKeys,
+  req: IdempotentRequest,
+  action: (tx: Tx) => Promise<Outcome<T>>,
+): Promise<Outcome<T> & { replayed: boolean }> {
+  const key = req.key
+  if (!key) return { ...(await sql.begin(tx => action(tx))), replayed: false }
+  const requestHash = sha256(canonicalJson(req.payload)).toString('hex')
+  return sql.begin(async tx => {
+    const [{ locked }] = (await tx`select pg_try_advisory_xact_lock(hashtextextended(${req.scope + '\n' + key}, 0)) as locked`) as [{ locked: boolean }]
+    if (!locked) {
+      throw errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
+    }
+    const [stored] = await tx<{ request_hash: string; response_status: number; response_sealed: Buffer }[]>`
+      select request_hash, response_status, response_sealed from idempotency_keys
+       where scope = ${req.scope} and key = ${key} and expires_at > now()`
+    if (stored) {
+      if (stored.request_hash !== requestHash) {
+        throw errors.conflict('Idempotency-Key: already used with a different request payload', { reason: 'idempotency_key_reused' })
+      }
+      return { status: stored.response_status, data: JSON.parse(keys.decrypt(stored.response_sealed)) as T, replayed: true }
+    }
+    const outcome = await action(tx)
+    await tx`
+      insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
+      values (${req.scope}, ${key}, ${requestHash}, ${outcome.status}, ${keys.encrypt(JSON.stringify(outcome.data))},
+              now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}))
+      on conflict (scope, key) do update set
+        request_hash = excluded.request_hash, response_status = excluded.response_status,
+        response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`
+    return { ...outcome, replayed: false }
+  })
+}
+
+/** Sets the status and the Idempotency-Key response header of an idempotent outcome. */
+export function applyOutcome<T>(set: { status?: number | string; headers: Record<string, string | number | string[]> }, key: string | null | undefined, outcome: Outcome<T> & { replayed: boolean }): T {
+  set.status = outcome.status
+  if (key) set.headers['idempotency-key'] = key
+  if (outcome.replayed) set.headers['idempotent-replayed'] = 'true'
+  return outcome.data
+}
+

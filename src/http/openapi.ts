@@ -1,0 +1,105 @@
+/**
+ * The OpenAPI 3.1 document, generated from the TypeBox schemas the routes validate with, so the
+ * description cannot drift from the behaviour. Routes whose `detail.security` is `[]` are public;
+ * every other operation needs a bearer credential.
+ */
+import type { AnyElysia } from 'elysia'
+import { ERROR_STATUS } from './errors'
+import { ErrorSchema } from './envelope'
+
+type Json = Record<string, unknown>
+interface RouteLike {
+  method: string
+  path: string
+  hooks: { body?: unknown; query?: unknown; params?: unknown; response?: unknown; detail?: Json }
+}
+
+/** JSON Schema without TypeBox's symbols and with Elysia's query-string coercions folded back. */
+function clean(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(clean)
+  if (!schema || typeof schema !== 'object') return schema
+  const s = schema as Json
+  const variants = s.anyOf as Json[] | undefined
+  if (variants?.length === 2) {
+    // Elysia validates `t.Integer()` in a query as "integer, or a string that parses as one"
+    const coercion = variants.find(v => v.type === 'string' && typeof v.format === 'string' && ['integer', 'numeric', 'boolean'].includes(v.format as string))
+    const real = variants.find(v => v !== coercion)
+    if (coercion && real) {
+      const { anyOf: _drop, ...rest } = s
+      return clean({ ...rest, ...real })
+    }
+  }
+  const out: Json = {}
+  for (const [k, v] of Object.entries(s)) {
+    if (k === '$id' || k === 'error') continue
+    out[k] = clean(v)
+  }
+  return out
+}
+
+function parameters(where: 'query' | 'path', schema: unknown): Json[] {
+  const s = clean(schema) as Json | undefined
+  const props = (s?.properties ?? {}) as Record<string, Json>
+  const required = new Set((s?.required as string[]) ?? [])
+  return Object.entries(props).map(([name, p]) => ({
+    name,
+    in: where,
+    required: where === 'path' || required.has(name),
+    schema: p,
+    ...(typeof p.description === 'string' && { description: p.description }),
+  }))
+}
+
+function errorResponses(isPublic: boolean, hasInput: boolean): Json {
+  const ref = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+  return {
+    ...(hasInput && { '400': { description: 'validation_error: a field failed validation (`field: reason`)', ...ref } }),
+    ...(!isPublic && { '401': { description: 'unauthorized: missing or invalid bearer credential', ...ref } }),
+    '429': { description: 'rate_limited: too many requests; see Retry-After', ...ref },
+    '500': { description: 'internal_error', ...ref },
+  }
+}
+
+export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string }): Json {
+  const paths: Record<string, Record<string, Json>> = {}
+  for (const route of app.routes as unknown as RouteLike[]) {
+    if (route.method === 'ALL' || route.path.includes('*')) continue
+    const path = route.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
+    const { body, query, params, response, detail = {} } = route.hooks
+    const isPublic = Array.isArray(detail.security) && detail.security.length === 0
+    const responses: Json = {}
+    for (const [status, schema] of Object.entries((response ?? {}) as Record<string, unknown>)) {
+      responses[status] = {
+        description: (schema as Json).description ?? (Number(status) < 300 ? 'success' : 'error'),
+        content: { 'application/json': { schema: clean(schema) } },
+      }
+    }
+    const { security, ...rest } = detail
+    paths[path] ??= {}
+    paths[path][route.method.toLowerCase()] = {
+      operationId: `${route.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      ...rest,
+      ...(isPublic && { security: [] }),
+      parameters: [...parameters('path', params), ...parameters('query', query)],
+      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: clean(body) } } } } : {}),
+      responses: { ...responses, ...errorResponses(isPublic, Boolean(body || query || params)) },
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Agent mail service',
+      version: info.version,
+      description:
+        'Email infrastructure for AI agents. Every response is an envelope: `{success: true, data, meta?}` or `{success: false, error: {code, message, details?, gates?}}`. ' +
+        `Error codes: ${Object.entries(ERROR_STATUS).map(([c, s]) => `${c} (${s})`).join(', ')}.`,
+    },
+    servers: [{ url: info.serverUrl }],
+    security: [{ bearer: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (svc_...), an OAuth access token (svc_oat_...) or an agent connection key (conn_...)' } },
+      schemas: { Error: clean(ErrorSchema) },
+    },
+  }
+}

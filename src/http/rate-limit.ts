@@ -1,0 +1,110 @@
+/**
+ * Fixed-window rate limits shared by every process through PostgreSQL (`rate_limit_take`).
+ * To keep the database off the hot path, a process leases a few requests at a time from the
+ * shared counter and spends them locally. The shared count never exceeds the limit; a lease a
+ * process has not spent yet can make another process refuse slightly early, never late.
+ */
+import { LRUCache } from 'lru-cache'
+import type { Sql } from '../db/client'
+import { log } from '../log'
+import { ApiError } from './errors'
+
+export const WINDOW_SECONDS = 60
+
+interface Lease {
+  limit: number
+  /** leased from the shared counter and not yet spent */
+  tokens: number
+  /** the shared counter's value when last read */
+  used: number
+  /** local clock time the window ends */
+  resetAt: number
+  /** the shared counter is at its limit until resetAt */
+  exhausted: boolean
+}
+
+export interface RateDecision {
+  allowed: boolean
+  limit: number
+  /** an estimate; undefined when the limiter could not tell */
+  remaining?: number
+  resetAt: number
+}
+
+export class RateLimiter {
+  private readonly leases = new LRUCache<string, Lease>({ max: 50_000 })
+  private readonly refills = new Map<string, Promise<Lease | null>>()
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly maxLease: number,
+  ) {}
+
+  /** Spends one request of `bucket`, whose limit is `limit` per window. Fails open if the database is unavailable. */
+  async take(bucket: string, limit: number): Promise<RateDecision> {
+    for (;;) {
+      const now = Date.now()
+      const lease = this.leases.get(bucket)
+      if (lease && lease.resetAt > now && lease.limit === limit) {
+        if (lease.tokens > 0) {
+          lease.tokens--
+          return { allowed: true, limit, remaining: Math.max(0, limit - lease.used + lease.tokens), resetAt: lease.resetAt }
+        }
+        if (lease.exhausted) return { allowed: false, limit, remaining: 0, resetAt: lease.resetAt }
+      }
+      const fresh = await this.refill(bucket, limit)
+      if (!fresh) return { allowed: true, limit, resetAt: now + WINDOW_SECONDS * 1000 }
+    }
+  }
+
+  /** One database round trip per bucket at a time; concurrent callers share it. */
+  private refill(bucket: string, limit: number): Promise<Lease | null> {
+    let pending = this.refills.get(bucket)
+    if (!pending) {
+      pending = this.lease(bucket, limit).finally(() => this.refills.delete(bucket))
+      this.refills.set(bucket, pending)
+    }
+    return pending
+  }
+
+  private async lease(bucket: string, limit: number): Promise<Lease | null> {
+    const want = Math.max(1, Math.min(this.maxLease, Math.ceil(limit / 50)))
+    try {
+      const [row] = await this.sql<{ granted: number; used: number; reset_ms: number }[]>`
+        select granted, used, reset_ms from rate_limit_take(${bucket}, ${WINDOW_SECONDS}, ${want}, ${limit})`
+      if (!row) return null
+      const lease: Lease = {
+        limit,
+        tokens: row.granted,
+        used: row.used,
+        resetAt: Date.now() + row.reset_ms,
+        exhausted: row.granted === 0,
+      }
+      this.leases.set(bucket, lease)
+      return lease
+    } catch (error) {
+      log.warn('rate limiter unavailable; allowing request', { bucket, error })
+      return null
+    }
+  }
+}
+
+/** The `ratelimit-*` headers describing a decision (omitting `remaining` when unknown). */
+export function rateLimitHeaders(d: RateDecision): Record<string, string> {
+  const headers: Record<string, string> = {
+    'ratelimit-limit': String(d.limit),
+    'ratelimit-policy': `${d.limit};w=${WINDOW_SECONDS}`,
+    'ratelimit-reset': String(Math.ceil(d.resetAt / 1000)),
+  }
+  if (d.remaining !== undefined) headers['ratelimit-remaining'] = String(d.remaining)
+  return headers
+}
+
+/** A 429 for a refused decision; `code` is rate_limited for org/IP limits, rate_limit_exceeded per resource. */
+export function rateLimitError(d: RateDecision, code: 'rate_limited' | 'rate_limit_exceeded', what: string): ApiError {
+  const retryAfter = Math.max(1, Math.ceil((d.resetAt - Date.now()) / 1000))
+  return new ApiError(code, `${what}: rate limit of ${d.limit} per ${WINDOW_SECONDS} seconds exceeded; retry after ${retryAfter} seconds`, undefined, {
+    ...rateLimitHeaders(d),
+    'retry-after': String(retryAfter),
+  })
+}

@@ -1,0 +1,21 @@
+/** Per-request facts the lifecycle hooks share: the request id, start time and final status. */
+import { randomUUIDv7 } from 'bun'
+
+export interface RequestFacts {
+  id: string
+  startedAt: number
+  status?: number
+  orgId?: string
+}
+
+const facts = new WeakMap<Request, RequestFacts>()
+
+export function beginRequest(request: Request): RequestFacts {
+  const f: RequestFacts = { id: `req_${randomUUIDv7().replaceAll('-', '')}`, startedAt: performance.now() }
+  facts.set(request, f)
+  return f
+}
+
+export function requestFacts(request: Request): RequestFacts {
+  return facts.get(request) ?? beginRequest(request)
+}

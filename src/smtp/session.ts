@@ -1,0 +1,797 @@
+/**
+ * The per-connection RFC 5321 state machine. It owns no socket: bytes come in through
+ * `receive`, replies and the close/STARTTLS requests go out through a `SessionIO`, and every
+ * decision is delegated to `SmtpHooks`. This keeps the protocol testable without a network.
+ *
+ * Input is processed by a single serial pump, so pipelined commands (RFC 2920) are answered in
+ * order and their hooks are awaited one after another even when they all arrived in one packet.
+ */
+import { isIPv4, isIPv6 } from 'node:net'
+import { log } from '../log'
+import type { SmtpEnvelope, SmtpHooks, SmtpReply, SmtpServerOptions, SmtpSessionInfo } from './types'
+
+/** RFC 5321 4.5.3.1.4: a command line is at most 512 octets including the CRLF. */
+const MAX_COMMAND_LINE = 512
+/** RFC 5321 4.5.3.1: size limits of the parts of a path. */
+const MAX_LOCAL_PART = 64
+const MAX_DOMAIN = 255
+const MAX_PATH = 256
+/** Pipelined input queued behind a slow hook beyond this pauses the socket (backpressure). */
+const MAX_QUEUED_BYTES = 256 * 1024
+
+const CR = 13
+const LF = 10
+const DOT = 46
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+const encoder = new TextEncoder()
+
+export interface SessionIO {
+  write(text: string): void
+  /** Flush what was written, then close. */
+  close(): void
+  /** Called right after `220 Ready to start TLS` was written; the transport must call `tlsStarted()` once the handshake is done. */
+  startTls(): void
+  pause?(): void
+  resume?(): void
+}
+
+export type SessionOptions = Pick<SmtpServerOptions, 'hostname' | 'maxMessageBytes' | 'maxRecipients' | 'maxBadCommands'> & {
+  /** STARTTLS can be offered (the transport has a certificate). */
+  tlsAvailable: boolean
+  now?: () => Date
+}
+
+export type SessionOutcome =
+  | 'open'
+  | 'quit'
+  | 'peer-closed'
+  | 'idle-timeout'
+  | 'too-many-errors'
+  | 'refused'
+  | 'shutdown'
+  | 'tls-failed'
+  | 'aborted'
+  | 'error'
+
+type Phase = 'connecting' | 'ready' | 'rejected' | 'starttls' | 'closed'
+
+const TOO_LONG = Symbol('line too long')
+
+export function newSessionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8))
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+export class SmtpSession {
+  outcome: SessionOutcome = 'open'
+  /** Messages accepted with a 2xx after DATA. */
+  messages = 0
+
+  private readonly info: SmtpSessionInfo
+  private phase: Phase = 'connecting'
+  private esmtp = false
+  private tx: SmtpEnvelope | null = null
+  private reader: DataReader | null = null
+  private queue: Uint8Array[] = []
+  private queued = 0
+  private paused = false
+  private discardingLongLine = false
+  private badCommands = 0
+  private hookInFlight = false
+  private stopping = false
+  private pumpActive = false
+  private pumpDone: Promise<void> = Promise.resolve()
+  private transactions = 0
+
+  constructor(
+    private readonly opts: SessionOptions,
+    private readonly hooks: SmtpHooks,
+    private readonly io: SessionIO,
+    conn: { id?: string; remoteAddress: string; tls?: boolean },
+  ) {
+    this.info = { id: conn.id ?? newSessionId(), remoteAddress: conn.remoteAddress, tls: conn.tls ?? false }
+  }
+
+  get id(): string {
+    return this.info.id
+  }
+  get tls(): boolean {
+    return this.info.tls
+  }
+  get closed(): boolean {
+    return this.phase === 'closed'
+  }
+  /** A hook is running: the client is waiting on us, so idle timeouts must not fire. */
+  get waitingOnHook(): boolean {
+    return this.hookInFlight
+  }
+  /** Work a graceful shutdown should let finish: a hook, or a message being received. */
+  get busy(): boolean {
+    return this.hookInFlight || this.reader !== null
+  }
+
+  /** Runs onConnect and sends the greeting (or the refusal). Resolves once queued input is processed. */
+  async start(): Promise<void> {
+    let reply: SmtpReply | void
+    try {
+      reply = await this.callHook(() => this.hooks.onConnect?.(this.snapshot()))
+    } catch (err) {
+      log.error('smtp onConnect hook failed', { session: this.info.id, err })
+      reply = { code: 421, enhanced: '4.3.0', message: `${this.opts.hostname} temporary failure, try again later` }
+    }
+    if (this.phase === 'closed') return
+    if (this.stopping) return this.closeWith(421, '4.3.2', `${this.opts.hostname} shutting down`, 'shutdown')
+    if (reply && reply.code >= 400) {
+      this.send(reply)
+      // RFC 5321 3.1: a 554 greeting keeps the connection until QUIT, answering 503 meanwhile.
+      if (reply.code === 554) this.phase = 'rejected'
+      else return this.close('refused')
+    } else {
+      // RFC 2034: the greeting carries no enhanced status code.
+      this.write(formatReply(220, undefined, reply?.message ?? `${this.opts.hostname} ESMTP ready`))
+      this.phase = 'ready'
+    }
+    return this.kick()
+  }
+
+  /** Feeds bytes from the client. The promise resolves when everything processable has been processed. */
+  receive(chunk: Uint8Array): Promise<void> {
+    // During the TLS handshake the transport must not feed us anything; plaintext is never trusted then.
+    if (this.phase === 'closed' || this.phase === 'starttls' || chunk.length === 0) return this.pumpDone
+    this.queue.push(chunk)
+    this.queued += chunk.length
+    if (this.queued > MAX_QUEUED_BYTES && !this.paused) {
+      this.paused = true
+      this.io.pause?.()
+    }
+    return this.kick()
+  }
+
+  /** The transport finished the TLS handshake after STARTTLS. RFC 3207 4.2: forget everything, expect a new EHLO. */
+  tlsStarted(): void {
+    if (this.phase !== 'starttls') return
+    this.info.tls = true
+    this.info.helo = undefined
+    this.esmtp = false
+    this.tx = null
+    this.phase = 'ready'
+  }
+
+  idleTimeout(): void {
+    if (this.phase === 'closed') return
+    this.closeWith(421, '4.4.2', `${this.opts.hostname} idle timeout, closing connection`, 'idle-timeout')
+  }
+
+  /** Graceful shutdown: idle sessions are told 421 now, busy ones after their current message. */
+  shutdown(): void {
+    if (this.phase === 'closed') return
+    this.stopping = true
+    if (!this.busy) this.closeWith(421, '4.3.2', `${this.opts.hostname} shutting down`, 'shutdown')
+  }
+
+  /** The transport is gone (peer closed, or forced shut). Late hook results are dropped. */
+  detach(outcome: SessionOutcome = 'peer-closed'): void {
+    if (this.phase === 'closed') return
+    if (this.outcome === 'open') this.outcome = this.phase === 'starttls' ? 'tls-failed' : outcome
+    this.phase = 'closed'
+    this.dropInput()
+  }
+
+  private kick(): Promise<void> {
+    if (!this.pumpActive && (this.phase === 'ready' || this.phase === 'rejected')) {
+      this.pumpActive = true
+      this.pumpDone = this.pump()
+    }
+    return this.pumpDone
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      while (this.phase === 'ready' || this.phase === 'rejected') {
+        if (this.stopping && !this.reader) {
+          this.closeWith(421, '4.3.2', `${this.opts.hostname} shutting down`, 'shutdown')
+          break
+        }
+        if (this.reader) {
+          const chunk = this.shift()
+          if (!chunk) break
+          const used = this.reader.feed(chunk)
+          if (used < 0) continue
+          if (used < chunk.length) this.unshift(chunk.subarray(used))
+          await this.endOfData(this.reader)
+          continue
+        }
+        const line = this.takeLine()
+        if (line === null) break
+        await this.command(line)
+      }
+    } catch (err) {
+      log.error('smtp session failed', { session: this.info.id, err })
+      this.closeWith(421, '4.3.0', `${this.opts.hostname} internal error, closing connection`, 'error')
+    } finally {
+      this.pumpActive = false
+      if (this.paused && this.queued < MAX_QUEUED_BYTES / 2 && this.phase !== 'closed') {
+        this.paused = false
+        this.io.resume?.()
+      }
+    }
+  }
+
+  // ---- input buffering -------------------------------------------------------------------
+
+  private shift(): Uint8Array | undefined {
+    const chunk = this.queue.shift()
+    if (chunk) this.queued -= chunk.length
+    return chunk
+  }
+
+  private unshift(chunk: Uint8Array): void {
+    this.queue.unshift(chunk)
+    this.queued += chunk.length
+  }
+
+  private dropInput(): void {
+    this.queue = []
+    this.queued = 0
+    this.discardingLongLine = false
+  }
+
+  /**
+   * Next command line, LF-terminated (a preceding CR is stripped later). Bare LF is tolerated
+   * here because command lines cannot smuggle anything; DATA is where CRLF is enforced.
+   * An overlong line is discarded up to its LF without buffering it.
+   */
+  private takeLine(): Uint8Array | typeof TOO_LONG | null {
+    for (;;) {
+      const head = this.queue[0]
+      if (!head) return null
+      const lf = head.indexOf(LF)
+      if (lf < 0) {
+        if (this.discardingLongLine || head.length >= MAX_COMMAND_LINE) {
+          this.discardingLongLine = true
+          this.shift()
+          continue
+        }
+        const next = this.queue[1]
+        if (!next) return null
+        this.queue.splice(0, 2, concat([head, next]))
+        continue
+      }
+      const remaining = head.subarray(lf + 1)
+      if (remaining.length > 0) this.queue[0] = remaining
+      else this.queue.shift()
+      this.queued -= lf + 1
+      if (this.discardingLongLine) {
+        this.discardingLongLine = false
+        return TOO_LONG
+      }
+      return lf + 1 > MAX_COMMAND_LINE ? TOO_LONG : head.subarray(0, lf + 1)
+    }
+  }
+
+  // ---- commands --------------------------------------------------------------------------
+
+  private async command(raw: Uint8Array | typeof TOO_LONG): Promise<void> {
+    if (raw === TOO_LONG) return this.bad(500, '5.5.6', 'line too long')
+    let text: string
+    try {
+      text = utf8.decode(stripLineEnd(raw))
+    } catch {
+      return this.bad(500, '5.5.2', 'invalid UTF-8 in command')
+    }
+    if (/[\x00-\x1f\x7f]/.test(text)) return this.bad(500, '5.5.2', 'control characters in command')
+    const sp = text.indexOf(' ')
+    const verb = (sp < 0 ? text : text.slice(0, sp)).toUpperCase()
+    const arg = sp < 0 ? '' : text.slice(sp + 1).replace(/^ +| +$/g, '')
+
+    if (this.phase === 'rejected') {
+      if (verb === 'QUIT') return this.quit()
+      return this.bad(503, '5.5.1', 'connection refused, send QUIT')
+    }
+    switch (verb) {
+      case 'EHLO':
+      case 'HELO':
+        return this.hello(verb, arg)
+      case 'MAIL':
+        return this.mail(arg)
+      case 'RCPT':
+        return this.rcpt(arg)
+      case 'DATA':
+        return this.data(arg)
+      case 'RSET':
+        if (arg) return this.bad(501, '5.5.4', 'RSET takes no parameters')
+        this.tx = null
+        return this.reply(250, '2.0.0', 'OK')
+      case 'NOOP':
+        return this.reply(250, '2.0.0', 'OK')
+      case 'VRFY':
+        if (!arg) return this.bad(501, '5.5.4', 'syntax: VRFY <address>')
+        // RFC 5321 3.5.3: 252 neither confirms nor denies, so VRFY cannot be used to harvest addresses.
+        return this.reply(252, '2.5.0', 'cannot VRFY user, but will accept message and attempt delivery')
+      case 'EXPN':
+        return this.reply(502, '5.5.1', 'EXPN not supported')
+      case 'HELP':
+        return this.reply(214, '2.0.0', 'commands: EHLO HELO MAIL RCPT DATA RSET NOOP VRFY QUIT STARTTLS')
+      case 'QUIT':
+        return this.quit()
+      case 'STARTTLS':
+        return this.starttls(arg)
+      default:
+        return this.bad(500, '5.5.1', 'command not recognized')
+    }
+  }
+
+  private hello(verb: 'EHLO' | 'HELO', arg: string): void {
+    if (!arg || arg.includes(' ')) return this.bad(501, '5.5.4', `syntax: ${verb} hostname`)
+    // RFC 5321 4.1.4: EHLO/HELO in the middle of a transaction resets it.
+    this.tx = null
+    this.info.helo = arg
+    this.esmtp = verb === 'EHLO'
+    // RFC 2034: EHLO/HELO replies carry no enhanced status code.
+    if (verb === 'HELO') return this.write(formatReply(250, undefined, this.opts.hostname))
+    const lines = [
+      `${this.opts.hostname} greets ${arg}`,
+      'PIPELINING',
+      `SIZE ${this.opts.maxMessageBytes}`,
+      '8BITMIME',
+      'SMTPUTF8',
+      'ENHANCEDSTATUSCODES',
+    ]
+    if (this.opts.tlsAvailable && !this.info.tls) lines.push('STARTTLS')
+    this.write(formatReply(250, undefined, lines.join('\n')))
+  }
+
+  private async mail(arg: string): Promise<void> {
+    if (!this.info.helo) return this.bad(503, '5.5.1', 'send HELO/EHLO first')
+    if (this.tx) return this.bad(503, '5.5.1', 'nested MAIL command')
+    const parsed = parsePathArgument(arg, 'FROM')
+    if (!parsed) return this.bad(501, '5.5.2', 'syntax: MAIL FROM:<address>')
+    const mailFrom = parseMailbox(parsed.path, 'sender')
+    if (mailFrom === null) return this.bad(501, '5.1.7', 'bad sender address syntax')
+    const params = parseParameters(parsed.rest)
+    if (!params) return this.bad(501, '5.5.4', 'invalid or duplicate parameters')
+    if (params.size > 0 && !this.esmtp) return this.bad(555, '5.5.4', 'parameters require EHLO')
+
+    const env: SmtpEnvelope = { mailFrom, rcptTo: [], smtputf8: false }
+    for (const [key, value] of params) {
+      if (key === 'SIZE') {
+        if (value === undefined || !/^\d{1,20}$/.test(value)) return this.bad(501, '5.5.4', 'invalid SIZE value')
+        env.size = Number(value)
+      } else if (key === 'BODY') {
+        const body = value?.toUpperCase()
+        if (body !== '7BIT' && body !== '8BITMIME') return this.bad(501, '5.5.4', 'BODY must be 7BIT or 8BITMIME')
+        env.body = body
+      } else if (key === 'SMTPUTF8') {
+        if (value !== undefined) return this.bad(501, '5.5.4', 'SMTPUTF8 takes no value')
+        env.smtputf8 = true
+      } else {
+        return this.bad(555, '5.5.4', `unsupported parameter ${key}`)
+      }
+    }
+    // RFC 6531 3.4: UTF-8 addresses are only allowed in an SMTPUTF8 transaction.
+    if (!env.smtputf8 && !isAscii(mailFrom)) return this.reply(553, '5.6.7', 'non-ASCII address requires SMTPUTF8')
+    // RFC 1870: refuse early, before the client sends the whole message.
+    if (env.size !== undefined && env.size > this.opts.maxMessageBytes) {
+      return this.reply(552, '5.3.4', `message size exceeds fixed maximum of ${this.opts.maxMessageBytes} bytes`)
+    }
+    const hook = this.hooks.onMailFrom
+    const reply = hook ? await this.ask('onMailFrom', () => hook.call(this.hooks, this.snapshot(), copyEnvelope(env))) : undefined
+    if (reply && reply.code >= 400) return this.send(reply)
+    this.tx = env
+    this.send(reply ?? { code: 250, enhanced: '2.1.0', message: 'OK' })
+  }
+
+  private async rcpt(arg: string): Promise<void> {
+    const tx = this.tx
+    if (!tx) return this.bad(503, '5.5.1', 'need MAIL before RCPT')
+    const parsed = parsePathArgument(arg, 'TO')
+    if (!parsed) return this.bad(501, '5.5.2', 'syntax: RCPT TO:<address>')
+    const rcpt = parseMailbox(parsed.path, 'recipient')
+    if (!rcpt) return this.bad(501, '5.1.3', 'bad recipient address syntax')
+    const params = parseParameters(parsed.rest)
+    if (!params) return this.bad(501, '5.5.4', 'invalid or duplicate parameters')
+    const [first] = params.keys()
+    if (first !== undefined) return this.bad(555, '5.5.4', `unsupported parameter ${first}`)
+    if (!tx.smtputf8 && !isAscii(rcpt)) return this.reply(553, '5.6.7', 'non-ASCII address requires SMTPUTF8')
+    // RFC 5321 4.5.3.1.10: 452 makes the client send the rest in another transaction.
+    if (tx.rcptTo.length >= this.opts.maxRecipients) return this.reply(452, '4.5.3', 'too many recipients')
+    if (tx.rcptTo.includes(rcpt)) return this.reply(250, '2.1.5', 'OK')
+    const reply = await this.ask('onRcptTo', () => this.hooks.onRcptTo(this.snapshot(), copyEnvelope(tx), rcpt))
+    if (reply && reply.code >= 400) return this.send(reply)
+    tx.rcptTo.push(rcpt)
+    this.send(reply ?? { code: 250, enhanced: '2.1.5', message: 'OK' })
+  }
+
+  private data(arg: string): void {
+    if (arg) return this.bad(501, '5.5.4', 'DATA takes no parameters')
+    if (!this.tx) return this.bad(503, '5.5.1', 'need MAIL before DATA')
+    // RFC 2920 3.1 / RFC 5321 3.3: every RCPT failed (typical when pipelining); not a client error.
+    if (this.tx.rcptTo.length === 0) return this.reply(554, '5.5.1', 'no valid recipients')
+    this.reader = new DataReader(this.opts.maxMessageBytes)
+    this.write(formatReply(354, undefined, 'End data with <CR><LF>.<CR><LF>'))
+  }
+
+  private async endOfData(reader: DataReader): Promise<void> {
+    const tx = this.tx
+    this.reader = null
+    this.tx = null
+    if (!tx) return
+    if (reader.oversize) {
+      return this.reply(552, '5.3.4', `message exceeds fixed maximum of ${this.opts.maxMessageBytes} bytes`)
+    }
+    // SMTP smuggling defence: we never treat bare CR/LF as a line ending, and refuse to pass such
+    // a message on, since another MTA downstream might.
+    if (reader.bareLineBreak) return this.reply(550, '5.6.11', 'bare CR or LF in message; lines must end with CRLF')
+    // An RFC 5321 Atom (no dots), unique per message.
+    const queueId = `${this.info.id}-${++this.transactions}`
+    const header = receivedHeader({
+      helo: this.info.helo ?? 'unknown',
+      remoteAddress: this.info.remoteAddress,
+      hostname: this.opts.hostname,
+      protocol: protocolName(this.esmtp, this.info.tls, tx.smtputf8),
+      id: queueId,
+      rcpt: tx.rcptTo.length === 1 ? tx.rcptTo[0] : undefined,
+      date: this.opts.now?.() ?? new Date(),
+    })
+    const message = concat([encoder.encode(header), ...reader.chunks()])
+    const reply = await this.ask('onData', () => this.hooks.onData(this.snapshot(), copyEnvelope(tx), message))
+    if (reply && reply.code >= 400) return this.send(reply)
+    this.messages++
+    this.send(reply ?? { code: 250, enhanced: '2.0.0', message: `OK queued as ${queueId}` })
+  }
+
+  private starttls(arg: string): void {
+    if (!this.opts.tlsAvailable) return this.bad(502, '5.5.1', 'STARTTLS not available')
+    if (this.info.tls) return this.bad(503, '5.5.1', 'TLS already active')
+    if (arg) return this.bad(501, '5.5.4', 'STARTTLS takes no parameters')
+    this.reply(220, '2.0.0', 'ready to start TLS')
+    // CVE-2011-0411: anything pipelined after STARTTLS was sent in plaintext (possibly injected by
+    // a man in the middle) and must not be executed inside the TLS session.
+    this.dropInput()
+    this.tx = null
+    this.phase = 'starttls'
+    this.io.startTls()
+  }
+
+  private quit(): void {
+    this.reply(221, '2.0.0', `${this.opts.hostname} closing connection`)
+    this.close('quit')
+  }
+
+  // ---- replies ---------------------------------------------------------------------------
+
+  /** A protocol error by the client; too many of them end the session. */
+  private bad(code: number, enhanced: string, message: string): void {
+    this.badCommands++
+    if (this.badCommands > this.opts.maxBadCommands) {
+      return this.closeWith(421, '4.7.0', `${this.opts.hostname} too many errors, closing connection`, 'too-many-errors')
+    }
+    this.reply(code, enhanced, message)
+  }
+
+  private reply(code: number, enhanced: string | undefined, message: string): void {
+    this.write(formatReply(code, enhanced, message))
+  }
+
+  private send(r: SmtpReply): void {
+    this.reply(r.code, r.enhanced, r.message)
+  }
+
+  private write(text: string): void {
+    if (this.phase !== 'closed') this.io.write(text)
+  }
+
+  private closeWith(code: number, enhanced: string, message: string, outcome: SessionOutcome): void {
+    // Mid-handshake the transport belongs to TLS; a plaintext reply would corrupt it.
+    if (this.phase !== 'starttls') this.reply(code, enhanced, message)
+    this.close(outcome)
+  }
+
+  private close(outcome: SessionOutcome): void {
+    if (this.phase === 'closed') return
+    if (this.outcome === 'open') this.outcome = outcome
+    this.phase = 'closed'
+    this.reader = null
+    this.dropInput()
+    this.io.close()
+  }
+
+  // ---- hooks -----------------------------------------------------------------------------
+
+  private snapshot(): SmtpSessionInfo {
+    return { ...this.info }
+  }
+
+  private async callHook<T>(fn: () => Promise<T> | undefined): Promise<T | undefined> {
+    this.hookInFlight = true
+    try {
+      return await fn()
+    } finally {
+      this.hookInFlight = false
+    }
+  }
+
+  /** Runs a decision hook. A failure is a temporary error: the client retries later, nothing bounces. */
+  private async ask(name: string, fn: () => Promise<SmtpReply | void>): Promise<SmtpReply | undefined> {
+    try {
+      const reply = await this.callHook(fn)
+      return reply ? normalizeReply(reply) : undefined
+    } catch (err) {
+      log.error(`smtp ${name} hook failed`, { session: this.info.id, err })
+      return { code: 451, enhanced: '4.3.0', message: 'temporary failure, try again later' }
+    }
+  }
+}
+
+// ---- DATA ------------------------------------------------------------------------------------
+
+const LINE_START = 0
+const MID_LINE = 1
+const AFTER_CR = 2
+const AFTER_DOT = 3
+const AFTER_DOT_CR = 4
+
+/**
+ * Incremental DATA reader: finds the end marker, undoes dot-stuffing, measures the size.
+ *
+ * Only <CRLF>.<CRLF> ends the data (the first CRLF may be the one that ended the DATA command).
+ * A bare CR or LF is never a line boundary, so payloads such as <LF>.<LF> or <CR>.<CR> cannot end
+ * the message early and smuggle the bytes after them in as commands; they are recorded in
+ * `bareLineBreak` so the session can reject the message.
+ *
+ * Lines longer than the 1000 octets of RFC 5321 4.5.3.1.6 are accepted unchanged: cutting them
+ * would corrupt the message, and maxMessageBytes bounds the memory anyway.
+ *
+ * Past maxMessageBytes the bytes are counted and dropped while the end marker is still looked
+ * for, so the client can be answered 552 without desynchronising the stream.
+ */
+export class DataReader {
+  /** Message bytes after unstuffing (excluding the end marker). */
+  size = 0
+  oversize = false
+  bareLineBreak = false
+  private state = LINE_START
+  private parts: Uint8Array[] = []
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** Consumes `chunk`; returns how many bytes were used if the end marker was reached, else -1. */
+  feed(chunk: Uint8Array): number {
+    const out = new Uint8Array(chunk.length + 1)
+    let n = 0
+    let state = this.state
+    let end = -1
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i]!
+      if (state === AFTER_CR) {
+        if (b === LF) {
+          out[n++] = CR
+          out[n++] = LF
+          state = LINE_START
+          continue
+        }
+        this.bareLineBreak = true
+        out[n++] = CR
+        state = MID_LINE
+      } else if (state === LINE_START) {
+        if (b === DOT) {
+          state = AFTER_DOT
+          continue
+        }
+        state = MID_LINE
+      } else if (state === AFTER_DOT) {
+        if (b === CR) {
+          state = AFTER_DOT_CR
+          continue
+        }
+        // RFC 5321 4.5.2: the leading dot was stuffing; drop it and keep the rest of the line.
+        state = MID_LINE
+      } else if (state === AFTER_DOT_CR) {
+        if (b === LF) {
+          end = i + 1
+          state = LINE_START
+          break
+        }
+        this.bareLineBreak = true
+        out[n++] = CR
+        state = MID_LINE
+      }
+      if (b === CR) {
+        state = AFTER_CR
+      } else {
+        if (b === LF) this.bareLineBreak = true
+        out[n++] = b
+      }
+    }
+    this.state = state
+    this.size += n
+    if (!this.oversize && this.size > this.maxBytes) {
+      this.oversize = true
+      this.parts = []
+    }
+    if (!this.oversize && n > 0) this.parts.push(out.subarray(0, n))
+    return end
+  }
+
+  chunks(): Uint8Array[] {
+    return this.parts
+  }
+}
+
+// ---- replies and headers ---------------------------------------------------------------------
+
+/** Multi-line replies use `code-` continuation lines (RFC 5321 4.2.1); CR/LF in text cannot inject lines. */
+export function formatReply(code: number, enhanced: string | undefined, message: string): string {
+  const lines = message.split(/\r\n|\r|\n/)
+  const prefix = enhanced ? `${enhanced} ` : ''
+  return lines.map((line, i) => `${code}${i === lines.length - 1 ? ' ' : '-'}${prefix}${line}`).join('\r\n') + '\r\n'
+}
+
+/** Keeps hook replies well-formed: a valid code, an enhanced code of the same class, no control characters. */
+function normalizeReply(r: SmtpReply): SmtpReply {
+  const code = Number.isInteger(r.code) && r.code >= 200 && r.code <= 599 ? r.code : 451
+  const cls = String(code)[0]
+  const enhanced = r.enhanced && /^[245]\.\d{1,3}\.\d{1,3}$/.test(r.enhanced) && r.enhanced[0] === cls ? r.enhanced : `${cls}.0.0`
+  const message = String(r.message ?? '').replace(/[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/g, ' ') || 'OK'
+  return { code, enhanced, message }
+}
+
+/** RFC 3848 / RFC 6531 3.7.3 "with" protocol names. RFC 3848 has no name for TLS without EHLO, so TLS implies ESMTPS. */
+function protocolName(esmtp: boolean, tls: boolean, smtputf8: boolean): string {
+  if (smtputf8) return tls ? 'UTF8SMTPS' : 'UTF8SMTP'
+  if (tls) return 'ESMTPS'
+  return esmtp ? 'ESMTP' : 'SMTP'
+}
+
+/** RFC 5321 4.4 trace header, folded onto continuation lines. */
+export function receivedHeader(p: {
+  helo: string
+  remoteAddress: string
+  hostname: string
+  protocol: string
+  id: string
+  rcpt?: string
+  date: Date
+}): string {
+  // The HELO name is client-controlled: keep it from breaking the header's structure.
+  const helo = p.helo.replace(/[^\x21-\x7e]|[()\\;"<>]/g, '?')
+  const lines = [
+    `Received: from ${helo} (${addressLiteral(p.remoteAddress)})`,
+    `\tby ${p.hostname} with ${p.protocol} id ${p.id}`,
+  ]
+  // Only a single recipient is named: listing several would disclose Bcc recipients to each other.
+  if (p.rcpt !== undefined) lines.push(`\tfor <${p.rcpt}>;`)
+  else lines[lines.length - 1] += ';'
+  lines.push(`\t${rfc5322Date(p.date)}`)
+  return lines.join('\r\n') + '\r\n'
+}
+
+function addressLiteral(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+  if (mapped) return `[${mapped[1]}]`
+  if (isIPv6(ip)) return `[IPv6:${ip}]`
+  return `[${ip}]`
+}
+
+function rfc5322Date(d: Date): string {
+  return d.toUTCString().replace(/GMT$/, '+0000')
+}
+
+// ---- addresses and parameters ----------------------------------------------------------------
+
+/** Splits `FROM:<path> params` / `TO:<path> params`. A space after the colon is tolerated (common, though not RFC 5321). */
+function parsePathArgument(arg: string, keyword: 'FROM' | 'TO'): { path: string; rest: string } | null {
+  if (arg.slice(0, keyword.length + 1).toUpperCase() !== `${keyword}:`) return null
+  let i = keyword.length + 1
+  while (arg[i] === ' ') i++
+  if (arg[i] !== '<') return null
+  const start = i
+  let quoted = false
+  for (i++; i < arg.length; i++) {
+    const c = arg[i]
+    if (quoted && c === '\\') i++
+    else if (c === '"') quoted = !quoted
+    else if (c === '>' && !quoted) break
+  }
+  if (i >= arg.length) return null
+  const rest = arg.slice(i + 1)
+  if (rest !== '' && !rest.startsWith(' ')) return null
+  return { path: arg.slice(start, i + 1), rest: rest.trim() }
+}
+
+/**
+ * Validates an RFC 5321 path (`<...>`) and returns the mailbox: '' for the null path (sender
+ * only), 'postmaster' for the bare postmaster recipient (RFC 5321 4.1.1.3), null if invalid.
+ * A source route (`<@a,@b:user@c>`) is accepted and ignored, as RFC 5321 C requires.
+ */
+export function parseMailbox(path: string, role: 'sender' | 'recipient'): string | null {
+  if (byteLength(path) > MAX_PATH) return null
+  let inner = path.slice(1, -1)
+  if (inner === '') return role === 'sender' ? '' : null
+  if (role === 'recipient' && inner.toLowerCase() === 'postmaster') return inner
+  const route = /^@[^,:]+(?:,@[^,:]+)*:/.exec(inner)
+  if (route) {
+    const hops = route[0].slice(0, -1).split(',')
+    if (!hops.every((h) => isDomain(h.slice(1)))) return null
+    inner = inner.slice(route[0].length)
+  }
+  const at = inner.lastIndexOf('@')
+  if (at <= 0) return null
+  const local = inner.slice(0, at)
+  const domain = inner.slice(at + 1)
+  if (byteLength(local) > MAX_LOCAL_PART || !isLocalPart(local)) return null
+  if (!isDomain(domain) && !isAddressLiteral(domain)) return null
+  return inner
+}
+
+// atext (RFC 5322) plus UTF8-non-ascii (RFC 6531); whether UTF-8 is allowed is checked separately.
+const ATOM = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~\\u0080-\\u{10FFFF}]+"
+const DOT_STRING = new RegExp(`^${ATOM}(?:\\.${ATOM})*$`, 'u')
+const QUOTED_STRING = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e\u0080-\u{10FFFF}]|\\[\x20-\x7e])*"$/u
+const LABEL = /^[A-Za-z0-9\u0080-\u{10FFFF}](?:[A-Za-z0-9\-\u0080-\u{10FFFF}]*[A-Za-z0-9\u0080-\u{10FFFF}])?$/u
+
+function isLocalPart(s: string): boolean {
+  return DOT_STRING.test(s) || QUOTED_STRING.test(s)
+}
+
+function isDomain(s: string): boolean {
+  if (s === '' || byteLength(s) > MAX_DOMAIN) return false
+  return s.split('.').every((label) => byteLength(label) <= 63 && LABEL.test(label))
+}
+
+function isAddressLiteral(s: string): boolean {
+  if (!s.startsWith('[') || !s.endsWith(']')) return false
+  const inner = s.slice(1, -1)
+  if (isIPv4(inner)) return true
+  if (/^IPv6:/i.test(inner)) return isIPv6(inner.slice(5))
+  // General-address-literal: Standardized-tag ":" 1*dcontent
+  return /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?:[\x21-\x5a\x5e-\x7e]+$/.test(inner)
+}
+
+/** ESMTP parameters (`KEY[=value]`, keys case-insensitive, upper-cased). Null on bad syntax or duplicates. */
+function parseParameters(rest: string): Map<string, string | undefined> | null {
+  const params = new Map<string, string | undefined>()
+  if (rest === '') return params
+  for (const token of rest.split(/ +/)) {
+    const m = /^([A-Za-z0-9][A-Za-z0-9-]*)(?:=([^=\s]+))?$/.exec(token)
+    if (!m) return null
+    const key = m[1]!.toUpperCase()
+    if (params.has(key)) return null
+    params.set(key, m[2])
+  }
+  return params
+}
+
+// ---- bytes -----------------------------------------------------------------------------------
+
+function stripLineEnd(line: Uint8Array): Uint8Array {
+  let end = line.length
+  if (line[end - 1] === LF) end--
+  if (line[end - 1] === CR) end--
+  return line.subarray(0, end)
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  let total = 0
+  for (const p of parts) total += p.length
+  const out = new Uint8Array(total)
+  let offset = 0
+  for (const p of parts) {
+    out.set(p, offset)
+    offset += p.length
+  }
+  return out
+}
+
+function copyEnvelope(env: SmtpEnvelope): SmtpEnvelope {
+  return { ...env, rcptTo: [...env.rcptTo] }
+}
+
+function isAscii(s: string): boolean {
+  return /^[\x00-\x7f]*$/.test(s)
+}
+
+function byteLength(s: string): number {
+  return encoder.encode(s).length
+}

@@ -1,0 +1,66 @@
+/**
+ * The test database: a fresh database per run on TEST_DATABASE_URL (default: the machine's
+ * PostgreSQL), or embedded PGlite when no server answers, so `make test` passes anywhere.
+ */
+import postgres from 'postgres'
+import { connectUrl, type Sql } from '../../src/db/client'
+import { startEmbeddedPostgres } from '../../src/db/embedded'
+import { migrate } from '../../src/db/migrate'
+
+const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+
+export interface TestDatabase {
+  url: string
+  sql: Sql
+  kind: 'postgres' | 'pglite'
+  drop(): Promise<void>
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const probe = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} })
+  try {
+    await probe`select 1`
+    return true
+  } catch {
+    return false
+  } finally {
+    await probe.end({ timeout: 1 })
+  }
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.TEST_DATABASE_URL || DEFAULT_URL
+  if (await reachable(serverUrl)) {
+    const name = `agent_mail_test_${process.pid}_${Date.now().toString(36)}`
+    const admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
+    await admin.unsafe(`create database ${name}`)
+    const url = new URL(serverUrl)
+    url.pathname = `/${name}`
+    const sql = connectUrl(url.toString(), 10)
+    await migrate(sql)
+    return {
+      url: url.toString(),
+      sql,
+      kind: 'postgres',
+      async drop() {
+        await sql.end({ timeout: 5 })
+        await admin.unsafe(`drop database if exists ${name} with (force)`)
+        await admin.end({ timeout: 5 })
+      },
+    }
+  }
+  const dir = `${process.env.TMPDIR ?? '/tmp'}/agent-mail-test-${process.pid}`
+  const embedded = await startEmbeddedPostgres(dir, 0)
+  const sql = connectUrl(embedded.url, 1)
+  await migrate(sql)
+  return {
+    url: embedded.url,
+    sql,
+    kind: 'pglite',
+    async drop() {
+      await sql.end({ timeout: 5 })
+      await embedded.stop()
+      await Bun.$`rm -rf ${dir}`.quiet()
+    },
+  }
+}
