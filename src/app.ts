@@ -4,6 +4,7 @@
  * `app.handle(request)`, index.ts serves it.
  */
 import { Elysia, type AnyElysia } from 'elysia'
+import { ValueErrorType } from '@sinclair/typebox/value'
 import type { AppContext } from './context'
 import { envelope } from './http/envelope'
 import { ApiError, errors } from './http/errors'
@@ -21,11 +22,16 @@ type Issue = { path: string; type: number; schema: unknown; message: string }
 /** The error envelope for anything thrown while handling a request; never leaks stacks or SQL. */
 function toApiError(code: string | number, error: unknown, request: Request, path: string): ApiError {
   if (error instanceof ApiError) return error
+  // Elysia wraps anything a parser throws (our 413 included) in a ParseError
+  if (code === 'PARSE' && (error as Error).cause instanceof ApiError) return (error as Error).cause as ApiError
   if (code === 'VALIDATION') {
     const v = error as { type: string; all: Issue[] }
     const part = v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body'
     const issues = v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]
-    const messages = [...new Set(issues.map(i => `${fieldName(part, i.path)}: ${reasonOf(i as never)}`))]
+    // a missing field is reported once, as missing, not also as the wrong type
+    const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
+    const relevant = issues.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
+    const messages = [...new Set(relevant.map(i => `${fieldName(part, i.path)}: ${reasonOf(i as never)}`))]
     return new ApiError('validation_error', messages.join('; '))
   }
   if (code === 'PARSE') return errors.validation('body', 'is not valid JSON')

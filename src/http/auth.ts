@@ -37,8 +37,10 @@ function unauthorized(ctx: AppContext): ApiError {
   })
 }
 
+// Both run at the transform stage, before body and query validation: a caller without valid
+// credentials gets 401 (and is counted against its address) whatever it sent.
 export function authenticated(ctx: AppContext) {
-  return new Elysia().resolve({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => {
+  return new Elysia().derive({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => {
     const header = request.headers.get('authorization') ?? ''
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
     const auth = token ? await ctx.credentials.resolve(token) : null
@@ -53,7 +55,7 @@ export function authenticated(ctx: AppContext) {
 }
 
 export function publicAccess(ctx: AppContext) {
-  return new Elysia().onBeforeHandle({ as: 'scoped' }, async ({ request, set, server }) => {
+  return new Elysia().onTransform({ as: 'scoped' }, async ({ request, set, server }) => {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
   })
 }

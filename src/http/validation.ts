@@ -14,7 +14,10 @@ export function fieldName(part: string, path: string): string {
 function expectedType(schema: Record<string, unknown>): string | undefined {
   const variants = (schema.anyOf ?? schema.oneOf) as Record<string, unknown>[] | undefined
   if (variants) {
-    const types = [...new Set(variants.map(v => expectedType(v)).filter(Boolean))]
+    // Elysia accepts a query integer as "an integer, or a string that parses as one": name the integer
+    const coercion = (v: Record<string, unknown>) => v.type === 'string' && ['integer', 'numeric', 'boolean'].includes(v.format as string)
+    const real = variants.length > 1 && variants.some(coercion) ? variants.filter(v => !coercion(v)) : variants
+    const types = [...new Set(real.map(v => expectedType(v)).filter(Boolean))]
     return types.join(' or ')
   }
   if ('const' in schema) return JSON.stringify(schema.const)

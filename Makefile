@@ -1,0 +1,34 @@
+# Two commands on a fresh machine with only Node.js and npm: `make dev` and `make test`.
+# Bun comes from the npm registry into .tools/ when it is not on the PATH.
+
+BUN_VERSION := 1.4.5
+BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/.bin/bun)
+
+.PHONY: dev test bench start typecheck install clean
+
+dev: install
+	$(BUN) run src/dev.ts
+
+test: install
+	$(BUN) test
+
+bench: install
+	$(BUN) run test/bench/run.ts
+
+start: install
+	$(BUN) run src/index.ts
+
+typecheck: install
+	$(BUN) x tsc --noEmit -p .
+
+install: node_modules/.installed
+
+$(CURDIR)/.tools/node_modules/.bin/bun:
+	npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error bun@$(BUN_VERSION)
+
+node_modules/.installed: package.json bun.lock | $(BUN)
+	$(BUN) install --frozen-lockfile
+	@touch $@
+
+clean:
+	rm -rf node_modules .tools .data

@@ -1,0 +1,57 @@
+/**
+ * Operator commands for what the API leaves to the dashboard: creating organizations, changing
+ * plans and entitlements, minting credit codes. Each returns the JSON the CLI prints.
+ */
+import type { Sql } from '../db/client'
+import { addMember, ensureUser, grantEntitlement, insertOrg, setPlan } from '../account/orgs'
+import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
+import { createApiKey } from '../auth/api-keys'
+import { mintCreditCode } from '../credits/service'
+
+export class UsageError extends Error {}
+
+function planArg(value: string | undefined) {
+  if (!value || !isPlan(value)) throw new UsageError(`plan: must be one of ${PLANS.join(', ')}`)
+  return value
+}
+
+export async function createOrgCommand(sql: Sql, opts: { plan?: string; email?: string; name?: string }) {
+  const plan = planArg(opts.plan)
+  return sql.begin(async tx => {
+    const orgId = await insertOrg(tx, { name: opts.name ?? opts.email ?? 'Organization', plan })
+    // Every organization has an owner; without --email it is a placeholder person who can be
+    // given a real address and password later (`admin user create`).
+    const userId = await ensureUser(tx, opts.email ?? `owner@${orgId}.invalid`)
+    await addMember(tx, orgId, userId, 'owner')
+    const key = await createApiKey(tx, orgId, userId, 'operator')
+    return { org_id: orgId, user_id: userId, plan, api_key: key.key, key_id: key.id }
+  })
+}
+
+export async function setPlanCommand(sql: Sql, orgId: string | undefined, plan: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  const p = planArg(plan)
+  await sql.begin(tx => setPlan(tx, orgId, p))
+  return { org_id: orgId, plan: p }
+}
+
+export async function entitleCommand(sql: Sql, orgId: string | undefined, entitlement: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  if (!entitlement || !isEntitlement(entitlement)) throw new UsageError(`entitlement: must be one of ${ENTITLEMENTS.join(', ')}`)
+  await sql.begin(tx => grantEntitlement(tx, orgId, entitlement))
+  return { org_id: orgId, entitlement }
+}
+
+export async function createKeyCommand(sql: Sql, orgId: string | undefined, name = 'operator') {
+  if (!orgId) throw new UsageError('org_id: is required')
+  const [owner] = await sql<{ user_id: string }[]>`select user_id from memberships where org_id = ${orgId} and role = 'owner' order by created_at limit 1`
+  const key = await sql.begin(tx => createApiKey(tx, orgId, owner?.user_id ?? null, name))
+  return { org_id: orgId, key_id: key.id, api_key: key.key }
+}
+
+export async function mintCreditCommand(sql: Sql, amountCents: string | undefined) {
+  const amount = Number(amountCents)
+  if (!Number.isInteger(amount) || amount <= 0) throw new UsageError('amount-cents: must be a positive integer')
+  const credit = await mintCreditCode(sql, amount)
+  return { credit_id: credit.id, code: credit.code, amount_cents: amount }
+}

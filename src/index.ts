@@ -1,0 +1,58 @@
+/** Boot: configuration, database, migrations, then the roles; SIGTERM/SIGINT shut down gracefully. */
+import { ConfigError, loadConfig } from './config'
+import { createContext } from './context'
+import { loadServerKeys } from './crypto'
+import { openDatabase } from './db/client'
+import { migrate } from './db/migrate'
+import { log, setLogLevel } from './log'
+import { startRoles, type RunningRoles } from './roles'
+
+export interface Service {
+  running: RunningRoles
+  ctx: ReturnType<typeof createContext>
+  shutdown(signal: string): Promise<void>
+}
+
+/** Starts the service as configured; `make dev` and the container both come through here. */
+export async function startService(env = process.env): Promise<Service> {
+  const config = loadConfig(env)
+  setLogLevel(config.LOG_LEVEL)
+  const db = await openDatabase(config)
+  await migrate(db.sql)
+  const ctx = createContext(config, db.sql, loadServerKeys(config))
+  const running = await startRoles(ctx, config.roles, { embedded: db.embedded })
+  log.info('service started', { roles: config.roles, api_port: running.apiPort, smtp_port: running.smtpPort, database: db.embedded ? 'embedded' : 'postgres' })
+  let stopping: Promise<void> | undefined
+  return {
+    running,
+    ctx,
+    shutdown(signal) {
+      stopping ??= (async () => {
+        log.info('shutting down', { signal })
+        await running.stop()
+        await db.close()
+        log.info('stopped')
+      })()
+      return stopping
+    },
+  }
+}
+
+export function exitOnSignals(service: Service) {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => void service.shutdown(signal).then(() => process.exit(0)))
+  }
+}
+
+if (import.meta.main) {
+  try {
+    exitOnSignals(await startService())
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message)
+      process.exit(2)
+    }
+    log.error('failed to start', { error })
+    process.exit(1)
+  }
+}

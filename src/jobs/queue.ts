@@ -1,0 +1,85 @@
+/**
+ * The job table (transactional outbox). `enqueue` takes the caller's transaction, so a job
+ * exists exactly when the write that caused it committed. Workers claim due jobs with
+ * `for update skip locked`, and a job is deleted when it succeeds, rescheduled with
+ * exponential back-off when it fails, and kept as `dead` after its last attempt.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Sql, Tx } from '../db/client'
+
+export const JOBS_CHANNEL = 'jobs'
+
+export interface Job<P = unknown> {
+  id: string
+  kind: string
+  payload: P
+  attempts: number
+  max_attempts: number
+  created_at: Date
+}
+
+export interface EnqueueOptions {
+  runAt?: Date
+  maxAttempts?: number
+  /** while a pending job with this key exists, enqueueing another is a no-op */
+  dedupeKey?: string
+}
+
+export async function enqueue(tx: Tx, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<void> {
+  await tx`
+    insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key)
+    values (${randomUUIDv7()}, ${kind}, ${tx.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null})
+    on conflict (dedupe_key) do nothing`
+  // Delivered on commit: wakes idle workers at once instead of at their next poll.
+  await tx`select pg_notify(${JOBS_CHANNEL}, ${kind})`
+}
+
+/** Claims up to `limit` due jobs of the given kinds for `workerId`, counting the attempt. */
+export async function claim(sql: Sql, workerId: string, kinds: string[], limit: number): Promise<Job[]> {
+  return sql<Job[]>`
+    update jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
+     where id in (
+       select id from jobs
+        where status = 'pending' and locked_by is null and run_at <= now() and kind = any(${kinds})
+        order by run_at
+        limit ${limit}
+        for update skip locked)
+    returning id, kind, payload, attempts, max_attempts, created_at`
+}
+
+export async function complete(sql: Sql, job: Job): Promise<void> {
+  await sql`delete from jobs where id = ${job.id}`
+}
+
+/** Exponential back-off with jitter: 2^attempt seconds, capped at an hour. */
+export function backoffSeconds(attempt: number): number {
+  const base = Math.min(3600, 2 ** attempt)
+  return Math.round(base * (0.75 + Math.random() * 0.5))
+}
+
+/** Records a failed attempt: reschedules it, or marks it dead after the last one. Returns whether it is dead. */
+export async function fail(sql: Sql, job: Job, error: string, retryInSeconds = backoffSeconds(job.attempts)): Promise<boolean> {
+  const dead = job.attempts >= job.max_attempts
+  await sql`
+    update jobs set locked_by = null, locked_at = null, last_error = ${error.slice(0, 2000)},
+           status = ${dead ? 'dead' : 'pending'},
+           run_at = now() + make_interval(secs => ${retryInSeconds})
+     where id = ${job.id}`
+  return dead
+}
+
+/** On shutdown: hands back jobs this worker claimed but did not finish, without counting the attempt. */
+export async function releaseClaimed(sql: Sql, workerId: string): Promise<number> {
+  const rows = await sql`
+    update jobs set locked_by = null, locked_at = null, attempts = greatest(attempts - 1, 0)
+     where locked_by = ${workerId} returning id`
+  return rows.length
+}
+
+/** Frees jobs whose worker died mid-attempt (its lock is older than `staleSeconds`). */
+export async function reclaimStale(sql: Sql, staleSeconds: number): Promise<number> {
+  const rows = await sql`
+    update jobs set locked_by = null, locked_at = null
+     where locked_by is not null and locked_at < now() - make_interval(secs => ${staleSeconds}) returning id`
+  return rows.length
+}

@@ -1,0 +1,12 @@
+/** Every job kind the worker knows, in one list. A kind is a module with a name and a handler. */
+import type { AppContext } from '../context'
+import type { Job } from './queue'
+import { cleanupJob } from './cleanup.job'
+
+export interface JobKind<P = any> {
+  kind: string
+  /** handles one attempt; throwing schedules a retry */
+  handle(ctx: AppContext, payload: P, job: Job<P>): Promise<void>
+}
+
+export const JOB_KINDS: JobKind[] = [cleanupJob]

@@ -1,0 +1,116 @@
+/**
+ * The worker role: claims due jobs, runs them with bounded concurrency, records each outcome,
+ * and logs one line per attempt. It sleeps until NOTIFY on the jobs channel or its poll timer,
+ * whichever comes first, so a lost notification only delays work by one poll.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import { log } from '../log'
+import { CLEANUP_KIND } from './cleanup.job'
+import { claim, complete, enqueue, fail, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
+import { JOB_KINDS, type JobKind } from './registry'
+
+export interface WorkerOptions {
+  concurrency?: number
+  pollMs?: number
+  /** listen for NOTIFY (needs a second connection; the embedded database has only one) */
+  listen?: boolean
+  kinds?: JobKind[]
+}
+
+const CLEANUP_EVERY_MS = 10 * 60_000
+
+export interface Worker {
+  id: string
+  /** wakes the loop now (after an enqueue in this process) */
+  wake(): void
+  /** stops claiming, waits for running jobs up to `graceMs`, hands back the rest */
+  stop(graceMs: number): Promise<void>
+  /** resolves when no job is running and none is due (tests) */
+  drain(): Promise<void>
+}
+
+export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<Worker> {
+  const id = `worker_${randomUUIDv7()}`
+  const kinds = new Map((opts.kinds ?? JOB_KINDS).map(k => [k.kind, k]))
+  const concurrency = opts.concurrency ?? 8
+  const pollMs = opts.pollMs ?? 1000
+  const running = new Set<Promise<void>>()
+  let stopping = false
+  let wakeUp: (() => void) | undefined
+  let idle: (() => void)[] = []
+
+  const wake = () => wakeUp?.()
+  const listener = opts.listen ? await ctx.sql.listen(JOBS_CHANNEL, wake).catch(() => undefined) : undefined
+
+  async function run(job: Job) {
+    const kind = kinds.get(job.kind)!
+    const started = performance.now()
+    const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
+    try {
+      await kind.handle(ctx, job.payload, job)
+      await complete(ctx.sql, job)
+      log.info('job', { ...fields(), outcome: 'done' })
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      const dead = await fail(ctx.sql, job, message).catch(() => false)
+      log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
+    }
+  }
+
+  async function loop() {
+    while (!stopping) {
+      const free = concurrency - running.size
+      const jobs = free > 0 ? await claim(ctx.sql, id, [...kinds.keys()], free).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
+      for (const job of jobs) {
+        const p = run(job).finally(() => {
+          running.delete(p)
+          wake()
+        })
+        running.add(p)
+      }
+      if (jobs.length === 0 && running.size === 0) {
+        for (const resolve of idle) resolve()
+        idle = []
+      }
+      if (jobs.length > 0 && running.size < concurrency) continue
+      await new Promise<void>(resolve => {
+        const timer = setTimeout(resolve, pollMs)
+        wakeUp = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+  }
+
+  async function scheduleCleanup() {
+    if (!kinds.has(CLEANUP_KIND)) return
+    await ctx.sql.begin(tx => enqueue(tx, CLEANUP_KIND, {}, { dedupeKey: CLEANUP_KIND })).catch(() => {})
+  }
+  await scheduleCleanup()
+  const cleanupTimer = setInterval(scheduleCleanup, CLEANUP_EVERY_MS)
+  const looping = loop()
+  log.info('worker started', { worker_id: id, concurrency, kinds: [...kinds.keys()] })
+
+  return {
+    id,
+    wake,
+    drain() {
+      return new Promise(resolve => {
+        idle.push(resolve)
+        wake()
+      })
+    },
+    async stop(graceMs) {
+      stopping = true
+      clearInterval(cleanupTimer)
+      wake()
+      await looping
+      await Promise.race([Promise.all(running), Bun.sleep(graceMs)])
+      const released = await releaseClaimed(ctx.sql, id)
+      await listener?.unlisten().catch(() => {})
+      log.info('worker stopped', { worker_id: id, released_jobs: released })
+    },
+  }
+}
