@@ -8,6 +8,8 @@ create table orgs (
   -- entitlements granted on top of the plan's own (operator command `admin org entitle`)
   extra_entitlements text[] not null default '{}',
   credit_balance_cents bigint not null default 0 check (credit_balance_cents >= 0),
+  -- operator override of the plan's API requests per minute (null = the plan's)
+  api_per_minute_override integer check (api_per_minute_override > 0),
   storage_used_bytes bigint not null default 0,
   emails_count integer not null default 0,
   created_at timestamptz not null default now()

@@ -43,3 +43,9 @@ export async function grantEntitlement(tx: Tx, orgId: string, entitlement: strin
      where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
 }
+
+/** Overrides the plan's API requests per minute for one organization (null restores the plan's). */
+export async function setApiLimit(tx: Tx, orgId: string, perMinute: number | null) {
+  const rows = await tx`update orgs set api_per_minute_override = ${perMinute} where id = ${orgId} returning id`
+  if (!rows.length) throw errors.notFound('org')
+}

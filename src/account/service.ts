@@ -8,11 +8,12 @@ interface OrgRow {
   extra_entitlements: string[]
   storage_used_bytes: number
   emails_count: number
+  api_per_minute_override: number | null
 }
 
 async function loadOrg(sql: Sql, orgId: string): Promise<OrgRow> {
   const [org] = await sql<OrgRow[]>`
-    select plan, extra_entitlements, storage_used_bytes, emails_count from orgs where id = ${orgId}`
+    select plan, extra_entitlements, storage_used_bytes, emails_count, api_per_minute_override from orgs where id = ${orgId}`
   if (!org) throw errors.notFound('org')
   return org
 }
@@ -28,7 +29,7 @@ export async function getAccount(sql: Sql, orgId: string) {
       storage_mb: limits.storage_mb,
       send_per_hour: limits.send_per_hour,
       send_per_day: limits.send_per_day,
-      api_per_minute: limits.api_per_minute,
+      api_per_minute: org.api_per_minute_override ?? limits.api_per_minute,
       webhooks_max_global: limits.webhooks_max_global,
       webhooks_per_domain: entitlements.includes('webhooks_per_domain'),
       filters_per_domain: entitlements.includes('filters_per_domain'),

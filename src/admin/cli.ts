@@ -8,12 +8,13 @@ import { ConfigError, loadConfig } from '../config'
 import { openDatabase } from '../db/client'
 import { migrate } from '../db/migrate'
 import { setLogLevel } from '../log'
-import { createKeyCommand, createOrgCommand, entitleCommand, mintCreditCommand, setPlanCommand, UsageError } from './commands'
+import { createKeyCommand, createOrgCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, UsageError } from './commands'
 
 const USAGE = `usage:
   bun run admin org create --plan <free|agent|developer|power|platinum> [--email <owner>] [--name <name>]
   bun run admin org set-plan <org_id> <plan>
   bun run admin org entitle <org_id> <entitlement>
+  bun run admin org set-api-limit <org_id> <requests_per_minute|plan>
   bun run admin key create <org_id> [--name <name>]
   bun run admin credit mint --amount-cents <n>`
 
@@ -36,6 +37,8 @@ async function main(argv: string[]) {
         return await setPlanCommand(db.sql, rest[0], rest[1])
       case 'org entitle':
         return await entitleCommand(db.sql, rest[0], rest[1])
+      case 'org set-api-limit':
+        return await setApiLimitCommand(db.sql, rest[0], rest[1])
       case 'key create':
         return await createKeyCommand(db.sql, rest[0], values.name)
       case 'credit mint':

@@ -3,7 +3,7 @@
  * plans and entitlements, minting credit codes. Each returns the JSON the CLI prints.
  */
 import type { Sql } from '../db/client'
-import { addMember, ensureUser, grantEntitlement, insertOrg, setPlan } from '../account/orgs'
+import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan } from '../account/orgs'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
@@ -40,6 +40,14 @@ export async function entitleCommand(sql: Sql, orgId: string | undefined, entitl
   if (!entitlement || !isEntitlement(entitlement)) throw new UsageError(`entitlement: must be one of ${ENTITLEMENTS.join(', ')}`)
   await sql.begin(tx => grantEntitlement(tx, orgId, entitlement))
   return { org_id: orgId, entitlement }
+}
+
+export async function setApiLimitCommand(sql: Sql, orgId: string | undefined, perMinute: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  const limit = perMinute === 'plan' ? null : Number(perMinute)
+  if (limit !== null && (!Number.isInteger(limit) || limit <= 0)) throw new UsageError('api_per_minute: must be a positive integer or "plan"')
+  await sql.begin(tx => setApiLimit(tx, orgId, limit))
+  return { org_id: orgId, api_per_minute: limit ?? 'plan' }
 }
 
 export async function createKeyCommand(sql: Sql, orgId: string | undefined, name = 'operator') {

@@ -35,6 +35,7 @@ interface KeyRow {
   hash: Buffer
   plan: Plan
   role: Role | null
+  api_per_minute_override: number | null
 }
 
 export class CredentialCache {
@@ -50,7 +51,7 @@ export class CredentialCache {
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
     const [row] = await this.sql<KeyRow[]>`
-      select k.id, k.org_id, k.created_by, k.hash, o.plan, m.role
+      select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
         from api_keys k
         join orgs o on o.id = k.org_id
         left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
@@ -63,7 +64,7 @@ export class CredentialCache {
       role: row.role ?? 'member',
       method: 'api_key',
       plan: row.plan,
-      apiPerMinute: planDefinition(row.plan).limits.api_per_minute,
+      apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
     }
     this.cache.set(cacheKey, auth)
     return auth
