@@ -23,6 +23,7 @@ export const ConfigSchema = T.Object({
   MANAGED_DOMAIN: T.String({ default: 'agents.localhost', pattern: '^[a-z0-9.-]+$', description: 'domain of managed agent inbox addresses' }),
   SMTP_HOSTNAME: T.String({ default: 'localhost', description: 'name the SMTP listener announces' }),
   SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
+  DNS_SERVERS: T.Optional(T.String({ pattern: '^[^,\\s]+(,[^,\\s]+)*$', description: 'comma-separated host:port DNS servers for every lookup; unset = the system resolver' })),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest accepted JSON request body' }),

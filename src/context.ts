@@ -5,6 +5,7 @@ import type { Sql } from './db/client'
 import { Cursors } from './http/pagination'
 import { RateLimiter } from './http/rate-limit'
 import { CredentialCache } from './auth/credentials'
+import { systemResolver, type Resolver } from './dns/resolver'
 
 export interface AppContext {
   config: Config
@@ -13,10 +14,12 @@ export interface AppContext {
   cursors: Cursors
   limiter: RateLimiter
   credentials: CredentialCache
+  /** every DNS lookup of the service goes through this */
+  resolver: Resolver
   startedAt: number
 }
 
-export function createContext(config: Config, sql: Sql, keys: ServerKeys): AppContext {
+export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { resolver?: Resolver } = {}): AppContext {
   return {
     config,
     sql,
@@ -24,6 +27,7 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys): AppCo
     cursors: new Cursors(keys),
     limiter: new RateLimiter(sql, config.RATE_LIMIT_LEASE),
     credentials: new CredentialCache(sql),
+    resolver: opts.resolver ?? systemResolver(config.DNS_SERVERS?.split(',') ?? []),
     startedAt: Date.now(),
   }
 }

@@ -1,0 +1,44 @@
+/**
+ * The one DNS resolver of the service, in the shape of `dns.promises.resolve(name, rrtype)` that
+ * mailauth expects. Production uses the system resolver, or the servers of DNS_SERVERS; tests
+ * use `memoryResolver` with in-memory answers. Missing records throw with code ENOTFOUND or
+ * ENODATA, as the system resolver does.
+ */
+import { promises as dns } from 'node:dns'
+
+export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'NS' | 'PTR' | 'SOA'
+export type Resolver = (name: string, rrtype: RecordType) => Promise<any>
+
+/** `servers`: `host:port` entries (DNS_SERVERS); empty = the system's resolvers. */
+export function systemResolver(servers: string[] = []): Resolver {
+  const resolver = new dns.Resolver({ timeout: 3000, tries: 2 })
+  if (servers.length) resolver.setServers(servers)
+  return (name, rrtype) => resolver.resolve(name, rrtype as 'TXT') as Promise<any>
+}
+
+export type MemoryRecords = Record<string, Partial<Record<RecordType, unknown[]>>>
+
+function noData(name: string, code: 'ENOTFOUND' | 'ENODATA'): Error {
+  return Object.assign(new Error(`${code} ${name}`), { code, hostname: name })
+}
+
+/**
+ * Answers from `records` (keyed by lowercase name, then type; TXT values are arrays of strings
+ * as in `dns.resolveTxt`). The object stays live: tests add records as they go.
+ */
+export function memoryResolver(records: MemoryRecords = {}): Resolver & { records: MemoryRecords } {
+  const resolve = async (name: string, rrtype: RecordType) => {
+    const entry = records[name.toLowerCase().replace(/\.$/, '')]
+    if (!entry) throw noData(name, 'ENOTFOUND')
+    const answers = entry[rrtype]
+    if (!answers?.length) throw noData(name, 'ENODATA')
+    return structuredClone(answers)
+  }
+  return Object.assign(resolve, { records })
+}
+
+/** True for the errors that mean "no such record" rather than "DNS failed". */
+export function isNoRecord(error: unknown): boolean {
+  const code = (error as { code?: string })?.code
+  return code === 'ENOTFOUND' || code === 'ENODATA'
+}
