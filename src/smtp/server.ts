@@ -31,7 +31,13 @@ class Connection implements SessionIO {
   ) {
     this.socket = socket
     this.session = new SmtpSession(
-      { ...server.opts, tlsAvailable: server.opts.tls !== undefined },
+      {
+        hostname: server.opts.hostname,
+        maxMessageBytes: server.opts.maxMessageBytes,
+        maxRecipients: server.opts.maxRecipients,
+        maxBadCommands: server.opts.maxBadCommands,
+        tlsAvailable: server.opts.tls !== undefined,
+      },
       server.hooks,
       this,
       { id: newSessionId(), remoteAddress: normalizeAddress(socket.remoteAddress) },
@@ -95,7 +101,7 @@ class Connection implements SessionIO {
     this.server.forget(this)
     log.info('smtp connection closed', {
       session: this.session.id,
-      remote: this.socket.remoteAddress,
+      remote: this.session.remoteAddress,
       outcome: this.session.outcome,
       messages: this.session.messages,
       tls: this.session.tls,
@@ -208,10 +214,11 @@ class Server {
 
   private accept(socket: ConnSocket): void {
     if (this.stopping || this.connections.size >= this.opts.maxConnections) {
+      const remote = normalizeAddress(socket.remoteAddress)
       socket.data = undefined
       socket.write(formatReply(421, '4.7.0', `${this.opts.hostname} too many connections, try again later`))
       socket.end()
-      log.warn('smtp connection refused', { remote: socket.remoteAddress, reason: this.stopping ? 'stopping' : 'too many connections' })
+      log.warn('smtp connection refused', { remote, reason: this.stopping ? 'stopping' : 'too many connections' })
       return
     }
     const conn = new Connection(socket, this)

@@ -96,6 +96,9 @@ export class SmtpSession {
   get id(): string {
     return this.info.id
   }
+  get remoteAddress(): string {
+    return this.info.remoteAddress
+  }
   get tls(): boolean {
     return this.info.tls
   }
@@ -113,9 +116,10 @@ export class SmtpSession {
 
   /** Runs onConnect and sends the greeting (or the refusal). Resolves once queued input is processed. */
   async start(): Promise<void> {
-    let reply: SmtpReply | void
+    let reply: SmtpReply | undefined
     try {
-      reply = await this.callHook(() => this.hooks.onConnect?.(this.snapshot()))
+      const answer = await this.callHook(() => this.hooks.onConnect?.(this.snapshot()))
+      reply = answer ? normalizeReply(answer) : undefined
     } catch (err) {
       log.error('smtp onConnect hook failed', { session: this.info.id, err })
       reply = { code: 421, enhanced: '4.3.0', message: `${this.opts.hostname} temporary failure, try again later` }
@@ -449,6 +453,11 @@ export class SmtpSession {
     // CVE-2011-0411: anything pipelined after STARTTLS was sent in plaintext (possibly injected by
     // a man in the middle) and must not be executed inside the TLS session.
     this.dropInput()
+    if (this.paused) {
+      // The handshake has to be able to read from the socket.
+      this.paused = false
+      this.io.resume?.()
+    }
     this.tx = null
     this.phase = 'starttls'
     this.io.startTls()
@@ -630,7 +639,8 @@ export function formatReply(code: number, enhanced: string | undefined, message:
 
 /** Keeps hook replies well-formed: a valid code, an enhanced code of the same class, no control characters. */
 function normalizeReply(r: SmtpReply): SmtpReply {
-  const code = Number.isInteger(r.code) && r.code >= 200 && r.code <= 599 ? r.code : 451
+  // 1xx/3xx would desynchronise the client (e.g. a 354 it never asked for).
+  const code = Number.isInteger(r.code) && ((r.code >= 200 && r.code < 300) || (r.code >= 400 && r.code < 600)) ? r.code : 451
   const cls = String(code)[0]
   const enhanced = r.enhanced && /^[245]\.\d{1,3}\.\d{1,3}$/.test(r.enhanced) && r.enhanced[0] === cls ? r.enhanced : `${cls}.0.0`
   const message = String(r.message ?? '').replace(/[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/g, ' ') || 'OK'
