@@ -4,7 +4,8 @@
  */
 import type { Socket } from 'bun'
 import { log } from '../log'
-import { SmtpSession, formatReply, newSessionId, type SessionIO } from './session'
+import { formatReply } from './reply'
+import { SmtpSession, newSessionId, type SessionIO } from './session'
 import type { SmtpHooks, SmtpServer, SmtpServerOptions } from './types'
 
 const encoder = new TextEncoder()

@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { DataReader, SmtpSession, parseMailbox, type SessionIO, type SessionOptions } from '../../src/smtp/session'
+import { parseMailbox } from '../../src/smtp/address'
+import { DataReader } from '../../src/smtp/data-reader'
+import { SmtpSession, type SessionIO, type SessionOptions } from '../../src/smtp/session'
 import type { SmtpEnvelope, SmtpHooks, SmtpReply, SmtpSessionInfo } from '../../src/smtp/types'
 
 const enc = new TextEncoder()
