@@ -6,7 +6,7 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import { ValueErrorType } from '@sinclair/typebox/value'
 import type { AppContext } from './context'
-import { envelope } from './http/envelope'
+import { envelope, Page } from './http/envelope'
 import { ApiError, errors } from './http/errors'
 import { beginRequest, requestFacts } from './http/request-context'
 import { fieldName, reasonOf } from './http/validation'
@@ -16,17 +16,35 @@ import { apiKeyRoutes } from './auth/routes'
 import { creditRoutes } from './credits/routes'
 import { agentAccountRoutes } from './agent/routes'
 import { discoveryRoutes } from './discovery/routes'
+import { domainRoutes } from './domains/routes'
+import { inboxRoutes } from './inboxes/routes'
+import { emailRoutes } from './emails/routes'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
+
+/**
+ * Elysia checks the range of a coerced query or path number (`?limit=0`) on the property alone
+ * and reports it without its name; find the parameter that carried the value.
+ */
+function coercedName(request: Request, value: unknown): string {
+  const url = new URL(request.url)
+  const names = [...new Set([...url.searchParams].filter(([, v]) => v !== '' && Number(v) === value).map(([k]) => k))]
+  return names.length === 1 ? names[0]! : 'query'
+}
 
 /** The error envelope for anything thrown while handling a request; never leaks stacks or SQL. */
 function toApiError(code: string | number, error: unknown, request: Request, path: string): ApiError {
   if (error instanceof ApiError) return error
   // Elysia wraps anything a parser throws (our 413 included) in a ParseError
   if (code === 'PARSE' && (error as Error).cause instanceof ApiError) return (error as Error).cause as ApiError
+  // A response that fails its own schema is our bug, not the caller's.
+  if (code === 'VALIDATION' && (error as { type?: string }).type === 'response') {
+    return new ApiError('internal_error', 'internal error; the request id identifies it in our logs')
+  }
   if (code === 'VALIDATION') {
-    const v = error as { type: string; all: Issue[] }
-    const part = v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body'
+    const v = error as { type: string; all: Issue[]; value: unknown }
+    const part =
+      v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : v.type === 'property' ? coercedName(request, v.value) : 'body'
     const issues = v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]
     // a missing field is reported once, as missing, not also as the wrong type
     const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
@@ -62,6 +80,17 @@ export function createApp(ctx: AppContext) {
         throw errors.validation('body', 'is not valid JSON')
       }
     })
+    .onTransform({ as: 'global' }, ({ request, query }) => {
+      // Elysia keeps the last of a repeated scalar parameter (`?cursor=a&cursor=b`); refuse it
+      // instead, unless the route declares the parameter as an array.
+      const at = request.url.indexOf('?')
+      if (at < 0) return
+      const seen = new Set<string>()
+      for (const name of new URLSearchParams(request.url.slice(at + 1)).keys()) {
+        if (seen.has(name) && !Array.isArray((query as Record<string, unknown>)[name])) throw errors.validation(name, 'must be given at most once')
+        seen.add(name)
+      }
+    })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
       const facts = requestFacts(request)
       const apiError = toApiError(code, error, request, path)
@@ -72,7 +101,11 @@ export function createApp(ctx: AppContext) {
       for (const [k, v] of Object.entries(apiError.headers ?? {})) headers.set(k, v)
       return new Response(JSON.stringify(apiError.toBody()), { status: apiError.status, headers })
     })
-    .onAfterHandle({ as: 'global' }, ({ response }) => envelope(response))
+    // Response validation may hand mapResponse a copy of the value, so note before it whether it was a Page.
+    .onAfterHandle({ as: 'global' }, ({ request, response }) => {
+      if (response instanceof Page) requestFacts(request).paged = true
+    })
+    .mapResponse({ as: 'global' }, ({ request, responseValue, set }) => envelope(responseValue, set, requestFacts(request).paged === true))
     .onAfterResponse({ as: 'global' }, ({ request, set, path }) => {
       const facts = requestFacts(request)
       log.info('request', {
@@ -89,6 +122,9 @@ export function createApp(ctx: AppContext) {
     .use(apiKeyRoutes(ctx))
     .use(creditRoutes(ctx))
     .use(agentAccountRoutes(ctx))
+    .use(domainRoutes(ctx))
+    .use(inboxRoutes(ctx))
+    .use(emailRoutes(ctx))
   return app
 }
 

@@ -6,6 +6,7 @@ import { Cursors } from './http/pagination'
 import { RateLimiter } from './http/rate-limit'
 import { CredentialCache } from './auth/credentials'
 import { systemResolver, type Resolver } from './dns/resolver'
+import { MailEvents } from './mail/events'
 
 export interface AppContext {
   config: Config
@@ -16,6 +17,7 @@ export interface AppContext {
   credentials: CredentialCache
   /** every DNS lookup of the service goes through this */
   resolver: Resolver
+  mailEvents: MailEvents
   startedAt: number
 }
 
@@ -28,6 +30,7 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: 
     limiter: new RateLimiter(sql, config.RATE_LIMIT_LEASE),
     credentials: new CredentialCache(sql),
     resolver: opts.resolver ?? systemResolver(config.DNS_SERVERS?.split(',') ?? []),
+    mailEvents: new MailEvents(),
     startedAt: Date.now(),
   }
 }

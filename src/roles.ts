@@ -3,10 +3,31 @@
  * shutdown needs: stop accepting, finish what is in flight, hand back claimed jobs.
  */
 import type { AppContext } from './context'
-import type { Role } from './config'
 import { createApp } from './app'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
+import { inboundHooks } from './mail/inbound/smtp-hooks'
+import { startSmtpServer } from './smtp/server'
+import type { SmtpServerOptions } from './smtp/types'
+import type { Config, Role } from './config'
+import { readFileSync } from 'node:fs'
+
+export function smtpOptions(config: Config): SmtpServerOptions {
+  const tls = config.SMTP_TLS_CERT_FILE && config.SMTP_TLS_KEY_FILE
+    ? { cert: readFileSync(config.SMTP_TLS_CERT_FILE, 'utf8'), key: readFileSync(config.SMTP_TLS_KEY_FILE, 'utf8') }
+    : undefined
+  return {
+    hostname: config.SMTP_HOSTNAME,
+    host: config.HOST,
+    port: config.SMTP_PORT,
+    maxMessageBytes: config.SMTP_MAX_MESSAGE_BYTES,
+    maxRecipients: config.SMTP_MAX_RECIPIENTS,
+    maxConnections: config.SMTP_MAX_CONNECTIONS,
+    maxBadCommands: 10,
+    idleTimeoutMs: 5 * 60_000, // RFC 5321 4.5.3.2: at least 5 minutes
+    tls,
+  }
+}
 
 export interface RunningRoles {
   apiPort?: number
@@ -25,7 +46,15 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
     running.worker = worker
     stops.push(() => worker.stop(grace))
   }
+  if (roles.includes('smtp')) {
+    const smtp = await startSmtpServer(smtpOptions(ctx.config), inboundHooks(ctx))
+    running.smtpPort = smtp.port
+    log.info('smtp listening', { port: smtp.port })
+    stops.unshift(() => smtp.stop(grace))
+  }
   if (roles.includes('api')) {
+    if (!opts.embedded) await ctx.mailEvents.listen(ctx.sql)
+    stops.push(() => ctx.mailEvents.close())
     const app = createApp(ctx).listen({
       port: ctx.config.PORT,
       hostname: ctx.config.HOST,

@@ -24,7 +24,7 @@ export async function currentRole(sql: Sql | Tx, orgId: string, userId: string |
 export async function creditBalance(sql: Sql | Tx, orgId: string) {
   const [row] = await sql<{ balance: number }[]>`select credit_balance_cents as balance from orgs where id = ${orgId}`
   if (!row) throw errors.notFound('org')
-  return { balance_cents: Number(row.balance), currency: 'USD' }
+  return { balance_cents: Number(row.balance), currency: 'USD' as const }
 }
 
 /** Redeems a code for the organization; an unknown or already redeemed code is not_found. */

@@ -3,7 +3,7 @@ import { Elysia, t, type AnyElysia } from 'elysia'
 import pkg from '../../package.json'
 import type { AppContext } from '../context'
 import { publicAccess } from '../http/auth'
-import { Ok } from '../http/envelope'
+import { Bare, Ok } from '../http/envelope'
 import { buildOpenApi } from '../http/openapi'
 
 const HEALTH_TIMEOUT_MS = 2_000
@@ -64,12 +64,13 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
         const ok = database.status === 'up'
         const data = { status: ok ? ('ok' as const) : ('unavailable' as const), version: pkg.version, uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000), dependencies: { database } }
         if (ok) return data
-        return Response.json({ success: false, data }, { status: 503, headers: { 'cache-control': 'no-store' } })
+        // The 503 is documented as Bare below; Elysia's handler type cannot express "data or a Response".
+        return Response.json({ success: false, data }, { status: 503, headers: { 'cache-control': 'no-store' } }) as unknown as typeof data
       },
       {
         response: {
           200: Ok(Health),
-          503: t.Object({ success: t.Literal(false), data: Health }, { description: 'a dependency is unreachable; data says which' }),
+          503: Bare(t.Object({ success: t.Literal(false), data: Health }, { description: 'a dependency is unreachable; data says which' })),
         },
         detail: { summary: 'Health check', security: [] },
       },

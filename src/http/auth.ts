@@ -37,21 +37,26 @@ function unauthorized(ctx: AppContext): ApiError {
   })
 }
 
+/** The organization credential of a request's bearer, rate limited; 401 (counted against the address) without one. */
+export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null): Promise<Auth> {
+  const header = request.headers.get('authorization') ?? ''
+  const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
+  const auth = token ? await ctx.credentials.resolve(token) : null
+  if (!auth) {
+    await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
+    throw unauthorized(ctx)
+  }
+  requestFacts(request).orgId = auth.orgId
+  await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
+  return auth
+}
+
 // Both run at the transform stage, before body and query validation: a caller without valid
 // credentials gets 401 (and is counted against its address) whatever it sent.
 export function authenticated(ctx: AppContext) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => {
-    const header = request.headers.get('authorization') ?? ''
-    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-    const auth = token ? await ctx.credentials.resolve(token) : null
-    if (!auth) {
-      await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
-      throw unauthorized(ctx)
-    }
-    requestFacts(request).orgId = auth.orgId
-    await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
-    return { auth }
-  })
+  return new Elysia().derive({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => ({
+    auth: await authenticateRequest(ctx, request, set, server),
+  }))
 }
 
 export function publicAccess(ctx: AppContext) {

@@ -1,6 +1,8 @@
 /**
- * The v1 envelopes. Handlers return their payload (or a `Page`); app.ts wraps it once into
- * `{success: true, data, meta?}`. These schemas are what routes declare as responses.
+ * The v1 envelopes. Handlers return their payload (or a `Page`), routes declare the payload's
+ * schema (`Ok(schema)`, `Paged(item)`), Elysia validates the payload against it, and app.ts
+ * wraps it once into `{success: true, data, meta?}`. The OpenAPI generator adds the envelope to
+ * the documented schemas the same way.
  */
 import { t, type TSchema } from 'elysia'
 
@@ -37,14 +39,26 @@ export const ErrorSchema = t.Object(
   { $id: '#/components/schemas/Error' },
 )
 
-export const Ok = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data })
+/** Marks how the OpenAPI generator documents a response schema. */
+export const ENVELOPE = 'x-envelope'
 
-export const Paged = <T extends TSchema>(item: T) =>
-  t.Object({ success: t.Literal(true), data: t.Array(item), meta: MetaSchema })
+/** A success response carrying `data` of this schema. */
+export const Ok = <T extends TSchema>(data: T): T => data
 
-/** Wraps a handler's return value in the success envelope (idempotent for already wrapped values). */
-export function envelope(value: unknown): unknown {
+/** A list response: the handler returns a `Page` of these items. */
+export const Paged = <T extends TSchema>(item: T) => t.Object({ data: t.Array(item), meta: MetaSchema }, { [ENVELOPE]: 'paged' })
+
+/** A response documented as is, without the envelope (the handler returns a Response). */
+export const Bare = <T extends TSchema>(schema: T): T => ({ ...schema, [ENVELOPE]: 'none' })
+
+type Set = { status?: number | string; headers: Record<string, string | number | string[]> }
+
+/** Renders a handler's return value in the success envelope, with the status and headers it set. */
+export function envelope(value: unknown, set: Set, paged: boolean): Response {
   if (value instanceof Response) return value
-  if (value instanceof Page) return { success: true, data: value.data, meta: value.meta }
-  return { success: true, data: value ?? null }
+  const page = value as Page<unknown>
+  const body = paged ? { success: true, data: page.data, meta: page.meta } : { success: true, data: value ?? null }
+  const headers = new Headers(set.headers as Record<string, string>)
+  headers.set('content-type', 'application/json;charset=utf-8')
+  return new Response(JSON.stringify(body), { status: typeof set.status === 'number' ? set.status : 200, headers })
 }

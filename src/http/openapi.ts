@@ -5,7 +5,7 @@
  */
 import type { AnyElysia } from 'elysia'
 import { ERROR_STATUS } from './errors'
-import { ErrorSchema } from './envelope'
+import { ENVELOPE, ErrorSchema } from './envelope'
 
 type Json = Record<string, unknown>
 interface RouteLike {
@@ -32,9 +32,23 @@ function clean(schema: unknown): unknown {
   const out: Json = {}
   for (const [k, v] of Object.entries(s)) {
     if (k === '$id' || k === 'error') continue
-    out[k] = clean(v)
+    // property names are data, not schema keywords: a property called `error` stays
+    if (k === 'properties' && v && typeof v === 'object') out[k] = Object.fromEntries(Object.entries(v).map(([name, p]) => [name, clean(p)]))
+    else out[k] = clean(v)
   }
   return out
+}
+
+/** The documented body of a response: the payload schema inside the success envelope. */
+function enveloped(schema: Json): unknown {
+  const kind = schema[ENVELOPE]
+  const { [ENVELOPE]: _drop, ...payload } = clean(schema) as Json
+  if (kind === 'none') return payload
+  if (kind === 'paged') {
+    const props = payload.properties as Json
+    return { type: 'object', required: ['success', 'data', 'meta'], properties: { success: { const: true }, data: props.data, meta: props.meta } }
+  }
+  return { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data: payload } }
 }
 
 function parameters(where: 'query' | 'path', schema: unknown): Json[] {
@@ -68,10 +82,10 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
     const { body, query, params, response, detail = {} } = route.hooks
     const isPublic = Array.isArray(detail.security) && detail.security.length === 0
     const responses: Json = {}
-    for (const [status, schema] of Object.entries((response ?? {}) as Record<string, unknown>)) {
+    for (const [status, schema] of Object.entries((response ?? {}) as Record<string, Json>)) {
       responses[status] = {
-        description: (schema as Json).description ?? (Number(status) < 300 ? 'success' : 'error'),
-        content: { 'application/json': { schema: clean(schema) } },
+        description: schema.description ?? (Number(status) < 300 ? 'success' : 'error'),
+        content: { 'application/json': { schema: enveloped(schema) } },
       }
     }
     const { security, ...rest } = detail

@@ -6,6 +6,8 @@ export interface RequestFacts {
   startedAt: number
   status?: number
   orgId?: string
+  /** the handler returned a Page: its data and meta go into the envelope side by side */
+  paged?: boolean
 }
 
 const facts = new WeakMap<Request, RequestFacts>()

@@ -32,3 +32,4 @@ await Promise.all(Array.from({ length: connections }, client))
 latencies.sort((a, b) => a - b)
 const pct = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0) * 100) / 100
 console.log(JSON.stringify({ requests: latencies.length, errors, rps: Math.round(latencies.length / (durationMs / 1000)), p50_ms: pct(50), p99_ms: pct(99) }))
+export {}

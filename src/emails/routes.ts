@@ -1,0 +1,188 @@
+/** Mail reads (Emails, Threads and Search tags) and the raw/attachment downloads. */
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../context'
+import { authenticated, authenticateRequest } from '../http/auth'
+import { Ok, Paged } from '../http/envelope'
+import { pageQuery } from '../http/pagination'
+import { parseTimestamp, Timestamp } from '../http/timestamps'
+import { attachmentContents } from '../mail/inbound/parse'
+import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
+import { verifyDownloadToken } from './download-token'
+import { tarGz } from './tar'
+import {
+  discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
+} from './service'
+
+/** Long-polls longer than this are cut short; clients simply poll again. */
+export const MAX_WAIT_SECONDS = 60
+
+const Id = t.Object({ id: t.String({ format: 'uuid' }) })
+const Address = t.Object({ address: t.String(), name: t.String() })
+const Summary = t.Object({
+  id: t.String({ format: 'uuid' }),
+  thread_id: t.String({ format: 'uuid' }),
+  direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
+  event_type: t.String({ description: 'email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail' }),
+  from: t.Union([Address, t.Null()]),
+  to: t.Array(Address),
+  cc: t.Array(Address),
+  subject: t.String(),
+  received_at: t.String({ format: 'date-time' }),
+  size_bytes: t.Integer(),
+  attachment_count: t.Integer(),
+  content_discarded: t.Boolean(),
+})
+const Verdict = t.Object({ result: t.String() }, { additionalProperties: true })
+const Email = t.Composite([
+  Summary,
+  t.Object({
+    message_id: t.Union([t.String(), t.Null()]),
+    in_reply_to: t.Union([t.String(), t.Null()]),
+    references: t.Array(t.String()),
+    reply_to: t.Array(Address),
+    sent_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'the Date header' }),
+    text: t.Union([t.String(), t.Null()]),
+    html: t.Union([t.String(), t.Null()]),
+    headers: t.Array(t.Object({ name: t.String(), value: t.String() })),
+    attachments: t.Array(
+      t.Object({
+        index: t.Integer(),
+        filename: t.Union([t.String(), t.Null()]),
+        content_type: t.String(),
+        size_bytes: t.Integer(),
+        content_id: t.Union([t.String(), t.Null()]),
+        disposition: t.Union([t.String(), t.Null()]),
+      }),
+    ),
+    authentication: t.Object(
+      { spf: Verdict, dkim: t.Array(Verdict), dmarc: Verdict, arc: Verdict },
+      { description: 'mailauth verdicts; only `pass` means authenticated' },
+    ),
+    envelope: t.Object({
+      mail_from: t.Union([t.String(), t.Null()]),
+      rcpt_to: t.Array(t.String()),
+      remote_ip: t.Union([t.String(), t.Null()]),
+      helo: t.Union([t.String(), t.Null()]),
+      tls: t.Boolean(),
+    }),
+    content_discarded_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  }),
+])
+const Thread = t.Object({
+  id: t.String({ format: 'uuid' }),
+  subject: t.String(),
+  participants: t.Array(t.String()),
+  message_count: t.Integer(),
+  last_message_at: t.String({ format: 'date-time' }),
+  created_at: t.String({ format: 'date-time' }),
+})
+
+const downloadDetail = (summary: string) => ({
+  summary,
+  description: 'Authenticate with a bearer API key, or with the signed `token` query parameter of a webhook payload (valid 24 hours).',
+  security: [{ bearer: [] }, { downloadToken: [] }] as Record<string, string[]>[],
+})
+
+export function emailRoutes(ctx: AppContext) {
+  /** A download is allowed by a valid token for this email, or by the bearer credential of its organization. */
+  async function downloadOrg(id: string, token: string | undefined, request: Request, set: { headers: Record<string, string | number | string[]> }, server: never) {
+    if (token !== undefined) return verifyDownloadToken(ctx.keys, token, id)
+    return (await authenticateRequest(ctx, request, set, server)).orgId
+  }
+
+  const downloads = new Elysia({ prefix: '/v1/emails', tags: ['Emails'] })
+    .get(
+      '/:id/raw',
+      async ({ params, query, request, set, server }) => {
+        const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
+        return new Response(await rawMessage(ctx.sql, orgId, params.id), {
+          headers: { 'content-type': 'message/rfc822', 'content-disposition': `attachment; filename="${params.id}.eml"`, 'cache-control': 'private, no-store' },
+        })
+      },
+      { params: Id, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included') },
+    )
+    .get(
+      '/:id/attachments.tar.gz',
+      async ({ params, query, request, set, server }) => {
+        const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
+        const files = await attachmentContents(await rawMessage(ctx.sql, orgId, params.id))
+        return new Response(tarGz(files.map(f => ({ name: f.filename, content: f.content }))), {
+          headers: { 'content-type': 'application/gzip', 'content-disposition': `attachment; filename="${params.id}-attachments.tar.gz"`, 'cache-control': 'private, no-store' },
+        })
+      },
+      { params: Id, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The attachments of a message as a tar.gz') },
+    )
+
+  const reads = new Elysia({ prefix: '/v1' })
+    .use(authenticated(ctx))
+    .get(
+      '/emails',
+      async ({ auth, query, request }) => {
+        const page = ctx.cursors.request('emails', query)
+        const filters = {
+          since: query.since ? parseTimestamp('since', query.since) : null,
+          direction: query.direction,
+          threadId: query.thread_id,
+          eventType: query.event_type,
+        }
+        // Subscribe before reading, so mail stored between the read and the wait still wakes us.
+        const abort = new AbortController()
+        const wait = query.wait && !page.after ? ctx.mailEvents.waitForMail(auth.orgId, query.wait * 1000, AbortSignal.any([abort.signal, request.signal])) : null
+        let result = await listEmails(ctx.sql, auth.orgId, page, filters)
+        if (wait && result.rows.length === 0 && (await wait)) result = await listEmails(ctx.sql, auth.orgId, page, filters)
+        abort.abort()
+        return ctx.cursors.page('emails', result.rows, page, result.total, presentSummary)
+      },
+      {
+        query: t.Object({
+          ...pageQuery(),
+          since: t.Optional(Timestamp('only mail received after this instant')),
+          wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail` })),
+          direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
+          thread_id: t.Optional(t.String({ format: 'uuid' })),
+          event_type: t.Optional(t.UnionEnum(EMAIL_EVENT_TYPES)),
+        }),
+        response: { 200: Paged(Summary) },
+        detail: { tags: ['Emails'], summary: 'List mail, newest first; long-poll with wait' },
+      },
+    )
+    .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id)), {
+      params: Id,
+      response: { 200: Ok(Email) },
+      detail: { tags: ['Emails'], summary: 'One message: headers, bodies, attachments, authentication verdicts' },
+    })
+    .post('/emails/:id/discard', ({ auth, params }) => discardContent(ctx.sql, auth.orgId, params.id), {
+      params: Id,
+      response: { 200: Ok(t.Object({ id: t.String(), content_discarded_at: t.String({ format: 'date-time' }) })) },
+      detail: { tags: ['Emails'], summary: 'Discard the stored content of a message (irreversible; needs the opt-in)' },
+    })
+    .get(
+      '/threads',
+      async ({ auth, query }) => {
+        const page = ctx.cursors.request('threads', query)
+        const { rows, total } = await listThreads(ctx.sql, auth.orgId, page)
+        return ctx.cursors.page('threads', rows, page, total, presentThread)
+      },
+      { query: t.Object(pageQuery()), response: { 200: Paged(Thread) }, detail: { tags: ['Threads'], summary: 'List threads, newest first' } },
+    )
+    .get('/threads/:id', ({ auth, params }) => getThread(ctx.sql, auth.orgId, params.id), {
+      params: Id,
+      response: { 200: Ok(t.Composite([Thread, t.Object({ emails: t.Array(Summary) })])) },
+      detail: { tags: ['Threads'], summary: 'A thread with its messages, oldest first' },
+    })
+    .get(
+      '/search',
+      async ({ auth, query }) => {
+        const page = ctx.cursors.request('search', query)
+        const { rows, total } = await searchEmails(ctx.sql, auth.orgId, query.q, page)
+        return ctx.cursors.page('search', rows, page, total, presentSummary)
+      },
+      {
+        query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'text to find in subject, sender or body' }) }),
+        response: { 200: Paged(Summary) },
+        detail: { tags: ['Search'], summary: 'Search mail by subject, sender and text', description: '504 search_timeout past a 3-second budget.' },
+      },
+    )
+
+  return new Elysia().use(downloads).use(reads)
+}

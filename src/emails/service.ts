@@ -1,0 +1,197 @@
+/** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
+import type { Sql } from '../db/client'
+import { ApiError, errors } from '../http/errors'
+import type { PageRequest } from '../http/pagination'
+import { iso } from '../http/timestamps'
+import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
+import type { AuthVerdicts } from '../mail/inbound/authenticate'
+
+export const SEARCH_BUDGET_MS = 3_000
+
+/** What list views read: everything but bodies, headers and envelope. */
+const SUMMARY_COLUMNS = ['id', 'thread_id', 'direction', 'event_type', 'from_address', 'from_name', 'to_addresses', 'cc_addresses', 'subject', 'received_at', 'size_bytes', 'attachments', 'content_discarded_at']
+
+interface SummaryRow {
+  id: string
+  thread_id: string
+  direction: 'inbound' | 'outbound'
+  event_type: string
+  from_address: string | null
+  from_name: string | null
+  to_addresses: Mailbox[]
+  cc_addresses: Mailbox[]
+  subject: string
+  received_at: Date
+  size_bytes: number
+  attachments: AttachmentMeta[]
+  content_discarded_at: Date | null
+}
+
+interface EmailRow extends SummaryRow {
+  message_id: string | null
+  in_reply_to: string | null
+  references: string[]
+  reply_to: Mailbox[]
+  sent_at: Date | null
+  text_body: string | null
+  html_body: string | null
+  headers: { name: string; value: string }[]
+  mail_from: string | null
+  rcpt_to: string[]
+  remote_ip: string | null
+  helo: string | null
+  tls: boolean
+  auth: AuthVerdicts
+}
+
+export const presentSummary = (r: SummaryRow) => ({
+  id: r.id,
+  thread_id: r.thread_id,
+  direction: r.direction,
+  event_type: r.event_type,
+  from: r.from_address ? { address: r.from_address, name: r.from_name ?? '' } : null,
+  to: r.to_addresses,
+  cc: r.cc_addresses,
+  subject: r.subject,
+  received_at: iso(r.received_at)!,
+  size_bytes: r.size_bytes,
+  attachment_count: r.attachments.length,
+  content_discarded: r.content_discarded_at !== null,
+})
+
+export const presentEmail = (r: EmailRow) => ({
+  ...presentSummary(r),
+  message_id: r.message_id,
+  in_reply_to: r.in_reply_to,
+  references: r.references,
+  reply_to: r.reply_to,
+  sent_at: iso(r.sent_at),
+  text: r.text_body,
+  html: r.html_body,
+  headers: r.headers,
+  attachments: r.attachments,
+  authentication: r.auth,
+  envelope: { mail_from: r.mail_from, rcpt_to: r.rcpt_to, remote_ip: r.remote_ip, helo: r.helo, tls: r.tls },
+  content_discarded_at: iso(r.content_discarded_at),
+})
+
+export interface EmailFilters {
+  since: Date | null
+  direction?: string
+  threadId?: string
+  eventType?: string
+}
+
+export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
+  const matching = sql`
+    org_id = ${orgId}
+    ${f.since ? sql`and received_at > ${f.since}` : sql``}
+    ${f.direction ? sql`and direction = ${f.direction}` : sql``}
+    ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}
+    ${f.eventType ? sql`and event_type = ${f.eventType}` : sql``}`
+  const rows = await sql<SummaryRow[]>`
+    select ${sql(SUMMARY_COLUMNS)}
+      from emails where ${matching} ${page.after ? sql`and id < ${page.after}` : sql``}
+     order by id desc limit ${page.limit + 1}`
+  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from emails where ${matching}`
+  return { rows, total: count!.total }
+}
+
+export async function getEmail(sql: Sql, orgId: string, id: string): Promise<EmailRow> {
+  const [row] = await sql<EmailRow[]>`select * from emails where id = ${id} and org_id = ${orgId}`
+  if (!row) throw errors.notFound('email')
+  return row
+}
+
+/** The exact bytes stored for the message; not_found once its content was discarded. */
+export async function rawMessage(sql: Sql, orgId: string, id: string): Promise<Uint8Array> {
+  const [row] = await sql<{ raw: Buffer | null; discarded: boolean }[]>`
+    select c.raw, e.content_discarded_at is not null as discarded
+      from emails e left join email_contents c on c.email_id = e.id
+     where e.id = ${id} and e.org_id = ${orgId}`
+  if (!row) throw errors.notFound('email')
+  if (!row.raw) throw errors.notFound('email content (discarded)')
+  return new Uint8Array(row.raw)
+}
+
+/** Irreversibly removes the stored content of a message, keeping its metadata; needs the organization's opt-in. */
+export async function discardContent(sql: Sql, orgId: string, id: string) {
+  return sql.begin(async tx => {
+    const [org] = await tx<{ enabled: boolean }[]>`select content_discard_enabled as enabled from orgs where id = ${orgId}`
+    const [email] = await tx<{ size_bytes: number; content_discarded_at: Date | null }[]>`
+      select size_bytes, content_discarded_at from emails where id = ${id} and org_id = ${orgId} for update`
+    if (!email) throw errors.notFound('email')
+    if (!org?.enabled) {
+      throw new ApiError('discard_not_enabled', 'content discard: not enabled for this organization (it is irreversible, so it needs an opt-in)')
+    }
+    if (!email.content_discarded_at) {
+      await tx`delete from email_contents where email_id = ${id}`
+      await tx`
+        update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now()
+         where id = ${id}`
+      await tx`update orgs set storage_used_bytes = greatest(0, storage_used_bytes - ${email.size_bytes}) where id = ${orgId}`
+    }
+    const [row] = await tx<{ at: Date }[]>`select content_discarded_at as at from emails where id = ${id}`
+    return { id, content_discarded_at: iso(row!.at)! }
+  })
+}
+
+interface ThreadRow {
+  id: string
+  subject: string
+  participants: string[]
+  message_count: number
+  last_message_at: Date
+  created_at: Date
+}
+
+export const presentThread = (t: ThreadRow) => ({
+  id: t.id,
+  subject: t.subject,
+  participants: t.participants,
+  message_count: t.message_count,
+  last_message_at: iso(t.last_message_at)!,
+  created_at: iso(t.created_at)!,
+})
+
+export async function listThreads(sql: Sql, orgId: string, page: PageRequest) {
+  const rows = await sql<ThreadRow[]>`
+    select id, subject, participants, message_count, last_message_at, created_at from threads
+     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
+     order by id desc limit ${page.limit + 1}`
+  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from threads where org_id = ${orgId}`
+  return { rows, total: count!.total }
+}
+
+export async function getThread(sql: Sql, orgId: string, id: string) {
+  const [thread] = await sql<ThreadRow[]>`
+    select id, subject, participants, message_count, last_message_at, created_at from threads where id = ${id} and org_id = ${orgId}`
+  if (!thread) throw errors.notFound('thread')
+  const emails = await sql<SummaryRow[]>`
+    select ${sql(SUMMARY_COLUMNS)}
+      from emails where thread_id = ${id} and org_id = ${orgId} order by id`
+  return { ...presentThread(thread), emails: emails.map(presentSummary) }
+}
+
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, m => `\\${m}`)}%`
+
+/** Substring search over subject, sender and text, within SEARCH_BUDGET_MS (504 search_timeout past it). */
+export async function searchEmails(sql: Sql, orgId: string, q: string, page: PageRequest, budgetMs = SEARCH_BUDGET_MS) {
+  const pattern = likePattern(q)
+  try {
+    return await sql.begin(async tx => {
+      await tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`
+      const matching = tx`org_id = ${orgId} and (subject ilike ${pattern} or from_address ilike ${pattern} or from_name ilike ${pattern} or text_body ilike ${pattern})`
+      const rows = await tx<SummaryRow[]>`
+        select ${tx(SUMMARY_COLUMNS)}
+          from emails where ${matching} ${page.after ? tx`and id < ${page.after}` : tx``}
+         order by id desc limit ${page.limit + 1}`
+      const [count] = await tx<{ total: number }[]>`select count(*)::int as total from emails where ${matching}`
+      return { rows, total: count!.total }
+    })
+  } catch (error) {
+    // 57014: query_canceled, which is how statement_timeout ends a query
+    if ((error as { code?: string }).code === '57014') throw new ApiError('search_timeout', `search: exceeded its ${budgetMs} ms budget; narrow the query`)
+    throw error
+  }
+}

@@ -1,0 +1,29 @@
+/** The decisions of the SMTP listener: which recipients exist, and storing what they are sent. */
+import type { AppContext } from '../../context'
+import type { SmtpHooks } from '../../smtp/types'
+import { ingest } from './ingest'
+import { replies, resolveRecipient, storageHeadroom } from './recipients'
+
+export function inboundHooks(ctx: AppContext): SmtpHooks {
+  return {
+    async onRcptTo(_session, envelope, rcpt) {
+      const r = await resolveRecipient(ctx, rcpt)
+      if (!('orgId' in r)) return r
+      // Free plans refuse mail at their storage limit; 452 so the sender retries once space is freed.
+      const headroom = await storageHeadroom(ctx, r.orgId)
+      if (headroom !== null && headroom < (envelope.size ?? 1)) return replies.mailboxFull
+    },
+    async onData(session, envelope, message) {
+      const result = await ingest(ctx, {
+        raw: message,
+        mailFrom: envelope.mailFrom,
+        rcptTo: envelope.rcptTo,
+        remoteIp: session.remoteAddress,
+        helo: session.helo,
+        tls: session.tls,
+      })
+      if (!result.stored.length && result.refused.length) return replies.storageExceeded
+      return { code: 250, enhanced: '2.0.0', message: `ok: queued as ${result.stored.map(s => s.id).join(',') || 'nothing'}` }
+    },
+  }
+}
