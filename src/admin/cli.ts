@@ -5,10 +5,11 @@
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config'
+import { loadServerKeys } from '../crypto'
 import { openDatabase } from '../db/client'
 import { migrate } from '../db/migrate'
 import { setLogLevel } from '../log'
-import { createKeyCommand, createOrgCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, UsageError } from './commands'
+import { createKeyCommand, createOrgCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, UsageError, verifyDomainCommand } from './commands'
 
 const USAGE = `usage:
   bun run admin org create --plan <free|agent|developer|power|platinum> [--email <owner>] [--name <name>]
@@ -16,7 +17,8 @@ const USAGE = `usage:
   bun run admin org entitle <org_id> <entitlement>
   bun run admin org set-api-limit <org_id> <requests_per_minute|plan>
   bun run admin key create <org_id> [--name <name>]
-  bun run admin credit mint --amount-cents <n>`
+  bun run admin credit mint --amount-cents <n>
+  bun run admin domain verify <org_id> <domain>`
 
 async function main(argv: string[]) {
   const { values, positionals } = parseArgs({
@@ -43,6 +45,8 @@ async function main(argv: string[]) {
         return await createKeyCommand(db.sql, rest[0], values.name)
       case 'credit mint':
         return await mintCreditCommand(db.sql, values['amount-cents'])
+      case 'domain verify':
+        return await verifyDomainCommand(db.sql, loadServerKeys(config), config, rest[0], rest[1])
       default:
         throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`)
     }

@@ -2,11 +2,15 @@
  * Operator commands for what the API leaves to the dashboard: creating organizations, changing
  * plans and entitlements, minting credit codes. Each returns the JSON the CLI prints.
  */
+import type { Config } from '../config'
+import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
 import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan } from '../account/orgs'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
+import { markDomainVerified, presentDomain } from '../domains/service'
+import { ApiError } from '../http/errors'
 
 export class UsageError extends Error {}
 
@@ -62,4 +66,26 @@ export async function mintCreditCommand(sql: Sql, amountCents: string | undefine
   if (!Number.isInteger(amount) || amount <= 0) throw new UsageError('amount-cents: must be a positive integer')
   const credit = await mintCreditCode(sql, amount)
   return { credit_id: credit.id, code: credit.code, amount_cents: amount }
+}
+
+/** Marks a domain verified for the organization without DNS, claiming it first if needed (no MX check). */
+export async function verifyDomainCommand(
+  sql: Sql,
+  keys: ServerKeys,
+  config: Pick<Config, 'MANAGED_DOMAIN' | 'SMTP_HOSTNAME'>,
+  orgId: string | undefined,
+  domain: string | undefined,
+) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  if (!domain) throw new UsageError('domain: is required')
+  const [org] = await sql`select 1 from orgs where id::text = ${orgId}`
+  if (!org) throw new UsageError(`org_id: no organization ${orgId}`)
+  try {
+    const row = await markDomainVerified(sql, keys, config.MANAGED_DOMAIN, orgId, domain)
+    return { org_id: orgId, ...presentDomain(row, config.SMTP_HOSTNAME) }
+  } catch (error) {
+    // a bad name is a usage error; a name verified by another organization stays a plain failure
+    if (error instanceof ApiError && error.code === 'validation_error') throw new UsageError(error.message)
+    throw error
+  }
 }

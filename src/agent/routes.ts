@@ -42,6 +42,7 @@ export function agentAccountRoutes(ctx: AppContext) {
         response: { 201: Ok(AgentAccount) },
         detail: {
           summary: 'Create an agent account (zero-touch)',
+          security: [],
           description: 'Public. Returns an API key and a managed inbox on the reply-only agent plan. Accepts Idempotency-Key (scoped to the caller).',
         },
       },

@@ -22,10 +22,12 @@ export function apiKeyRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query }) => {
-        const page = ctx.cursors.request('api-keys', query)
+        // the scope names the organization too: a cursor of another organization's list is refused
+        const scope = `api-keys:${auth.orgId}`
+        const page = ctx.cursors.request(scope, query)
         const createdAfter = query.created_after ? parseTimestamp('created_after', query.created_after) : null
         const { rows, total } = await listApiKeys(ctx.sql, auth.orgId, page, createdAfter)
-        return ctx.cursors.page('api-keys', rows, page, total, presentKey)
+        return ctx.cursors.page(scope, rows, page, total, presentKey)
       },
       {
         query: t.Object({ ...pageQuery(), created_after: t.Optional(Timestamp('only keys created after this instant')) }),

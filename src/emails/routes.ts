@@ -140,7 +140,7 @@ export function emailRoutes(ctx: AppContext) {
           wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail` })),
           direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
           thread_id: t.Optional(t.String({ format: 'uuid' })),
-          event_type: t.Optional(t.UnionEnum(EMAIL_EVENT_TYPES)),
+          event_type: t.Optional(t.Union(EMAIL_EVENT_TYPES.map(e => t.Literal(e)))),
         }),
         response: { 200: Paged(Summary) },
         detail: { tags: ['Emails'], summary: 'List mail, newest first; long-poll with wait' },

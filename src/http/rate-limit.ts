@@ -94,7 +94,8 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
   const headers: Record<string, string> = {
     'ratelimit-limit': String(d.limit),
     'ratelimit-policy': `${d.limit};w=${WINDOW_SECONDS}`,
-    'ratelimit-reset': String(Math.ceil(d.resetAt / 1000)),
+    // resetAt is the window end measured through a database round trip, a few ms late: round, not ceil
+    'ratelimit-reset': String(Math.round(d.resetAt / 1000)),
   }
   if (d.remaining !== undefined) headers['ratelimit-remaining'] = String(d.remaining)
   return headers

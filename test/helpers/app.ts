@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../../src/config'
 import { createContext, type AppContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
 import type { Sql } from '../../src/db/client'
+import type { Resolver } from '../../src/dns/resolver'
 import { createApiKey } from '../../src/auth/api-keys'
 import { addMember, ensureUser, insertOrg } from '../../src/account/orgs'
 import type { Plan } from '../../src/account/plans'
@@ -44,8 +45,9 @@ let ipCounter = 0
 /** A fresh client address per app, so the per-address limit of one test never throttles another. */
 const nextIp = () => `198.51.100.${(ipCounter = (ipCounter % 250) + 1)}.${Math.floor(Math.random() * 1e6)}`
 
-export async function testApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const ctx = createContext(testConfig(env), await testSql(), new ServerKeys(TEST_SECRET))
+/** `opts.resolver` replaces DNS (e.g. `memoryResolver(records)`); by default the system resolver. */
+export async function testApp(env: Record<string, string> = {}, opts: { resolver?: Resolver } = {}): Promise<TestApp> {
+  const ctx = createContext(testConfig(env), await testSql(), new ServerKeys(TEST_SECRET), opts)
   const app = createApp(ctx)
   const defaultIp = nextIp()
   return {

@@ -1,0 +1,81 @@
+/** Custom domains: claim, list, read, verify by DNS, delete. */
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../context'
+import { authenticated } from '../http/auth'
+import { Ok, Paged } from '../http/envelope'
+import { pageQuery } from '../http/pagination'
+import { rateLimitError } from '../http/rate-limit'
+import { ClaimDomain, Deleted, Domain, DomainId } from './model'
+import { claimDomain, deleteDomain, getDomain, listDomains, presentDomain, verifyDomain, type DomainRow } from './service'
+
+/** Verifications per domain per minute: each one is five DNS lookups. */
+export const VERIFY_PER_MINUTE = 10
+
+export function domainRoutes(ctx: AppContext) {
+  const present = (row: DomainRow) => presentDomain(row, ctx.config.SMTP_HOSTNAME)
+  return new Elysia({ prefix: '/v1/domains', tags: ['Domains'] })
+    .use(authenticated(ctx))
+    .post(
+      '/',
+      async ({ auth, body, set }) => {
+        const row = await claimDomain(ctx.sql, ctx, auth.orgId, body)
+        set.status = 201
+        return present(row)
+      },
+      {
+        body: ClaimDomain,
+        response: { 201: Ok(Domain) },
+        detail: {
+          summary: 'Claim a domain',
+          description:
+            'Claims the domain (status pending) and returns the DNS records to publish: a verification TXT record, MX, SPF, a DKIM key generated for the domain, and a suggested DMARC policy. ' +
+            'A domain whose MX records point to another mail provider is refused with 409 mx_conflict (details.mx, details.remediation) unless confirmed is true. ' +
+            'Claiming a name the organization already claimed is 409 conflict. The managed domain, IP addresses and special-use names are rejected.',
+        },
+      },
+    )
+    .get(
+      '/',
+      async ({ auth, query }) => {
+        const scope = `domains:${auth.orgId}`
+        const page = ctx.cursors.request(scope, query)
+        const { rows, total } = await listDomains(ctx.sql, auth.orgId, page)
+        return ctx.cursors.page(scope, rows, page, total, present)
+      },
+      {
+        query: t.Object(pageQuery()),
+        response: { 200: Paged(Domain) },
+        detail: { summary: 'List domains', description: 'Newest first.' },
+      },
+    )
+    .get('/:id', async ({ auth, params }) => present(await getDomain(ctx.sql, auth.orgId, params.id)), {
+      params: DomainId,
+      response: { 200: Ok(Domain) },
+      detail: { summary: 'Get a domain', description: 'With its DNS records and the results of the last verification.' },
+    })
+    .post(
+      '/:id/verify',
+      async ({ auth, params }) => {
+        const row = await getDomain(ctx.sql, auth.orgId, params.id)
+        const decision = await ctx.limiter.take(`domain-verify:${row.id}`, VERIFY_PER_MINUTE)
+        if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'domain verification')
+        return present(await verifyDomain(ctx.sql, ctx, row))
+      },
+      {
+        params: DomainId,
+        response: { 200: Ok(Domain) },
+        detail: {
+          summary: 'Verify a domain',
+          description:
+            'Looks up the records now and stores the results in checks (ok, missing, mismatch, or error when DNS failed). The domain becomes verified when the verification TXT record matches; ' +
+            'MX, SPF, DKIM and DMARC are reported so you know what else to fix. Answers 200 whether or not the domain verified: read status. ' +
+            `409 conflict while another organization holds the name verified. At most ${VERIFY_PER_MINUTE} per minute per domain (429 rate_limit_exceeded).`,
+        },
+      },
+    )
+    .delete('/:id', async ({ auth, params }) => ({ ...(await deleteDomain(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
+      params: DomainId,
+      response: { 200: Ok(Deleted) },
+      detail: { summary: 'Delete a domain', description: 'Removes the claim and its DKIM key; a verified name becomes free for others to verify. Mail to it is then refused.' },
+    })
+}

@@ -1,0 +1,411 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import nodemailer from 'nodemailer'
+import { createOrg, testSql, type TestOrg } from '../helpers/app'
+import { expectError } from '../helpers/envelope'
+import { inboundHarness, managedAddress, rfc822, senderDomain, type InboundHarness } from '../helpers/mail'
+import { signDownloadToken } from '../../src/emails/download-token'
+
+let h: InboundHarness
+let alice: TestOrg
+let aliceAddress: string
+let bob: TestOrg
+let bobAddress: string
+
+beforeAll(async () => {
+  h = await inboundHarness()
+  alice = await createOrg({ plan: 'developer' })
+  aliceAddress = await managedAddress(h.ctx, alice.orgId)
+  bob = await createOrg({ plan: 'developer' })
+  bobAddress = await managedAddress(h.ctx, bob.orgId)
+})
+afterAll(() => h.stop())
+
+async function latest(org: TestOrg) {
+  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
+  expect(list.status).toBe(200)
+  return list.body.data[0]
+}
+
+async function full(org: TestOrg, id: string) {
+  const res = await h.request('GET', `/v1/emails/${id}`, { key: org.key })
+  expect(res.status).toBe(200)
+  return res.body.data
+}
+
+describe('delivery over SMTP with nodemailer', () => {
+  test('a message to a managed inbox is stored and readable', async () => {
+    const info = await h.transport.sendMail({ from: 'Sam <sam@sender.example>', to: aliceAddress, subject: 'Hello agent', text: 'First line\nSecond line' })
+    expect(info.accepted).toEqual([aliceAddress])
+    expect(info.response).toStartWith('250')
+    const summary = await latest(alice)
+    expect(summary).toMatchObject({ direction: 'inbound', event_type: 'email.received', subject: 'Hello agent', from: { address: 'sam@sender.example', name: 'Sam' }, to: [{ address: aliceAddress }] })
+    const email = await full(alice, summary.id)
+    expect(email.text.trim()).toBe('First line\nSecond line')
+    expect(email.message_id).toBe(info.messageId)
+    expect(email.envelope).toMatchObject({ mail_from: 'sam@sender.example', rcpt_to: [aliceAddress], remote_ip: '127.0.0.1', helo: 'client.sender.example', tls: false })
+    expect(email.authentication.spf.result).toBe('none')
+    expect(email.headers[0]).toMatchObject({ name: 'received' })
+  })
+
+  test('several recipients in two organizations: one copy each, unknown ones refused', async () => {
+    const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
+    const info = await h.transport.sendMail({ from: 'sam@sender.example', to: [aliceAddress, ghost, bobAddress], subject: 'To both', text: 'x' })
+    expect(info.accepted.sort()).toEqual([aliceAddress, bobAddress].sort())
+    expect(info.rejected).toEqual([ghost])
+    expect((info as { rejectedErrors?: { response: string }[] }).rejectedErrors?.[0]?.response).toStartWith('550 5.1.1')
+    const a = await latest(alice)
+    const b = await latest(bob)
+    expect(a.subject).toBe('To both')
+    expect(b.subject).toBe('To both')
+    expect(a.id).not.toBe(b.id)
+    expect((await full(alice, a.id)).envelope.rcpt_to).toEqual([aliceAddress])
+  })
+
+  test('a domain we do not host is relaying: 550 5.7.1', async () => {
+    const err = await h.transport.sendMail({ from: 'sam@sender.example', to: 'someone@elsewhere.example', subject: 'x', text: 'x' }).catch((e: { response?: string }) => e)
+    expect(String(err.response)).toStartWith('550 5.7.1')
+  })
+
+  test('attachments: metadata in reads and a real tar.gz download', async () => {
+    await h.transport.sendMail({
+      from: 'sam@sender.example',
+      to: aliceAddress,
+      subject: 'Files',
+      text: 'see attached',
+      attachments: [
+        { filename: 'notes.txt', content: 'hello notes', contentType: 'text/plain' },
+        { filename: 'data.bin', content: Buffer.from([0, 1, 2, 3, 255]), contentType: 'application/octet-stream', cid: 'data@x' },
+      ],
+    })
+    const summary = await latest(alice)
+    expect(summary.attachment_count).toBe(2)
+    const email = await full(alice, summary.id)
+    expect(email.attachments.map((a: { filename: string; size_bytes: number; content_type: string }) => [a.filename, a.size_bytes, a.content_type])).toEqual([
+      ['notes.txt', 11, 'text/plain'],
+      ['data.bin', 5, 'application/octet-stream'],
+    ])
+    const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${summary.id}/attachments.tar.gz`, { headers: { authorization: `Bearer ${alice.key}` } }))
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/gzip')
+    const tar = Bun.gunzipSync(new Uint8Array(await res.arrayBuffer()))
+    const files = untar(tar)
+    expect(files.map(f => f.name)).toEqual(['notes.txt', 'data.bin'])
+    expect(new TextDecoder().decode(files[0]!.content)).toBe('hello notes')
+    expect([...files[1]!.content]).toEqual([0, 1, 2, 3, 255])
+  })
+
+  test('the raw download is the exact bytes sent, after our Received: trace header', async () => {
+    const sent = rfc822({ From: 'sam@sender.example', To: aliceAddress, Subject: 'Exact', 'Message-ID': `<${crypto.randomUUID()}@sender.example>` }, '.leading dot\n..two dots\nünïcödé 8-bit\n')
+    await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw: sent })
+    const summary = await latest(alice)
+    const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${summary.id}/raw`, { headers: { authorization: `Bearer ${alice.key}` } }))
+    expect(res.headers.get('content-type')).toBe('message/rfc822')
+    const raw = Buffer.from(await res.arrayBuffer())
+    const trace = raw.subarray(0, raw.indexOf('\r\n', raw.indexOf('\r\n;') >= 0 ? 0 : 0)).toString()
+    expect(trace).toStartWith('Received: from client.sender.example ([127.0.0.1])')
+    expect(raw.subarray(raw.length - Buffer.byteLength(sent)).equals(Buffer.from(sent))).toBe(true)
+    const email = await full(alice, summary.id)
+    expect(email.text).toBe('.leading dot\n..two dots\nünïcödé 8-bit\n')
+    expect(summary.size_bytes).toBe(raw.length)
+  })
+
+  test('a DKIM-signed message is verified against DNS: dkim, spf and dmarc pass', async () => {
+    const signer = senderDomain(h.dns, 'signed.example')
+    const message = await signer.sign(rfc822({ From: 'Pay <pay@signed.example>', To: aliceAddress, Subject: 'Signed', 'Message-ID': '<signed-1@signed.example>' }, 'authentic\n'))
+    await h.transport.sendMail({ envelope: { from: 'pay@signed.example', to: [aliceAddress] }, raw: message })
+    const email = await full(alice, (await latest(alice)).id)
+    expect(email.authentication.dkim).toEqual([
+      { result: 'pass', domain: 'signed.example', selector: 'sel', aligned: true, signed_headers: expect.arrayContaining(['from', 'to', 'subject']) },
+    ])
+    expect(email.authentication.spf).toEqual({ result: 'pass', domain: 'signed.example' })
+    expect(email.authentication.dmarc).toMatchObject({ result: 'pass', policy: 'reject', domain: 'signed.example' })
+  })
+
+  test('a tampered signed message does not pass DKIM and fails DMARC', async () => {
+    const signer = senderDomain(h.dns, 'tamper.example')
+    const message = await signer.sign(rfc822({ From: 'pay@tamper.example', To: aliceAddress, Subject: 'Signed' }, 'original body\n'))
+    await h.transport.sendMail({ envelope: { from: 'someone@other.example', to: [aliceAddress] }, raw: message.replace('original body', 'changed body') })
+    const email = await full(alice, (await latest(alice)).id)
+    expect(email.authentication.dkim[0].result).not.toBe('pass')
+    expect(email.authentication.dmarc.result).toBe('fail')
+  })
+})
+
+describe('machine mail is classified', () => {
+  test('a delivery status notification is email.bounced', async () => {
+    const boundary = 'b1'
+    const dsn = rfc822(
+      { From: 'MAILER-DAEMON@sender.example', To: aliceAddress, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=delivery-status; boundary="${boundary}"` },
+      `--${boundary}\nContent-Type: text/plain\n\nDelivery failed.\n--${boundary}\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.sender.example\n\nFinal-Recipient: rfc822; nobody@sender.example\nAction: failed\nStatus: 5.1.1\n--${boundary}--\n`,
+    )
+    await h.transport.sendMail({ envelope: { from: '', to: [aliceAddress] } as never, raw: dsn })
+    const summary = await latest(alice)
+    expect(summary.event_type).toBe('email.bounced')
+    expect((await full(alice, summary.id)).envelope.mail_from).toBe('')
+  })
+
+  test('a DMARC aggregate report is email.dmarc_report', async () => {
+    await h.transport.sendMail({
+      from: 'noreply-dmarc@reporter.example',
+      to: aliceAddress,
+      subject: 'Report Domain: agents.example Submitter: reporter.example Report-ID: <1234>',
+      text: 'DMARC aggregate report',
+      attachments: [{ filename: 'reporter.example!agents.example!1!2.xml.gz', content: Buffer.from(Bun.gzipSync(new TextEncoder().encode('<feedback/>'))), contentType: 'application/gzip' }],
+    })
+    expect((await latest(alice)).event_type).toBe('email.dmarc_report')
+  })
+
+  test('a TLS report and a DMARC failure report', async () => {
+    const b = 'b2'
+    await h.transport.sendMail({
+      envelope: { from: 'tls@reporter.example', to: [aliceAddress] },
+      raw: rfc822({ From: 'tls@reporter.example', To: aliceAddress, Subject: 'Report Domain: x', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=tlsrpt; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nTLS report\n--${b}\nContent-Type: application/tlsrpt+gzip\nContent-Transfer-Encoding: base64\n\nH4sIAAAAAAAAA6uuBQBDv6ajAgAAAA==\n--${b}--\n`),
+    })
+    expect((await latest(alice)).event_type).toBe('email.tls_report')
+    await h.transport.sendMail({
+      envelope: { from: 'arf@reporter.example', to: [aliceAddress] },
+      raw: rfc822({ From: 'arf@reporter.example', To: aliceAddress, Subject: 'DMARC failure', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=feedback-report; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nauth failure\n--${b}\nContent-Type: message/feedback-report\n\nFeedback-Type: auth-failure\n--${b}--\n`),
+    })
+    expect((await latest(alice)).event_type).toBe('email.dmarc_failure')
+  })
+})
+
+describe('threads', () => {
+  test('a reply joins the thread of the message it references', async () => {
+    const first = await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Plan', text: '1' })
+    await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Unrelated', text: '2' })
+    await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Re: Plan', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
+    const reply = await latest(alice)
+    const thread = await h.request('GET', `/v1/threads/${reply.thread_id}`, { key: alice.key })
+    expect(thread.status).toBe(200)
+    expect(thread.body.data.emails.map((e: { subject: string }) => e.subject)).toEqual(['Plan', 'Re: Plan'])
+    expect(thread.body.data.message_count).toBe(2)
+    const threads = await h.request('GET', '/v1/threads?limit=100', { key: alice.key })
+    expect(threads.body.data.some((t: { id: string }) => t.id === reply.thread_id)).toBe(true)
+  })
+
+  test('without references, a Re: from a participant joins by subject; from a stranger it does not', async () => {
+    await h.transport.sendMail({ from: 'kim@sender.example', to: aliceAddress, subject: 'Budget 2027', text: '1' })
+    const original = await latest(alice)
+    await h.transport.sendMail({ from: 'kim@sender.example', to: aliceAddress, subject: 'RE: Budget 2027', text: '2' })
+    expect((await latest(alice)).thread_id).toBe(original.thread_id)
+    await h.transport.sendMail({ from: 'stranger@elsewhere.example', to: aliceAddress, subject: 'Re: Budget 2027', text: '3' })
+    expect((await latest(alice)).thread_id).not.toBe(original.thread_id)
+  })
+})
+
+describe('long-poll', () => {
+  test('GET /v1/emails?wait= returns as soon as mail arrives', async () => {
+    const carol = await createOrg()
+    const address = await managedAddress(h.ctx, carol.orgId)
+    const since = new Date().toISOString()
+    const poll = h.request('GET', `/v1/emails?wait=30&since=${encodeURIComponent(since)}`, { key: carol.key })
+    await Bun.sleep(100)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Wake up', text: 'now' })
+    const res = await poll
+    expect(res.status).toBe(200)
+    expect(res.body.data.map((e: { subject: string }) => e.subject)).toEqual(['Wake up'])
+  })
+
+  test('wait=0 and an empty result returns at once; wait above the maximum is refused', async () => {
+    const dave = await createOrg()
+    const empty = await h.request('GET', '/v1/emails?wait=0', { key: dave.key })
+    expect(empty.body).toMatchObject({ success: true, data: [], meta: { total: 0, cursor: null } })
+    expectError(await h.request('GET', '/v1/emails?wait=61', { key: dave.key }), 400, 'validation_error', /^wait: /)
+  })
+})
+
+describe('downloads with signed tokens', () => {
+  let emailId: string
+  beforeAll(async () => {
+    await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Token', text: 'raw me' })
+    emailId = (await latest(alice)).id
+  })
+  const get = (path: string, headers: Record<string, string> = {}) => h.request('GET', path, { headers })
+
+  test('a fresh token works without a bearer', async () => {
+    const token = signDownloadToken(h.ctx.keys, emailId, alice.orgId)
+    const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${emailId}/raw?token=${token}`))
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('raw me')
+  })
+
+  test('a token older than 24 hours is download_token_expired with a remediation', async () => {
+    const token = signDownloadToken(h.ctx.keys, emailId, alice.orgId, Date.now() - 24 * 3600_000 - 1000)
+    const res = await get(`/v1/emails/${emailId}/raw?token=${token}`)
+    expectError(res, 401, 'download_token_expired')
+    expect(res.body.error.details.remediation).toContain('API key')
+  })
+
+  test('a tampered token, or one for another email, is download_token_invalid', async () => {
+    const token = signDownloadToken(h.ctx.keys, emailId, alice.orgId)
+    const [body, sig] = token.split('.')
+    const forged = Buffer.from(JSON.stringify({ e: emailId, o: bob.orgId, x: 9999999999 })).toString('base64url')
+    expectError(await get(`/v1/emails/${emailId}/raw?token=${forged}.${sig}`), 401, 'download_token_invalid')
+    expectError(await get(`/v1/emails/${emailId}/raw?token=${body}.${sig!.slice(0, -2)}xx`), 401, 'download_token_invalid')
+    const other = signDownloadToken(h.ctx.keys, crypto.randomUUID(), alice.orgId)
+    expectError(await get(`/v1/emails/${emailId}/raw?token=${other}`), 401, 'download_token_invalid')
+    expectError(await get(`/v1/emails/${emailId}/attachments.tar.gz?token=garbage`), 401, 'download_token_invalid')
+  })
+
+  test('without token or bearer: 401 unauthorized', async () => {
+    expectError(await get(`/v1/emails/${emailId}/raw`), 401, 'unauthorized')
+  })
+})
+
+describe('isolation', () => {
+  test("another organization's message is 404 everywhere", async () => {
+    await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Private', text: 'x' })
+    const id = (await latest(alice)).id
+    expectError(await h.request('GET', `/v1/emails/${id}`, { key: bob.key }), 404, 'not_found')
+    expectError(await h.request('GET', `/v1/emails/${id}/raw`, { key: bob.key }), 404, 'not_found')
+    expectError(await h.request('GET', `/v1/emails/${id}/attachments.tar.gz`, { key: bob.key }), 404, 'not_found')
+    expectError(await h.request('POST', `/v1/emails/${id}/discard`, { key: bob.key }), 404, 'not_found')
+    const thread = (await full(alice, id)).thread_id
+    expectError(await h.request('GET', `/v1/threads/${thread}`, { key: bob.key }), 404, 'not_found')
+    const search = await h.request('GET', '/v1/search?q=Private', { key: bob.key })
+    expect(search.body.data.every((e: { id: string }) => e.id !== id)).toBe(true)
+  })
+})
+
+describe('storage', () => {
+  test('each stored message counts in /v1/account/storage', async () => {
+    const erin = await createOrg()
+    const address = await managedAddress(h.ctx, erin.orgId)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Count me', text: 'x'.repeat(5000) })
+    const email = await latest(erin)
+    const storage = (await h.request('GET', '/v1/account/storage', { key: erin.key })).body.data
+    expect(storage.used_bytes).toBe(email.size_bytes)
+    expect(storage.emails_count).toBe(1)
+  })
+
+  test('a free organization at its limit refuses mail with 452 4.2.2; a paid one does not', async () => {
+    const free = await createOrg({ plan: 'free' })
+    const address = await managedAddress(h.ctx, free.orgId)
+    const sql = await testSql()
+    await sql`update orgs set storage_used_bytes = 100 * 1024 * 1024 where id = ${free.orgId}`
+    const err = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'x', text: 'x' }).catch((e: { response?: string }) => e)
+    expect(String(err.response)).toStartWith('452 4.2.2')
+    const paid = await createOrg({ plan: 'developer' })
+    const paidAddress = await managedAddress(h.ctx, paid.orgId)
+    await sql`update orgs set storage_used_bytes = 100::bigint * 1024 * 1024 * 1024 where id = ${paid.orgId}`
+    expect((await h.transport.sendMail({ from: 'sam@sender.example', to: paidAddress, subject: 'x', text: 'x' })).accepted).toEqual([paidAddress])
+  })
+
+  test('a message over the size limit is refused with 552 5.3.4 and nothing is stored', async () => {
+    const small = await inboundHarness({ SMTP_MAX_MESSAGE_BYTES: '4096' })
+    try {
+      const frank = await createOrg()
+      const address = await managedAddress(small.ctx, frank.orgId)
+      const err = await small.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'big', text: 'y'.repeat(10_000) }).catch((e: { response?: string }) => e)
+      expect(String(err.response)).toMatch(/^552 5\.3\.4/)
+      expect((await small.request('GET', '/v1/emails', { key: frank.key })).body.meta.total).toBe(0)
+    } finally {
+      await small.stop()
+    }
+  })
+})
+
+describe('search', () => {
+  test('finds by subject, sender and text; escapes wildcards', async () => {
+    const gail = await createOrg()
+    const address = await managedAddress(h.ctx, gail.orgId)
+    await h.transport.sendMail({ from: 'Quinn <quinn@finder.example>', to: address, subject: 'Invoice 100%', text: 'the walrus sleeps' })
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Other', text: 'nothing' })
+    const q = async (term: string) => (await h.request('GET', `/v1/search?q=${encodeURIComponent(term)}`, { key: gail.key })).body.data.map((e: { subject: string }) => e.subject)
+    expect(await q('invoice')).toEqual(['Invoice 100%'])
+    expect(await q('quinn')).toEqual(['Invoice 100%'])
+    expect(await q('walrus')).toEqual(['Invoice 100%'])
+    expect(await q('100%')).toEqual(['Invoice 100%'])
+    expect(await q('_')).toEqual([])
+  })
+
+  test('a search past its time budget is 504 search_timeout', async () => {
+    const sql = await testSql()
+    const henry = await createOrg()
+    // Hold a lock the search must wait for, so its statement_timeout fires.
+    let release!: () => void
+    const held = new Promise<void>(r => (release = r))
+    let locked!: () => void
+    const isLocked = new Promise<void>(r => (locked = r))
+    const tx = sql.begin(async t => {
+      await t`lock table emails in access exclusive mode`
+      locked()
+      await held
+    })
+    await isLocked
+    const { searchEmails } = await import('../../src/emails/service')
+    const err = await searchEmails(sql, henry.orgId, 'x', { limit: 10, after: null }, 200).catch((e: { code: string; status: number }) => e)
+    release()
+    await tx
+    expect(err).toMatchObject({ code: 'search_timeout', status: 504 })
+  })
+})
+
+describe('content discard', () => {
+  test('needs the opt-in, then removes content irreversibly and frees storage', async () => {
+    const ivy = await createOrg()
+    const address = await managedAddress(h.ctx, ivy.orgId)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Secret', text: 'classified' })
+    const id = (await latest(ivy)).id
+    expectError(await h.request('POST', `/v1/emails/${id}/discard`, { key: ivy.key }), 403, 'discard_not_enabled')
+    const sql = await testSql()
+    await sql`update orgs set content_discard_enabled = true where id = ${ivy.orgId}`
+    const res = await h.request('POST', `/v1/emails/${id}/discard`, { key: ivy.key })
+    expect(res.status).toBe(200)
+    const email = await full(ivy, id)
+    expect(email).toMatchObject({ subject: 'Secret', text: null, html: null, attachments: [], content_discarded: true })
+    expectError(await h.request('GET', `/v1/emails/${id}/raw`, { key: ivy.key }), 404, 'not_found')
+    expect((await h.request('GET', '/v1/account/storage', { key: ivy.key })).body.data.used_bytes).toBe(0)
+  })
+})
+
+describe('swaks, an independent SMTP client', () => {
+  const swaks = Bun.which('swaks')
+  test.skipIf(!swaks)('delivers over STARTTLS', async () => {
+    const tls = await inboundHarness({ SMTP_TLS_CERT_FILE: 'test/fixtures/tls/cert.pem', SMTP_TLS_KEY_FILE: 'test/fixtures/tls/key.pem' })
+    try {
+      const jan = await createOrg()
+      const address = await managedAddress(tls.ctx, jan.orgId)
+      const out = await Bun.$`${swaks!} --server 127.0.0.1:${tls.smtpPort} --tls --from sam@sender.example --to ${address} --header "Subject: via swaks" --body "hi"`.quiet().nothrow()
+      expect(out.exitCode).toBe(0)
+      const email = (await tls.request('GET', '/v1/emails?limit=1', { key: jan.key })).body.data[0]
+      expect(email.subject).toBe('via swaks')
+      expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: jan.key })).body.data.envelope.tls).toBe(true)
+    } finally {
+      await tls.stop()
+    }
+  })
+})
+
+test('STARTTLS with nodemailer stores the message with tls: true', async () => {
+  const tls = await inboundHarness({ SMTP_TLS_CERT_FILE: 'test/fixtures/tls/cert.pem', SMTP_TLS_KEY_FILE: 'test/fixtures/tls/key.pem' })
+  try {
+    const kim = await createOrg()
+    const address = await managedAddress(tls.ctx, kim.orgId)
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: tls.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
+    await transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Encrypted', text: 'x' })
+    transport.close()
+    const email = (await tls.request('GET', '/v1/emails?limit=1', { key: kim.key })).body.data[0]
+    expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: kim.key })).body.data.envelope.tls).toBe(true)
+  } finally {
+    await tls.stop()
+  }
+})
+
+/** Reads the entries of a ustar archive. */
+function untar(tar: Uint8Array): { name: string; content: Uint8Array }[] {
+  const files: { name: string; content: Uint8Array }[] = []
+  let offset = 0
+  while (offset + 512 <= tar.length && tar[offset] !== 0) {
+    const header = tar.subarray(offset, offset + 512)
+    const name = new TextDecoder().decode(header.subarray(0, 100)).replace(/\0.*$/s, '')
+    const size = parseInt(new TextDecoder().decode(header.subarray(124, 136)).replace(/\0.*$/s, ''), 8)
+    const stored = header.subarray(148, 156)
+    const sum = header.reduce((a, b, i) => a + (i >= 148 && i < 156 ? 32 : b), 0)
+    expect(parseInt(new TextDecoder().decode(stored), 8)).toBe(sum)
+    files.push({ name, content: tar.subarray(offset + 512, offset + 512 + size) })
+    offset += 512 + Math.ceil(size / 512) * 512
+  }
+  return files
+}
