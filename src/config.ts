@@ -29,6 +29,13 @@ export const ConfigSchema = T.Object({
   SMTP_TLS_KEY_FILE: T.Optional(T.String({ description: 'PEM private key for STARTTLS' })),
   SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
   DNS_SERVERS: T.Optional(T.String({ pattern: '^[^,\\s]+(,[^,\\s]+)*$', description: 'comma-separated host:port DNS servers for every lookup; unset = the system resolver' })),
+  WEBHOOK_ALLOW_LOOPBACK: T.Boolean({ default: false, description: 'allow webhook URLs on 127.0.0.0/8, localhost and ::1 (development); never other private ranges' }),
+  WEBHOOK_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 60_000, default: 10_000, description: 'time a webhook receiver has to answer one attempt' }),
+  WEBHOOK_RETRY_SCHEDULE: T.String({
+    default: '30,120,600,1800,3600,7200,14400,28800,28800',
+    pattern: '^\\d+(,\\d+)*$',
+    description: 'seconds between webhook attempts after a failure; one attempt more than entries (default: 10 attempts over about 24 hours)',
+  }),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest accepted JSON request body' }),
