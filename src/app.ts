@@ -19,6 +19,8 @@ import { discoveryRoutes } from './discovery/routes'
 import { domainRoutes } from './domains/routes'
 import { inboxRoutes } from './inboxes/routes'
 import { emailRoutes } from './emails/routes'
+import { deliveryRoutes } from './webhooks/deliveries.routes'
+import { endpointTestRoutes } from './webhooks/test-send'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -125,6 +127,8 @@ export function createApp(ctx: AppContext) {
     .use(domainRoutes(ctx))
     .use(inboxRoutes(ctx))
     .use(emailRoutes(ctx))
+    .use(deliveryRoutes(ctx))
+    .use(endpointTestRoutes(ctx))
   return app
 }
 

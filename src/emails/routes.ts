@@ -4,6 +4,7 @@ import type { AppContext } from '../context'
 import { authenticated, authenticateRequest } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery } from '../http/pagination'
+import { OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
@@ -140,7 +141,7 @@ export function emailRoutes(ctx: AppContext) {
           wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail` })),
           direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
           thread_id: t.Optional(t.String({ format: 'uuid' })),
-          event_type: t.Optional(t.Union(EMAIL_EVENT_TYPES.map(e => t.Literal(e)))),
+          event_type: t.Optional(OneOf(EMAIL_EVENT_TYPES)),
         }),
         response: { 200: Paged(Summary) },
         detail: { tags: ['Emails'], summary: 'List mail, newest first; long-poll with wait' },

@@ -2,11 +2,14 @@
 import type { AppContext } from '../context'
 import type { Job } from './queue'
 import { cleanupJob } from './cleanup.job'
+import { deliverJob } from '../webhooks/deliver.job'
 
 export interface JobKind<P = any> {
   kind: string
   /** handles one attempt; throwing schedules a retry */
   handle(ctx: AppContext, payload: P, job: Job<P>): Promise<void>
+  /** seconds before the next attempt after `attempt` failed; default exponential back-off */
+  retryDelaySeconds?(ctx: AppContext, attempt: number): number
 }
 
-export const JOB_KINDS: JobKind[] = [cleanupJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob]

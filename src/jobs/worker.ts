@@ -53,7 +53,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       log.info('job', { ...fields(), outcome: 'done' })
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
-      const dead = await fail(ctx.sql, job, message).catch(() => false)
+      const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)
       log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
     }
   }

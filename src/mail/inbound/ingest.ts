@@ -8,6 +8,7 @@ import type { AppContext } from '../../context'
 import type { Tx } from '../../db/client'
 import { log } from '../../log'
 import { notifyNewMail } from '../events'
+import { enqueueDeliveries } from '../../webhooks/selection'
 import { threadFor } from '../threads'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
@@ -28,6 +29,12 @@ export interface StoredEmail {
   orgId: string
   threadId: string
   eventType: EmailEventType
+  /** the envelope recipients of this organization */
+  rcptTo: string[]
+  mailFrom: string
+  sizeBytes: number
+  receivedAt: Date
+  auth: AuthVerdicts
 }
 
 /** What the store did with each organization's copy. */
@@ -35,14 +42,6 @@ export interface IngestResult {
   stored: StoredEmail[]
   /** organizations whose copy was refused because their storage is full */
   refused: string[]
-}
-
-/** Called inside the storing transaction for each stored copy; later features enqueue their jobs here. */
-export type InboundFollowUp = (tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail) => Promise<void>
-const followUps: InboundFollowUp[] = []
-
-export function onInboundStored(followUp: InboundFollowUp) {
-  followUps.push(followUp)
 }
 
 async function recipientsByOrg(ctx: AppContext, rcptTo: string[]): Promise<Map<string, string[]>> {
@@ -82,7 +81,7 @@ async function insertEmail(tx: Tx, orgId: string, msg: InboundMessage, mail: Par
     update orgs set storage_used_bytes = storage_used_bytes + ${msg.raw.byteLength}, emails_count = emails_count + 1
      where id = ${orgId}`
   await notifyNewMail(tx, orgId)
-  return { id, orgId, threadId, eventType }
+  return { id, orgId, threadId, eventType, rcptTo: rcpts, mailFrom: msg.mailFrom, sizeBytes: msg.raw.byteLength, receivedAt: at, auth }
 }
 
 export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
@@ -103,7 +102,7 @@ export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<Inge
     const out: StoredEmail[] = []
     for (const [orgId, rcpts] of accepted) {
       const email = await insertEmail(tx, orgId, msg, mail, auth, eventType, rcpts)
-      for (const followUp of followUps) await followUp(tx, ctx, email, mail)
+      await enqueueDeliveries(tx, ctx, email, mail)
       out.push(email)
     }
     return out

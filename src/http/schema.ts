@@ -1,0 +1,10 @@
+/** Small TypeBox helpers shared by route schemas. */
+import type { TLiteral, TNull, TSchema, TUnion } from '@sinclair/typebox'
+import { t } from 'elysia'
+
+/** One of a fixed list of strings, typed as their union (unlike `t.UnionEnum`, it has no implicit default). */
+export function OneOf<const V extends readonly string[]>(values: V, options?: Parameters<typeof t.Union>[1]) {
+  return t.Union(values.map(v => t.Literal(v)), options) as unknown as TUnion<{ -readonly [K in keyof V]: TLiteral<V[K]> }>
+}
+
+export const Nullable = <T extends TSchema>(schema: T, options?: Parameters<typeof t.Union>[1]): TUnion<[T, TNull]> => t.Union([schema, t.Null()], options)

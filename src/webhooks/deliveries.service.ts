@@ -1,0 +1,102 @@
+/** The delivery history: list, read, replay. */
+import type { AppContext } from '../context'
+import type { Sql } from '../db/client'
+import { errors } from '../http/errors'
+import type { PageRequest } from '../http/pagination'
+import { rateLimitError } from '../http/rate-limit'
+import { iso } from '../http/timestamps'
+import { attemptDelivery, type DeliveryStatus } from './attempt'
+
+/** Replays an organization may request per minute. */
+export const REPLAYS_PER_MINUTE = 30
+
+interface DeliveryRow {
+  id: string
+  org_id: string
+  email_id: string | null
+  endpoint_id: string
+  endpoint_url: string
+  event_id: string
+  event_type: string
+  status: DeliveryStatus
+  attempt_count: number
+  duration_ms: number | null
+  response_status: number | null
+  last_error: string | null
+  last_error_code: string | null
+  created_at: Date
+  updated_at: Date
+  sender: string | null
+  recipient: string[] | null
+  subject: string | null
+}
+
+export const presentDelivery = (d: DeliveryRow) => ({
+  id: d.id,
+  org_id: d.org_id,
+  email_id: d.email_id,
+  endpoint_id: d.endpoint_id,
+  endpoint_url: d.endpoint_url,
+  event_id: d.event_id,
+  event_type: d.event_type,
+  status: d.status,
+  attempt_count: d.attempt_count,
+  duration_ms: d.duration_ms,
+  response_status: d.response_status,
+  last_error: d.last_error,
+  last_error_code: d.last_error_code,
+  created_at: iso(d.created_at)!,
+  updated_at: iso(d.updated_at)!,
+  email: { sender: d.sender, recipient: d.recipient?.[0] ?? null, subject: d.subject },
+})
+
+export interface DeliveryFilters {
+  emailId?: string
+  status?: DeliveryStatus
+  dateFrom: Date | null
+  dateTo: Date | null
+}
+
+function selectDeliveries(sql: Sql) {
+  return sql`
+    select d.id, d.org_id, d.email_id, d.endpoint_id, d.endpoint_url, d.event_id, d.event_type, d.status, d.attempt_count,
+           d.duration_ms, d.response_status, d.last_error, d.last_error_code, d.created_at, d.updated_at,
+           em.from_address as sender, em.rcpt_to as recipient, em.subject
+      from webhook_deliveries d left join emails em on em.id = d.email_id`
+}
+
+export async function listDeliveries(sql: Sql, orgId: string, page: PageRequest, f: DeliveryFilters) {
+  const matching = sql`
+    d.org_id = ${orgId}
+    ${f.emailId ? sql`and d.email_id = ${f.emailId}` : sql``}
+    ${f.status ? sql`and d.status = ${f.status}` : sql``}
+    ${f.dateFrom ? sql`and d.created_at >= ${f.dateFrom}` : sql``}
+    ${f.dateTo ? sql`and d.created_at <= ${f.dateTo}` : sql``}`
+  const rows = await sql<DeliveryRow[]>`
+    ${selectDeliveries(sql)} where ${matching} ${page.after ? sql`and d.id < ${page.after}` : sql``}
+     order by d.id desc limit ${page.limit + 1}`
+  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from webhook_deliveries d where ${matching}`
+  return { rows, total: count!.total }
+}
+
+export async function getDelivery(sql: Sql, orgId: string, id: string): Promise<DeliveryRow> {
+  const [row] = await sql<DeliveryRow[]>`${selectDeliveries(sql)} where d.id = ${id} and d.org_id = ${orgId}`
+  if (!row) throw errors.notFound('delivery')
+  return row
+}
+
+/** Sends the stored event again, with its original id, to its original endpoint; now, in this request. */
+export async function replayDelivery(ctx: AppContext, orgId: string, id: string) {
+  const [row] = await ctx.sql<{ email_id: string | null; deactivated: boolean }[]>`
+    select d.email_id, e.deactivated_at is not null as deactivated
+      from webhook_deliveries d join endpoints e on e.id = d.endpoint_id
+     where d.id = ${id} and d.org_id = ${orgId}`
+  if (!row) throw errors.notFound('delivery')
+  if (!row.email_id) throw errors.conflict('delivery: only email deliveries can be replayed')
+  if (row.deactivated) throw errors.conflict('delivery: its endpoint was deleted; replay is refused')
+  const decision = await ctx.limiter.take(`replay:${orgId}`, REPLAYS_PER_MINUTE)
+  if (!decision.allowed) throw rateLimitError(decision, 'rate_limited', 'webhook replay')
+  const result = await attemptDelivery(ctx, id, { last: true, replay: true })
+  const delivered = result.status === 'delivered' || result.status === 'header_confirmed'
+  return { delivered: delivered ? 1 : 0, failed: delivered ? 0 : 1 }
+}

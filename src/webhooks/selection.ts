@@ -1,0 +1,134 @@
+/**
+ * Which endpoints a stored message goes to, decided in the transaction that stores it.
+ *
+ * For each envelope recipient of the organization, in this order:
+ *   1. an explicit recipient route whose pattern matches (exact address first, then the longest pattern);
+ *   2. the enabled default endpoint of the recipient's verified domain;
+ *   3. the org-wide fallback endpoint, only for domains without an enabled endpoint of their own
+ *      (managed inbox addresses have no domain of their own, so they use the fallback).
+ * Each endpoint gets one delivery per message, however many recipients led to it. Sender
+ * filters (org-wide, plus those of the recipient domains) and the endpoint's rules decide
+ * whether the delivery is sent or recorded as `skipped_by_rules` with the reason.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
+import { enqueue } from '../jobs/queue'
+import type { StoredEmail } from '../mail/inbound/ingest'
+import type { ParsedMail } from '../mail/inbound/parse'
+import { splitAddress } from '../mail/inbound/recipients'
+import { matchesPattern } from './patterns'
+import { emailEvent } from './payload'
+import { DELIVER_KIND, deliverAttempts } from './deliver.job'
+
+export interface EndpointRules {
+  max_size_bytes?: number
+  exclude_attachments?: boolean
+  attachment_limit_mb?: number
+  sender_whitelist?: string[]
+  sender_blacklist?: string[]
+  event_types?: string[]
+}
+
+interface EndpointRow {
+  id: string
+  kind: 'http' | 'function'
+  url: string | null
+  function_id: string | null
+  enabled: boolean
+  domain_id: string | null
+  is_route_target: boolean
+  rules: EndpointRules
+}
+
+interface Routing {
+  endpoints: EndpointRow[]
+  routes: { pattern: string; endpoint_id: string }[]
+  filters: { type: 'whitelist' | 'blocklist'; pattern: string; domain_id: string | null }[]
+  domains: Map<string, string>
+}
+
+async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
+  const [endpoints, routes, filters, domains] = await Promise.all([
+    tx<EndpointRow[]>`
+      select id, kind, url, function_id, enabled, domain_id, is_route_target, rules from endpoints
+       where org_id = ${orgId} and deactivated_at is null`,
+    tx<{ pattern: string; endpoint_id: string }[]>`select pattern, endpoint_id from recipient_routes where org_id = ${orgId}`,
+    tx<Routing['filters']>`select type, pattern, domain_id from filters where org_id = ${orgId} and enabled`,
+    tx<{ id: string; name: string }[]>`select id, name from domains where org_id = ${orgId} and status = 'verified'`,
+  ])
+  return { endpoints, routes, filters, domains: new Map(domains.map(d => [d.name, d.id])) }
+}
+
+/** Exact addresses before patterns, then longer (more specific) patterns first. */
+const specificity = (pattern: string) => (pattern.includes('*') || pattern.startsWith('@') ? 0 : 10_000) + pattern.length
+
+function bestRoute(routes: Routing['routes'], address: string) {
+  return routes.filter(r => matchesPattern(r.pattern, address)).sort((a, b) => specificity(b.pattern) - specificity(a.pattern))[0]
+}
+
+function endpointFor(r: Routing, recipient: string): EndpointRow | undefined {
+  const route = bestRoute(r.routes, recipient)
+  if (route) return r.endpoints.find(e => e.id === route.endpoint_id && e.enabled)
+  const domainId = r.domains.get(splitAddress(recipient).domain)
+  const defaults = r.endpoints.filter(e => e.enabled && !e.is_route_target)
+  const own = domainId ? defaults.find(e => e.domain_id === domainId) : undefined
+  return own ?? defaults.find(e => e.domain_id === null)
+}
+
+/** Why sender filters refuse this message, or null. */
+function filterVerdict(r: Routing, sender: string, domainIds: Set<string | null>): string | null {
+  const inScope = r.filters.filter(f => f.domain_id === null || domainIds.has(f.domain_id))
+  const blocked = inScope.find(f => f.type === 'blocklist' && matchesPattern(f.pattern, sender))
+  if (blocked) return `filter: sender ${sender} matches blocklist pattern ${blocked.pattern}`
+  const whitelist = inScope.filter(f => f.type === 'whitelist')
+  if (whitelist.length && !whitelist.some(f => matchesPattern(f.pattern, sender))) return `filter: sender ${sender} matches no whitelist pattern`
+  return null
+}
+
+/** Why the endpoint's rules refuse this message, or null. Sizes are approximate, as documented. */
+export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sender: string; sizeBytes: number; attachmentBytes: number; attachmentCount: number }): string | null {
+  if (rules.event_types && !rules.event_types.includes(m.eventType)) return `rules.event_types: ${m.eventType} is not subscribed`
+  if (rules.max_size_bytes !== undefined && m.sizeBytes > rules.max_size_bytes) return `rules.max_size_bytes: message is ${m.sizeBytes} bytes`
+  if (rules.exclude_attachments && m.attachmentCount > 0) return 'rules.exclude_attachments: message has attachments'
+  if (rules.attachment_limit_mb !== undefined && m.attachmentBytes > rules.attachment_limit_mb * 1024 * 1024) return `rules.attachment_limit_mb: attachments total ${m.attachmentBytes} bytes`
+  if (rules.sender_whitelist && !rules.sender_whitelist.includes(m.sender)) return `rules.sender_whitelist: ${m.sender} is not listed`
+  if (rules.sender_blacklist?.includes(m.sender)) return `rules.sender_blacklist: ${m.sender} is listed`
+  return null
+}
+
+export const functionUrl = (functionId: string) => `function://${functionId}`
+
+/** Creates the deliveries of a stored message (and their jobs) in the storing transaction. */
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail): Promise<void> {
+  const routing = await loadRouting(tx, email.orgId)
+  if (!routing.endpoints.length) return
+  const targets = new Map<string, EndpointRow>()
+  for (const rcpt of email.rcptTo) {
+    const endpoint = endpointFor(routing, rcpt)
+    if (endpoint) targets.set(endpoint.id, endpoint)
+  }
+  if (!targets.size) return
+  const sender = (mail.from?.address ?? email.mailFrom).toLowerCase()
+  const domainIds = new Set(email.rcptTo.map(a => routing.domains.get(splitAddress(a).domain) ?? null))
+  const filtered = filterVerdict(routing, sender, domainIds)
+  const facts = {
+    eventType: email.eventType,
+    sender,
+    sizeBytes: email.sizeBytes,
+    attachmentBytes: mail.attachments.reduce((n, a) => n + a.size_bytes, 0),
+    attachmentCount: mail.attachments.length,
+  }
+  for (const endpoint of targets.values()) {
+    const id = randomUUIDv7()
+    const eventId = `evt_${id.replaceAll('-', '')}`
+    const skipped = filtered ?? rulesVerdict(endpoint.rules, facts)
+    const status = skipped ? 'skipped_by_rules' : 'pending'
+    await tx`
+      insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
+      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpoint.url ?? functionUrl(endpoint.function_id!)}, ${eventId},
+              ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(eventId, email, mail) as never)})`
+    // Function endpoints are dispatched by the functions feature; until then their deliveries wait as pending.
+    if (!skipped && endpoint.kind === 'http') await enqueue(tx, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+  }
+}
