@@ -10,7 +10,7 @@ dev: install
 	WEBHOOK_ALLOW_LOOPBACK=$${WEBHOOK_ALLOW_LOOPBACK:-true} $(BUN) run src/dev.ts
 
 test: install
-	$(BUN) test
+	$(BUN) test --timeout 30000
 
 bench: install
 	$(BUN) run test/bench/run.ts
