@@ -25,26 +25,41 @@ export interface EnqueueOptions {
   dedupeKey?: string
 }
 
-export async function enqueue(tx: Tx, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<void> {
-  await tx`
+/** Inserts the job in the caller's transaction; returns its id (null when a pending job has the same dedupe key). */
+export async function enqueue(tx: Tx, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string | null> {
+  const [row] = await tx<{ id: string }[]>`
     insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key)
     values (${randomUUIDv7()}, ${kind}, ${tx.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null})
-    on conflict (dedupe_key) do nothing`
+    on conflict (dedupe_key) do nothing
+    returning id`
   // Delivered on commit: wakes idle workers at once instead of at their next poll.
   await tx`select pg_notify(${JOBS_CHANNEL}, ${kind})`
+  return row?.id ?? null
 }
 
-/** Claims up to `limit` due jobs of the given kinds for `workerId`, counting the attempt. */
-export async function claim(sql: Sql, workerId: string, kinds: string[], limit: number): Promise<Job[]> {
+/**
+ * Claims up to `limit` due jobs of the given kinds for `workerId`, counting the attempt. `now`
+ * replaces the database clock (tests drive scheduled work with it).
+ */
+export async function claim(sql: Sql, workerId: string, kinds: string[], limit: number, now: Date | null = null): Promise<Job[]> {
   return sql<Job[]>`
     update jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
      where id in (
        select id from jobs
-        where status = 'pending' and locked_by is null and run_at <= now() and kind = any(${kinds})
+        where status = 'pending' and locked_by is null and run_at <= coalesce(${now}::timestamptz, now()) and kind = any(${kinds})
         order by run_at
         limit ${limit}
         for update skip locked)
     returning id, kind, payload, attempts, max_attempts, created_at`
+}
+
+/** Claims one job by id if nobody holds it (to run it inline, right after the request that created it). */
+export async function claimById(sql: Sql, workerId: string, jobId: string): Promise<Job | null> {
+  const [job] = await sql<Job[]>`
+    update jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
+     where id = ${jobId} and status = 'pending' and locked_by is null
+    returning id, kind, payload, attempts, max_attempts, created_at`
+  return job ?? null
 }
 
 export async function complete(sql: Sql, job: Job): Promise<void> {

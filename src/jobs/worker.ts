@@ -16,6 +16,8 @@ export interface WorkerOptions {
   /** listen for NOTIFY (needs a second connection; the embedded database has only one) */
   listen?: boolean
   kinds?: JobKind[]
+  /** the time jobs are due against; default the database clock (tests pass a controllable one) */
+  clock?: () => Date
 }
 
 const CLEANUP_EVERY_MS = 10 * 60_000
@@ -28,6 +30,21 @@ export interface Worker {
   stop(graceMs: number): Promise<void>
   /** resolves when no job is running and none is due (tests) */
   drain(): Promise<void>
+}
+
+/** Runs one claimed job: completes it, or records the failed attempt for a retry; logs one line. */
+export async function runJob(ctx: AppContext, kind: JobKind, job: Job): Promise<void> {
+  const started = performance.now()
+  const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
+  try {
+    await kind.handle(ctx, job.payload, job)
+    await complete(ctx.sql, job)
+    log.info('job', { ...fields(), outcome: 'done' })
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)
+    log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
+  }
 }
 
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<Worker> {
@@ -43,25 +60,12 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const wake = () => wakeUp?.()
   const listener = opts.listen ? await ctx.sql.listen(JOBS_CHANNEL, wake).catch(() => undefined) : undefined
 
-  async function run(job: Job) {
-    const kind = kinds.get(job.kind)!
-    const started = performance.now()
-    const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
-    try {
-      await kind.handle(ctx, job.payload, job)
-      await complete(ctx.sql, job)
-      log.info('job', { ...fields(), outcome: 'done' })
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error)
-      const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)
-      log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
-    }
-  }
+  const run = (job: Job) => runJob(ctx, kinds.get(job.kind)!, job)
 
   async function loop() {
     while (!stopping) {
       const free = concurrency - running.size
-      const jobs = free > 0 ? await claim(ctx.sql, id, [...kinds.keys()], free).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
+      const jobs = free > 0 ? await claim(ctx.sql, id, [...kinds.keys()], free, opts.clock?.() ?? null).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
       for (const job of jobs) {
         const p = run(job).finally(() => {
           running.delete(p)

@@ -4,7 +4,7 @@
  * what changes per attempt (`delivery.attempt`, fresh signed download URLs) is added at send
  * time.
  */
-import type { StoredEmail } from '../mail/inbound/ingest'
+import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import { downloadUrls } from '../emails/download-token'
 import type { ServerKeys } from '../crypto'

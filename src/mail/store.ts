@@ -1,0 +1,78 @@
+/**
+ * Storing a message, inbound or outbound: its thread, the parsed fields, the exact bytes, the
+ * organization's storage accounting and the new-mail notification, in the caller's transaction.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Tx } from '../db/client'
+import { notifyNewMail } from './events'
+import { threadFor } from './threads'
+import type { AuthVerdicts } from './inbound/authenticate'
+import type { EmailEventType } from './inbound/classify'
+import type { ParsedMail } from './inbound/parse'
+
+export interface StoreInput {
+  orgId: string
+  direction: 'inbound' | 'outbound'
+  eventType: EmailEventType
+  mail: ParsedMail
+  raw: Uint8Array
+  mailFrom: string
+  rcptTo: string[]
+  auth: AuthVerdicts | Record<string, never>
+  session?: { remoteIp: string; helo?: string; tls: boolean }
+  /** keep the message in this thread (a reply we send) instead of threading by its headers */
+  threadId?: string
+}
+
+export interface StoredEmail {
+  id: string
+  orgId: string
+  threadId: string
+  eventType: EmailEventType
+  /** the envelope recipients of this organization's copy */
+  rcptTo: string[]
+  mailFrom: string
+  sizeBytes: number
+  receivedAt: Date
+  auth: AuthVerdicts
+}
+
+export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
+  const id = randomUUIDv7()
+  const at = new Date()
+  const { mail } = s
+  const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
+  const threadId =
+    s.threadId ??
+    (await threadFor(tx, {
+      orgId: s.orgId,
+      subject: mail.subject,
+      messageIds: [...mail.references, ...(mail.inReplyTo ? [mail.inReplyTo] : [])],
+      participants,
+      sender: mail.from?.address ?? null,
+      at,
+    }))
+  if (s.threadId) {
+    await tx`
+      update threads set message_count = message_count + 1, last_message_at = greatest(last_message_at, ${at}),
+             participants = array(select distinct unnest(participants || ${participants}::text[]))
+       where id = ${s.threadId}`
+  }
+  await tx`
+    insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
+                        from_address, from_name, to_addresses, cc_addresses, reply_to, subject, sent_at,
+                        text_body, html_body, headers, attachments, mail_from, rcpt_to, remote_ip, helo, tls,
+                        auth, size_bytes, received_at)
+    values (${id}, ${s.orgId}, ${threadId}, ${s.direction}, ${s.eventType}, ${mail.messageId}, ${mail.inReplyTo}, ${mail.references},
+            ${mail.from?.address ?? null}, ${mail.from?.name ?? null}, ${tx.json(mail.to as never)}, ${tx.json(mail.cc as never)},
+            ${tx.json(mail.replyTo as never)}, ${mail.subject}, ${mail.date}, ${mail.text}, ${mail.html},
+            ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
+            ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
+            ${s.raw.byteLength}, ${at})`
+  await tx`insert into email_contents (email_id, raw) values (${id}, ${s.raw})`
+  await tx`
+    update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
+     where id = ${s.orgId}`
+  await notifyNewMail(tx, s.orgId)
+  return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth as AuthVerdicts }
+}
