@@ -19,6 +19,9 @@ import { discoveryRoutes } from './discovery/routes'
 import { domainRoutes } from './domains/routes'
 import { inboxRoutes } from './inboxes/routes'
 import { emailRoutes } from './emails/routes'
+import { endpointRoutes } from './webhooks/endpoints.routes'
+import { filterRoutes } from './webhooks/filters.routes'
+import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
 import { deliveryRoutes } from './webhooks/deliveries.routes'
 import { endpointTestRoutes } from './webhooks/test-send'
 
@@ -127,6 +130,9 @@ export function createApp(ctx: AppContext) {
     .use(domainRoutes(ctx))
     .use(inboxRoutes(ctx))
     .use(emailRoutes(ctx))
+    .use(endpointRoutes(ctx))
+    .use(filterRoutes(ctx))
+    .use(recipientRouteRoutes(ctx))
     .use(deliveryRoutes(ctx))
     .use(endpointTestRoutes(ctx))
   return app

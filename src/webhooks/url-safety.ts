@@ -53,16 +53,26 @@ export function classifyAddress(ip: string): AddressKind {
   const embeddedV4 = () => `${g[6]! >>> 8}.${g[6]! & 255}.${g[7]! >>> 8}.${g[7]! & 255}`
   if (g.slice(0, 7).every(x => x === 0) && g[7] === 1) return 'loopback' // ::1
   if (g.every(x => x === 0)) return 'private' // ::
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::/96) carry an IPv4 address
-  if (g.slice(0, 5).every(x => x === 0) && (g[5] === 0xffff || g[5] === 0)) return classifyAddress(embeddedV4())
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every(x => x === 0)) return classifyAddress(embeddedV4())
+  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 carry an IPv4 address.
+  // Only a mapped address reaches that IPv4 address on this host; through the others an embedded
+  // 127.x is not this host: never 'loopback', so never allowed by WEBHOOK_ALLOW_LOOPBACK.
+  const translated = (v4: string): AddressKind => (classifyAddress(v4) === 'public' ? 'public' : 'private')
+  if (g.slice(0, 5).every(x => x === 0) && g[5] === 0xffff) return classifyAddress(embeddedV4())
+  if (g.slice(0, 6).every(x => x === 0)) return translated(embeddedV4())
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every(x => x === 0)) return translated(embeddedV4())
   const first = g[0]!
+  // the rest of ::/8 is reserved (IPv4-translated ::ffff:0:a.b.c.d among it); 64:ff9b:1::/48 is local-use NAT64
+  if (first === 0) return 'private'
+  if (first === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'private'
+  if (first === 0x2001 && g[1] === 0) return 'private' // Teredo: tunnels to an obfuscated IPv4 address
+  if (first === 0x2001 && g[1] === 2 && g[2] === 0) return 'private' // benchmarking
+  if (first === 0x3fff && g[1]! >>> 12 === 0) return 'private' // documentation (3fff::/20)
   if ((first & 0xfe00) === 0xfc00) return 'private' // fc00::/7 unique local
   if ((first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0) return 'private' // link-local, site-local
   if ((first & 0xff00) === 0xff00) return 'private' // multicast
   if (first === 0x2001 && g[1] === 0x0db8) return 'private' // documentation
   if (first === 0x0100 && g.slice(1, 4).every(x => x === 0)) return 'private' // discard-only
-  if (first === 0x2002) return classifyAddress(`${g[1]! >>> 8}.${g[1]! & 255}.${g[2]! >>> 8}.${g[2]! & 255}`) // 6to4
+  if (first === 0x2002) return translated(`${g[1]! >>> 8}.${g[1]! & 255}.${g[2]! >>> 8}.${g[2]! & 255}`) // 6to4
   return 'public'
 }
 

@@ -1,0 +1,83 @@
+/**
+ * Sender filters: whitelist and blocklist patterns (the language of patterns.ts) matched against
+ * the sender of inbound mail, org-wide or for one domain of the organization. Per-domain filters
+ * need the filters_per_domain entitlement. Only `enabled` changes after creation.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Sql } from '../db/client'
+import { getDomain } from '../domains/service'
+import { errors } from '../http/errors'
+import type { PageRequest } from '../http/pagination'
+import { iso } from '../http/timestamps'
+import { normalizePattern, patternProblem } from './patterns'
+import { planAccess, requireEntitlement } from './plan-access'
+
+export type FilterType = 'whitelist' | 'blocklist'
+
+export interface FilterRow {
+  id: string
+  org_id: string
+  type: FilterType
+  pattern: string
+  domain_id: string | null
+  enabled: boolean
+  created_at: Date
+}
+
+export function presentFilter(row: FilterRow) {
+  return { id: row.id, type: row.type, pattern: row.pattern, domain_id: row.domain_id, enabled: row.enabled, created_at: iso(row.created_at)! }
+}
+
+export async function createFilter(sql: Sql, orgId: string, input: { type: FilterType; pattern: string; domain_id?: string | null }): Promise<FilterRow> {
+  const pattern = normalizePattern(input.pattern)
+  const problem = patternProblem(pattern)
+  if (problem) throw errors.validation('pattern', problem)
+  const domainId = input.domain_id?.toLowerCase() ?? null
+  if (domainId) {
+    const access = await planAccess(sql, orgId)
+    requireEntitlement(
+      access,
+      'filters_per_domain',
+      `domain_id: per-domain filters are not included in the ${access.plan} plan (entitlement filters_per_domain); omit domain_id for an org-wide filter, or upgrade`,
+    )
+    await getDomain(sql, orgId, domainId)
+  }
+  const [row] = await sql<FilterRow[]>`
+    insert into filters (id, org_id, type, pattern, domain_id)
+    values (${randomUUIDv7()}, ${orgId}, ${input.type}, ${pattern}, ${domainId})
+    returning *`
+  return row!
+}
+
+export async function listFilters(sql: Sql, orgId: string, page: PageRequest) {
+  const rows = await sql<FilterRow[]>`
+    select * from filters
+     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
+     order by id desc limit ${page.limit + 1}`
+  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from filters where org_id = ${orgId}`
+  return { rows, total: count!.total }
+}
+
+export async function getFilter(sql: Sql, orgId: string, id: string): Promise<FilterRow> {
+  const [row] = await sql<FilterRow[]>`select * from filters where id = ${id} and org_id = ${orgId}`
+  if (!row) throw errors.notFound('filter')
+  return row
+}
+
+export async function setFilterEnabled(sql: Sql, orgId: string, id: string, enabled: boolean): Promise<FilterRow> {
+  const [row] = await sql<FilterRow[]>`update filters set enabled = ${enabled} where id = ${id} and org_id = ${orgId} returning *`
+  if (!row) throw errors.notFound('filter')
+  return row
+}
+
+export async function deleteFilter(sql: Sql, orgId: string, id: string): Promise<{ id: string }> {
+  const [row] = await sql<{ id: string }[]>`delete from filters where id = ${id} and org_id = ${orgId} returning id`
+  if (!row) throw errors.notFound('filter')
+  return row
+}
+
+/** The organization's enabled filters, oldest first (for the delivery engine). */
+export async function activeFilters(sql: Sql, orgId: string): Promise<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]> {
+  return sql<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]>`
+    select id, type, pattern, domain_id from filters where org_id = ${orgId} and enabled order by id`
+}
