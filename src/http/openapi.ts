@@ -74,7 +74,7 @@ function errorResponses(isPublic: boolean, hasInput: boolean): Json {
   }
 }
 
-export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string }): Json {
+export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string; webhooks?: Record<string, { summary: string; schema: unknown }> }): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const route of app.routes as unknown as RouteLike[]) {
     if (route.method === 'ALL' || route.path.includes('*')) continue
@@ -109,6 +109,12 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
         `Error codes: ${Object.entries(ERROR_STATUS).map(([c, s]) => `${c} (${s})`).join(', ')}.`,
     },
     servers: [{ url: info.serverUrl }],
+    webhooks: Object.fromEntries(
+      Object.entries(info.webhooks ?? {}).map(([name, w]) => [
+        name,
+        { post: { summary: w.summary, requestBody: { required: true, content: { 'application/json': { schema: clean(w.schema) } } }, responses: { '200': { description: 'any 2xx accepts the event' } } } },
+      ]),
+    ),
     security: [{ bearer: [] }],
     paths,
     components: {

@@ -4,7 +4,7 @@
  * need the filters_per_domain entitlement. Only `enabled` changes after creation.
  */
 import { randomUUIDv7 } from 'bun'
-import type { Sql } from '../db/client'
+import type { Sql, Tx } from '../db/client'
 import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
 import type { PageRequest } from '../http/pagination'
@@ -77,7 +77,7 @@ export async function deleteFilter(sql: Sql, orgId: string, id: string): Promise
 }
 
 /** The organization's enabled filters, oldest first (for the delivery engine). */
-export async function activeFilters(sql: Sql, orgId: string): Promise<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]> {
+export async function activeFilters(sql: Tx, orgId: string): Promise<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]> {
   return sql<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]>`
     select id, type, pattern, domain_id from filters where org_id = ${orgId} and enabled order by id`
 }

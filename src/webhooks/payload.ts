@@ -8,6 +8,8 @@ import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import { downloadUrls } from '../emails/download-token'
 import type { ServerKeys } from '../crypto'
+import { t } from 'elysia'
+import { Nullable } from '../http/schema'
 
 export function emailEvent(eventId: string, email: StoredEmail, mail: ParsedMail) {
   const header = (name: string) => mail.headers.find(h => h.name === name)?.value ?? null
@@ -56,3 +58,51 @@ export function attemptBody(event: EmailEvent, attempt: number, publicUrl: strin
     email: { ...event.email, ...downloadUrls(publicUrl, keys, event.email.id, orgId) },
   })
 }
+
+const Str = t.String()
+const NullStr = Nullable(t.String())
+const Mailbox = t.Object({ address: t.String(), name: t.String() })
+
+/** The documented shape of an email event, published as `webhooks` in the OpenAPI document. */
+export const EmailEventSchema = t.Object(
+  {
+    event: t.String({ description: 'email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure' }),
+    id: t.String({ description: 'event id (evt_...): identical across retries and replays; dedupe on it' }),
+    created_at: t.String({ format: 'date-time' }),
+    delivery: t.Object({ attempt: t.Integer({ description: '1 for the first attempt; replays continue the count' }) }),
+    email: t.Object({
+      id: t.String({ format: 'uuid' }),
+      thread_id: t.String({ format: 'uuid' }),
+      received_at: t.String({ format: 'date-time' }),
+      size_bytes: t.Integer(),
+      headers: t.Object({
+        from: NullStr,
+        to: NullStr,
+        cc: NullStr,
+        reply_to: NullStr,
+        subject: Str,
+        date: Nullable(t.String({ format: 'date-time' })),
+        message_id: NullStr,
+        in_reply_to: NullStr,
+        references: t.Array(Str),
+      }),
+      parsed: t.Object({
+        from: Nullable(Mailbox),
+        to: t.Array(Mailbox),
+        cc: t.Array(Mailbox),
+        reply_to: t.Array(Mailbox),
+        body_text: NullStr,
+        body_html: NullStr,
+        attachments: t.Array(t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr })),
+      }),
+      envelope: t.Object({ mail_from: t.String({ description: "'' for a bounce" }), rcpt_to: t.Array(Str) }),
+      authentication: t.Object({ spf: t.Object({ result: Str }), dkim: t.Array(t.Object({ result: Str, domain: Str })), dmarc: t.Object({ result: Str }), arc: t.Object({ result: Str }) }, { description: 'only `pass` means authenticated' }),
+      raw_url: t.String({ description: 'the exact message; the token parameter is valid 24 hours' }),
+      attachments_url: t.String({ description: 'a tar.gz of the attachments; the token parameter is valid 24 hours' }),
+    }),
+  },
+  {
+    description:
+      'POSTed as JSON. Headers: Service-Signature and Legacy-Signature `t=<unix>,v1=<hex>` (HMAC-SHA256 of `<t>.<raw body>` keyed by the webhook secret as UTF-8; one v1 per valid secret during a rotation); Standard Webhooks webhook-id, webhook-timestamp, webhook-signature. Reject when |now - t| > 300 s. Answer 2xx to accept; echo the event id in Service-Delivery-Confirmed to mark it header_confirmed.',
+  },
+)

@@ -1,14 +1,11 @@
 /**
  * Which endpoints a stored message goes to, decided in the transaction that stores it.
  *
- * For each envelope recipient of the organization, in this order:
- *   1. an explicit recipient route whose pattern matches (exact address first, then the longest pattern);
- *   2. the enabled default endpoint of the recipient's verified domain;
- *   3. the org-wide fallback endpoint, only for domains without an enabled endpoint of their own
- *      (managed inbox addresses have no domain of their own, so they use the fallback).
- * Each endpoint gets one delivery per message, however many recipients led to it. Sender
- * filters (org-wide, plus those of the recipient domains) and the endpoint's rules decide
- * whether the delivery is sent or recorded as `skipped_by_rules` with the reason.
+ * The order in which a recipient's endpoint is chosen (routes, domain default, fallback) is
+ * documented in recipient-routes.service.ts. Each endpoint gets one delivery per message, however
+ * many recipients led to it. Sender filters (org-wide, plus those of the recipient domains) and
+ * the endpoint's rules decide whether the delivery is sent or recorded as `skipped_by_rules`
+ * with the reason.
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
@@ -18,33 +15,18 @@ import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
+import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
+import { activeFilters } from './filters.service'
+import { matchingRoute, routesOf, type ActiveRoute } from './recipient-routes.service'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
 
-export interface EndpointRules {
-  max_size_bytes?: number
-  exclude_attachments?: boolean
-  attachment_limit_mb?: number
-  sender_whitelist?: string[]
-  sender_blacklist?: string[]
-  event_types?: string[]
-}
-
-interface EndpointRow {
-  id: string
-  kind: 'http' | 'function'
-  url: string | null
-  function_id: string | null
-  enabled: boolean
-  domain_id: string | null
-  is_route_target: boolean
-  rules: EndpointRules
-}
+type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
 
 interface Routing {
   endpoints: EndpointRow[]
-  routes: { pattern: string; endpoint_id: string }[]
-  filters: { type: 'whitelist' | 'blocklist'; pattern: string; domain_id: string | null }[]
+  routes: ActiveRoute[]
+  filters: Awaited<ReturnType<typeof activeFilters>>
   domains: Map<string, string>
 }
 
@@ -53,22 +35,15 @@ async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
     tx<EndpointRow[]>`
       select id, kind, url, function_id, enabled, domain_id, is_route_target, rules from endpoints
        where org_id = ${orgId} and deactivated_at is null`,
-    tx<{ pattern: string; endpoint_id: string }[]>`select pattern, endpoint_id from recipient_routes where org_id = ${orgId}`,
-    tx<Routing['filters']>`select type, pattern, domain_id from filters where org_id = ${orgId} and enabled`,
+    routesOf(tx, orgId),
+    activeFilters(tx, orgId),
     tx<{ id: string; name: string }[]>`select id, name from domains where org_id = ${orgId} and status = 'verified'`,
   ])
   return { endpoints, routes, filters, domains: new Map(domains.map(d => [d.name, d.id])) }
 }
 
-/** Exact addresses before patterns, then longer (more specific) patterns first. */
-const specificity = (pattern: string) => (pattern.includes('*') || pattern.startsWith('@') ? 0 : 10_000) + pattern.length
-
-function bestRoute(routes: Routing['routes'], address: string) {
-  return routes.filter(r => matchesPattern(r.pattern, address)).sort((a, b) => specificity(b.pattern) - specificity(a.pattern))[0]
-}
-
 function endpointFor(r: Routing, recipient: string): EndpointRow | undefined {
-  const route = bestRoute(r.routes, recipient)
+  const route = matchingRoute(r.routes, recipient)
   if (route) return r.endpoints.find(e => e.id === route.endpoint_id && e.enabled)
   const domainId = r.domains.get(splitAddress(recipient).domain)
   const defaults = r.endpoints.filter(e => e.enabled && !e.is_route_target)
@@ -97,8 +72,6 @@ export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sende
   return null
 }
 
-export const functionUrl = (functionId: string) => `function://${functionId}`
-
 /** Creates the deliveries of a stored message (and their jobs) in the storing transaction. */
 export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail): Promise<void> {
   const routing = await loadRouting(tx, email.orgId)
@@ -126,7 +99,7 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     const status = skipped ? 'skipped_by_rules' : 'pending'
     await tx`
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
-      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpoint.url ?? functionUrl(endpoint.function_id!)}, ${eventId},
+      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${eventId},
               ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(eventId, email, mail) as never)})`
     // Function endpoints are dispatched by the functions feature; until then their deliveries wait as pending.
     if (!skipped && endpoint.kind === 'http') await enqueue(tx, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })

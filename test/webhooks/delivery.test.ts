@@ -10,7 +10,7 @@ import { startWorker, type Worker } from '../../src/jobs/worker'
 import { claim, reclaimStale } from '../../src/jobs/queue'
 import { DELIVER_KIND } from '../../src/webhooks/deliver.job'
 import { markDomainVerified } from '../../src/domains/service'
-import type { EndpointRules } from '../../src/webhooks/selection'
+import type { EndpointRules } from '../../src/webhooks/endpoints.service'
 
 const stripe = new Stripe('sk_test_unused')
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '1500' }
@@ -242,7 +242,7 @@ describe('rules and filters record skipped_by_rules', () => {
 
   test('rules that match let the delivery through', async () => {
     const { org, address } = await orgWithInbox()
-    const ep = await endpoint(org.orgId, { max_size_bytes: 1_000_000, sender_whitelist: ['sam@sender.example'], event_types: ['email.received'] } as EndpointRules)
+    const ep = await endpoint(org.orgId, { rules: { max_size_bytes: 1_000_000, sender_whitelist: ['sam@sender.example'], event_types: ['email.received'] } })
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'fine', text: 'x' })
     await receiver.waitFor(1, ep.path)
   })
