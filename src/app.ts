@@ -19,6 +19,7 @@ import { discoveryRoutes } from './discovery/routes'
 import { domainRoutes } from './domains/routes'
 import { inboxRoutes } from './inboxes/routes'
 import { emailRoutes } from './emails/routes'
+import { oauthRoutes } from './oauth/routes'
 import { endpointRoutes } from './webhooks/endpoints.routes'
 import { filterRoutes } from './webhooks/filters.routes'
 import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
@@ -130,6 +131,7 @@ export function createApp(ctx: AppContext) {
     .use(domainRoutes(ctx))
     .use(inboxRoutes(ctx))
     .use(emailRoutes(ctx))
+    .use(oauthRoutes(ctx))
     .use(endpointRoutes(ctx))
     .use(filterRoutes(ctx))
     .use(recipientRouteRoutes(ctx))

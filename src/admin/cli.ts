@@ -9,7 +9,8 @@ import { loadServerKeys } from '../crypto'
 import { openDatabase } from '../db/client'
 import { migrate } from '../db/migrate'
 import { setLogLevel } from '../log'
-import { createKeyCommand, createOrgCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, UsageError, verifyDomainCommand } from './commands'
+import { managedDkimRecord } from '../mail/outbound/managed-key'
+import { createKeyCommand, createOrgCommand, createUserCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, UsageError, verifyDomainCommand } from './commands'
 
 const USAGE = `usage:
   bun run admin org create --plan <free|agent|developer|power|platinum> [--email <owner>] [--name <name>]
@@ -17,14 +18,24 @@ const USAGE = `usage:
   bun run admin org entitle <org_id> <entitlement>
   bun run admin org set-api-limit <org_id> <requests_per_minute|plan>
   bun run admin key create <org_id> [--name <name>]
+  bun run admin user create --email <email> --password <password> [--org <org_id>] [--role owner|admin|member]
   bun run admin credit mint --amount-cents <n>
-  bun run admin domain verify <org_id> <domain>`
+  bun run admin domain verify <org_id> <domain>
+  bun run admin managed-dkim`
 
 async function main(argv: string[]) {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { plan: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, 'amount-cents': { type: 'string' } },
+    options: {
+      plan: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      'amount-cents': { type: 'string' },
+      password: { type: 'string' },
+      org: { type: 'string' },
+      role: { type: 'string' },
+    },
   })
   const [group, command, ...rest] = positionals
   const config = loadConfig()
@@ -32,6 +43,8 @@ async function main(argv: string[]) {
   const db = await openDatabase(config)
   try {
     await migrate(db.sql)
+    // the DKIM TXT record of the managed domain, for the operator to publish (the key is created on first use)
+    if (group === 'managed-dkim' && command === undefined) return await managedDkimRecord(db.sql, loadServerKeys(config), config.MANAGED_DOMAIN)
     switch (`${group} ${command}`) {
       case 'org create':
         return await createOrgCommand(db.sql, values)
@@ -43,6 +56,8 @@ async function main(argv: string[]) {
         return await setApiLimitCommand(db.sql, rest[0], rest[1])
       case 'key create':
         return await createKeyCommand(db.sql, rest[0], values.name)
+      case 'user create':
+        return await createUserCommand(db.sql, values)
       case 'credit mint':
         return await mintCreditCommand(db.sql, values['amount-cents'])
       case 'domain verify':

@@ -11,6 +11,8 @@ import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
 import { markDomainVerified, presentDomain } from '../domains/service'
 import { ApiError } from '../http/errors'
+import { hashPassword } from '../oauth/sign-in'
+import type { Role } from '../auth/credentials'
 
 export class UsageError extends Error {}
 
@@ -29,6 +31,35 @@ export async function createOrgCommand(sql: Sql, opts: { plan?: string; email?: 
     await addMember(tx, orgId, userId, 'owner')
     const key = await createApiKey(tx, orgId, userId, 'operator')
     return { org_id: orgId, user_id: userId, plan, api_key: key.key, key_id: key.id }
+  })
+}
+
+const ROLES: Role[] = ['owner', 'admin', 'member']
+
+/**
+ * A person who can sign in on the OAuth authorization page: creates the user (or sets the
+ * password of an existing one) and, with --org, adds the membership (--role, default member;
+ * an existing membership keeps its role unless --role is given).
+ */
+export async function createUserCommand(sql: Sql, opts: { email?: string; password?: string; org?: string; role?: string }) {
+  const email = opts.email?.trim()
+  if (!email || !/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 320) throw new UsageError('email: must be an email address')
+  if (!opts.password || opts.password.length < 8 || opts.password.length > 1024) throw new UsageError('password: must be 8 to 1024 characters')
+  if (opts.role !== undefined && !ROLES.includes(opts.role as Role)) throw new UsageError(`role: must be one of ${ROLES.join(', ')}`)
+  if (opts.role !== undefined && !opts.org) throw new UsageError('role: needs --org')
+  const hash = await hashPassword(opts.password)
+  return sql.begin(async tx => {
+    if (opts.org) {
+      const [org] = await tx`select 1 from orgs where id::text = ${opts.org}`
+      if (!org) throw new UsageError(`org_id: no organization ${opts.org}`)
+    }
+    const userId = await ensureUser(tx, email)
+    await tx`update users set password_hash = ${hash} where id = ${userId}`
+    if (!opts.org) return { user_id: userId, email }
+    if (opts.role) await addMember(tx, opts.org, userId, opts.role as Role)
+    else await tx`insert into memberships (org_id, user_id, role) values (${opts.org}, ${userId}, 'member') on conflict (org_id, user_id) do nothing`
+    const [m] = await tx<{ role: Role }[]>`select role from memberships where org_id = ${opts.org} and user_id = ${userId}`
+    return { user_id: userId, email, org_id: opts.org, role: m!.role }
   })
 }
 

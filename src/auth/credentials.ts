@@ -2,7 +2,9 @@
  * Bearer credentials. An API key is looked up by its SHA-256 (the key has 256 random bits, so
  * the hash is as unguessable as the key), and the stored hash is compared in constant time.
  *
- * Resolved credentials are cached for CACHE_TTL_MS. Revoking a key evicts it from the cache of
+ * OAuth access tokens (`svc_oat_`) are resolved by src/oauth/access-tokens.ts, uncached.
+ *
+ * Resolved API keys are cached for CACHE_TTL_MS. Revoking a key evicts it from the cache of
  * the process that revoked it at once; other processes stop accepting it within CACHE_TTL_MS.
  */
 import { LRUCache } from 'lru-cache'
@@ -10,6 +12,8 @@ import { safeEqual, sha256 } from '../crypto'
 import type { Sql } from '../db/client'
 import type { Plan } from '../account/plans'
 import { planDefinition } from '../account/plans'
+import { ACCESS_TOKEN_PREFIX } from '../oauth/constants'
+import { resolveAccessToken } from '../oauth/access-tokens'
 
 export const CACHE_TTL_MS = 5_000
 export const API_KEY_PREFIX = 'svc_'
@@ -46,6 +50,12 @@ export class CredentialCache {
   /** The credential a bearer token names, or null when it is unknown or revoked. */
   async resolve(token: string): Promise<Auth | null> {
     if (!token.startsWith(API_KEY_PREFIX) || token.length > 200) return null
+    if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
+      // OAuth access tokens are resolved on every request (role, expiry, revocation); an API key
+      // can begin with the same characters by chance (1 in 64^4), so fall through when unknown
+      const oauth = await resolveAccessToken(this.sql, token)
+      if (oauth) return oauth
+    }
     const hash = sha256(token)
     const cacheKey = hash.toString('base64')
     const hit = this.cache.get(cacheKey)

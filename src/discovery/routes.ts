@@ -5,6 +5,10 @@ import type { AppContext } from '../context'
 import { publicAccess } from '../http/auth'
 import { Bare, Ok } from '../http/envelope'
 import { buildOpenApi } from '../http/openapi'
+import { EmailEventSchema } from '../webhooks/payload'
+import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
+
+const WEBHOOKS = Object.fromEntries(EMAIL_EVENT_TYPES.map(e => [e, { summary: `${e} event delivered to your endpoint`, schema: EmailEventSchema }]))
 
 const HEALTH_TIMEOUT_MS = 2_000
 
@@ -37,6 +41,13 @@ async function checkDatabase(ctx: AppContext) {
 export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
   const base = ctx.config.PUBLIC_URL
   let openapi: unknown
+  const resourceMetadata = {
+    resource: `${base}/v1`,
+    authorization_servers: [base],
+    bearer_methods_supported: ['header'],
+    scopes_supported: ['service:api'],
+    resource_documentation: `${ctx.config.siteUrl}/docs`,
+  }
   return new Elysia({ tags: ['Discovery'] })
     .use(publicAccess(ctx))
     .get(
@@ -77,19 +88,15 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
     )
     .get(
       '/v1/openapi',
-      () => Response.json((openapi ??= buildOpenApi(app(), { serverUrl: base, version: pkg.version }))),
+      () => Response.json((openapi ??= buildOpenApi(app(), { serverUrl: base, version: pkg.version, webhooks: WEBHOOKS }))),
       { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } },
     )
-    .get(
-      '/.well-known/oauth-protected-resource',
-      () =>
-        Response.json({
-          resource: `${base}/v1`,
-          authorization_servers: [base],
-          bearer_methods_supported: ['header'],
-          scopes_supported: ['service:api'],
-          resource_documentation: `${ctx.config.siteUrl}/docs`,
-        }),
-      { detail: { summary: 'RFC 9728 protected-resource metadata', security: [] } },
-    )
+    .get('/.well-known/oauth-protected-resource', () => Response.json(resourceMetadata), {
+      detail: { summary: 'RFC 9728 protected-resource metadata', security: [] },
+    })
+    // RFC 9728 section 3.1: clients discovering the resource `${base}/v1` insert the well-known
+    // segment before its path; `resource` must equal that identifier exactly
+    .get('/.well-known/oauth-protected-resource/v1', () => Response.json(resourceMetadata), {
+      detail: { summary: 'RFC 9728 protected-resource metadata of the resource /v1', security: [] },
+    })
 }

@@ -1,0 +1,179 @@
+/** The SQL of the authorization server: clients, pending authorization requests, codes, grants, tokens. */
+import type { Tx } from '../db/client'
+import type { Role } from '../auth/credentials'
+
+export interface ClientRow {
+  id: string
+  client_name: string | null
+  redirect_uris: string[]
+  created_at: Date
+}
+
+export async function insertClient(sql: Tx, c: { id: string; name: string | null; redirectUris: string[] }): Promise<ClientRow> {
+  const [row] = await sql<ClientRow[]>`
+    insert into oauth_clients (id, client_name, redirect_uris) values (${c.id}, ${c.name}, ${c.redirectUris})
+    returning id, client_name, redirect_uris, created_at`
+  return row!
+}
+
+export async function findClient(sql: Tx, id: string): Promise<ClientRow | null> {
+  if (id.length > 100) return null
+  const [row] = await sql<ClientRow[]>`select id, client_name, redirect_uris, created_at from oauth_clients where id = ${id}`
+  return row ?? null
+}
+
+export interface AuthorizationRequestRow {
+  id: string
+  client_id: string
+  redirect_uri: string
+  code_challenge: string
+  state: string | null
+  scope: string
+  csrf_hash: Buffer
+  browser_hash: Buffer
+  user_id: string | null
+  live: boolean
+  completed_at: Date | null
+}
+
+export async function insertAuthorizationRequest(
+  sql: Tx,
+  r: { id: string; clientId: string; redirectUri: string; codeChallenge: string; state: string | null; scope: string; csrfHash: Buffer; browserHash: Buffer; ttlSeconds: number },
+) {
+  await sql`
+    insert into oauth_authorization_requests (id, client_id, redirect_uri, code_challenge, state, scope, csrf_hash, browser_hash, expires_at)
+    values (${r.id}, ${r.clientId}, ${r.redirectUri}, ${r.codeChallenge}, ${r.state}, ${r.scope}, ${r.csrfHash}, ${r.browserHash},
+            now() + make_interval(secs => ${r.ttlSeconds}))`
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export async function findAuthorizationRequest(sql: Tx, id: string): Promise<AuthorizationRequestRow | null> {
+  if (!UUID.test(id)) return null
+  const [row] = await sql<AuthorizationRequestRow[]>`
+    select id, client_id, redirect_uri, code_challenge, state, scope, csrf_hash, browser_hash, user_id,
+           expires_at > now() as live, completed_at
+      from oauth_authorization_requests where id = ${id}`
+  return row ?? null
+}
+
+export async function setAuthorizationRequestUser(sql: Tx, id: string, userId: string) {
+  await sql`update oauth_authorization_requests set user_id = ${userId} where id = ${id} and completed_at is null`
+}
+
+/** Marks the request completed; false if it already was (a second submit of the same page). */
+export async function completeAuthorizationRequest(sql: Tx, id: string): Promise<boolean> {
+  const rows = await sql`update oauth_authorization_requests set completed_at = now() where id = ${id} and completed_at is null returning id`
+  return rows.length === 1
+}
+
+export interface Person {
+  id: string
+  password_hash: string | null
+}
+
+export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
+  const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
+  return row ?? null
+}
+
+export interface Membership {
+  org_id: string
+  name: string
+  role: Role
+}
+
+export async function membershipsOf(sql: Tx, userId: string): Promise<Membership[]> {
+  return sql<Membership[]>`
+    select m.org_id, o.name, m.role from memberships m join orgs o on o.id = m.org_id
+     where m.user_id = ${userId} order by o.name, m.org_id`
+}
+
+export async function roleIn(sql: Tx, orgId: string, userId: string): Promise<Role | null> {
+  const [row] = await sql<{ role: Role }[]>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`
+  return row?.role ?? null
+}
+
+export async function insertCode(
+  sql: Tx,
+  c: { hash: Buffer; clientId: string; userId: string; orgId: string; redirectUri: string; codeChallenge: string; scope: string; ttlSeconds: number },
+) {
+  await sql`
+    insert into oauth_codes (hash, client_id, user_id, org_id, redirect_uri, code_challenge, scope, expires_at)
+    values (${c.hash}, ${c.clientId}, ${c.userId}, ${c.orgId}, ${c.redirectUri}, ${c.codeChallenge}, ${c.scope},
+            now() + make_interval(secs => ${c.ttlSeconds}))`
+}
+
+export interface CodeRow {
+  client_id: string
+  user_id: string
+  org_id: string
+  redirect_uri: string
+  code_challenge: string
+  scope: string
+  live: boolean
+}
+
+/** Spends a code: the first attempt wins, whatever its outcome; null if it was spent before or never existed. */
+export async function spendCode(sql: Tx, hash: Buffer): Promise<CodeRow | null> {
+  const [row] = await sql<CodeRow[]>`
+    update oauth_codes set used_at = now() where hash = ${hash} and used_at is null
+    returning client_id, user_id, org_id, redirect_uri, code_challenge, scope, expires_at > now() as live`
+  return row ?? null
+}
+
+/** The grant a spent code produced (to revoke it when the code comes back). */
+export async function grantOfSpentCode(sql: Tx, hash: Buffer): Promise<string | null> {
+  const [row] = await sql<{ grant_id: string | null }[]>`select grant_id from oauth_codes where hash = ${hash} and used_at is not null`
+  return row?.grant_id ?? null
+}
+
+export async function linkCodeToGrant(sql: Tx, hash: Buffer, grantId: string) {
+  await sql`update oauth_codes set grant_id = ${grantId} where hash = ${hash}`
+}
+
+export async function insertGrant(sql: Tx, g: { id: string; clientId: string; userId: string; orgId: string; scope: string }) {
+  await sql`
+    insert into oauth_grants (id, client_id, user_id, org_id, scope)
+    values (${g.id}, ${g.clientId}, ${g.userId}, ${g.orgId}, ${g.scope})`
+}
+
+export type RevokeReason = 'revoked' | 'refresh_token_reuse' | 'code_reuse' | 'membership_ended'
+
+/** Revokes a grant and with it every token issued under it; the first reason recorded stays. */
+export async function revokeGrant(sql: Tx, grantId: string, reason: RevokeReason) {
+  await sql`update oauth_grants set revoked_at = now(), revoked_reason = ${reason} where id = ${grantId} and revoked_at is null`
+}
+
+export async function insertToken(sql: Tx, t: { hash: Buffer; grantId: string; kind: 'access' | 'refresh'; ttlSeconds: number }) {
+  await sql`
+    insert into oauth_tokens (hash, grant_id, kind, expires_at)
+    values (${t.hash}, ${t.grantId}, ${t.kind}, now() + make_interval(secs => ${t.ttlSeconds}))`
+}
+
+export interface TokenRow {
+  grant_id: string
+  kind: 'access' | 'refresh'
+  used: boolean
+  live: boolean
+  client_id: string
+  user_id: string
+  org_id: string
+  scope: string
+  grant_revoked: boolean
+}
+
+/** A token with its grant; `lock` holds the token row until the transaction ends (refresh rotation). */
+export async function findToken(sql: Tx, hash: Buffer, opts: { lock?: boolean } = {}): Promise<TokenRow | null> {
+  const [row] = await sql<TokenRow[]>`
+    select t.grant_id, t.kind, t.used_at is not null as used, t.expires_at > now() as live,
+           g.client_id, g.user_id, g.org_id, g.scope, g.revoked_at is not null as grant_revoked
+      from oauth_tokens t join oauth_grants g on g.id = t.grant_id
+     where t.hash = ${hash}
+     ${opts.lock ? sql`for update of t` : sql``}`
+  return row ?? null
+}
+
+export async function markTokenUsed(sql: Tx, hash: Buffer) {
+  await sql`update oauth_tokens set used_at = now() where hash = ${hash}`
+}
