@@ -25,6 +25,7 @@ import { filterRoutes } from './webhooks/filters.routes'
 import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
 import { deliveryRoutes } from './webhooks/deliveries.routes'
 import { endpointTestRoutes } from './webhooks/test-send'
+import { outboxRoutes } from './mail/outbound/outbox.routes'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -137,6 +138,7 @@ export function createApp(ctx: AppContext) {
     .use(recipientRouteRoutes(ctx))
     .use(deliveryRoutes(ctx))
     .use(endpointTestRoutes(ctx))
+    .use(outboxRoutes(ctx))
   return app
 }
 

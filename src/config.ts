@@ -36,6 +36,13 @@ export const ConfigSchema = T.Object({
     pattern: '^\\d+(,\\d+)*$',
     description: 'seconds between webhook attempts after a failure; one attempt more than entries (default: 10 attempts over about 24 hours)',
   }),
+  SMTP_RELAY_URL: T.Optional(
+    T.String({
+      pattern: '^smtps?://',
+      description: 'outbound SMTP relay, smtp://user:pass@host:port (STARTTLS when offered) or smtps:// (implicit TLS); unset = local delivery and the local outbox',
+    }),
+  ),
+  RELAY_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 30_000, description: 'outbound relay connection, greeting and socket inactivity timeout' }),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest accepted JSON request body' }),

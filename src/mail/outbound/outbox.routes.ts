@@ -1,0 +1,58 @@
+/** The local outbox: what the embedded relay kept instead of sending (development and tests). */
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../../context'
+import { authenticated } from '../../http/auth'
+import { Ok, Paged } from '../../http/envelope'
+import { pageQuery } from '../../http/pagination'
+import { iso } from '../../http/timestamps'
+import { getOutbox, listOutbox, type OutboxRow } from './outbox'
+
+const Summary = t.Object({
+  id: t.String({ format: 'uuid' }),
+  rcpt: t.String({ description: 'the envelope recipient this copy was for' }),
+  envelope_from: t.String({ description: 'MAIL FROM' }),
+  subject: t.Union([t.String(), t.Null()]),
+  message_id: t.Union([t.String(), t.Null()]),
+  created_at: t.String({ format: 'date-time' }),
+})
+const Message = t.Composite([Summary, t.Object({ raw: t.String({ description: 'the message as it would have been sent (RFC 5322, CRLF, DKIM-signed)' }) })])
+
+const present = (r: OutboxRow) => ({
+  id: r.id,
+  rcpt: r.rcpt,
+  envelope_from: r.envelope_from,
+  subject: r.subject,
+  message_id: r.message_id,
+  created_at: iso(r.created_at)!,
+})
+
+const ABOUT =
+  'Without SMTP_RELAY_URL the service sends nothing to the outside world: mail to addresses it hosts is delivered to them directly, ' +
+  'and mail to any other recipient is kept here, one entry per recipient. With an SMTP relay configured this list stays empty.'
+
+export function outboxRoutes(ctx: AppContext) {
+  return new Elysia({ prefix: '/v1/outbound/outbox', tags: ['Sending'] })
+    .use(authenticated(ctx))
+    .get(
+      '/',
+      async ({ auth, query }) => {
+        const scope = `outbox:${auth.orgId}`
+        const page = ctx.cursors.request(scope, query)
+        const { rows, total } = await listOutbox(ctx.sql, auth.orgId, page)
+        return ctx.cursors.page(scope, rows, page, total, present)
+      },
+      {
+        query: t.Object(pageQuery()),
+        response: { 200: Paged(Summary) },
+        detail: { summary: 'List the local outbox', description: `Newest first. ${ABOUT}` },
+      },
+    )
+    .get('/:id', async ({ auth, params }) => {
+      const row = await getOutbox(ctx.sql, auth.orgId, params.id)
+      return { ...present(row), raw: row.raw }
+    }, {
+      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      response: { 200: Ok(Message) },
+      detail: { summary: 'Get a local outbox message', description: `With the raw message text. ${ABOUT}` },
+    })
+}
