@@ -3,6 +3,8 @@ import type { AppContext } from '../context'
 import type { Job } from './queue'
 import { cleanupJob } from './cleanup.job'
 import { deliverJob } from '../webhooks/deliver.job'
+import { verificationMailJob } from '../account/verification-mail.job'
+import { executeJob } from '../sending/execute'
 
 export interface JobKind<P = any> {
   kind: string
@@ -12,4 +14,4 @@ export interface JobKind<P = any> {
   retryDelaySeconds?(ctx: AppContext, attempt: number): number
 }
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob]

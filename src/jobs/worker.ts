@@ -64,6 +64,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
 
   async function loop() {
     while (!stopping) {
+      // Drain waiters are answered only by a claim that began after they asked.
+      const waiting = idle
+      idle = []
       const free = concurrency - running.size
       const jobs = free > 0 ? await claim(ctx.sql, id, [...kinds.keys()], free, opts.clock?.() ?? null).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
       for (const job of jobs) {
@@ -73,10 +76,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         })
         running.add(p)
       }
-      if (jobs.length === 0 && running.size === 0) {
-        for (const resolve of idle) resolve()
-        idle = []
-      }
+      if (jobs.length === 0 && running.size === 0) for (const resolve of waiting) resolve()
+      else idle.push(...waiting)
       if (jobs.length > 0 && running.size < concurrency) continue
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, pollMs)

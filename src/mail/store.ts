@@ -18,7 +18,7 @@ export interface StoreInput {
   raw: Uint8Array
   mailFrom: string
   rcptTo: string[]
-  auth: AuthVerdicts | Record<string, never>
+  auth: AuthVerdicts
   session?: { remoteIp: string; helo?: string; tls: boolean }
   /** keep the message in this thread (a reply we send) instead of threading by its headers */
   threadId?: string
@@ -74,5 +74,5 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
     update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
      where id = ${s.orgId}`
   await notifyNewMail(tx, s.orgId)
-  return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth as AuthVerdicts }
+  return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }
 }

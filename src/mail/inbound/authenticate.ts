@@ -30,6 +30,14 @@ interface MailauthDkimResult {
   signingHeaders?: { keys: string }
 }
 
+/** The verdicts of a message nobody authenticated (the ones we send). */
+export const NO_VERDICTS: AuthVerdicts = {
+  spf: { result: 'none', domain: null },
+  dkim: [],
+  dmarc: { result: 'none', policy: null, domain: null },
+  arc: { result: 'none' },
+}
+
 export async function authenticateMessage(
   raw: Uint8Array,
   session: { ip: string; helo?: string; mailFrom: string; mta: string },

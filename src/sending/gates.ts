@@ -1,0 +1,50 @@
+/**
+ * First-send gates. On the reply-only agent plan, `send_to_known_addresses` allows a recipient
+ * only after that address wrote to the organization first with authenticated mail: DMARC pass,
+ * and a passing DKIM signature that covers the To header (so the message was really addressed
+ * to us). Each refused recipient becomes one entry of `error.gates[]`.
+ */
+import type { Tx } from '../db/client'
+import { ApiError, type Gate } from '../http/errors'
+import type { AuthVerdicts } from '../mail/inbound/authenticate'
+
+const GATE = 'send_to_known_addresses'
+const DOCS = '/docs#send-gates'
+
+type Reason = 'recipient_not_known' | 'recipient_only_sent_reports' | 'recipient_unauthenticated' | 'recipient_weak_binding'
+
+const REASONS: Record<Reason, { message: (a: string) => string; fix: string }> = {
+  recipient_not_known: { message: a => `${a} has not written to this organization yet`, fix: 'wait_for_inbound' },
+  recipient_only_sent_reports: { message: a => `${a} has only sent bounces or reports`, fix: 'wait_for_inbound' },
+  recipient_unauthenticated: { message: a => `mail from ${a} did not pass DMARC`, fix: 'sender_must_fix_authentication' },
+  recipient_weak_binding: { message: a => `mail from ${a} passed DMARC but no DKIM signature covered the To header`, fix: 'sender_dkim_must_sign_to_header' },
+}
+
+/** Why the best mail from `address` does not let the organization write to it, or null if it does. */
+function verdict(history: { event_type: string; auth: AuthVerdicts }[]): Reason | null {
+  if (!history.length) return 'recipient_not_known'
+  const personal = history.filter(m => m.event_type === 'email.received')
+  if (!personal.length) return 'recipient_only_sent_reports'
+  const dmarcPass = personal.filter(m => m.auth.dmarc?.result === 'pass')
+  if (!dmarcPass.length) return 'recipient_unauthenticated'
+  const bound = dmarcPass.some(m => m.auth.dkim?.some(d => d.result === 'pass' && d.aligned && d.signed_headers.includes('to')))
+  return bound ? null : 'recipient_weak_binding'
+}
+
+/** Throws 403 recipient_not_allowed with one gate per refused recipient. */
+export async function enforceKnownRecipients(sql: Tx, orgId: string, recipients: string[]): Promise<void> {
+  const gates: Gate[] = []
+  for (const address of [...new Set(recipients.map(r => r.toLowerCase()))]) {
+    const history = await sql<{ event_type: string; auth: AuthVerdicts }[]>`
+      select event_type, auth from emails
+       where org_id = ${orgId} and direction = 'inbound' and from_address = ${address}
+       order by id desc limit 50`
+    const reason = verdict(history)
+    if (!reason) continue
+    const r = REASONS[reason]
+    gates.push({ name: GATE, reason, message: r.message(address), subject: address, fix: { action: r.fix, subject: address }, docs_url: DOCS })
+  }
+  if (gates.length) {
+    throw new ApiError('recipient_not_allowed', `to: ${gates.length} recipient(s) refused by the ${GATE} gate of the reply-only plan`, undefined, undefined, gates)
+  }
+}

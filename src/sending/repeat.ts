@@ -1,0 +1,72 @@
+/**
+ * Repeating sends. Every tick carries an `interaction.json` part in the style of the
+ * email-native interactions of the contract:
+ *
+ *   { "interaction_version": 1, "interaction_id": "<send id>@<sender domain>",
+ *     "protocol": "repeat.tick", "protocol_version": 1, "step": "tick",
+ *     "step_id": "<uuid>", "prev_step_id": null, "expires_at": null,
+ *     "payload": { "repeat_id": "<send id>", "tick": 3, "every_minutes": 60,
+ *                  "stop": "POST /v1/emails/{id}/repeat-stop" } }
+ *
+ * A recipient organization stops the repeat with POST /v1/emails/{id}/repeat-stop on the tick it
+ * received; that works only when the tick passed DKIM for the sender's domain, so a forged
+ * tick cannot stop somebody else's repeat.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import { ApiError, errors } from '../http/errors'
+import type { AuthVerdicts } from '../mail/inbound/authenticate'
+import { rawMessage } from '../emails/service'
+import { splitAddress } from '../mail/inbound/recipients'
+import PostalMime from 'postal-mime'
+import type { SendRow } from './execute'
+
+export const REPEAT_PROTOCOL = 'repeat.tick'
+
+export function tickPart(send: SendRow, domain: string) {
+  return {
+    filename: 'interaction.json',
+    json: {
+      interaction_version: 1,
+      interaction_id: `${send.id}@${domain}`,
+      protocol: REPEAT_PROTOCOL,
+      protocol_version: 1,
+      step: 'tick',
+      step_id: randomUUIDv7(),
+      prev_step_id: null,
+      expires_at: null,
+      payload: { repeat_id: send.id, tick: send.ticks + 1, every_minutes: send.repeat_every_minutes, stop: 'POST /v1/emails/{id}/repeat-stop' },
+    },
+  }
+}
+
+/** The repeat a received tick belongs to, read from its interaction.json part. */
+async function repeatIdOf(raw: Uint8Array): Promise<string | null> {
+  const parsed = await PostalMime.parse(raw, { attachmentEncoding: 'utf8' })
+  for (const a of parsed.attachments) {
+    if (a.filename !== 'interaction.json') continue
+    try {
+      const step = JSON.parse(String(a.content))
+      if (step?.protocol === REPEAT_PROTOCOL && typeof step.payload?.repeat_id === 'string') return step.payload.repeat_id
+    } catch {}
+  }
+  return null
+}
+
+/** A recipient stops a repeat from the tick it received (its own email id). */
+export async function stopRepeatAsRecipient(ctx: AppContext, orgId: string, emailId: string) {
+  const [email] = await ctx.sql<{ direction: string; auth: AuthVerdicts; from_address: string | null }[]>`
+    select direction, auth, from_address from emails where id = ${emailId} and org_id = ${orgId}`
+  if (!email) throw errors.notFound('email')
+  const repeatId = email.direction === 'inbound' ? await repeatIdOf(await rawMessage(ctx.sql, orgId, emailId)) : null
+  if (!repeatId) throw errors.conflict('email: is not a tick of a repeating send')
+  const [send] = await ctx.sql<{ from_address: string; repeat_stopped_at: Date | null }[]>`select from_address, repeat_stopped_at from sends where id = ${repeatId}`
+  const senderDomain = send ? splitAddress(send.from_address).domain : null
+  const authentic = email.auth.dkim?.some(d => d.result === 'pass' && d.domain === senderDomain) && email.from_address === send?.from_address
+  if (!send || !authentic) throw new ApiError('forbidden', 'email: the tick is not authenticated (DKIM) by the sender of the repeat')
+  await ctx.sql`
+    update sends set repeat_stopped_at = coalesce(repeat_stopped_at, now()), repeat_stopped_by = coalesce(repeat_stopped_by, ${`recipient:${orgId}`}),
+           repeat_next_at = null, updated_at = now()
+     where id = ${repeatId}`
+  return { repeat_id: repeatId, stopped: true }
+}

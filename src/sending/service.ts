@@ -1,0 +1,184 @@
+/**
+ * POST /v1/send-mail and the sent-email operations. A send is recorded with its job in one
+ * transaction (under the Idempotency-Key), then executed inline for an immediate send so the
+ * response can say what the relay answered; the job stays as the safety net should this
+ * process die before the relay answered.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
+import type { Auth } from '../auth/credentials'
+import { planDefinition } from '../account/plans'
+import { sha256 } from '../crypto'
+import { ApiError, errors, type ErrorCode } from '../http/errors'
+import { canonicalJson, idempotent } from '../http/idempotency'
+import { iso, parseTimestamp } from '../http/timestamps'
+import { claimById, enqueue } from '../jobs/queue'
+import { runJob } from '../jobs/worker'
+import { EXECUTE_KIND, executeJob, type NormalizedRequest, type SendRow } from './execute'
+import type { SendMailRequest } from './model'
+import { enforceKnownRecipients } from './gates'
+import { replyContext } from './replies'
+import { requireSender } from './senders'
+
+/** How long an immediate send's job waits before a worker takes it over from a request that died. */
+const INLINE_GRACE_MS = 60_000
+const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+
+const asList = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])
+
+function normalize(body: SendMailRequest): NormalizedRequest {
+  const attachmentBytes = (body.attachments ?? []).reduce((n, a) => n + Math.floor((a.content.replace(/\s/g, '').length * 3) / 4), 0)
+  if (attachmentBytes > MAX_ATTACHMENT_BYTES) throw errors.validation('attachments', 'must total at most 10 MB')
+  if (!body.to && !body.in_reply_to_email_id) throw errors.validation('to', 'is required (unless in_reply_to_email_id is given)')
+  return { ...body, to: asList(body.to) ?? [], reply_to: asList(body.reply_to) }
+}
+
+export const presentSend = (s: SendRow) => ({
+  id: s.id,
+  status: s.status as (typeof import('./model').SEND_STATES)[number],
+  from: s.from_address,
+  to: s.request.to,
+  cc: s.request.cc ?? [],
+  bcc: s.request.bcc ?? [],
+  subject: s.request.subject,
+  scheduled_at: iso(s.scheduled_at),
+  email_id: s.last_email_id,
+  thread_id: s.thread_id,
+  accepted: s.accepted,
+  rejected: s.rejected,
+  relay_response: s.relay_response,
+  error: s.error_code ? { code: s.error_code, message: s.error_message ?? '' } : null,
+  repeat: s.repeat_every_minutes
+    ? { every_minutes: s.repeat_every_minutes, ticks: s.ticks, next_at: iso(s.repeat_next_at), stopped_at: iso(s.repeat_stopped_at), stopped_by: s.repeat_stopped_by }
+    : null,
+  created_at: iso(s.created_at)!,
+  updated_at: iso(s.updated_at)!,
+})
+
+async function loadSend(ctx: AppContext, orgId: string, id: string): Promise<SendRow> {
+  const [send] = await ctx.sql<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId}`
+  if (!send) throw errors.notFound('sent email')
+  return send
+}
+
+export const getSend = async (ctx: AppContext, orgId: string, id: string) => presentSend(await loadSend(ctx, orgId, id))
+
+/** Refuses a send the organization may not make right now: wrong sender, reply-only gates, abuse limits. */
+async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest) {
+  await requireSender(tx, auth.orgId, r.from)
+  const plan = planDefinition(auth.plan)
+  if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
+  const [counts] = await tx<{ hour: number; day: number }[]>`
+    select count(*) filter (where created_at > now() - interval '1 hour')::int as hour, count(*)::int as day
+      from sends where org_id = ${auth.orgId} and created_at > now() - interval '1 day'`
+  const { send_per_hour, send_per_day } = plan.limits
+  if (counts!.hour >= send_per_hour || counts!.day >= send_per_day) {
+    const which = counts!.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
+    throw new ApiError('rate_limited', `send-mail: at most ${which} per organization`, undefined, { 'retry-after': counts!.hour >= send_per_hour ? '3600' : '86400' })
+  }
+}
+
+function response(send: SendRow, replay: boolean) {
+  return {
+    id: send.id,
+    status: send.status === 'sending' ? 'queued' : send.status,
+    from: send.from_address,
+    accepted: send.accepted,
+    rejected: send.rejected,
+    idempotent_replay: replay,
+    scheduled_at: iso(send.scheduled_at),
+    thread_id: send.thread_id,
+  }
+}
+
+/** The error a failed immediate send answers with (the relay's verdict). */
+function relayFailure(send: SendRow): ApiError {
+  return new ApiError((send.error_code as ErrorCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
+}
+
+export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined) {
+  const request = normalize(body)
+  const scheduledAt = request.scheduled_at ? parseTimestamp('scheduled_at', request.scheduled_at) : null
+  // Without a header the key is the payload itself: two identical sends in a row are one send.
+  const key = headerKey ?? `derived_${sha256(canonicalJson(request)).toString('base64url').slice(0, 32)}`
+  const scope = `org:${auth.orgId}:send-mail`
+  const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: request }, async tx => {
+    let threadId: string | null = null
+    if (request.in_reply_to_email_id) {
+      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
+      threadId = reply.threadId
+      request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
+      if (!request.to.length) request.to = [reply.to]
+    }
+    await authorize(tx, auth, request)
+    const id = randomUUIDv7()
+    const future = scheduledAt && scheduledAt.getTime() > Date.now()
+    await tx`
+      insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id)
+      values (${id}, ${auth.orgId}, ${future ? 'scheduled' : 'sending'}, ${tx.json(request as never)}, ${request.from.toLowerCase()},
+              ${scheduledAt}, ${request.repeat?.every_minutes ?? null}, ${threadId})`
+    const jobId = await enqueue(tx, EXECUTE_KIND, { send_id: id }, { runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS), maxAttempts: 5 })
+    return { status: 200, data: { send_id: id, job_id: jobId, inline: !future } }
+  })
+  const { send_id: sendId, job_id: jobId, inline } = outcome.data
+  if (!outcome.replayed && inline && jobId) {
+    const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
+    if (job) await runJob(ctx, executeJob, job)
+  }
+  const send = await loadSend(ctx, auth.orgId, sendId)
+  if (send.status === 'failed' && !send.relay_response) {
+    // Nothing was sent: release the key so that a retry sends for real.
+    if (!outcome.replayed) await ctx.sql`delete from idempotency_keys where scope = ${scope} and key = ${key}`
+    throw relayFailure(send)
+  }
+  if (send.status === 'failed') throw relayFailure(send)
+  return { key, data: response(send, outcome.replayed) }
+}
+
+/** The synthetic answer of the sandbox: validated like a real send; nothing is sent, queued or stored. */
+export function demoSend(body: SendMailRequest) {
+  const request = normalize(body)
+  if (request.scheduled_at) parseTimestamp('scheduled_at', request.scheduled_at)
+  return { id: randomUUIDv7(), status: 'queued', from: request.from, accepted: [...request.to, ...(request.cc ?? []), ...(request.bcc ?? [])], rejected: [], idempotent_replay: false, demo: true as const }
+}
+
+const notScheduled = (s: SendRow) => new ApiError('not_scheduled', `sent email: is ${s.status}, not scheduled`, { status: s.status })
+
+/** PATCH /v1/sent-emails/{id}: a new time for a scheduled send, or a new interval (or none) for a repeat. */
+export async function updateSend(ctx: AppContext, orgId: string, id: string, patch: { scheduled_at?: string; repeat?: { every_minutes: number } | null }) {
+  const at = patch.scheduled_at ? parseTimestamp('scheduled_at', patch.scheduled_at) : null
+  return ctx.sql.begin(async tx => {
+    const [send] = await tx<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId} for update`
+    if (!send) throw errors.notFound('sent email')
+    const repeating = send.repeat_every_minutes !== null && !send.repeat_stopped_at
+    if (at) {
+      if (send.status !== 'scheduled') throw notScheduled(send)
+      await tx`update sends set scheduled_at = ${at}, updated_at = now() where id = ${id}`
+      await tx`update jobs set run_at = ${at} where kind = ${EXECUTE_KIND} and payload->>'send_id' = ${id} and locked_by is null`
+    }
+    if (patch.repeat !== undefined) {
+      if (!repeating && send.status !== 'scheduled') throw notScheduled(send)
+      if (patch.repeat === null) await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
+      else await tx`update sends set repeat_every_minutes = ${patch.repeat.every_minutes}, updated_at = now() where id = ${id}`
+    }
+    const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    return presentSend(updated!)
+  })
+}
+
+/** POST /v1/sent-emails/{id}/cancel: cancels a scheduled send, or stops a repeat. */
+export async function cancelSend(ctx: AppContext, orgId: string, id: string) {
+  return ctx.sql.begin(async tx => {
+    const [send] = await tx<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId} for update`
+    if (!send) throw errors.notFound('sent email')
+    if (send.status === 'scheduled') {
+      await tx`update sends set status = 'canceled', repeat_next_at = null, updated_at = now() where id = ${id}`
+      await tx`delete from jobs where kind = ${EXECUTE_KIND} and payload->>'send_id' = ${id} and locked_by is null`
+    } else if (send.repeat_every_minutes !== null && !send.repeat_stopped_at) {
+      await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
+    } else throw notScheduled(send)
+    const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    return presentSend(updated!)
+  })
+}
