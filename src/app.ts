@@ -19,6 +19,7 @@ import { discoveryRoutes } from './discovery/routes'
 import { domainRoutes } from './domains/routes'
 import { inboxRoutes } from './inboxes/routes'
 import { emailRoutes } from './emails/routes'
+import { sendingRoutes } from './sending/routes'
 import { oauthRoutes } from './oauth/routes'
 import { endpointRoutes } from './webhooks/endpoints.routes'
 import { filterRoutes } from './webhooks/filters.routes'
@@ -37,6 +38,12 @@ function coercedName(request: Request, value: unknown): string {
   const url = new URL(request.url)
   const names = [...new Set([...url.searchParams].filter(([, v]) => v !== '' && Number(v) === value).map(([k]) => k))]
   return names.length === 1 ? names[0]! : 'query'
+}
+
+/** RFC 6749 section 5.2: the /oauth/* endpoints answer `{error, error_description}`, never the v1 envelope. */
+function oauthErrorBody(e: ApiError) {
+  const error = e.status === 429 ? 'slow_down' : e.status >= 500 ? 'server_error' : e.status === 404 ? 'not_found' : 'invalid_request'
+  return { error, error_description: e.message }
 }
 
 /** The error envelope for anything thrown while handling a request; never leaks stacks or SQL. */
@@ -106,7 +113,8 @@ export function createApp(ctx: AppContext) {
       const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': facts.id })
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === 'string') headers.set(k, v)
       for (const [k, v] of Object.entries(apiError.headers ?? {})) headers.set(k, v)
-      return new Response(JSON.stringify(apiError.toBody()), { status: apiError.status, headers })
+      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : apiError.toBody()
+      return new Response(JSON.stringify(body), { status: apiError.status, headers })
     })
     // Response validation may hand mapResponse a copy of the value, so note before it whether it was a Page.
     .onAfterHandle({ as: 'global' }, ({ request, response }) => {
@@ -132,6 +140,7 @@ export function createApp(ctx: AppContext) {
     .use(domainRoutes(ctx))
     .use(inboxRoutes(ctx))
     .use(emailRoutes(ctx))
+    .use(sendingRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(endpointRoutes(ctx))
     .use(filterRoutes(ctx))
