@@ -66,6 +66,10 @@ export const getSend = async (ctx: AppContext, orgId: string, id: string) => pre
 
 /** Refuses a send the organization may not make right now: wrong sender, reply-only gates, abuse limits. */
 async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest) {
+  // Authentication rule 2: an agent connection key sends only as the address it is bound to.
+  if (auth.boundAddress !== undefined && r.from.toLowerCase() !== auth.boundAddress) {
+    throw errors.forbidden(`from: a connection key sends only as ${auth.boundAddress}`)
+  }
   await requireSender(tx, auth.orgId, r.from)
   const plan = planDefinition(auth.plan)
   if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
