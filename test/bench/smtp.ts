@@ -45,6 +45,8 @@ interface Result {
   client_cpu_us_per_msg: number
   /** the receiver process's CPU time per completed message; null where /proc is not available */
   server_cpu_us_per_msg?: number | null
+  /** durable target only: messages fully stored per second, counting the time to drain the backlog */
+  stored_mps?: number | null
 }
 
 const CLOCK_TICKS = (() => {
@@ -152,6 +154,17 @@ async function waitForSmtp(port: number): Promise<void> {
   throw new Error(`SMTP on port ${port} did not come up`)
 }
 
+/** Waits (at most two minutes) until the inbound queue is empty; returns messages fully stored per second since `started`. */
+async function drainedRate(sql: Sql, completed: number, started: number): Promise<number | null> {
+  const deadline = Date.now() + 120_000
+  while (Date.now() < deadline) {
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from inbound_queue`
+    if (row!.n === 0) return Math.round(completed / ((performance.now() - started) / 1000))
+    await Bun.sleep(100)
+  }
+  return null
+}
+
 export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   const org = await createOrgCommand(sql, { plan: 'developer', name: 'smtp bench' })
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
@@ -190,7 +203,11 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
         const port = ports.get(target.mode)!
         const pid = pids.get(target.mode)!
         const cpuBefore = cpuMicros(pid)
+        const started = performance.now()
         const r = await runJson<Result>(['bun', `${dir}/smtp-load.ts`, String(port), String(sessions), String(SECONDS), MAIL_FROM, inbox.address, messageFile])
+        // The durable target stores in two stages: wait for its worker to finish the backlog, so the
+        // next run starts on a quiet machine, and report the rate at which messages were fully stored.
+        if (target.mode === 'durable') r.stored_mps = await drainedRate(sql, r.completed, started)
         const cpuAfter = cpuMicros(pid)
         r.server_cpu_us_per_msg = cpuBefore !== null && cpuAfter !== null && r.completed ? Math.round((cpuAfter - cpuBefore) / r.completed) : null
         results.get(target.mode)!.push(r)
@@ -227,8 +244,11 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   const durable = at('durable', 20)
   if (durable) {
     console.log(
-      `durable ingest at 20 sessions: ${durable.mps} msg/s (target >= 1000); end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ` +
-        `${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message`,
+      `durable ingest at 20 sessions: ${durable.mps} msg/s committed before the 250 (target >= 1000); end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ` +
+        `${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message, processing included`,
+    )
+    console.log(
+      `fully stored (parsed, authenticated, threaded, routed) by the worker stage: ${SESSIONS.map(n => `${n} sessions ${at('durable', n)?.stored_mps ?? 'n/a'} msg/s`).join(', ')} (load and backlog together)`,
     )
   }
 

@@ -7,14 +7,21 @@ import { memoryResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { inboundHooks } from '../../src/mail/inbound/smtp-hooks'
 import { smtpOptions } from '../../src/roles'
 import { startSmtpServer } from '../../src/smtp/server'
+import { startWorker } from '../../src/jobs/worker'
+import { ingestJob } from '../../src/mail/inbound/queue'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { testApp, testSql, type TestApp } from './app'
 
 export interface InboundHarness extends TestApp {
   smtpPort: number
   dns: MemoryRecords
-  /** nodemailer's SMTP transport pointed at our listener */
+  /**
+   * nodemailer's SMTP transport pointed at our listener; its sendMail resolves once the message
+   * was also processed (the second, worker stage), so tests read what was stored right after.
+   */
   transport: ReturnType<typeof nodemailer.createTransport>
+  /** waits until every accepted message has been processed */
+  settle(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -22,15 +29,25 @@ export async function inboundHarness(env: Record<string, string> = {}): Promise<
   const resolver = memoryResolver({})
   const t = await testApp({ SMTP_HOSTNAME: 'mx.test.local', SMTP_PORT: '0', HOST: '127.0.0.1', ...env }, { resolver })
   const smtp = await startSmtpServer(smtpOptions(t.ctx.config), inboundHooks(t.ctx))
+  // Only the ingest stage: tests that exercise other jobs run workers of their own.
+  const ingester = await startWorker(t.ctx, { kinds: [ingestJob], pollMs: 20 })
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true, name: 'client.sender.example' })
+  const send = transport.sendMail.bind(transport)
+  transport.sendMail = (async (mail: Parameters<typeof send>[0]) => {
+    const info = await send(mail)
+    await ingester.drain()
+    return info
+  }) as typeof transport.sendMail
   return {
     ...t,
     smtpPort: smtp.port,
     dns: resolver.records,
     transport,
+    settle: () => ingester.drain(),
     async stop() {
       transport.close()
       await smtp.stop(1000)
+      await ingester.stop(1000)
     },
   }
 }

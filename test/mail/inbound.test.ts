@@ -369,6 +369,7 @@ describe('swaks, an independent SMTP client', () => {
       const address = await managedAddress(tls.ctx, jan.orgId)
       const out = await Bun.$`${swaks!} --server 127.0.0.1:${tls.smtpPort} --tls --from sam@sender.example --to ${address} --header "Subject: via swaks" --body "hi"`.quiet().nothrow()
       expect(out.exitCode).toBe(0)
+      await tls.settle()
       const email = (await tls.request('GET', '/v1/emails?limit=1', { key: jan.key })).body.data[0]
       expect(email.subject).toBe('via swaks')
       expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: jan.key })).body.data.envelope.tls).toBe(true)
@@ -386,6 +387,7 @@ test('STARTTLS with nodemailer stores the message with tls: true', async () => {
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: tls.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
     await transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Encrypted', text: 'x' })
     transport.close()
+    await tls.settle()
     const email = (await tls.request('GET', '/v1/emails?limit=1', { key: kim.key })).body.data[0]
     expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: kim.key })).body.data.envelope.tls).toBe(true)
   } finally {
@@ -409,3 +411,21 @@ function untar(tar: Uint8Array): { name: string; content: Uint8Array }[] {
   }
   return files
 }
+
+describe('two stages: accepted, then processed', () => {
+  test('the 250 comes after the message and its ingest job are committed; the worker stores it exactly once', async () => {
+    const { acceptInbound, ingestJob } = await import('../../src/mail/inbound/queue')
+    const sql = await testSql()
+    const kai = await createOrg()
+    const address = await managedAddress(h.ctx, kai.orgId)
+    const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: address, Subject: 'queued' }, 'x\n'))
+    const id = await acceptInbound(h.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [address], remoteIp: '127.0.0.1', tls: false })
+    expect((await sql`select 1 from inbound_queue where id = ${id}`).length).toBe(1)
+    // the same job run twice (a worker that died after storing, say) stores one copy
+    await Promise.all([ingestJob.handle(h.ctx, { queue_id: id }).catch(() => {}), ingestJob.handle(h.ctx, { queue_id: id }).catch(() => {})])
+    await ingestJob.handle(h.ctx, { queue_id: id })
+    await h.settle()
+    expect((await h.request('GET', '/v1/emails', { key: kai.key })).body.data.map((e: { subject: string }) => e.subject)).toEqual(['queued'])
+    expect((await sql`select 1 from inbound_queue where id = ${id}`).length).toBe(0)
+  })
+})

@@ -19,6 +19,8 @@ export interface InboundMessage {
   remoteIp: string
   helo?: string
   tls: boolean
+  /** the inbound_queue row this message came from, deleted with the store (exactly once) */
+  queueId?: string
 }
 
 /** What the store did with each organization's copy. */
@@ -53,6 +55,10 @@ export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<Inge
     else accepted.push([orgId, rcpts])
   }
   const stored = await ctx.sql.begin(async tx => {
+    if (msg.queueId) {
+      const taken = await tx`delete from inbound_queue where id = ${msg.queueId} returning id`
+      if (!taken.length) throw new Error(`inbound ${msg.queueId}: already processed`)
+    }
     const out: StoredEmail[] = []
     for (const [orgId, rcpts] of accepted) {
       const email = await storeEmail(tx, {

@@ -17,7 +17,6 @@ export const replies = {
   unknownUser: { code: 550, enhanced: '5.1.1', message: 'no such mailbox here' },
   relayDenied: { code: 550, enhanced: '5.7.1', message: 'relaying denied: we do not host this domain' },
   mailboxFull: { code: 452, enhanced: '4.2.2', message: 'mailbox over its storage limit; try again later' },
-  storageExceeded: { code: 552, enhanced: '5.2.2', message: 'mailbox over its storage limit' },
 } satisfies Record<string, SmtpReply>
 
 export function splitAddress(address: string): { local: string; domain: string } {

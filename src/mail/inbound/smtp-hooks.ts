@@ -1,7 +1,7 @@
-/** The decisions of the SMTP listener: which recipients exist, and storing what they are sent. */
+/** The decisions of the SMTP listener: which recipients exist, and accepting what they are sent. */
 import type { AppContext } from '../../context'
 import type { SmtpHooks } from '../../smtp/types'
-import { ingest } from './ingest'
+import { acceptInbound } from './queue'
 import { replies, resolveRecipient, storageHeadroom } from './recipients'
 
 export function inboundHooks(ctx: AppContext): SmtpHooks {
@@ -13,8 +13,9 @@ export function inboundHooks(ctx: AppContext): SmtpHooks {
       const headroom = await storageHeadroom(ctx, r.orgId)
       if (headroom !== null && headroom < (envelope.size ?? 1)) return replies.mailboxFull
     },
+    // Committed with its ingest job before the 250; parsing, authentication and storing follow in the worker.
     async onData(session, envelope, message) {
-      const result = await ingest(ctx, {
+      const id = await acceptInbound(ctx, {
         raw: message,
         mailFrom: envelope.mailFrom,
         rcptTo: envelope.rcptTo,
@@ -22,8 +23,7 @@ export function inboundHooks(ctx: AppContext): SmtpHooks {
         helo: session.helo,
         tls: session.tls,
       })
-      if (!result.stored.length && result.refused.length) return replies.storageExceeded
-      return { code: 250, enhanced: '2.0.0', message: `ok: queued as ${result.stored.map(s => s.id).join(',') || 'nothing'}` }
+      return { code: 250, enhanced: '2.0.0', message: `ok: queued as ${id}` }
     },
   }
 }
