@@ -27,6 +27,10 @@ import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
 import { deliveryRoutes } from './webhooks/deliveries.routes'
 import { endpointTestRoutes } from './webhooks/test-send'
 import { outboxRoutes } from './mail/outbound/outbox.routes'
+import { cliLoginRoutes } from './cli/login.routes'
+import { cliSignupRoutes } from './cli/signup.routes'
+import { agentSignupRoutes } from './agent/signup.routes'
+import { connectionRoutes } from './connections/routes'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -148,6 +152,10 @@ export function createApp(ctx: AppContext) {
     .use(deliveryRoutes(ctx))
     .use(endpointTestRoutes(ctx))
     .use(outboxRoutes(ctx))
+    .use(cliLoginRoutes(ctx))
+    .use(cliSignupRoutes(ctx))
+    .use(agentSignupRoutes(ctx))
+    .use(connectionRoutes(ctx))
   return app
 }
 

@@ -3,9 +3,12 @@
  * the hash is as unguessable as the key), and the stored hash is compared in constant time.
  *
  * OAuth access tokens (`svc_oat_`) are resolved by src/oauth/access-tokens.ts, uncached.
+ * Agent connection keys (`conn_`) are looked up like API keys and carry the one address they
+ * are bound to; what they may call is decided in src/http/auth.ts (CONNECTION_KEY_ROUTES).
  *
- * Resolved API keys are cached for CACHE_TTL_MS. Revoking a key evicts it from the cache of
- * the process that revoked it at once; other processes stop accepting it within CACHE_TTL_MS.
+ * Resolved API keys and connection keys are cached for CACHE_TTL_MS. Revoking one evicts it
+ * from the cache of the process that revoked it at once; other processes stop accepting it
+ * within CACHE_TTL_MS.
  */
 import { LRUCache } from 'lru-cache'
 import { safeEqual, sha256 } from '../crypto'
@@ -17,6 +20,7 @@ import { resolveAccessToken } from '../oauth/access-tokens'
 
 export const CACHE_TTL_MS = 5_000
 export const API_KEY_PREFIX = 'svc_'
+export const CONNECTION_KEY_PREFIX = 'conn_'
 
 export type Role = 'owner' | 'admin' | 'member'
 
@@ -27,7 +31,9 @@ export interface Auth {
   userId: string | null
   /** that person's role in the organization when the credential was resolved */
   role: Role
-  method: 'api_key' | 'oauth'
+  method: 'api_key' | 'oauth' | 'connection'
+  /** connection keys only: the one address the key acts for (lowercase) */
+  boundAddress?: string
   plan: Plan
   apiPerMinute: number
 }
@@ -49,6 +55,7 @@ export class CredentialCache {
 
   /** The credential a bearer token names, or null when it is unknown or revoked. */
   async resolve(token: string): Promise<Auth | null> {
+    if (token.startsWith(CONNECTION_KEY_PREFIX) && token.length <= 200) return this.resolveConnectionKey(token)
     if (!token.startsWith(API_KEY_PREFIX) || token.length > 200) return null
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
       // OAuth access tokens are resolved on every request (role, expiry, revocation); an API key
@@ -73,6 +80,31 @@ export class CredentialCache {
       userId: row.created_by,
       role: row.role ?? 'member',
       method: 'api_key',
+      plan: row.plan,
+      apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
+    }
+    this.cache.set(cacheKey, auth)
+    return auth
+  }
+
+  private async resolveConnectionKey(token: string): Promise<Auth | null> {
+    const hash = sha256(token)
+    const cacheKey = hash.toString('base64')
+    const hit = this.cache.get(cacheKey)
+    if (hit) return hit
+    const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
+      select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
+        from agent_connections c join orgs o on o.id = c.org_id
+       where c.key_hash = ${hash} and c.revoked_at is null`
+    if (!row || !safeEqual(row.key_hash, hash)) return null
+    const auth: Auth = {
+      orgId: row.org_id,
+      keyId: row.id,
+      // a runtime, not a person: never more than a member
+      userId: null,
+      role: 'member',
+      method: 'connection',
+      boundAddress: row.address,
       plan: row.plan,
       apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
     }

@@ -125,6 +125,7 @@ export function emailRoutes(ctx: AppContext) {
           direction: query.direction,
           threadId: query.thread_id,
           eventType: query.event_type,
+          address: auth.boundAddress,
         }
         // Subscribe before reading, so mail stored between the read and the wait still wakes us.
         const abort = new AbortController()
@@ -147,7 +148,7 @@ export function emailRoutes(ctx: AppContext) {
         detail: { tags: ['Emails'], summary: 'List mail, newest first; long-poll with wait' },
       },
     )
-    .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id)), {
+    .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id, auth.boundAddress)), {
       params: Id,
       response: { 200: Ok(Email) },
       detail: { tags: ['Emails'], summary: 'One message: headers, bodies, attachments, authentication verdicts' },

@@ -80,11 +80,21 @@ export interface EmailFilters {
   direction?: string
   threadId?: string
   eventType?: string
+  /** only the mail of this address (a connection key's bound address) */
+  address?: string
+}
+
+/** Mail of one address: inbound copies it was an envelope recipient of, outbound mail it sent. */
+function ofAddress(sql: Sql, address: string | undefined) {
+  if (address === undefined) return sql``
+  const a = address.toLowerCase()
+  return sql`and ((direction = 'inbound' and ${a} = any(rcpt_to)) or (direction = 'outbound' and lower(from_address) = ${a}))`
 }
 
 export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
   const matching = sql`
     org_id = ${orgId}
+    ${ofAddress(sql, f.address)}
     ${f.since ? sql`and received_at > ${f.since}` : sql``}
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}
@@ -97,8 +107,9 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
   return { rows, total: count!.total }
 }
 
-export async function getEmail(sql: Sql, orgId: string, id: string): Promise<EmailRow> {
-  const [row] = await sql<EmailRow[]>`select * from emails where id = ${id} and org_id = ${orgId}`
+/** One message of the organization (of `address` only, when given); anything else is not_found. */
+export async function getEmail(sql: Sql, orgId: string, id: string, address?: string): Promise<EmailRow> {
+  const [row] = await sql<EmailRow[]>`select * from emails where id = ${id} and org_id = ${orgId} ${ofAddress(sql, address)}`
   if (!row) throw errors.notFound('email')
   return row
 }

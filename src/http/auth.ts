@@ -7,6 +7,7 @@
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
 import type { Auth, Role } from '../auth/credentials'
+import { checkConnectionScope } from './connection-scope'
 import { ApiError, errors } from './errors'
 import { rateLimitError, rateLimitHeaders } from './rate-limit'
 import { requestFacts } from './request-context'
@@ -37,7 +38,11 @@ function unauthorized(ctx: AppContext): ApiError {
   })
 }
 
-/** The organization credential of a request's bearer, rate limited; 401 (counted against the address) without one. */
+/**
+ * The organization credential of a request's bearer, rate limited; 401 (counted against the
+ * address) without one. Every authenticated route passes here, so this is also where agent
+ * connection keys are confined to their allow-list (403 forbidden elsewhere).
+ */
 export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
@@ -48,6 +53,7 @@ export async function authenticateRequest(ctx: AppContext, request: Request, set
   }
   requestFacts(request).orgId = auth.orgId
   await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
+  checkConnectionScope(auth, request)
   return auth
 }
 

@@ -4,6 +4,7 @@
  * every other operation needs a bearer credential.
  */
 import type { AnyElysia } from 'elysia'
+import { OptionalKind } from '@sinclair/typebox'
 import { ERROR_STATUS } from './errors'
 import { ENVELOPE, ErrorSchema } from './envelope'
 
@@ -95,7 +96,8 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
       ...rest,
       ...(isPublic && { security: [] }),
       parameters: [...parameters('path', params), ...parameters('query', query)],
-      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: clean(body) } } } } : {}),
+      // a body declared t.Optional(...) may be left out entirely
+      ...(body ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } } : {}),
       responses: { ...responses, ...errorResponses(isPublic, Boolean(body || query || params)) },
     }
   }

@@ -1,4 +1,8 @@
-/** Periodic housekeeping: expired idempotency records, past rate-limit windows, stale job locks. */
+/**
+ * Periodic housekeeping: expired idempotency records, past rate-limit windows, stale job locks,
+ * and the expired rows of the identity flows (OAuth requests, codes and tokens, device logins,
+ * signups, unclaimed invitations).
+ */
 import type { AppContext } from '../context'
 import { log } from '../log'
 import { reclaimStale } from './queue'
@@ -7,6 +11,25 @@ export const CLEANUP_KIND = 'maintenance.cleanup'
 /** A job lock older than this belongs to a dead worker: longer than the longest job (a 10-minute function run). */
 export const STALE_LOCK_SECONDS = 15 * 60
 
+/**
+ * Rows past their expiry that nothing reads any more. Codes are kept a day past expiry, because
+ * a spent code presented again revokes the grant it produced (replay detection); tokens go
+ * with their expiry (a grant ends with its last token, and its row stays for the record);
+ * signups live 24 hours, as long as they count towards the per-address daily cap.
+ */
+export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
+  const count = async (q: Promise<{ count: number }>) => (await q).count
+  return {
+    oauth_authorization_requests: await count(sql`delete from oauth_authorization_requests where expires_at < now()`),
+    oauth_codes: await count(sql`delete from oauth_codes where expires_at < now() - interval '1 day'`),
+    oauth_tokens: await count(sql`delete from oauth_tokens where expires_at < now()`),
+    cli_device_pages: await count(sql`delete from cli_device_pages where expires_at < now()`),
+    cli_device_codes: await count(sql`delete from cli_device_codes where expires_at < now()`),
+    signups: await count(sql`delete from signups where expires_at < now()`),
+    agent_invitations: await count(sql`delete from agent_connections where claimed_at is null and invitation_expires_at < now()`),
+  }
+}
+
 export const cleanupJob = {
   kind: CLEANUP_KIND,
   async handle(ctx: AppContext) {
@@ -14,6 +37,7 @@ export const cleanupJob = {
     const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
     const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
     const reclaimed = await reclaimStale(sql, STALE_LOCK_SECONDS)
-    log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed })
+    const identity = await deleteExpiredIdentityRows(sql)
+    log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity })
   },
 }

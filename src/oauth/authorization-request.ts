@@ -7,6 +7,7 @@
 import type { Config } from '../config'
 import type { Tx } from '../db/client'
 import { SCOPE } from './constants'
+import { isFirstPartyClient } from './first-party'
 import { findClient, type ClientRow } from './queries'
 
 export interface AuthorizationRequest {
@@ -46,7 +47,8 @@ export async function checkAuthorizationRequest(sql: Tx, config: Config, query: 
   if (clientId === TWICE) return refuse('client_id was given more than once.')
   if (!clientId) return refuse('The request names no client (client_id is missing).')
   const client = await findClient(sql, clientId)
-  if (!client) return refuse('The application is not registered here (unknown client_id).')
+  // the service's own clients get their grants from the CLI login and the signups, never here
+  if (!client || isFirstPartyClient(client.id)) return refuse('The application is not registered here (unknown client_id).')
   const redirectUri = one('redirect_uri')
   if (redirectUri === TWICE) return refuse('redirect_uri was given more than once.')
   if (!redirectUri) return refuse('The request has no redirect_uri.')

@@ -32,7 +32,7 @@ main{max-width:26rem;margin:0 auto;background:#fff;border-radius:10px;padding:2r
 h1{font-size:1.3rem;margin:0 0 1rem}
 p{margin:.5rem 0 1rem}
 label{display:block;font-weight:600;margin:1rem 0 .3rem}
-input[type=email],input[type=password]{box-sizing:border-box;width:100%;padding:.55rem;border:1px solid #b8bfcc;border-radius:6px;font:inherit}
+input[type=email],input[type=password],input[type=text]{box-sizing:border-box;width:100%;padding:.55rem;border:1px solid #b8bfcc;border-radius:6px;font:inherit}
 fieldset{border:1px solid #d6dae2;border-radius:6px;margin:1rem 0;padding:.5rem 1rem}
 fieldset label{font-weight:400;margin:.4rem 0}
 .actions{display:flex;gap:.75rem;margin-top:1.5rem}
@@ -60,7 +60,8 @@ export function pageHeaders(redirectOrigin?: string): Record<string, string> {
   }
 }
 
-function layout(title: string, body: Html): string {
+/** A whole page around `body`: the one stylesheet the policy allows, nothing else. */
+export function layout(title: string, body: Html): string {
   return html`<!doctype html>
 <html lang="en">
 <head>

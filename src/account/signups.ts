@@ -1,0 +1,168 @@
+/**
+ * Email-verified signups, shared by the CLI signup and the agent signup: an opaque signup token
+ * for the client, a 6-digit code for the mailbox. The code is kept as an HMAC under the server
+ * key (a plain hash of a 6-digit number falls to a million guesses), compared in constant time,
+ * valid 15 minutes, renewed by a resend at most once a minute. Five wrong codes end the signup,
+ * whatever the resends; a cap on signups per address and day bounds guessing across tokens.
+ */
+import { randomUUIDv7 } from 'bun'
+import { randomInt } from 'node:crypto'
+import type { AppContext } from '../context'
+import { randomToken, safeEqual, sha256 } from '../crypto'
+import type { Sql, Tx } from '../db/client'
+import { ApiError, errors } from '../http/errors'
+import { rateLimitError } from '../http/rate-limit'
+import { enqueueVerificationMail } from './verification-mail.job'
+
+export const SIGNUP_TOKEN_PREFIX = 'sgt_'
+export const SIGNUP_LIMITS = {
+  /** the signup token */
+  tokenTtlSeconds: 24 * 60 * 60,
+  codeTtlSeconds: 15 * 60,
+  resendAfterSeconds: 60,
+  maxFailedAttempts: 5,
+  /** the first mail plus resends */
+  maxSends: 6,
+  /** signups started for one address in 24 hours: bounds mail to it and guesses against it */
+  perEmailPerDay: 10,
+  /** start, resend and verify requests per address and minute */
+  perEmailPerMinute: 10,
+} as const
+
+export type SignupKind = 'cli' | 'agent'
+
+export interface SignupRow {
+  id: string
+  kind: SignupKind
+  email: string
+  name: string | null
+  org_name: string | null
+  device_name: string | null
+  code_hmac: Buffer
+  code_live: boolean
+  failed_attempts: number
+  sends: number
+  /** seconds since the last mail */
+  since_sent: number
+  live: boolean
+  completed_at: Date | null
+}
+
+
+function newCode(): string {
+  return String(randomInt(0, 1_000_000)).padStart(6, '0')
+}
+
+function codeHmac(ctx: AppContext, signupId: string, code: string): Buffer {
+  return Buffer.from(ctx.keys.sign('signup-code', `${signupId}:${code}`), 'base64url')
+}
+
+function codeMail(email: string, code: string, kind: SignupKind) {
+  const what = kind === 'cli' ? 'your new account' : 'your agent'
+  return {
+    to: email,
+    subject: `Your verification code: ${code}`,
+    text:
+      `Your verification code is ${code}\n\n` +
+      `Enter it to finish setting up ${what}. It expires in ${SIGNUP_LIMITS.codeTtlSeconds / 60} minutes.\n\n` +
+      `If you did not ask for this, ignore this message: nothing happens without the code.\n`,
+  }
+}
+
+/** Spends one request of the per-address limiter: 429 rate_limit_exceeded past it. */
+export async function limitPerEmail(ctx: AppContext, email: string) {
+  const decision = await ctx.limiter.take(`signup-email:${email.trim().toLowerCase()}`, SIGNUP_LIMITS.perEmailPerMinute)
+  if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'email address')
+}
+
+function tooSoon(retryAfter: number, message: string): ApiError {
+  return new ApiError('rate_limit_exceeded', `${message}; retry after ${retryAfter} seconds`, undefined, { 'retry-after': String(retryAfter) })
+}
+
+const unusable = () =>
+  new ApiError('validation_error', 'signup_token: unknown, expired or no longer usable; start the signup again', { reason: 'signup_token_invalid' })
+
+/** Creates a signup and queues its first code mail; returns the signup token (shown once) and the mail job. */
+export async function startSignup(
+  ctx: AppContext,
+  tx: Tx,
+  s: { kind: SignupKind; email: string; name?: string; orgName?: string; deviceName?: string },
+): Promise<{ token: string; jobId: string | null }> {
+  const email = s.email.trim()
+  const [{ recent }] = (await tx`
+    select count(*)::int as recent from signups
+     where lower(email) = lower(${email}) and created_at > now() - interval '24 hours'`) as [{ recent: number }]
+  if (recent >= SIGNUP_LIMITS.perEmailPerDay) {
+    throw tooSoon(3600, `email: at most ${SIGNUP_LIMITS.perEmailPerDay} signups per address in 24 hours`)
+  }
+  const id = randomUUIDv7()
+  const token = randomToken(SIGNUP_TOKEN_PREFIX)
+  const code = newCode()
+  await tx`
+    insert into signups (id, kind, token_hash, email, name, org_name, device_name, code_hmac, code_expires_at, expires_at)
+    values (${id}, ${s.kind}, ${sha256(token)}, ${email}, ${s.name ?? null}, ${s.orgName ?? null}, ${s.deviceName ?? null},
+            ${codeHmac(ctx, id, code)}, now() + make_interval(secs => ${SIGNUP_LIMITS.codeTtlSeconds}),
+            now() + make_interval(secs => ${SIGNUP_LIMITS.tokenTtlSeconds}))`
+  const jobId = await enqueueVerificationMail(ctx, tx, codeMail(email, code, s.kind))
+  return { token, jobId }
+}
+
+async function findSignup(sql: Tx, kind: SignupKind, token: string, lock: boolean): Promise<SignupRow | null> {
+  if (token.length > 200) return null
+  const [row] = await sql<SignupRow[]>`
+    select id, kind, email, name, org_name, device_name, code_hmac, code_expires_at > now() as code_live, failed_attempts, sends,
+           extract(epoch from now() - last_sent_at)::float8 as since_sent, expires_at > now() as live, completed_at
+      from signups where token_hash = ${sha256(token)} and kind = ${kind}
+    ${lock ? sql`for update` : sql``}`
+  return row ?? null
+}
+
+const usable = (row: SignupRow | null): row is SignupRow =>
+  row !== null && row.live && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
+
+/** A new code for the signup, mailed again; 429 within a minute of the last mail. */
+export async function resendSignup(ctx: AppContext, tx: Tx, kind: SignupKind, token: string): Promise<{ email: string; jobId: string | null }> {
+  const row = await findSignup(tx, kind, token, true)
+  if (!usable(row)) throw unusable()
+  if (row.since_sent < SIGNUP_LIMITS.resendAfterSeconds) {
+    throw tooSoon(Math.max(1, Math.ceil(SIGNUP_LIMITS.resendAfterSeconds - row.since_sent)), `signup_token: a code was sent less than ${SIGNUP_LIMITS.resendAfterSeconds} seconds ago`)
+  }
+  if (row.sends >= SIGNUP_LIMITS.maxSends) throw tooSoon(3600, `signup_token: at most ${SIGNUP_LIMITS.maxSends} codes per signup; start again later`)
+  const code = newCode()
+  await tx`
+    update signups set code_hmac = ${codeHmac(ctx, row.id, code)}, code_expires_at = now() + make_interval(secs => ${SIGNUP_LIMITS.codeTtlSeconds}),
+           sends = sends + 1, last_sent_at = now()
+     where id = ${row.id}`
+  return { email: row.email, jobId: await enqueueVerificationMail(ctx, tx, codeMail(row.email, code, kind)) }
+}
+
+/**
+ * Checks a code on its own, committed transaction, so a wrong guess counts even though the
+ * request fails. Returns the signup when the code is right; a completed signup is returned as is
+ * (the caller's idempotent step replays or refuses it).
+ */
+export async function checkSignupCode(ctx: AppContext, sql: Sql, kind: SignupKind, token: string, code: string): Promise<SignupRow> {
+  const outcome = await sql.begin(async tx => {
+    const row = await findSignup(tx, kind, token, true)
+    if (row?.completed_at) return row
+    if (!usable(row)) return unusable()
+    const right = safeEqual(codeHmac(ctx, row.id, code), row.code_hmac)
+    if (right && row.code_live) return row
+    if (!right) {
+      await tx`update signups set failed_attempts = failed_attempts + 1 where id = ${row.id}`
+      const left = SIGNUP_LIMITS.maxFailedAttempts - row.failed_attempts - 1
+      return left > 0
+        ? new ApiError('validation_error', `verification_code: is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, { reason: 'code_incorrect', attempts_remaining: left })
+        : new ApiError('validation_error', 'verification_code: is incorrect; too many wrong codes, so this signup has ended; start again', { reason: 'signup_token_invalid', attempts_remaining: 0 })
+    }
+    return new ApiError('validation_error', 'verification_code: has expired; ask for a new one with resend', { reason: 'code_expired' })
+  })
+  if (outcome instanceof ApiError) throw outcome
+  return outcome
+}
+
+/** Marks the signup completed inside the caller's transaction; throws when another request completed it first. */
+export async function completeSignup(tx: Tx, id: string) {
+  const rows = await tx`update signups set completed_at = now() where id = ${id} and completed_at is null returning id`
+  if (!rows.length) throw errors.conflict('signup_token: this signup was already completed', { reason: 'signup_completed' })
+}
