@@ -1,0 +1,53 @@
+/**
+ * How anything thrown while handling a request becomes the error the client sees: our own
+ * ApiErrors as they are, Elysia's validation and parse failures as `validation_error` with
+ * `field: reason` messages, unknown routes as `not_found`, and everything else as an
+ * `internal_error` that leaks no stack or SQL. /oauth/* answers in the OAuth error shape.
+ */
+import { ValueErrorType } from '@sinclair/typebox/value'
+import { ApiError, errors } from './errors'
+import { fieldName, reasonOf } from './validation'
+
+type Issue = { path: string; type: number; schema: unknown; message: string }
+
+/**
+ * Elysia checks the range of a coerced query or path number (`?limit=0`) on the property alone
+ * and reports it without its name; find the parameter that carried the value.
+ */
+function coercedName(request: Request, value: unknown): string {
+  const url = new URL(request.url)
+  const names = [...new Set([...url.searchParams].filter(([, v]) => v !== '' && Number(v) === value).map(([k]) => k))]
+  return names.length === 1 ? names[0]! : 'query'
+}
+
+/** RFC 6749 section 5.2: the /oauth/* endpoints answer `{error, error_description}`, never the v1 envelope. */
+export function oauthErrorBody(e: ApiError) {
+  const error = e.status === 429 ? 'slow_down' : e.status >= 500 ? 'server_error' : e.status === 404 ? 'not_found' : 'invalid_request'
+  return { error, error_description: e.message }
+}
+
+/** The error envelope for anything thrown while handling a request; never leaks stacks or SQL. */
+export function toApiError(code: string | number, error: unknown, request: Request, path: string): ApiError {
+  if (error instanceof ApiError) return error
+  // Elysia wraps anything a parser throws (our 413 included) in a ParseError
+  if (code === 'PARSE' && (error as Error).cause instanceof ApiError) return (error as Error).cause as ApiError
+  // A response that fails its own schema is our bug, not the caller's.
+  if (code === 'VALIDATION' && (error as { type?: string }).type === 'response') {
+    return new ApiError('internal_error', 'internal error; the request id identifies it in our logs')
+  }
+  if (code === 'VALIDATION') {
+    const v = error as { type: string; all: Issue[]; value: unknown }
+    const part =
+      v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : v.type === 'property' ? coercedName(request, v.value) : 'body'
+    const issues = v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]
+    // a missing field is reported once, as missing, not also as the wrong type
+    const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
+    const relevant = issues.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
+    const messages = [...new Set(relevant.map(i => `${fieldName(part, i.path)}: ${reasonOf(i as never)}`))]
+    return new ApiError('validation_error', messages.join('; '))
+  }
+  if (code === 'PARSE') return errors.validation('body', 'is not valid JSON')
+  if (code === 'NOT_FOUND') return new ApiError('not_found', `${request.method} ${path}: no such route`)
+  return new ApiError('internal_error', 'internal error; the request id identifies it in our logs')
+}
+
