@@ -32,10 +32,21 @@ export async function inboundHarness(env: Record<string, string> = {}): Promise<
   // Only the ingest stage: tests that exercise other jobs run workers of their own.
   const ingester = await startWorker(t.ctx, { kinds: [ingestJob], pollMs: 20 })
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true, name: 'client.sender.example' })
+  // Every harness's ingester serves the one shared queue, so "processed" means the queue is empty,
+  // whichever worker took the message (the row goes in the transaction that stores it).
+  const settle = async () => {
+    ingester.wake()
+    for (let i = 0; i < 500; i++) {
+      const [row] = await t.ctx.sql<{ n: number }[]>`select count(*)::int as n from inbound_queue`
+      if (row!.n === 0) return
+      await Bun.sleep(10)
+    }
+    throw new Error('inbound queue did not drain within 5 s')
+  }
   const send = transport.sendMail.bind(transport)
   transport.sendMail = (async (mail: Parameters<typeof send>[0]) => {
     const info = await send(mail)
-    await ingester.drain()
+    await settle()
     return info
   }) as typeof transport.sendMail
   return {
@@ -43,7 +54,7 @@ export async function inboundHarness(env: Record<string, string> = {}): Promise<
     smtpPort: smtp.port,
     dns: resolver.records,
     transport,
-    settle: () => ingester.drain(),
+    settle,
     async stop() {
       transport.close()
       await smtp.stop(1000)
