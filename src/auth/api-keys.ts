@@ -3,7 +3,7 @@ import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { API_KEY_PREFIX } from './credentials'
 
@@ -37,12 +37,12 @@ export async function createApiKey(tx: Tx, orgId: string, createdBy: string | nu
 
 export async function listApiKeys(sql: Sql, orgId: string, page: PageRequest, createdAfter: Date | null) {
   const matching = sql`org_id = ${orgId} ${createdAfter ? sql`and created_at > ${createdAfter}` : sql``}`
-  const rows = await sql<ApiKeyRow[]>`
-    select id, name, hint, created_by, created_at, revoked_at from api_keys
-     where ${matching} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from api_keys where ${matching}`
-  return { rows, total: count!.total }
+  return listPage<ApiKeyRow>(sql, {
+    columns: sql`id, name, hint, created_by, created_at, revoked_at`,
+    from: sql`api_keys`,
+    where: matching,
+    page,
+  })
 }
 
 /** Revokes a key of the organization; another organization's key is not_found. */

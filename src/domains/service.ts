@@ -11,7 +11,7 @@ import type { ServerKeys } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import type { Resolver } from '../dns/resolver'
 import { ApiError, errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { log } from '../log'
 import { checkRecords, expectedRecords, foreignMx, lookupMx, normalizeDomain, PURPOSES, VERIFICATION_PREFIX, type Checks } from './dns-records'
@@ -127,12 +127,7 @@ export async function claimDomain(sql: Sql, deps: DomainDeps, orgId: string, inp
 }
 
 export async function listDomains(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<DomainRow[]>`
-    select ${sql(COLUMNS)} from domains
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from domains where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<DomainRow>(sql, { columns: sql(COLUMNS), from: sql`domains`, where: sql`org_id = ${orgId}`, page })
 }
 
 /** One domain of the organization; another organization's is not_found. */

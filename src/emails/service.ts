@@ -1,7 +1,7 @@
 /** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
 import type { Sql } from '../db/client'
 import { ApiError, errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
@@ -99,12 +99,7 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}
     ${f.eventType ? sql`and event_type = ${f.eventType}` : sql``}`
-  const rows = await sql<SummaryRow[]>`
-    select ${sql(SUMMARY_COLUMNS)}
-      from emails where ${matching} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from emails where ${matching}`
-  return { rows, total: count!.total }
+  return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page })
 }
 
 /** One message of the organization (of `address` only, when given); anything else is not_found. */
@@ -166,12 +161,12 @@ export const presentThread = (t: ThreadRow) => ({
 })
 
 export async function listThreads(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<ThreadRow[]>`
-    select id, subject, participants, message_count, last_message_at, created_at from threads
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from threads where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<ThreadRow>(sql, {
+    columns: sql`id, subject, participants, message_count, last_message_at, created_at`,
+    from: sql`threads`,
+    where: sql`org_id = ${orgId}`,
+    page,
+  })
 }
 
 export async function getThread(sql: Sql, orgId: string, id: string) {
@@ -193,12 +188,7 @@ export async function searchEmails(sql: Sql, orgId: string, q: string, page: Pag
     return await sql.begin(async tx => {
       await tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`
       const matching = tx`org_id = ${orgId} and (subject ilike ${pattern} or from_address ilike ${pattern} or from_name ilike ${pattern} or text_body ilike ${pattern})`
-      const rows = await tx<SummaryRow[]>`
-        select ${tx(SUMMARY_COLUMNS)}
-          from emails where ${matching} ${page.after ? tx`and id < ${page.after}` : tx``}
-         order by id desc limit ${page.limit + 1}`
-      const [count] = await tx<{ total: number }[]>`select count(*)::int as total from emails where ${matching}`
-      return { rows, total: count!.total }
+      return listPage<SummaryRow>(tx, { columns: tx(SUMMARY_COLUMNS), from: tx`emails`, where: matching, page })
     })
   } catch (error) {
     // 57014: query_canceled, which is how statement_timeout ends a query

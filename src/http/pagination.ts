@@ -3,7 +3,9 @@
  * seen; it is signed so clients treat it as opaque, and a tampered one is a validation_error.
  */
 import { t } from 'elysia'
+import type postgres from 'postgres'
 import { safeEqual, type ServerKeys } from '../crypto'
+import type { Tx } from '../db/client'
 import { Page } from './envelope'
 import { errors } from './errors'
 
@@ -18,6 +20,36 @@ export interface PageRequest {
   limit: number
   /** rows must have an id below this one (null = first page) */
   after: string | null
+}
+
+/** One page of an organization's list, as `listPage` reads it: `select <columns> from <from> <join> where <where>`. */
+export interface ListQuery {
+  /** the select list: sql`*`, or sql([...names]) for named columns */
+  columns: postgres.Fragment | postgres.Helper<any>
+  /** the table the rows and the total come from, with its alias when the filter or columns use one */
+  from: postgres.Fragment
+  /** joins that only add columns to each row; the total is counted without them */
+  join?: postgres.Fragment
+  /** the filter of the list (at least the organization); `total` counts every row it matches */
+  where: postgres.Fragment
+  page: PageRequest
+  /** the key the list is ordered by and the cursor compared with; qualify it (`d.id`) when a join makes `id` ambiguous */
+  idColumn?: string
+}
+
+/**
+ * Reads a page newest first: the rows below the cursor, `limit + 1` of them so `Cursors.page` can
+ * tell whether there is more, and the total of the whole filtered list, regardless of the cursor.
+ * Takes a transaction handle too, so both statements can run under its settings.
+ */
+export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise<{ rows: T[]; total: number }> {
+  const id = sql(q.idColumn ?? 'id')
+  const rows = await sql<T[]>`
+    select ${q.columns} from ${q.from} ${q.join ?? sql``}
+     where ${q.where} ${q.page.after ? sql`and ${id} < ${q.page.after}` : sql``}
+     order by ${id} desc limit ${q.page.limit + 1}`
+  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from ${q.from} where ${q.where}`
+  return { rows, total: count!.total }
 }
 
 export class Cursors {

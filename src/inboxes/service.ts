@@ -3,7 +3,7 @@ import { randomUUIDv7 } from 'bun'
 import { randomBytes } from 'node:crypto'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 
 export interface InboxRow {
@@ -83,12 +83,12 @@ export async function createInbox(sql: Sql, orgId: string, domain: string, input
 }
 
 export async function listInboxes(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<InboxRow[]>`
-    select id, address, display_name, created_at from managed_inboxes
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from managed_inboxes where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<InboxRow>(sql, {
+    columns: sql`id, address, display_name, created_at`,
+    from: sql`managed_inboxes`,
+    where: sql`org_id = ${orgId}`,
+    page,
+  })
 }
 
 /** One inbox of the organization; another organization's is not_found. */

@@ -2,7 +2,7 @@
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { rateLimitError } from '../http/rate-limit'
 import { iso } from '../http/timestamps'
 import { attemptDelivery, type DeliveryStatus } from './attempt'
@@ -57,13 +57,12 @@ export interface DeliveryFilters {
   dateTo: Date | null
 }
 
-function selectDeliveries(sql: Sql) {
-  return sql`
-    select d.id, d.org_id, d.email_id, d.endpoint_id, d.endpoint_url, d.event_id, d.event_type, d.status, d.attempt_count,
-           d.duration_ms, d.response_status, d.last_error, d.last_error_code, d.created_at, d.updated_at,
-           em.from_address as sender, em.rcpt_to as recipient, em.subject
-      from webhook_deliveries d left join emails em on em.id = d.email_id`
-}
+const deliveryColumns = (sql: Sql) => sql`
+  d.id, d.org_id, d.email_id, d.endpoint_id, d.endpoint_url, d.event_id, d.event_type, d.status, d.attempt_count,
+  d.duration_ms, d.response_status, d.last_error, d.last_error_code, d.created_at, d.updated_at,
+  em.from_address as sender, em.rcpt_to as recipient, em.subject`
+
+const withEmail = (sql: Sql) => sql`left join emails em on em.id = d.email_id`
 
 export async function listDeliveries(sql: Sql, orgId: string, page: PageRequest, f: DeliveryFilters) {
   const matching = sql`
@@ -72,15 +71,19 @@ export async function listDeliveries(sql: Sql, orgId: string, page: PageRequest,
     ${f.status ? sql`and d.status = ${f.status}` : sql``}
     ${f.dateFrom ? sql`and d.created_at >= ${f.dateFrom}` : sql``}
     ${f.dateTo ? sql`and d.created_at <= ${f.dateTo}` : sql``}`
-  const rows = await sql<DeliveryRow[]>`
-    ${selectDeliveries(sql)} where ${matching} ${page.after ? sql`and d.id < ${page.after}` : sql``}
-     order by d.id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from webhook_deliveries d where ${matching}`
-  return { rows, total: count!.total }
+  return listPage<DeliveryRow>(sql, {
+    columns: deliveryColumns(sql),
+    from: sql`webhook_deliveries d`,
+    join: withEmail(sql),
+    where: matching,
+    page,
+    idColumn: 'd.id',
+  })
 }
 
 export async function getDelivery(sql: Sql, orgId: string, id: string): Promise<DeliveryRow> {
-  const [row] = await sql<DeliveryRow[]>`${selectDeliveries(sql)} where d.id = ${id} and d.org_id = ${orgId}`
+  const [row] = await sql<DeliveryRow[]>`
+    select ${deliveryColumns(sql)} from webhook_deliveries d ${withEmail(sql)} where d.id = ${id} and d.org_id = ${orgId}`
   if (!row) throw errors.notFound('delivery')
   return row
 }

@@ -16,7 +16,7 @@ import type { Sql, Tx } from '../db/client'
 import type { Resolver } from '../dns/resolver'
 import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation, lockOrgForWebhooks, planAccess, requireEntitlement, type PlanAccess } from './plan-access'
 import { checkWebhookUrl } from './url-safety'
@@ -121,12 +121,12 @@ export async function getEndpoint(sql: Tx, orgId: string, id: string): Promise<E
 }
 
 export async function listEndpoints(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<EndpointRow[]>`
-    select * from endpoints
-     where org_id = ${orgId} and deactivated_at is null ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from endpoints where org_id = ${orgId} and deactivated_at is null`
-  return { rows, total: count!.total }
+  return listPage<EndpointRow>(sql, {
+    columns: sql`*`,
+    from: sql`endpoints`,
+    where: sql`org_id = ${orgId} and deactivated_at is null`,
+    page,
+  })
 }
 
 /** The active endpoint of a function, if it has one (a function has at most one). */

@@ -7,7 +7,7 @@ import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { normalizePattern, patternProblem } from './patterns'
 import { planAccess, requireEntitlement } from './plan-access'
@@ -50,12 +50,7 @@ export async function createFilter(sql: Sql, orgId: string, input: { type: Filte
 }
 
 export async function listFilters(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<FilterRow[]>`
-    select * from filters
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from filters where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<FilterRow>(sql, { columns: sql`*`, from: sql`filters`, where: sql`org_id = ${orgId}`, page })
 }
 
 export async function getFilter(sql: Sql, orgId: string, id: string): Promise<FilterRow> {

@@ -22,7 +22,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
-import type { PageRequest } from '../http/pagination'
+import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { findEndpoint, functionRouteTarget } from './endpoints.service'
 import { expandPattern, isExactAddress, matchesPattern, normalizePattern, patternDomain, patternProblem } from './patterns'
@@ -98,12 +98,7 @@ export async function createRoute(sql: Sql, managedDomain: string, orgId: string
 }
 
 export async function listRoutes(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<RouteRow[]>`
-    select * from recipient_routes
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from recipient_routes where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<RouteRow>(sql, { columns: sql`*`, from: sql`recipient_routes`, where: sql`org_id = ${orgId}`, page })
 }
 
 export async function getRoute(sql: Sql, orgId: string, id: string): Promise<RouteRow> {

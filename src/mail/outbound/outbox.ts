@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql } from '../../db/client'
 import { errors } from '../../http/errors'
-import type { PageRequest } from '../../http/pagination'
+import { listPage, type PageRequest } from '../../http/pagination'
 
 export interface OutboxRow {
   id: string
@@ -35,12 +35,7 @@ export async function insertOutbox(
 
 /** The organization's outbox, newest first. */
 export async function listOutbox(sql: Sql, orgId: string, page: PageRequest) {
-  const rows = await sql<OutboxRow[]>`
-    select ${sql(SUMMARY)} from outbox_messages
-     where org_id = ${orgId} ${page.after ? sql`and id < ${page.after}` : sql``}
-     order by id desc limit ${page.limit + 1}`
-  const [count] = await sql<{ total: number }[]>`select count(*)::int as total from outbox_messages where org_id = ${orgId}`
-  return { rows, total: count!.total }
+  return listPage<OutboxRow>(sql, { columns: sql(SUMMARY), from: sql`outbox_messages`, where: sql`org_id = ${orgId}`, page })
 }
 
 /** One message with its raw text; another organization's is not_found. */
