@@ -49,3 +49,10 @@ export async function setApiLimit(tx: Tx, orgId: string, perMinute: number | nul
   const rows = await tx`update orgs set api_per_minute_override = ${perMinute} where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
 }
+
+/** Overrides the plan's sends per hour and per day for one organization (null restores the plan's). */
+export async function setSendLimits(tx: Tx, orgId: string, limits: { perHour: number | null; perDay: number | null }) {
+  const rows = await tx`
+    update orgs set send_per_hour_override = ${limits.perHour}, send_per_day_override = ${limits.perDay} where id = ${orgId} returning id`
+  if (!rows.length) throw errors.notFound('org')
+}

@@ -9,11 +9,14 @@ interface OrgRow {
   storage_used_bytes: number
   emails_count: number
   api_per_minute_override: number | null
+  send_per_hour_override: number | null
+  send_per_day_override: number | null
 }
 
 async function loadOrg(sql: Sql, orgId: string): Promise<OrgRow> {
   const [org] = await sql<OrgRow[]>`
-    select plan, extra_entitlements, storage_used_bytes, emails_count, api_per_minute_override from orgs where id = ${orgId}`
+    select plan, extra_entitlements, storage_used_bytes, emails_count, api_per_minute_override, send_per_hour_override, send_per_day_override
+      from orgs where id = ${orgId}`
   if (!org) throw errors.notFound('org')
   return org
 }
@@ -27,8 +30,8 @@ export async function getAccount(sql: Sql, orgId: string) {
     entitlements,
     limits: {
       storage_mb: limits.storage_mb,
-      send_per_hour: limits.send_per_hour,
-      send_per_day: limits.send_per_day,
+      send_per_hour: org.send_per_hour_override ?? limits.send_per_hour,
+      send_per_day: org.send_per_day_override ?? limits.send_per_day,
       api_per_minute: org.api_per_minute_override ?? limits.api_per_minute,
       webhooks_max_global: limits.webhooks_max_global,
       webhooks_per_domain: entitlements.includes('webhooks_per_domain'),

@@ -5,7 +5,7 @@
 import type { Config } from '../config'
 import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
-import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan } from '../account/orgs'
+import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan, setSendLimits } from '../account/orgs'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
@@ -83,6 +83,21 @@ export async function setApiLimitCommand(sql: Sql, orgId: string | undefined, pe
   if (limit !== null && (!Number.isInteger(limit) || limit <= 0)) throw new UsageError('api_per_minute: must be a positive integer or "plan"')
   await sql.begin(tx => setApiLimit(tx, orgId, limit))
   return { org_id: orgId, api_per_minute: limit ?? 'plan' }
+}
+
+/** Overrides the plan's send_per_hour and send_per_day for one organization; "plan" restores the plan's value. */
+export async function setSendLimitsCommand(sql: Sql, orgId: string | undefined, perHour: string | undefined, perDay: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  const limit = (name: string, value: string | undefined) => {
+    if (value === 'plan') return null
+    const n = Number(value)
+    if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${name}: must be a positive integer or "plan"`)
+    return n
+  }
+  const hour = limit('send_per_hour', perHour)
+  const day = limit('send_per_day', perDay)
+  await sql.begin(tx => setSendLimits(tx, orgId, { perHour: hour, perDay: day }))
+  return { org_id: orgId, send_per_hour: hour ?? 'plan', send_per_day: day ?? 'plan' }
 }
 
 export async function createKeyCommand(sql: Sql, orgId: string | undefined, name = 'operator') {

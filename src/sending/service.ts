@@ -73,10 +73,15 @@ async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest) {
   await requireSender(tx, auth.orgId, r.from)
   const plan = planDefinition(auth.plan)
   if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
-  const [counts] = await tx<{ hour: number; day: number }[]>`
-    select count(*) filter (where created_at > now() - interval '1 hour')::int as hour, count(*)::int as day
-      from sends where org_id = ${auth.orgId} and created_at > now() - interval '1 day'`
-  const { send_per_hour, send_per_day } = plan.limits
+  // The plan's limits unless an operator set the organization's own (`admin org set-send-limits`).
+  const [counts] = await tx<{ hour: number; day: number; per_hour: number | null; per_day: number | null }[]>`
+    select count(s.id) filter (where s.created_at > now() - interval '1 hour')::int as hour, count(s.id)::int as day,
+           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
+      from orgs o left join sends s on s.org_id = o.id and s.created_at > now() - interval '1 day'
+     where o.id = ${auth.orgId}
+     group by o.id`
+  const send_per_hour = counts!.per_hour ?? plan.limits.send_per_hour
+  const send_per_day = counts!.per_day ?? plan.limits.send_per_day
   if (counts!.hour >= send_per_hour || counts!.day >= send_per_day) {
     const which = counts!.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
     throw new ApiError('rate_limited', `send-mail: at most ${which} per organization`, undefined, { 'retry-after': counts!.hour >= send_per_hour ? '3600' : '86400' })

@@ -1,4 +1,6 @@
 /** Helpers shared by the benchmark sections of `make bench`. */
+import { readFileSync } from 'node:fs'
+import type { Sql } from '../../src/db/client'
 
 /** A free loopback port (the listener that found it is closed again at once). */
 export async function freePort(): Promise<number> {
@@ -22,4 +24,104 @@ export async function runJson<T>(argv: string[]): Promise<T> {
 export async function stopAll(children: Bun.Subprocess[]): Promise<void> {
   for (const child of children) child.kill()
   await Promise.all(children.map(c => c.exited))
+}
+
+/**
+ * Wall-clock milliseconds since the epoch with sub-millisecond resolution. Every process of a
+ * section that compares times across processes (all on this machine) uses this one clock.
+ */
+export const epochMs = (): number => performance.timeOrigin + performance.now()
+
+/** Waits until `url` answers 2xx (10 s at most). */
+export async function waitForHttp(url: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {}
+    await Bun.sleep(100)
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+/** Waits until an SMTP server on the loopback port sends its 220 greeting (10 s at most). */
+export async function waitForSmtpGreeting(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const greeted = await new Promise<boolean>(resolve => {
+      Bun.connect({
+        hostname: '127.0.0.1',
+        port,
+        socket: {
+          data(s, data) {
+            resolve(new TextDecoder().decode(data).startsWith('220'))
+            s.end()
+          },
+          close: () => resolve(false),
+          error: () => resolve(false),
+          connectError: () => resolve(false),
+        },
+      }).catch(() => resolve(false))
+    })
+    if (greeted) return
+    await Bun.sleep(100)
+  }
+  throw new Error(`SMTP on port ${port} did not come up`)
+}
+
+let clockTicks: number | undefined
+function ticksPerSecond(): number {
+  try {
+    clockTicks ??= Number(Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()) || 100
+  } catch {
+    clockTicks = 100
+  }
+  return clockTicks
+}
+
+/** User + system CPU time of a process in microseconds, from /proc (Linux); null elsewhere. */
+export function processCpuMicros(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSecond()
+  } catch {
+    return null
+  }
+}
+
+/** The p-th percentile (0-100) of ascending `sorted`, rounded to 0.01; 0 for no values. */
+export function percentile(sorted: number[], p: number): number {
+  const v = sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+  return Math.round(v * 100) / 100
+}
+
+/**
+ * Bun flags for the service process of a section: with BENCH_PROFILE_DIR set, a CPU profile
+ * (Chrome format and a markdown summary) is written there when the service exits.
+ */
+export function profileArgs(): string[] {
+  const out = process.env.BENCH_PROFILE_DIR
+  return out ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${out}`] : []
+}
+
+/**
+ * CPU time (microseconds, from /proc) of the PostgreSQL backends serving the database `sql`
+ * is connected to, other than the caller's own connection: the database's share of a run,
+ * apart from whatever else the server is doing. Backends that appear during a run count from 0.
+ */
+export async function databaseCpu(sql: Sql): Promise<Map<number, number>> {
+  const rows = await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+  const out = new Map<number, number>()
+  for (const { pid } of rows) {
+    const us = processCpuMicros(pid)
+    if (us !== null) out.set(pid, us)
+  }
+  return out
+}
+
+/** The CPU time the backends used between two `databaseCpu` readings; null without /proc. */
+export function databaseCpuSpent(before: Map<number, number>, after: Map<number, number>): number | null {
+  if (after.size === 0) return null
+  let spent = 0
+  for (const [pid, us] of after) spent += us - (before.get(pid) ?? 0)
+  return spent
 }

@@ -4,16 +4,23 @@
  *
  * - http.ts: authenticated GET /v1/whoami against a bare Bun.serve "hello";
  * - smtp.ts: SMTP ingest (10 KB DKIM-signed messages, 1/20/100 sessions) through the full
- *   durable path, next to nodemailer's smtp-server and our listener with no-op hooks.
+ *   durable path, next to nodemailer's smtp-server and our listener with no-op hooks;
+ * - fanout.ts: inbound mail to webhook delivery (the service with all roles, a loopback
+ *   receiver), 250-to-arrival latency and deliveries/s at steady SMTP rates, next to fetch
+ *   POSTing straight to the receiver;
+ * - outbound.ts: sustained POST /v1/send-mail through an SMTP relay, next to nodemailer sending
+ *   prebuilt messages straight to the same relay.
  *
- * Every server and every load generator runs in a process of its own. BENCH_ONLY=http or
- * BENCH_ONLY=smtp runs one section.
+ * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
+ * fanout or outbound runs one section.
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import { httpBench } from './http'
 import { smtpBench } from './smtp'
+import { fanoutBench } from './fanout'
+import { outboundBench } from './outbound'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const only = process.env.BENCH_ONLY
@@ -27,6 +34,8 @@ try {
   await migrate(sql)
   if (!only || only === 'http') await httpBench(sql, dbUrl)
   if (!only || only === 'smtp') await smtpBench(sql, dbUrl)
+  if (!only || only === 'fanout') await fanoutBench(sql, dbUrl)
+  if (!only || only === 'outbound') await outboundBench(sql, dbUrl)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)

@@ -9,6 +9,7 @@ import { memoryResolver } from '../../src/dns/resolver'
 import { signingKeyFor } from '../../src/mail/outbound/dkim'
 import { startWorker } from '../../src/jobs/worker'
 import { closeRelay } from '../../src/sending/relay'
+import { setSendLimitsCommand, UsageError } from '../../src/admin/commands'
 
 let relay: TestRelay
 let app: TestApp
@@ -160,6 +161,35 @@ describe('who may send', () => {
       insert into sends (id, org_id, status, request, from_address)
       select gen_random_uuid(), ${busy.orgId}, 'queued', '{}', ${address} from generate_series(1, 1000)`
     expectError(await send({ from: address, to: 'x@example.com', subject: 's', body_text: 'x' }, { org: busy }), 429, 'rate_limited')
+  })
+
+  test('an operator override (admin org set-send-limits) replaces the plan limits; "plan" restores them', async () => {
+    const busy = await createOrg()
+    const address = await managedAddress(app.ctx, busy.orgId)
+    const sql = await testSql()
+    await sql`
+      insert into sends (id, org_id, status, request, from_address)
+      select gen_random_uuid(), ${busy.orgId}, 'queued', '{}', ${address} from generate_series(1, 1000)`
+    const body = () => ({ from: address, to: 'x@example.com', subject: `s ${unique()}`, body_text: 'x' })
+    expect(await setSendLimitsCommand(sql, busy.orgId, '5000', '20000')).toEqual({ org_id: busy.orgId, send_per_hour: 5000, send_per_day: 20000 })
+    expect((await send(body(), { org: busy })).body.data.status).toBe('queued')
+    expect((await app.request('GET', '/v1/account', { key: busy.key })).body.data.limits).toMatchObject({ send_per_hour: 5000, send_per_day: 20000 })
+    // an override may also be stricter than the plan: the day limit is the one hit here
+    await setSendLimitsCommand(sql, busy.orgId, '5000', '1001')
+    const res = await send(body(), { org: busy })
+    expectError(res, 429, 'rate_limited', 'send-mail: at most 1001 per day per organization')
+    expect(res.headers.get('retry-after')).toBe('86400')
+    expect(await setSendLimitsCommand(sql, busy.orgId, 'plan', 'plan')).toEqual({ org_id: busy.orgId, send_per_hour: 'plan', send_per_day: 'plan' })
+    expectError(await send(body(), { org: busy }), 429, 'rate_limited', 'send-mail: at most 1000 per hour per organization')
+    expect((await app.request('GET', '/v1/account', { key: busy.key })).body.data.limits).toMatchObject({ send_per_hour: 1000, send_per_day: 10000 })
+  })
+
+  test('set-send-limits refuses what is not a positive integer or "plan"', async () => {
+    const sql = await testSql()
+    for (const [hour, day] of [['0', '10'], ['10', undefined], ['1.5', '10'], ['10', 'lots']]) {
+      await expect(setSendLimitsCommand(sql, org.orgId, hour, day)).rejects.toBeInstanceOf(UsageError)
+    }
+    await expect(setSendLimitsCommand(sql, undefined, '10', '10')).rejects.toBeInstanceOf(UsageError)
   })
 })
 

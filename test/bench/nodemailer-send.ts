@@ -1,0 +1,61 @@
+/**
+ * The baseline of the outbound benchmark, run as its own process:
+ * `bun test/bench/nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file>`.
+ *
+ * nodemailer's pooled SMTP transport with `connections` connections to the relay sends one
+ * prebuilt message (built and DKIM-signed once, before this process starts) again and again,
+ * `connections` sends in flight, for 1 s of warm-up plus `seconds`, and at most `max-sends`
+ * in all. Prints one JSON object: sends, ok, errors, the measured window (epoch ms) and p50/p99
+ * send latency in it.
+ */
+import nodemailer from 'nodemailer'
+import { epochMs, percentile } from './common'
+
+const [portArg, connectionsArg = '10', secondsArg = '5', maxArg = '50000', from, to, messageFile] = process.argv.slice(2)
+if (!portArg || !from || !to || !messageFile) throw new Error('usage: nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file>')
+const connections = Number(connectionsArg)
+const durationMs = Number(secondsArg) * 1000
+const maxSends = Number(maxArg)
+const raw = await Bun.file(messageFile).text()
+const envelope = { from, to: [to] }
+
+const transport = nodemailer.createTransport({
+  host: '127.0.0.1',
+  port: Number(portArg),
+  secure: false,
+  ignoreTLS: true,
+  pool: true,
+  maxConnections: connections,
+  maxMessages: Infinity,
+  connectionTimeout: 10_000,
+  greetingTimeout: 10_000,
+  socketTimeout: 30_000,
+})
+
+const latencies: number[] = []
+const errorSamples = new Map<string, number>()
+let sends = 0
+let ok = 0
+const warmupEnd = epochMs() + 1000
+const end = warmupEnd + durationMs
+
+async function client() {
+  while (epochMs() < end && sends < maxSends) {
+    sends++
+    const started = epochMs()
+    try {
+      await transport.sendMail({ envelope, raw })
+      ok++
+      if (started >= warmupEnd) latencies.push(epochMs() - started)
+    } catch (e) {
+      const what = (e as Error).message
+      errorSamples.set(what, (errorSamples.get(what) ?? 0) + 1)
+    }
+  }
+}
+
+await Promise.all(Array.from({ length: connections }, client))
+transport.close()
+for (const [what, n] of errorSamples) console.error(`nodemailer-send: ${n} x ${what}`)
+latencies.sort((a, b) => a - b)
+console.log(JSON.stringify({ sends, ok, errors: sends - ok, window: [warmupEnd, end], measured: latencies.length, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))

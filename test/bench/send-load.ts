@@ -1,0 +1,63 @@
+/**
+ * A closed-loop POST /v1/send-mail load generator, run as its own process:
+ * `bun test/bench/send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>`.
+ *
+ * Each connection sends one message after another, each with a subject of its own
+ * (`outbound <n>`), so the payload-derived idempotency key never dedupes two sends; body_text
+ * comes from body-file. Runs for 1 s of warm-up plus `seconds`, and at most `max-sends` sends
+ * in all. Prints one JSON object: sends (all, warm-up included), ok (200 queued), errors with a
+ * sample of their statuses, the measured window (epoch ms) and the sends and p50/p99 API
+ * latency in it.
+ */
+import { epochMs, percentile } from './common'
+
+const [apiUrl, apiKey, from, to, bodyFile, connectionsArg = '10', secondsArg = '5', maxArg = '50000'] = process.argv.slice(2)
+if (!apiUrl || !apiKey || !from || !to || !bodyFile) throw new Error('usage: send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>')
+const connections = Number(connectionsArg)
+const durationMs = Number(secondsArg) * 1000
+const maxSends = Number(maxArg)
+const bodyText = await Bun.file(bodyFile).text()
+const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
+
+const latencies: number[] = []
+const statuses = new Map<string, number>()
+let sends = 0
+let ok = 0
+const warmupEnd = epochMs() + 1000
+const end = warmupEnd + durationMs
+
+async function client() {
+  while (epochMs() < end && sends < maxSends) {
+    const n = sends++
+    const started = epochMs()
+    let status = 'network error'
+    try {
+      const res = await fetch(`${apiUrl}/v1/send-mail`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ from, to, subject: `outbound ${n}`, body_text: bodyText }),
+        keepalive: true,
+      })
+      const json = (await res.json()) as { data?: { status?: string }; error?: { code?: string } }
+      status = res.status === 200 && json.data?.status === 'queued' ? 'ok' : `${res.status} ${json.error?.code ?? json.data?.status ?? ''}`
+    } catch {}
+    if (status === 'ok') ok++
+    else statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    if (started >= warmupEnd && status === 'ok') latencies.push(epochMs() - started)
+  }
+}
+
+await Promise.all(Array.from({ length: connections }, client))
+latencies.sort((a, b) => a - b)
+console.log(
+  JSON.stringify({
+    sends,
+    ok,
+    errors: sends - ok,
+    error_statuses: Object.fromEntries(statuses),
+    window: [warmupEnd, end],
+    measured: latencies.length,
+    p50_ms: percentile(latencies, 50),
+    p99_ms: percentile(latencies, 99),
+  }),
+)
