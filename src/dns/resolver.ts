@@ -9,11 +9,34 @@ import { promises as dns } from 'node:dns'
 export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'NS' | 'PTR' | 'SOA'
 export type Resolver = (name: string, rrtype: RecordType) => Promise<any>
 
+const MAX_CHARACTER_STRING = 255
+
+/**
+ * Bun's resolver (1.4.5) returns each <character-string> of a TXT record as a record of its own,
+ * so a 2048-bit DKIM key (split in 255-byte strings) arrives as several records and mailauth
+ * reads a truncated key. A string of exactly 255 bytes is a split one: join the record that
+ * follows it back on. Two separate records would only be joined by mistake if the first ended
+ * in a string of exactly 255 bytes, which publishers do not do except when splitting.
+ */
+export function rejoinTxt(records: string[][]): string[][] {
+  const out: string[][] = []
+  for (const record of records) {
+    const previous = out.at(-1)
+    const last = previous?.at(-1)
+    if (previous && last !== undefined && Buffer.byteLength(last) === MAX_CHARACTER_STRING) previous.push(...record)
+    else out.push([...record])
+  }
+  return out
+}
+
 /** `servers`: `host:port` entries (DNS_SERVERS); empty = the system's resolvers. */
 export function systemResolver(servers: string[] = []): Resolver {
   const resolver = new dns.Resolver({ timeout: 3000, tries: 2 })
   if (servers.length) resolver.setServers(servers)
-  return (name, rrtype) => resolver.resolve(name, rrtype as 'TXT') as Promise<any>
+  return async (name, rrtype) => {
+    const answers = await resolver.resolve(name, rrtype as 'TXT')
+    return rrtype === 'TXT' ? rejoinTxt(answers as string[][]) : answers
+  }
 }
 
 export type MemoryRecords = Record<string, Partial<Record<RecordType, unknown[]>>>
