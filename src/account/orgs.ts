@@ -50,6 +50,12 @@ export async function setApiLimit(tx: Tx, orgId: string, perMinute: number | nul
   if (!rows.length) throw errors.notFound('org')
 }
 
+/** Opts an organization in to (or out of) irreversible content discard (POST /v1/emails/{id}/discard). */
+export async function setContentDiscard(tx: Tx, orgId: string, enabled: boolean) {
+  const rows = await tx`update orgs set content_discard_enabled = ${enabled} where id = ${orgId} returning id`
+  if (!rows.length) throw errors.notFound('org')
+}
+
 /** Overrides the plan's sends per hour and per day for one organization (null restores the plan's). */
 export async function setSendLimits(tx: Tx, orgId: string, limits: { perHour: number | null; perDay: number | null }) {
   const rows = await tx`

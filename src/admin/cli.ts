@@ -10,7 +10,7 @@ import { openDatabase } from '../db/client'
 import { migrate } from '../db/migrate'
 import { setLogLevel } from '../log'
 import { managedDkimRecord } from '../mail/outbound/managed-key'
-import { createKeyCommand, createOrgCommand, createUserCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, setSendLimitsCommand, UsageError, verifyDomainCommand } from './commands'
+import { createKeyCommand, createOrgCommand, createUserCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand, setSendLimitsCommand, UsageError, verifyDomainCommand, contentDiscardCommand } from './commands'
 
 const USAGE = `usage:
   bun run admin org create --plan <free|agent|developer|power|platinum> [--email <owner>] [--name <name>]
@@ -18,6 +18,7 @@ const USAGE = `usage:
   bun run admin org entitle <org_id> <entitlement>
   bun run admin org set-api-limit <org_id> <requests_per_minute|plan>
   bun run admin org set-send-limits <org_id> <per_hour|plan> <per_day|plan>
+  bun run admin org content-discard <org_id> <on|off>
   bun run admin key create <org_id> [--name <name>]
   bun run admin user create --email <email> --password <password> [--org <org_id>] [--role owner|admin|member]
   bun run admin credit mint --amount-cents <n>
@@ -55,6 +56,8 @@ async function main(argv: string[]) {
         return await entitleCommand(db.sql, rest[0], rest[1])
       case 'org set-api-limit':
         return await setApiLimitCommand(db.sql, rest[0], rest[1])
+      case 'org content-discard':
+        return await contentDiscardCommand(db.sql, rest[0], rest[1])
       case 'org set-send-limits':
         return await setSendLimitsCommand(db.sql, rest[0], rest[1], rest[2])
       case 'key create':

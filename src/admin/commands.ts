@@ -5,7 +5,7 @@
 import type { Config } from '../config'
 import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
-import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan, setSendLimits } from '../account/orgs'
+import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan, setSendLimits, setContentDiscard } from '../account/orgs'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
@@ -134,4 +134,11 @@ export async function verifyDomainCommand(
     if (error instanceof ApiError && error.code === 'validation_error') throw new UsageError(error.message)
     throw error
   }
+}
+
+export async function contentDiscardCommand(sql: Sql, orgId: string | undefined, value: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  if (value !== 'on' && value !== 'off') throw new UsageError('content discard: must be on or off')
+  await sql.begin(tx => setContentDiscard(tx, orgId, value === 'on'))
+  return { org_id: orgId, content_discard_enabled: value === 'on' }
 }

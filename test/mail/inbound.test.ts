@@ -350,7 +350,9 @@ describe('content discard', () => {
     const id = (await latest(ivy)).id
     expectError(await h.request('POST', `/v1/emails/${id}/discard`, { key: ivy.key }), 403, 'discard_not_enabled')
     const sql = await testSql()
-    await sql`update orgs set content_discard_enabled = true where id = ${ivy.orgId}`
+    const { contentDiscardCommand } = await import('../../src/admin/commands')
+    await expect(contentDiscardCommand(sql, ivy.orgId, 'maybe')).rejects.toThrow('on or off')
+    expect(await contentDiscardCommand(sql, ivy.orgId, 'on')).toEqual({ org_id: ivy.orgId, content_discard_enabled: true })
     const res = await h.request('POST', `/v1/emails/${id}/discard`, { key: ivy.key })
     expect(res.status).toBe(200)
     const email = await full(ivy, id)
