@@ -161,19 +161,19 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
   try {
     const receiverPort = await freePort()
     const receiverUrl = `http://127.0.0.1:${receiverPort}`
-    children.push(Bun.spawn(['bun', `${dir}/fanout-receiver.ts`, String(receiverPort)], { stdout: 'ignore', stderr: 'inherit' }))
+    children.push(Bun.spawn([process.execPath, `${dir}/fanout-receiver.ts`, String(receiverPort)], { stdout: 'ignore', stderr: 'inherit' }))
     await waitForHttp(`${receiverUrl}/health`)
     await sql`
       insert into endpoints (id, org_id, kind, url, enabled, domain_id, is_route_target, rules)
       values (${randomUUIDv7()}, ${org.org_id}, 'http', ${`${receiverUrl}/hook`}, true, null, false, '{}')`
 
     const dnsPort = await freePort()
-    children.push(Bun.spawn(['bun', `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
+    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
     await waitForDns(dnsPort)
 
     const apiPort = await freePort()
     const smtpPort = await freePort()
-    const service = Bun.spawn(['bun', ...profileArgs(), `${dir}/../../src/index.ts`], {
+    const service = Bun.spawn([process.execPath, ...profileArgs(), `${dir}/../../src/index.ts`], {
       // one JSON line per job attempt and per SMTP connection, to /dev/null: part of the cost, as in production
       stdout: 'ignore',
       stderr: 'inherit',
@@ -197,7 +197,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     await waitForSmtpGreeting(smtpPort)
 
     const send = (rate: number, count: number, prefix: string) =>
-      runJson<RateResult>(['bun', `${dir}/smtp-rate.ts`, String(smtpPort), String(CONCURRENCY), String(rate), String(count), MAIL_FROM, inbox.address, templateFile, prefix])
+      runJson<RateResult>([process.execPath, `${dir}/smtp-rate.ts`, String(smtpPort), String(CONCURRENCY), String(rate), String(count), MAIL_FROM, inbox.address, templateFile, prefix])
 
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
@@ -252,7 +252,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
       })
     }
 
-    baseline = await runJson<LoadResult>(['bun', `${dir}/post-load.ts`, `${receiverUrl}/baseline`, String(CONCURRENCY), String(SECONDS), String(bodyBytes || 4096)])
+    baseline = await runJson<LoadResult>([process.execPath, `${dir}/post-load.ts`, `${receiverUrl}/baseline`, String(CONCURRENCY), String(SECONDS), String(bodyBytes || 4096)])
   } finally {
     await stopAll(children)
     await rm(templateFile, { force: true })

@@ -15,7 +15,7 @@ const dir = import.meta.dir
 interface Result { requests: number; errors: number; rps: number; p50_ms: number; p99_ms: number }
 
 function load(url: string, authorization?: string): Promise<Result> {
-  return runJson<Result>(['bun', `${dir}/load.ts`, url, String(CONNECTIONS), String(SECONDS), ...(authorization ? [authorization] : [])])
+  return runJson<Result>([process.execPath, `${dir}/load.ts`, url, String(CONNECTIONS), String(SECONDS), ...(authorization ? [authorization] : [])])
 }
 
 async function waitFor(url: string) {
@@ -38,13 +38,13 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
   const children: Bun.Subprocess[] = []
   try {
     const helloPort = await freePort()
-    children.push(Bun.spawn(['bun', `${dir}/hello.ts`, String(helloPort)], { stdout: 'ignore' }))
+    children.push(Bun.spawn([process.execPath, `${dir}/hello.ts`, String(helloPort)], { stdout: 'ignore' }))
     await waitFor(`http://127.0.0.1:${helloPort}/`)
     const baseline = await load(`http://127.0.0.1:${helloPort}/`)
 
     const apiPort = await freePort()
     children.push(
-      Bun.spawn(['bun', `${dir}/../../src/index.ts`], {
+      Bun.spawn([process.execPath, `${dir}/../../src/index.ts`], {
         // the request log is part of the cost measured: one JSON line per request, to /dev/null
         stdout: 'ignore',
         stderr: 'inherit',

@@ -88,12 +88,12 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     const relayPort = await freePort()
     const controlPort = await freePort()
     const control = `http://127.0.0.1:${controlPort}`
-    children.push(Bun.spawn(['bun', `${dir}/outbound-relay.ts`, String(relayPort), String(controlPort)], { stdout: 'ignore', stderr: 'inherit' }))
+    children.push(Bun.spawn([process.execPath, `${dir}/outbound-relay.ts`, String(relayPort), String(controlPort)], { stdout: 'ignore', stderr: 'inherit' }))
     await waitForHttp(`${control}/health`)
     await waitForSmtpGreeting(relayPort)
 
     const apiPort = await freePort()
-    const service = Bun.spawn(['bun', ...profileArgs(), `${dir}/../../src/index.ts`], {
+    const service = Bun.spawn([process.execPath, ...profileArgs(), `${dir}/../../src/index.ts`], {
       // one JSON line per request and per send, to /dev/null: part of the cost, as in production
       stdout: 'ignore',
       stderr: 'inherit',
@@ -122,13 +122,13 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     const reset = () => fetch(`${control}/reset`, { method: 'POST' })
 
     await reset()
-    direct = await runJson<SendResult>(['bun', `${dir}/nodemailer-send.ts`, String(relayPort), String(CONNECTIONS), String(SECONDS), String(MAX_SENDS), from, RECIPIENT, `${base}.eml`])
+    direct = await runJson<SendResult>([process.execPath, `${dir}/nodemailer-send.ts`, String(relayPort), String(CONNECTIONS), String(SECONDS), String(MAX_SENDS), from, RECIPIENT, `${base}.eml`])
     directStats = await stats()
 
     await reset()
     const cpuBefore = processCpuMicros(service.pid)
     const dbBefore = await databaseCpu(sql)
-    api = await runJson<SendResult>(['bun', `${dir}/send-load.ts`, `http://127.0.0.1:${apiPort}`, org.api_key, from, RECIPIENT, `${base}.txt`, String(CONNECTIONS), String(SECONDS), String(MAX_SENDS)])
+    api = await runJson<SendResult>([process.execPath, `${dir}/send-load.ts`, `http://127.0.0.1:${apiPort}`, org.api_key, from, RECIPIENT, `${base}.txt`, String(CONNECTIONS), String(SECONDS), String(MAX_SENDS)])
     const cpuAfter = processCpuMicros(service.pid)
     const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
     apiStats = await stats()

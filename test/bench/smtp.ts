@@ -188,7 +188,7 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
     for (const target of TARGETS) {
       const port = await freePort()
       children.push(
-        Bun.spawn(['bun', `${dir}/smtp-target.ts`, target.mode, String(port)], {
+        Bun.spawn([process.execPath, `${dir}/smtp-target.ts`, target.mode, String(port)], {
           stdout: 'ignore',
           stderr: 'inherit',
           env: { ...process.env, DATABASE_URL: dbUrl, MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', BENCH_DNS: JSON.stringify(records) },
@@ -204,7 +204,7 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
         const pid = pids.get(target.mode)!
         const cpuBefore = cpuMicros(pid)
         const started = performance.now()
-        const r = await runJson<Result>(['bun', `${dir}/smtp-load.ts`, String(port), String(sessions), String(SECONDS), MAIL_FROM, inbox.address, messageFile])
+        const r = await runJson<Result>([process.execPath, `${dir}/smtp-load.ts`, String(port), String(sessions), String(SECONDS), MAIL_FROM, inbox.address, messageFile])
         // The durable target stores in two stages: wait for its worker to finish the backlog, so the
         // next run starts on a quiet machine, and report the rate at which messages were fully stored.
         if (target.mode === 'durable') r.stored_mps = await drainedRate(sql, r.completed, started)

@@ -14,7 +14,7 @@ beforeAll(async () => {
   port = probe.port
   probe.stop(true)
   const records = { 'sel._domainkey.long.test': { TXT: [[key]] }, 'two.test': { TXT: [['first'], ['second']] } }
-  server = Bun.spawn(['bun', `${import.meta.dir}/../bench/dns-stub.ts`, String(port)], { env: { ...process.env, BENCH_DNS: JSON.stringify(records) }, stdout: 'ignore' })
+  server = Bun.spawn([process.execPath, `${import.meta.dir}/../bench/dns-stub.ts`, String(port)], { env: { ...process.env, BENCH_DNS: JSON.stringify(records) }, stdout: 'ignore' })
   await Bun.sleep(300)
 })
 afterAll(() => server.kill())
