@@ -16,14 +16,13 @@ import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import type { Tx } from '../db/client'
 import { LIMITS } from '../oauth/constants'
-import { errorPage, html, layout, pageHeaders } from '../oauth/pages'
+import { browserCookie, html, htmlResponse, layout, tooManyAttempts } from '../oauth/pages'
 import { membershipsOf, type Membership } from '../oauth/queries'
 import { readForm, throttle, throttleKey, type Server } from '../oauth/responses'
 import { verifyPassword } from '../oauth/sign-in'
 import { decideDevice, displayUserCode, findPendingDevice, normalizeUserCode, type PendingDevice } from './login.service'
 
-const BROWSER_COOKIE = 'cli_browser'
-const BROWSER_ID = /^[A-Za-z0-9_-]{43}$/
+const browserIds = browserCookie('cli_browser', '/cli')
 const PAGE_TTL_SECONDS = 15 * 60
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -37,9 +36,7 @@ interface PageRow {
   completed_at: Date | null
 }
 
-function respond(body: string, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: { ...pageHeaders(), ...headers } })
-}
+const respond = (body: string, status: number, headers: Record<string, string> = {}) => htmlResponse(body, status, headers)
 
 function refused(status: number, title: string, message: string, headers: Record<string, string> = {}): Response {
   return respond(
@@ -49,19 +46,6 @@ function refused(status: number, title: string, message: string, headers: Record
     status,
     headers,
   )
-}
-
-const tooMany = (retryAfter: number) =>
-  respond(errorPage('Too many attempts', `Too many requests from this address. Wait ${retryAfter} seconds, then go back and try again.`), 429, {
-    'retry-after': String(retryAfter),
-  })
-
-function browserId(request: Request): string | null {
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const [name, value] = part.trim().split('=')
-    if (name === BROWSER_COOKIE && value && BROWSER_ID.test(value)) return value
-  }
-  return null
 }
 
 interface View {
@@ -139,15 +123,14 @@ async function findPage(sql: Tx, id: string): Promise<PageRow | null> {
 
 export async function devicePage(ctx: AppContext, request: Request, server: Server): Promise<Response> {
   const retryAfter = await throttle(ctx, request, server, 'cli-device', LIMITS.authorizePage)
-  if (retryAfter) return tooMany(retryAfter)
-  const browser = browserId(request) ?? randomToken('')
+  if (retryAfter) return tooManyAttempts(retryAfter)
+  const browser = browserIds.read(request) ?? randomToken('')
   const csrf = randomToken('')
   const id = randomUUIDv7()
   await ctx.sql`
     insert into cli_device_pages (id, csrf_hash, browser_hash, expires_at)
     values (${id}, ${sha256(csrf)}, ${sha256(browser)}, now() + make_interval(secs => ${PAGE_TTL_SECONDS}))`
-  const secure = ctx.config.PUBLIC_URL.startsWith('https:') ? '; Secure' : ''
-  const cookie = `${BROWSER_COOKIE}=${browser}; Path=/cli; HttpOnly; SameSite=Lax; Max-Age=86400${secure}`
+  const cookie = browserIds.header(browser, ctx.config.PUBLIC_URL.startsWith('https:'))
   const given = new URL(request.url).searchParams.get('user_code')
   const userCode = given ? normalizeUserCode(given) : null
   return respond(signInPage({ pageId: id, csrf, userCode: userCode ? displayUserCode(userCode) : undefined }), 200, { 'set-cookie': cookie })
@@ -155,14 +138,14 @@ export async function devicePage(ctx: AppContext, request: Request, server: Serv
 
 export async function deviceSubmit(ctx: AppContext, request: Request, body: unknown, server: Server): Promise<Response> {
   const retryAfter = await throttle(ctx, request, server, 'cli-device-submit', LIMITS.signIn)
-  if (retryAfter) return tooMany(retryAfter)
+  if (retryAfter) return tooManyAttempts(retryAfter)
   const read = readForm(request, body)
   if ('error' in read) return refused(400, 'The form could not be read', read.error)
   const form = read.form
   const page = await findPage(ctx.sql, form.get('page_id') ?? '')
   if (!page || !page.live || page.completed_at) return refused(400, 'This page has expired', 'The sign-in page is unknown, expired or already finished. Reload it to start over.')
   const csrf = form.get('csrf_token') ?? ''
-  if (!safeEqual(sha256(csrf), page.csrf_hash) || !safeEqual(sha256(browserId(request) ?? ''), page.browser_hash)) {
+  if (!safeEqual(sha256(csrf), page.csrf_hash) || !safeEqual(sha256(browserIds.read(request) ?? ''), page.browser_hash)) {
     return refused(403, 'This form was not issued to this browser', 'The form does not belong to this browser session.')
   }
   const view: View = { pageId: page.id, csrf }

@@ -16,7 +16,7 @@ import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import { AUTHORIZATION_REQUEST_TTL_SECONDS, CODE_PREFIX, CODE_TTL_SECONDS, LIMITS } from './constants'
 import { checkAuthorizationRequest, redirectTo } from './authorization-request'
-import { chooseOrgPage, errorPage, pageHeaders, signInPage, type PageView } from './pages'
+import { browserCookie, chooseOrgPage, errorPage, htmlResponse, signInPage, tooManyAttempts, type PageView } from './pages'
 import {
   completeAuthorizationRequest,
   findAuthorizationRequest,
@@ -30,37 +30,19 @@ import {
 import { readForm, throttle, throttleKey, type Server } from './responses'
 import { verifyPassword } from './sign-in'
 
-const BROWSER_COOKIE = 'oauth_browser'
-const BROWSER_ID = /^[A-Za-z0-9_-]{43}$/
-
-function htmlResponse(body: string, status: number, headers: Record<string, string> = {}, redirectUri?: string): Response {
-  return new Response(body, { status, headers: { ...pageHeaders(redirectUri && new URL(redirectUri).origin), ...headers } })
-}
+const browserIds = browserCookie('oauth_browser', '/oauth')
 
 function refused(status: number, title: string, message: string, headers: Record<string, string> = {}): Response {
   return htmlResponse(errorPage(title, message), status, headers)
 }
 
-const tooMany = (retryAfter: number) =>
-  refused(429, 'Too many attempts', `Too many requests from this address. Wait ${retryAfter} seconds, then go back and try again.`, {
-    'retry-after': String(retryAfter),
-  })
-
-function browserId(request: Request): string | null {
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const [name, value] = part.trim().split('=')
-    if (name === BROWSER_COOKIE && value && BROWSER_ID.test(value)) return value
-  }
-  return null
-}
-
 export async function authorizePage(ctx: AppContext, request: Request, server: Server): Promise<Response> {
   const retryAfter = await throttle(ctx, request, server, 'authorize', LIMITS.authorizePage)
-  if (retryAfter) return tooMany(retryAfter)
+  if (retryAfter) return tooManyAttempts(retryAfter)
   const checked = await checkAuthorizationRequest(ctx.sql, ctx.config, new URL(request.url).searchParams)
   if (!checked.ok) return 'redirect' in checked ? checked.redirect : refused(400, checked.page.title, checked.page.message)
   const r = checked.request
-  const browser = browserId(request) ?? randomToken('')
+  const browser = browserIds.read(request) ?? randomToken('')
   const csrf = randomToken('')
   const id = randomUUIDv7()
   await insertAuthorizationRequest(ctx.sql, {
@@ -74,15 +56,14 @@ export async function authorizePage(ctx: AppContext, request: Request, server: S
     browserHash: sha256(browser),
     ttlSeconds: AUTHORIZATION_REQUEST_TTL_SECONDS,
   })
-  const secure = ctx.config.PUBLIC_URL.startsWith('https:') ? '; Secure' : ''
-  const cookie = `${BROWSER_COOKIE}=${browser}; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=86400${secure}`
+  const cookie = browserIds.header(browser, ctx.config.PUBLIC_URL.startsWith('https:'))
   const view = { clientName: r.client.client_name, redirectUri: r.redirectUri, requestId: id, csrf }
   return htmlResponse(signInPage(view), 200, { 'set-cookie': cookie }, r.redirectUri)
 }
 
 export async function authorizeSubmit(ctx: AppContext, request: Request, body: unknown, server: Server): Promise<Response> {
   const retryAfter = await throttle(ctx, request, server, 'sign-in', LIMITS.signIn)
-  if (retryAfter) return tooMany(retryAfter)
+  if (retryAfter) return tooManyAttempts(retryAfter)
   const read = readForm(request, body)
   if ('error' in read) return refused(400, 'The form could not be read', read.error)
   const form = read.form
@@ -91,7 +72,7 @@ export async function authorizeSubmit(ctx: AppContext, request: Request, body: u
     return refused(400, 'This sign-in page has expired', 'The authorization request is unknown, expired or already finished.')
   }
   const csrf = form.get('csrf_token') ?? ''
-  if (!safeEqual(sha256(csrf), pending.csrf_hash) || !safeEqual(sha256(browserId(request) ?? ''), pending.browser_hash)) {
+  if (!safeEqual(sha256(csrf), pending.csrf_hash) || !safeEqual(sha256(browserIds.read(request) ?? ''), pending.browser_hash)) {
     return refused(403, 'This form was not issued to this browser', 'The sign-in form does not belong to this browser session.')
   }
   const client = await findClient(ctx.sql, pending.client_id)

@@ -148,3 +148,34 @@ export function errorPage(title: string, message: string): string {
 <p class="error" role="alert">${message}</p>
 <p class="muted">Nothing was authorized. Go back to the application and start again.</p>`)
 }
+
+/** A page answer with the page headers; a redirect URI's origin is allowed as a form target. */
+export function htmlResponse(body: string, status: number, headers: Record<string, string> = {}, redirectUri?: string): Response {
+  return new Response(body, { status, headers: { ...pageHeaders(redirectUri && new URL(redirectUri).origin), ...headers } })
+}
+
+export const tooManyAttempts = (retryAfter: number) =>
+  htmlResponse(errorPage('Too many attempts', `Too many requests from this address. Wait ${retryAfter} seconds, then go back and try again.`), 429, {
+    'retry-after': String(retryAfter),
+  })
+
+const BROWSER_ID = /^[A-Za-z0-9_-]{43}$/
+
+/**
+ * The cookie that binds a sign-in page to the browser that loaded it, so a form posted from
+ * another browser (a stolen page) is refused. One per flow, scoped to the flow's path.
+ */
+export function browserCookie(name: string, path: string) {
+  return {
+    read(request: Request): string | null {
+      for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+        const [key, value] = part.trim().split('=')
+        if (key === name && value && BROWSER_ID.test(value)) return value
+      }
+      return null
+    },
+    header(value: string, secure: boolean): string {
+      return `${name}=${value}; Path=${path}; HttpOnly; SameSite=Lax; Max-Age=86400${secure ? '; Secure' : ''}`
+    },
+  }
+}
