@@ -4,7 +4,7 @@
  * no-store, and the code mail sent right after the transaction that created it commits.
  */
 import type { AppContext } from '../context'
-import { clientAddress } from '../http/auth'
+import { clientScope } from '../http/auth'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import type { Tx } from '../db/client'
 import { checkSignupCode, limitPerEmail, resendSignup, SIGNUP_LIMITS, startSignup, type SignupKind, type SignupRow } from './signups'
@@ -21,9 +21,7 @@ export interface SignupRequest<B> {
   server: Server | null
 }
 
-function scopeOf(ctx: AppContext, r: SignupRequest<unknown>, operation: string) {
-  return `ip:${clientAddress(ctx, r.request, r.server)}:${operation}`
-}
+const scopeOf = (ctx: AppContext, r: SignupRequest<unknown>, operation: string) => clientScope(ctx, r.request, r.server, operation)
 
 export async function handleStart<B extends { email: string }>(
   ctx: AppContext,

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { createApiKey } from '../auth/api-keys'
 import { insertOrg } from '../account/orgs'
-import { clientAddress, publicAccess } from '../http/auth'
+import { clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
@@ -24,8 +24,7 @@ export function agentAccountRoutes(ctx: AppContext) {
       async ({ body, headers, set, request, server }) => {
         set.headers['cache-control'] = 'no-store'
         const key = idempotencyKeyOf(headers)
-        // Public: the key is scoped to the caller's address, so nobody else can replay it.
-        const scope = `ip:${clientAddress(ctx, request, server)}:agent.accounts`
+        const scope = clientScope(ctx, request, server, 'agent.accounts')
         const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: body }, async tx => {
           const orgId = await insertOrg(tx, { name: 'Agent account', plan: 'agent' })
           const inbox = await createManagedInbox(tx, orgId, ctx.config.MANAGED_DOMAIN)

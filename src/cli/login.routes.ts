@@ -1,7 +1,7 @@
 /** `cli login`: POST /v1/cli/login/start and /poll (public, v1 envelope) and the browser page /cli/device. */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { clientAddress, publicAccess } from '../http/auth'
+import { clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { requestFacts } from '../http/request-context'
@@ -33,7 +33,7 @@ export function cliLoginRoutes(ctx: AppContext) {
       async ({ body, headers, set, request, server }) => {
         set.headers['cache-control'] = 'no-store'
         const key = idempotencyKeyOf(headers)
-        const scope = `ip:${clientAddress(ctx, request, server)}:cli.login.start`
+        const scope = clientScope(ctx, request, server, 'cli.login.start')
         const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: body ?? {} }, async tx => ({
           status: 201,
           data: await startDeviceLogin(ctx, tx, body ?? {}),
@@ -58,7 +58,7 @@ export function cliLoginRoutes(ctx: AppContext) {
         const state = await pollDeviceLogin(ctx.sql, body.device_code)
         // A used-up code is still worth a look at the stored outcome when the client repeats its key.
         if (state.kind !== 'approved' && !(state.kind === 'consumed' && key)) throw pollError(state)
-        const scope = `ip:${clientAddress(ctx, request, server)}:cli.login.poll`
+        const scope = clientScope(ctx, request, server, 'cli.login.poll')
         const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: body }, async tx => ({
           status: 200,
           data: await redeemDeviceLogin(tx, body.device_code),

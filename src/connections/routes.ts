@@ -1,7 +1,7 @@
 /** Agent connections: invitations (owner or admin), the public claim and setup guide, disconnect. */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { authenticated, clientAddress, publicAccess } from '../http/auth'
+import { authenticated, clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { claimInvitation, createInvitation, disconnect } from './service'
@@ -52,7 +52,7 @@ export function connectionRoutes(ctx: AppContext) {
       async ({ body, headers, set, request, server }) => {
         set.headers['cache-control'] = 'no-store'
         const key = idempotencyKeyOf(headers)
-        const scope = `ip:${clientAddress(ctx, request, server)}:agent-connections.claim`
+        const scope = clientScope(ctx, request, server, 'agent-connections.claim')
         let replaced: string[] = []
         const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: body }, async tx => {
           const result = await claimInvitation(tx, body.invitation_code)

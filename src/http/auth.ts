@@ -25,6 +25,14 @@ export function clientAddress(ctx: AppContext, request: Request, server: Server 
   return server?.requestIP(request)?.address ?? 'local'
 }
 
+/**
+ * The Idempotency-Key scope of a public operation: the client address, so that nobody else can
+ * replay a response (which may carry a credential) by guessing a key.
+ */
+export function clientScope(ctx: AppContext, request: Request, server: Server | null, operation: string): string {
+  return `ip:${clientAddress(ctx, request, server)}:${operation}`
+}
+
 async function limit(ctx: AppContext, set: { headers: Headers }, bucket: string, perMinute: number, what: string) {
   const decision = await ctx.limiter.take(bucket, perMinute)
   if (!decision.allowed) throw rateLimitError(decision, 'rate_limited', what)
