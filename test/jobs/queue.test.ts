@@ -1,0 +1,120 @@
+/** The job queue on the real database: claiming, retries, dead letters, hand-backs and cleanup. */
+import { describe, expect, test } from 'bun:test'
+import { randomUUIDv7 } from 'bun'
+import { backoffSeconds, claim, claimById, complete, enqueue, fail, reclaimStale, releaseClaimed } from '../../src/jobs/queue'
+import { cleanupJob } from '../../src/jobs/cleanup.job'
+import { startWorker } from '../../src/jobs/worker'
+import { testApp, testSql } from '../helpers/app'
+
+const kind = () => `test.${randomUUIDv7()}`
+
+async function jobRow(id: string) {
+  const sql = await testSql()
+  const [row] = await sql<{ status: string; attempts: number; locked_by: string | null; last_error: string | null; run_at: Date }[]>`
+    select status, attempts, locked_by, last_error, run_at from jobs where id = ${id}`
+  return row
+}
+
+describe('the queue', () => {
+  test('a job exists only if its transaction commits', async () => {
+    const sql = await testSql()
+    const k = kind()
+    await sql.begin(async tx => {
+      await enqueue(tx, k, {})
+      throw new Error('rolled back')
+    }).catch(() => {})
+    expect(await claim(sql, 'w', [k], 10)).toEqual([])
+  })
+
+  test('two workers claiming at once never get the same job', async () => {
+    const sql = await testSql()
+    const k = kind()
+    await sql.begin(async tx => {
+      for (let i = 0; i < 20; i++) await enqueue(tx, k, { i })
+    })
+    const [a, b] = await Promise.all([claim(sql, 'a', [k], 15), claim(sql, 'b', [k], 15)])
+    const ids = [...a!, ...b!].map(j => j.id)
+    expect(ids.length).toBe(20)
+    expect(new Set(ids).size).toBe(20)
+  })
+
+  test('a dedupe key keeps one pending job', async () => {
+    const sql = await testSql()
+    const k = kind()
+    const first = await sql.begin(tx => enqueue(tx, k, {}, { dedupeKey: k }))
+    const second = await sql.begin(tx => enqueue(tx, k, {}, { dedupeKey: k }))
+    expect(first).toBeString()
+    expect(second).toBeNull()
+  })
+
+  test('a failed attempt is rescheduled with back-off; the last one is dead and kept', async () => {
+    const sql = await testSql()
+    const k = kind()
+    const id = (await sql.begin(tx => enqueue(tx, k, {}, { maxAttempts: 2 })))!
+    let [job] = await claim(sql, 'w', [k], 1)
+    expect(await fail(sql, job!, 'boom')).toBe(false)
+    const retried = await jobRow(id)
+    expect(retried).toMatchObject({ status: 'pending', attempts: 1, locked_by: null, last_error: 'boom' })
+    expect(retried!.run_at.getTime()).toBeGreaterThan(Date.now())
+    ;[job] = await claim(sql, 'w', [k], 1, new Date(Date.now() + 3600_000))
+    expect(await fail(sql, job!, 'boom again')).toBe(true)
+    expect(await jobRow(id)).toMatchObject({ status: 'dead', attempts: 2, last_error: 'boom again' })
+    expect(await claim(sql, 'w', [k], 1, new Date(Date.now() + 86400_000))).toEqual([])
+  })
+
+  test('back-off grows exponentially, with jitter, capped at an hour', () => {
+    expect(backoffSeconds(1)).toBeWithin(1, 4)
+    expect(backoffSeconds(5)).toBeWithin(24, 41)
+    expect(backoffSeconds(30)).toBeLessThanOrEqual(4500)
+  })
+
+  test('jobs a stopping worker holds are handed back without counting the attempt; stale locks are freed', async () => {
+    const sql = await testSql()
+    const k = kind()
+    const id = (await sql.begin(tx => enqueue(tx, k, {})))!
+    await claim(sql, 'leaving', [k], 1)
+    expect(await releaseClaimed(sql, 'leaving')).toBe(1)
+    expect(await jobRow(id)).toMatchObject({ attempts: 0, locked_by: null })
+    const job = await claimById(sql, 'crashed', id)
+    expect(job?.id).toBe(id)
+    expect(await claimById(sql, 'other', id)).toBeNull()
+    expect(await reclaimStale(sql, 3600)).toBe(0)
+    expect(await reclaimStale(sql, 0)).toBeGreaterThanOrEqual(1)
+    expect((await jobRow(id))!.locked_by).toBeNull()
+    await complete(sql, (await claimById(sql, 'w', id))!)
+    expect(await jobRow(id)).toBeUndefined()
+  })
+
+  test('a worker runs its kinds, retries a throwing handler, and stops cleanly', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    const seen: number[] = []
+    const worker = await startWorker(ctx, {
+      pollMs: 20,
+      kinds: [{ kind: k, retryDelaySeconds: () => 0, async handle(_c, p: { n: number }, job) {
+        seen.push(p.n)
+        if (job.attempts < 2) throw new Error('first attempt fails')
+      } }],
+    })
+    await ctx.sql.begin(tx => enqueue(tx, k, { n: 7 }))
+    worker.wake()
+    for (let i = 0; i < 100 && seen.length < 2; i++) await Bun.sleep(20)
+    await worker.drain()
+    await worker.stop(1000)
+    expect(seen).toEqual([7, 7])
+  })
+})
+
+describe('cleanup', () => {
+  test('deletes expired idempotency records and past rate-limit windows', async () => {
+    const { ctx } = await testApp()
+    const sql = await testSql()
+    const scope = `test:${randomUUIDv7()}`
+    await sql`insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at) values (${scope}, 'old', 'h', 200, '\\x00', now() - interval '1 second')`
+    await sql`insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at) values (${scope}, 'new', 'h', 200, '\\x00', now() + interval '1 hour')`
+    await sql`insert into rate_limit_windows (bucket, window_start, used) values (${scope}, 0, 1)`
+    await cleanupJob.handle(ctx)
+    expect((await sql`select key from idempotency_keys where scope = ${scope}`).map(r => r.key)).toEqual(['new'])
+    expect((await sql`select 1 from rate_limit_windows where bucket = ${scope}`).length).toBe(0)
+  })
+})
