@@ -1,0 +1,93 @@
+/**
+ * The service as a process runs it (startService): migrations under their lock, the roles ROLES
+ * names, and a graceful shutdown that lets in-flight requests finish.
+ */
+import { describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { migrate } from '../../src/db/migrate'
+import { connectUrl } from '../../src/db/client'
+import { startService } from '../../src/index'
+import { ConfigError } from '../../src/config'
+import { createOrg, TEST_SECRET } from '../helpers/app'
+
+const db = await globalThis.testDatabase!
+// The embedded fallback serves one connection: a second service cannot share it.
+const onServer = db.kind === 'postgres'
+
+async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `agent_mail_scratch_${process.pid}_${Date.now().toString(36)}`
+  const admin = postgres(db.url, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database ${name}`)
+  const url = Object.assign(new URL(db.url), { pathname: `/${name}` }).toString()
+  return {
+    url,
+    async drop() {
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    },
+  }
+}
+
+describe.skipIf(!onServer)('startup and shutdown', () => {
+  test('migrations started at once by several processes apply each file exactly once', async () => {
+    const scratch = await scratchDatabase()
+    const clients = [connectUrl(scratch.url, 2), connectUrl(scratch.url, 2), connectUrl(scratch.url, 2)]
+    try {
+      const applied = await Promise.all(clients.map(sql => migrate(sql)))
+      const files = applied.flat()
+      expect(files.length).toBeGreaterThan(5)
+      expect(new Set(files).size).toBe(files.length)
+      expect(applied.filter(a => a.length > 0)).toHaveLength(1)
+      expect(await migrate(clients[0]!)).toEqual([])
+    } finally {
+      await Promise.all(clients.map(sql => sql.end()))
+      await scratch.drop()
+    }
+  })
+
+  test('ROLES=api serves HTTP and no SMTP; SIGTERM-style shutdown lets a request in flight finish', async () => {
+    const service = await startService({ DATABASE_URL: db.url, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' })
+    expect(service.running.smtpPort).toBeUndefined()
+    expect(service.running.worker).toBeUndefined()
+    const org = await createOrg()
+    const base = `http://127.0.0.1:${service.running.apiPort}`
+    expect((await fetch(`${base}/v1/health`)).status).toBe(200)
+    // a long-poll that is still waiting when the shutdown begins
+    const inFlight = fetch(`${base}/v1/emails?wait=1`, { headers: { authorization: `Bearer ${org.key}` } })
+    await Bun.sleep(100)
+    const stopping = service.shutdown('SIGTERM')
+    const res = await inFlight
+    expect(res.status).toBe(200)
+    expect((await res.json()).success).toBe(true)
+    await stopping
+    expect(await fetch(`${base}/v1/health`).catch(() => 'refused')).toBe('refused')
+  })
+
+  test('all roles: the SMTP listener answers and the worker runs', async () => {
+    const service = await startService({ DATABASE_URL: db.url, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' })
+    try {
+      expect(service.running.worker).toBeDefined()
+      const banner = await new Promise<string>((resolve, reject) => {
+        Bun.connect({
+          hostname: '127.0.0.1',
+          port: service.running.smtpPort!,
+          socket: {
+            data(socket, data) {
+              resolve(Buffer.from(data).toString())
+              socket.end()
+            },
+            error: (_s, e) => reject(e),
+          },
+        }).catch(reject)
+      })
+      expect(banner).toStartWith('220 ')
+    } finally {
+      await service.shutdown('SIGTERM')
+    }
+  })
+})
+
+test('a bad configuration names every bad key and starts nothing', async () => {
+  await expect(startService({ PORT: 'eighty', ROLES: 'api,mailman' })).rejects.toThrow(ConfigError)
+  await expect(startService({ PORT: 'eighty', ROLES: 'api,mailman' })).rejects.toThrow(/PORT[\s\S]*ROLES|ROLES[\s\S]*PORT/)
+})
