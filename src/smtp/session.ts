@@ -5,6 +5,12 @@
  *
  * Input is processed by a single serial pump, so pipelined commands (RFC 2920) are answered in
  * order and their hooks are awaited one after another even when they all arrived in one packet.
+ *
+ * The replies the pump produces are collected and handed to `SessionIO.write` in one piece when
+ * it runs out of input, so a pipelined group is answered with one socket write. A reply is never
+ * held back behind a wait: the batch is flushed before the pump waits on a hook that has not
+ * already finished, before the transport closes or starts TLS, and outside the pump every reply
+ * is written at once.
  */
 import { log } from '../log'
 import { isAscii, parseMailbox, parseParameters, parsePathArgument } from './address'
@@ -18,6 +24,8 @@ import type { SmtpEnvelope, SmtpHooks, SmtpReply, SmtpServerOptions, SmtpSession
 const MAX_COMMAND_LINE = 512
 /** Pipelined input queued behind a slow hook beyond this pauses the socket (backpressure). */
 const MAX_QUEUED_BYTES = 256 * 1024
+/** Batched replies beyond this are written without waiting for the end of the input (a long pipelined run). */
+const MAX_BATCHED_REPLY_CHARS = 16 * 1024
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const encoder = new TextEncoder()
@@ -78,6 +86,9 @@ export class SmtpSession {
   private stopping = false
   private pumpActive = false
   private pumpDone: Promise<void> = Promise.resolve()
+  /** Replies are being collected in `batch` (the pump is running, not waiting on a hook). */
+  private batching = false
+  private batch = ''
   private transactions = 0
 
   constructor(
@@ -175,6 +186,7 @@ export class SmtpSession {
     if (this.phase === 'closed') return
     if (this.outcome === 'open') this.outcome = this.phase === 'starttls' ? 'tls-failed' : outcome
     this.phase = 'closed'
+    this.batch = ''
     this.dropInput()
   }
 
@@ -187,6 +199,7 @@ export class SmtpSession {
   }
 
   private async pump(): Promise<void> {
+    this.batching = true
     try {
       while (this.phase === 'ready' || this.phase === 'rejected') {
         if (this.stopping && !this.reader) {
@@ -210,6 +223,8 @@ export class SmtpSession {
       log.error('smtp session failed', { session: this.info.id, err })
       this.closeWith(421, '4.3.0', `${this.opts.hostname} internal error, closing connection`, 'error')
     } finally {
+      this.flush()
+      this.batching = false
       this.pumpActive = false
       if (this.paused && this.queued < MAX_QUEUED_BYTES / 2 && this.phase !== 'closed') {
         this.paused = false
@@ -456,6 +471,8 @@ export class SmtpSession {
     }
     this.tx = null
     this.phase = 'starttls'
+    // The 220 (and whatever preceded it) must reach the transport before it starts the handshake.
+    this.flush()
     this.io.startTls()
   }
 
@@ -484,7 +501,18 @@ export class SmtpSession {
   }
 
   private write(text: string): void {
-    if (this.phase !== 'closed') this.io.write(text)
+    if (this.phase === 'closed') return
+    if (!this.batching) return this.io.write(text)
+    this.batch += text
+    if (this.batch.length >= MAX_BATCHED_REPLY_CHARS) this.flush()
+  }
+
+  /** Writes the batched replies, if any, in one `SessionIO.write`. */
+  private flush(): void {
+    if (this.batch === '') return
+    const text = this.batch
+    this.batch = ''
+    this.io.write(text)
   }
 
   private closeWith(code: number, enhanced: string, message: string, outcome: SessionOutcome): void {
@@ -495,6 +523,7 @@ export class SmtpSession {
 
   private close(outcome: SessionOutcome): void {
     if (this.phase === 'closed') return
+    this.flush()
     if (this.outcome === 'open') this.outcome = outcome
     this.phase = 'closed'
     this.reader = null
@@ -511,7 +540,19 @@ export class SmtpSession {
   private async callHook<T>(fn: () => Promise<T> | undefined): Promise<T | undefined> {
     this.hookInFlight = true
     try {
-      return await fn()
+      const result = fn()
+      // A hook that has already answered (a no-op, a cache hit) costs a microtask, not a wait:
+      // its reply can join the batch.
+      if (!isPending(result)) return await result
+      // The client must not wait for the replies we already have while this hook runs.
+      this.flush()
+      const batching = this.batching
+      this.batching = false
+      try {
+        return await result
+      } finally {
+        this.batching = batching
+      }
     } finally {
       this.hookInFlight = false
     }
@@ -527,6 +568,12 @@ export class SmtpSession {
       return { code: 451, enhanced: '4.3.0', message: 'temporary failure, try again later' }
     }
   }
+}
+
+/** A promise (or other thenable) that has not settled yet; a settled Promise is awaited within the same tick. */
+function isPending(value: unknown): boolean {
+  if (value instanceof Promise) return Bun.peek.status(value) === 'pending'
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function'
 }
 
 /** Hooks get a copy, so they cannot alter the transaction in progress. */

@@ -338,4 +338,34 @@ describe('SMTP listener (raw sockets)', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(90)
     await c.closed
   })
+
+  // That the group is handed to the socket in one write is asserted in batching.test.ts: here the
+  // client's read would merge separate segments that arrived together anyway.
+  test('a pipelined group is answered together; replies are not held back behind a slow hook', async () => {
+    let release!: () => void
+    const { server } = await start(
+      {},
+      { onMailFrom: (_s, env) => (env.mailFrom === 'slow@b.example' ? new Promise<void>((r) => (release = r)) : Promise.resolve()) },
+    )
+    const socket = net.connect(server.port, '127.0.0.1')
+    const reads: string[] = []
+    socket.on('data', (chunk: Buffer) => reads.push(chunk.toString('latin1')))
+    const readsUntil = async (n: number) => {
+      for (let i = 0; i < 200 && reads.length < n; i++) await Bun.sleep(5)
+      await Bun.sleep(20)
+      return reads.splice(0)
+    }
+    expect(await readsUntil(1)).toEqual(['220 mx.test ESMTP ready\r\n'])
+    socket.write('EHLO c.example\r\nMAIL FROM:<a@b.example>\r\nRCPT TO:<x@mx.test>\r\nRCPT TO:<y@mx.test>\r\nDATA\r\n')
+    const [group, ...more] = await readsUntil(1)
+    expect(more).toEqual([])
+    expect(group!.match(/^\d{3} /gm)!.map((l) => l.trim())).toEqual(['250', '250', '250', '250', '354'])
+    // Behind a hook that takes its time, what was already answered is not held back.
+    socket.write('x\r\n.\r\nMAIL FROM:<slow@b.example>\r\nRCPT TO:<x@mx.test>\r\n')
+    const beforeHook = (await readsUntil(1)).join('')
+    expect(beforeHook).toMatch(/^250 2\.0\.0 OK queued as \S+\r\n$/)
+    release()
+    expect((await readsUntil(1)).join('')).toBe('250 2.1.0 OK\r\n250 2.1.5 OK\r\n')
+    socket.destroy()
+  })
 })
