@@ -23,6 +23,8 @@ export interface IdempotentRequest {
   key: string | null | undefined
   /** the request payload the key is bound to */
   payload: unknown
+  /** sha256 of `canonicalJson(payload)`, when the caller has it already */
+  payloadHash?: Buffer
 }
 
 /** JSON with object keys sorted, so the same payload always hashes the same. */
@@ -41,41 +43,60 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
   return key
 }
 
+/** An action's outcome, with the statements it sent and has not waited for yet, if any. */
+export interface PendingOutcome<T> extends Outcome<T> {
+  /** settles when those statements have: the key's record goes out right behind them (one round trip) */
+  pending?: Promise<unknown>
+}
+
 /**
  * Runs `action` at most once per (scope, key). Returns the outcome and whether it was replayed.
- * Without a key the action simply runs in a transaction.
+ * Without a key the action simply runs in a transaction. `read`, a query the action needs, goes
+ * out with the key's lock and lookup (one round trip) and its result is handed to the action.
  */
-export async function idempotent<T>(
+export async function idempotent<T, R = undefined>(
   sql: Sql,
   keys: ServerKeys,
   req: IdempotentRequest,
-  action: (tx: Tx) => Promise<Outcome<T>>,
+  action: (tx: Tx, read: R) => Promise<PendingOutcome<T>>,
+  read?: (tx: Tx) => Promise<R>,
 ): Promise<Outcome<T> & { replayed: boolean }> {
   const key = req.key
-  if (!key) return { ...(await sql.begin(tx => action(tx))), replayed: false }
-  const requestHash = sha256(canonicalJson(req.payload)).toString('hex')
+  if (!key) {
+    return sql.begin(async tx => {
+      const { pending, ...outcome } = await action(tx, (await read?.(tx)) as R)
+      await pending
+      return { ...outcome, replayed: false }
+    })
+  }
+  const requestHash = (req.payloadHash ?? sha256(canonicalJson(req.payload))).toString('hex')
   return sql.begin(async tx => {
-    const [{ locked }] = (await tx`select pg_try_advisory_xact_lock(hashtextextended(${req.scope + '\n' + key}, 0)) as locked`) as [{ locked: boolean }]
-    if (!locked) {
+    // The statements go out in one round trip and run in order, so the lookup takes its snapshot
+    // once the lock is held and sees the record of a holder that has just committed. (Folded into
+    // one statement it would not: the snapshot would be taken before the lock.)
+    const lock = tx<{ locked: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${req.scope + '\n' + key}, 0)) as locked`.execute()
+    const lookup = tx<{ request_hash: string; response_status: number; response_sealed: Buffer }[]>`
+      select request_hash, response_status, response_sealed from idempotency_keys
+       where scope = ${req.scope} and key = ${key} and expires_at > now()`.execute()
+    const [[locked], [stored], readResult] = await Promise.all([lock, lookup, read?.(tx)])
+    if (!locked!.locked) {
       throw errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
     }
-    const [stored] = await tx<{ request_hash: string; response_status: number; response_sealed: Buffer }[]>`
-      select request_hash, response_status, response_sealed from idempotency_keys
-       where scope = ${req.scope} and key = ${key} and expires_at > now()`
     if (stored) {
       if (stored.request_hash !== requestHash) {
         throw errors.conflict('Idempotency-Key: already used with a different request payload', { reason: 'idempotency_key_reused' })
       }
       return { status: stored.response_status, data: JSON.parse(keys.decrypt(stored.response_sealed)) as T, replayed: true }
     }
-    const outcome = await action(tx)
-    await tx`
+    const { pending, ...outcome } = await action(tx, readResult as R)
+    const record = tx`
       insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
       values (${req.scope}, ${key}, ${requestHash}, ${outcome.status}, ${keys.encrypt(JSON.stringify(outcome.data))},
               now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}))
       on conflict (scope, key) do update set
         request_hash = excluded.request_hash, response_status = excluded.response_status,
-        response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`
+        response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
+    await Promise.all([pending, record])
     return { ...outcome, replayed: false }
   })
 }

@@ -2,19 +2,21 @@
  * The `send.execute` job: one execution of a send. It builds the message (MIME, DKIM), stores
  * it as an outbound email, hands it to the relay and records the answer; for a repeat it then
  * schedules the next tick. A crash after the message was built but before the relay answered
- * re-runs the relay with the message already stored, so nothing is built twice.
+ * re-runs the relay with the message already stored, so nothing is built twice. (The first
+ * message of an immediate send is built by the request, with the send: see service.ts.)
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
 import { enqueue } from '../jobs/queue'
 import type { Job } from '../jobs/queue'
 import { log } from '../log'
-import { parseMail } from '../mail/inbound/parse'
+import { parseMail, type ParsedMail } from '../mail/inbound/parse'
 import { NO_VERDICTS } from '../mail/inbound/authenticate'
 import { splitAddress } from '../mail/inbound/recipients'
-import { storeEmail } from '../mail/store'
+import { storeEmail, type StoredEmail } from '../mail/store'
 import { buildMime, type OutboundMessage } from '../mail/outbound/build'
-import { dkimSign, signingKeyFor } from '../mail/outbound/dkim'
+import { dkimSign, signingKeyFor, type SigningKey } from '../mail/outbound/dkim'
 import { RelayError } from '../mail/outbound/relay'
 import { relayOf } from './relay'
 import type { SendMailRequest } from './model'
@@ -80,37 +82,71 @@ function message(send: SendRow): OutboundMessage {
   }
 }
 
-/** Builds, signs and stores the next message of the send; marks the send as executing it. */
-async function build(ctx: AppContext, send: SendRow): Promise<{ emailId: string; raw: Uint8Array }> {
+/** The next message of a send, built and signed, not stored yet. */
+export interface Composed {
+  messageId: string
+  /** as handed to the relay */
+  text: string
+  raw: Uint8Array
+  mail: ParsedMail
+}
+
+/** A message of the send stored as an outbound email and not yet handed to the relay. */
+export interface Built {
+  emailId: string
+  raw: Uint8Array
+  text: string
+}
+
+export const sendingKeyFor = (ctx: AppContext, send: Pick<SendRow, 'org_id' | 'request'>) => signingKeyFor(ctx, send.org_id, splitAddress(send.request.from).domain)
+
+/** Builds the next message of the send and signs it with `key` (no database access). */
+export async function compose(send: SendRow, key: SigningKey | null): Promise<Composed> {
   const m = message(send)
-  const key = await signingKeyFor(ctx, send.org_id, splitAddress(send.request.from).domain)
   const mime = buildMime(m)
-  const raw = new TextEncoder().encode(key ? await dkimSign(mime, key) : mime)
-  const mail = await parseMail(raw)
-  return ctx.sql.begin(async tx => {
-    const email = await storeEmail(tx, {
-      orgId: send.org_id,
-      direction: 'outbound',
-      eventType: 'email.received',
-      mail,
-      raw,
-      mailFrom: send.request.from,
-      rcptTo: envelopeRecipients(send.request),
-      auth: NO_VERDICTS,
-      threadId: send.thread_id ?? undefined,
-    })
-    await tx`
-      update sends set status = case when status = 'sending' then 'sending' else 'executing' end,
-             last_email_id = ${email.id}, last_message_id = ${m.messageId}, thread_id = ${email.threadId},
-             ticks = ticks + 1, updated_at = now()
-       where id = ${send.id}`
-    return { emailId: email.id, raw }
+  const text = key ? await dkimSign(mime, key) : mime
+  const raw = new TextEncoder().encode(text)
+  return { messageId: m.messageId, text, raw, mail: await parseMail(raw) }
+}
+
+/** Stores a composed message as the send's outbound email, in the caller's transaction. */
+export function storeComposed(tx: Tx, send: SendRow, c: Composed): Promise<StoredEmail> {
+  return storeEmail(tx, {
+    orgId: send.org_id,
+    direction: 'outbound',
+    eventType: 'email.received',
+    mail: c.mail,
+    raw: c.raw,
+    mailFrom: send.request.from,
+    rcptTo: envelopeRecipients(send.request),
+    auth: NO_VERDICTS,
+    threadId: send.thread_id ?? undefined,
   })
 }
 
-async function storedRaw(ctx: AppContext, emailId: string): Promise<Uint8Array> {
+/**
+ * Builds, signs and stores the next message of the send; marks the send as executing it.
+ * Returns the row as updated with the message.
+ */
+async function build(ctx: AppContext, send: SendRow): Promise<Built & { send: SendRow }> {
+  const c = await compose(send, await sendingKeyFor(ctx, send))
+  return ctx.sql.begin(async tx => {
+    const email = await storeComposed(tx, send, c)
+    const [updated] = await tx<SendRow[]>`
+      update sends set status = case when status = 'sending' then 'sending' else 'executing' end,
+             last_email_id = ${email.id}, last_message_id = ${c.messageId}, thread_id = ${email.threadId},
+             ticks = ticks + 1, updated_at = now()
+       where id = ${send.id}
+      returning *`
+    return { emailId: email.id, raw: c.raw, text: c.text, send: updated ?? send }
+  })
+}
+
+/** The message built before a crash, as stored. */
+async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
   const [row] = await ctx.sql<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`
-  return new Uint8Array(row!.raw)
+  const raw = new Uint8Array(row!.raw)
+  return { emailId, raw, text: new TextDecoder().decode(raw) }
 }
 
 /** Has the current execution been built but not handed to the relay yet (a crash in between)? */
@@ -126,38 +162,56 @@ function nextTick(send: SendRow): Date {
   return new Date(next > Date.now() ? next : Date.now() + every)
 }
 
-export async function executeSend(ctx: AppContext, sendId: string): Promise<void> {
-  const [send] = await ctx.sql<SendRow[]>`select * from sends where id = ${sendId}`
-  if (!send || send.status === 'canceled' || send.status === 'failed') return
+/**
+ * Executes the send once. `current` is its row when the caller has just written it (the request
+ * that created it and claimed its job), with `built`, the message it stored with it, if any;
+ * otherwise the row is read here. Returns the send as this execution left it, or null when there
+ * was nothing to do.
+ */
+export async function executeSend(ctx: AppContext, sendId: string, current?: SendRow, built?: Built): Promise<SendRow | null> {
+  const send = current ?? (await ctx.sql<SendRow[]>`select * from sends where id = ${sendId}`)[0]
+  if (!send || send.status === 'canceled' || send.status === 'failed') return null
   const isTick = send.ticks > 0 && !builtNotRelayed(send)
-  if (isTick && (!send.repeat_every_minutes || send.repeat_stopped_at)) return
-  const { emailId, raw } = builtNotRelayed(send) ? { emailId: send.last_email_id!, raw: await storedRaw(ctx, send.last_email_id!) } : await build(ctx, send)
-  const immediate = send.status === 'sending'
-  const repeating = send.repeat_every_minutes !== null && !send.repeat_stopped_at
-  const next = repeating ? nextTick(send) : null
+  if (isTick && (!send.repeat_every_minutes || send.repeat_stopped_at)) return null
+  const { send: now, ...out } = builtNotRelayed(send)
+    ? { send, ...(built?.emailId === send.last_email_id ? built : await storedMessage(ctx, send.last_email_id!)) }
+    : await build(ctx, send)
+  // `now` is the row as the build left it: a repeat may have been stopped or changed meanwhile
+  const immediate = now.status === 'sending'
+  const repeating = now.repeat_every_minutes !== null && !now.repeat_stopped_at
+  const next = repeating ? nextTick(now) : null
   try {
-    const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, new TextDecoder().decode(raw))
-    await ctx.sql.begin(async tx => {
-      await tx`
-        update sends set status = ${immediate ? 'queued' : 'executed'}, accepted = ${result.accepted}, rejected = ${result.rejected},
-               relay_response = ${result.response}, error_code = null, error_message = null, updated_at = now(),
-               repeat_next_at = ${next}
-         where id = ${send.id}`
-      if (next) await enqueue(tx, EXECUTE_KIND, { send_id: send.id }, { runAt: next })
-    })
-    log.info('send relayed', { send_id: send.id, email_id: emailId, accepted: result.accepted.length, rejected: result.rejected.length })
+    const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, out.text)
+    const record = (sql: Tx) => sql<SendRow[]>`
+      update sends set status = ${immediate ? 'queued' : 'executed'}, accepted = ${result.accepted}, rejected = ${result.rejected},
+             relay_response = ${result.response}, error_code = null, error_message = null, updated_at = now(),
+             repeat_next_at = ${next}
+       where id = ${send.id}
+      returning *`
+    // one statement needs no transaction; the next tick is enqueued with it
+    const [final] = next
+      ? await ctx.sql.begin(async tx => {
+          const rows = await record(tx)
+          await enqueue(tx, EXECUTE_KIND, { send_id: send.id }, { runAt: next })
+          return rows
+        })
+      : await record(ctx.sql)
+    log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
+    return final ?? null
   } catch (error) {
     if (!(error instanceof RelayError)) throw error
     // The relay's verdict is final for this execution; the client decides whether to retry.
-    await ctx.sql`
+    const [final] = await ctx.sql<SendRow[]>`
       update sends set status = 'failed', error_code = ${error.code}, error_message = ${error.message},
              relay_response = ${error.maybeSent ? 'unknown: the message may have been accepted' : null}, updated_at = now()
-       where id = ${send.id}`
+       where id = ${send.id}
+      returning *`
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
+    return final ?? null
   }
 }
 
 export const executeJob = {
   kind: EXECUTE_KIND,
-  handle: (ctx: AppContext, payload: { send_id: string }, _job: Job) => executeSend(ctx, payload.send_id),
+  handle: async (ctx: AppContext, payload: { send_id: string }, _job: Job) => void (await executeSend(ctx, payload.send_id)),
 }

@@ -1,8 +1,8 @@
 /**
  * POST /v1/send-mail and the sent-email operations. A send is recorded with its job in one
- * transaction (under the Idempotency-Key), then executed inline for an immediate send so the
- * response can say what the relay answered; the job stays as the safety net should this
- * process die before the relay answered.
+ * transaction (under the Idempotency-Key), an immediate send with its message built, signed and
+ * stored, then relayed inline so the response can say what the relay answered; the job stays as
+ * the safety net should this process die before the relay answered.
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
@@ -15,8 +15,9 @@ import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { claimById, enqueue } from '../jobs/queue'
 import { runJob } from '../jobs/worker'
-import { EXECUTE_KIND, executeJob, type NormalizedRequest, type SendRow } from './execute'
+import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
 import type { SendMailRequest } from './model'
+import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import { requireSender } from './senders'
@@ -64,27 +65,46 @@ async function loadSend(ctx: AppContext, orgId: string, id: string): Promise<Sen
 
 export const getSend = async (ctx: AppContext, orgId: string, id: string) => presentSend(await loadSend(ctx, orgId, id))
 
-/** Refuses a send the organization may not make right now: wrong sender, reply-only gates, abuse limits. */
-async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest) {
+/** What the checks of a send need, in one statement: is `from` a sender of the organization, its send counts and own limits. */
+interface SendFacts {
+  sender: boolean
+  hour: number
+  day: number
+  per_hour: number | null
+  per_day: number | null
+}
+
+async function sendFacts(tx: Tx, orgId: string, from: string): Promise<SendFacts> {
+  const address = from.toLowerCase()
+  const [facts] = await tx<SendFacts[]>`
+    select exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
+             or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
+           c.hour, c.day, o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
+      from orgs o,
+           lateral (select count(*) filter (where s.created_at > now() - interval '1 hour')::int as hour, count(*)::int as day
+                      from sends s where s.org_id = o.id and s.created_at > now() - interval '1 day') c
+     where o.id = ${orgId}`
+  return facts!
+}
+
+/**
+ * Refuses a send the organization may not make right now: wrong sender, reply-only gates, abuse
+ * limits, in that order. The sender's error lists the valid senders, read only then.
+ */
+async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFacts) {
   // Authentication rule 2: an agent connection key sends only as the address it is bound to.
   if (auth.boundAddress !== undefined && r.from.toLowerCase() !== auth.boundAddress) {
     throw errors.forbidden(`from: a connection key sends only as ${auth.boundAddress}`)
   }
-  await requireSender(tx, auth.orgId, r.from)
+  if (!facts.sender) await requireSender(tx, auth.orgId, r.from)
   const plan = planDefinition(auth.plan)
   if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
   // The plan's limits unless an operator set the organization's own (`admin org set-send-limits`).
-  const [counts] = await tx<{ hour: number; day: number; per_hour: number | null; per_day: number | null }[]>`
-    select count(s.id) filter (where s.created_at > now() - interval '1 hour')::int as hour, count(s.id)::int as day,
-           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
-      from orgs o left join sends s on s.org_id = o.id and s.created_at > now() - interval '1 day'
-     where o.id = ${auth.orgId}
-     group by o.id`
-  const send_per_hour = counts!.per_hour ?? plan.limits.send_per_hour
-  const send_per_day = counts!.per_day ?? plan.limits.send_per_day
-  if (counts!.hour >= send_per_hour || counts!.day >= send_per_day) {
-    const which = counts!.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
-    throw new ApiError('rate_limited', `send-mail: at most ${which} per organization`, undefined, { 'retry-after': counts!.hour >= send_per_hour ? '3600' : '86400' })
+  const send_per_hour = facts.per_hour ?? plan.limits.send_per_hour
+  const send_per_day = facts.per_day ?? plan.limits.send_per_day
+  if (facts.hour >= send_per_hour || facts.day >= send_per_day) {
+    const which = facts.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
+    throw new ApiError('rate_limited', `send-mail: at most ${which} per organization`, undefined, { 'retry-after': facts.hour >= send_per_hour ? '3600' : '86400' })
   }
 }
 
@@ -101,6 +121,17 @@ function response(send: SendRow, replay: boolean) {
   }
 }
 
+/** A send's row as it is about to be inserted (with the defaults the table fills in). */
+function draft(id: string, orgId: string, status: 'scheduled' | 'sending', request: NormalizedRequest, scheduledAt: Date | null, threadId: string | null): SendRow {
+  const now = new Date()
+  return {
+    id, org_id: orgId, status, request, from_address: request.from.toLowerCase(), scheduled_at: scheduledAt,
+    repeat_every_minutes: request.repeat?.every_minutes ?? null, repeat_next_at: null, repeat_stopped_at: null, repeat_stopped_by: null,
+    ticks: 0, thread_id: threadId, last_email_id: null, last_message_id: null, accepted: [], rejected: [],
+    relay_response: null, error_code: null, error_message: null, created_at: now, updated_at: now,
+  }
+}
+
 /** The error a failed immediate send answers with (the relay's verdict). */
 function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as ErrorCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
@@ -110,32 +141,66 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   const request = normalize(body)
   const scheduledAt = request.scheduled_at ? parseTimestamp('scheduled_at', request.scheduled_at) : null
   // Without a header the key is the payload itself: two identical sends in a row are one send.
-  const key = headerKey ?? `derived_${sha256(canonicalJson(request)).toString('base64url').slice(0, 32)}`
+  const payloadHash = sha256(canonicalJson(request))
+  const key = headerKey ?? `derived_${payloadHash.toString('base64url').slice(0, 32)}`
   const scope = `org:${auth.orgId}:send-mail`
-  const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: request }, async tx => {
-    let threadId: string | null = null
-    if (request.in_reply_to_email_id) {
-      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
-      threadId = reply.threadId
-      request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
-      if (!request.to.length) request.to = [reply.to]
-    }
-    await authorize(tx, auth, request)
-    const id = randomUUIDv7()
-    const future = scheduledAt && scheduledAt.getTime() > Date.now()
-    await tx`
-      insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id)
-      values (${id}, ${auth.orgId}, ${future ? 'scheduled' : 'sending'}, ${tx.json(request as never)}, ${request.from.toLowerCase()},
-              ${scheduledAt}, ${request.repeat?.every_minutes ?? null}, ${threadId})`
-    const jobId = await enqueue(tx, EXECUTE_KIND, { send_id: id }, { runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS), maxAttempts: 5 })
-    return { status: 200, data: { send_id: id, job_id: jobId, inline: !future } }
-  })
-  const { send_id: sendId, job_id: jobId, inline } = outcome.data
+  // For running an immediate send inline: its row and job as inserted, the message stored with it.
+  let inserted: SendRow | undefined
+  let jobId: string | null = null
+  let built: Built | undefined
+  // Read before the transaction: a key read inside it would wait for a second connection of the
+  // pool, which transactions waiting the same way could all be holding. (No key: the sender is
+  // refused below, or its domain was verified a moment ago; either way the job builds.)
+  const signingKey = scheduledAt && scheduledAt.getTime() > Date.now() ? undefined : await sendingKeyFor(ctx, { org_id: auth.orgId, request }).catch(() => undefined)
+  const outcome = await idempotent(
+    ctx.sql,
+    ctx.keys,
+    { scope, key, payload: request, payloadHash },
+    async (tx, facts: SendFacts) => {
+      let threadId: string | null = null
+      if (request.in_reply_to_email_id) {
+        const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
+        threadId = reply.threadId
+        request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
+        if (!request.to.length) request.to = [reply.to]
+      }
+      await authorize(tx, auth, request, facts)
+      const id = randomUUIDv7()
+      const future = scheduledAt && scheduledAt.getTime() > Date.now()
+      const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
+      // An immediate send's first message is built and stored with the send, as its job would
+      // (the job then only relays it, as after a crash between building and relaying). Should
+      // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
+      const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
+      if (composed) {
+        const email = await storeComposed(tx, row, composed)
+        Object.assign(row, { ticks: 1, last_email_id: email.id, last_message_id: composed.messageId, thread_id: email.threadId })
+        built = { emailId: email.id, raw: composed.raw, text: composed.text }
+      }
+      // the send, its job and the key's record go out together (one round trip)
+      const insertSend = tx<SendRow[]>`
+        insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
+        values (${id}, ${auth.orgId}, ${row.status}, ${tx.json(request as never)}, ${row.from_address}, ${scheduledAt},
+                ${row.repeat_every_minutes}, ${row.thread_id}, ${row.ticks}, ${row.last_email_id}, ${row.last_message_id})
+        returning *`.execute()
+      const job = enqueue(tx, EXECUTE_KIND, { send_id: id }, { runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS), maxAttempts: 5 })
+      const pending = Promise.all([insertSend, job]).then(([[sendRow], enqueued]) => {
+        inserted = sendRow
+        jobId = enqueued
+      })
+      return { status: 200, data: { send_id: id, inline: !future }, pending }
+    },
+    // with the key's lock and lookup: the checks' facts do not depend on the key
+    tx => sendFacts(tx, auth.orgId, request.from),
+  )
+  const { send_id: sendId, inline } = outcome.data
+  let send: SendRow | null = null
   if (!outcome.replayed && inline && jobId) {
     const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
-    if (job) await runJob(ctx, executeJob, job)
+    // the job's own handler, except that it starts from what was just written and hands back the final row
+    if (job) await runJob(ctx, { ...executeJob, handle: async c => void (send = await executeSend(c, sendId, inserted, built)) }, job)
   }
-  const send = await loadSend(ctx, auth.orgId, sendId)
+  send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.
     if (!outcome.replayed) await ctx.sql`delete from idempotency_keys where scope = ${scope} and key = ${key}`

@@ -10,6 +10,8 @@ import { signingKeyFor } from '../../src/mail/outbound/dkim'
 import { startWorker } from '../../src/jobs/worker'
 import { closeRelay } from '../../src/sending/relay'
 import { setSendLimitsCommand, UsageError } from '../../src/admin/commands'
+import { markDomainVerified } from '../../src/domains/service'
+import { executeJob, type SendRow } from '../../src/sending/execute'
 
 let relay: TestRelay
 let app: TestApp
@@ -118,6 +120,76 @@ describe('POST /v1/send-mail through an SMTP relay', () => {
       await closeRelay(hanging.ctx)
       await slow.stop()
     }
+  })
+})
+
+describe('what is committed when', () => {
+  const jobsOf = async (sendId: string) => [
+    ...(await (await testSql())<{ id: string; run_at: Date; locked_by: string | null; attempts: number; last_error: string | null }[]>`
+      select id, run_at, locked_by, attempts, last_error from jobs where kind = 'send.execute' and payload->>'send_id' = ${sendId}`),
+  ]
+  const rawOf = async (emailId: string) => Buffer.from((await (await testSql())<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`)[0]!.raw).toString('utf8')
+
+  test('the relay gets exactly the outbound email stored with the send; its job is done', async () => {
+    const before = relay.messages.length
+    const res = await send({ from, to: 'hal@example.com', subject: `stored ${unique()}`, body_text: 'x' })
+    expect(res.body.data.status).toBe('queued')
+    const sent = (await app.request('GET', `/v1/sent-emails/${res.body.data.id}`, { key: org.key })).body.data
+    const [message] = relay.messages.slice(before)
+    expect(message!.raw).toBe(await rawOf(sent.email_id))
+    expect(await jobsOf(res.body.data.id)).toEqual([])
+  })
+
+  test('before the relay is tried the send, its signed message and its job are committed; after a crash the job relays that message', async () => {
+    const slow = await startTestRelay()
+    slow.hang = true
+    const hanging = await testApp({ SMTP_RELAY_URL: slow.url, RELAY_TIMEOUT_MS: '2000' })
+    const sql = await testSql()
+    const subject = `crash ${unique()}`
+    try {
+      const pending = send({ from, to: 'ivy@example.com', subject, body_text: 'x' }, { app: hanging })
+      let row: SendRow | undefined
+      for (let i = 0; i < 200 && !row; i++) {
+        ;[row] = await sql<SendRow[]>`select * from sends where org_id = ${org.orgId} and request->>'subject' = ${subject}`
+        if (!row) await Bun.sleep(5)
+      }
+      // as committed, whatever the relay does next
+      const { status, ticks, relay_response, error_code, last_email_id } = row!
+      expect({ status, ticks, relay_response, error_code }).toEqual({ status: 'sending', ticks: 1, relay_response: null, error_code: null })
+      const stored = await rawOf(last_email_id!)
+      expect(stored).toStartWith('DKIM-Signature: ')
+      const [job] = await jobsOf(row!.id)
+      expect(job!.run_at.getTime()).toBeGreaterThan(Date.now() + 50_000)
+      expectError(await pending, 504, 'outbound_relay_timeout')
+      // The process dying while the relay had the message: the row as it was before the answer.
+      await sql`update sends set status = 'sending', relay_response = null, error_code = null, error_message = null where id = ${row!.id}`
+      const before = relay.messages.length
+      await executeJob.handle(app.ctx, { send_id: row!.id }, job as never)
+      expect(relay.messages.slice(before).map(m => m.raw)).toEqual([stored])
+      expect((await app.request('GET', `/v1/sent-emails/${row!.id}`, { key: org.key })).body.data).toMatchObject({ status: 'queued', email_id: last_email_id })
+      const [count] = await sql<{ n: number }[]>`select count(*)::int as n from emails where org_id = ${org.orgId} and subject = ${subject}`
+      expect(count!.n).toBe(1)
+    } finally {
+      slow.hang = false
+      await closeRelay(hanging.ctx)
+      await slow.stop()
+    }
+  })
+
+  test('a message that cannot be signed: the send is recorded unbuilt and its job fails and retries, as it always did', async () => {
+    const owner = await createOrg()
+    const domain = `broken-${unique()}.example.com`
+    const sql = await testSql()
+    await markDomainVerified(sql, app.ctx.keys, app.ctx.config.MANAGED_DOMAIN, owner.orgId, domain)
+    await sql`update domains set dkim_private_sealed = ${app.ctx.keys.encrypt('-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n')} where name = ${domain}`
+    const before = relay.messages.length
+    const res = await send({ from: `news@${domain}`, to: 'jo@example.com', subject: 'unsignable', body_text: 'x' }, { org: owner })
+    expect(res.body.data).toMatchObject({ status: 'queued' })
+    const [row] = await sql<SendRow[]>`select * from sends where id = ${res.body.data.id}`
+    expect(row).toMatchObject({ status: 'sending', ticks: 0, last_email_id: null })
+    const [job] = await jobsOf(row!.id)
+    expect(job).toMatchObject({ locked_by: null, attempts: 1, last_error: expect.stringContaining('DKIM signing') })
+    expect(relay.messages.length).toBe(before)
   })
 })
 
