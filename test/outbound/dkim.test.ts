@@ -1,10 +1,9 @@
 /** Signing keys (managed domain, verified domains), the signature itself, and the records we answer locally. */
 import { describe, expect, test } from 'bun:test'
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto'
 import { memoryResolver } from '../../src/dns/resolver'
 import { markDomainVerified, claimDomain } from '../../src/domains/service'
 import { buildMime } from '../../src/mail/outbound/build'
-import { dkimSign, forgetSigningKeys, signingKeyFor, type SigningKey } from '../../src/mail/outbound/dkim'
+import { dkimSign, forgetSigningKeys, signingKeyFor } from '../../src/mail/outbound/dkim'
 import { localResolver } from '../../src/mail/outbound/local-resolver'
 import { managedDkimKey, managedDkimRecord } from '../../src/mail/outbound/managed-key'
 import { RelayError } from '../../src/mail/outbound/relay'
@@ -109,13 +108,13 @@ describe('verified domain keys', () => {
 })
 
 describe('the key cache', () => {
-  test('a key is read once and parsed once; forgetSigningKeys drops it', async () => {
+  test('a key is read once; forgetSigningKeys drops it', async () => {
     const { ctx } = await testApp()
     const org = await createOrg()
     const domain = `${unique('cached')}.example.com`
     await markDomainVerified(await testSql(), ctx.keys, ctx.config.MANAGED_DOMAIN, org.orgId, domain)
     const first = await signingKeyFor(ctx, org.orgId, domain)
-    expect(first!.privateKey?.asymmetricKeyType).toBe('rsa')
+    expect(first!.privateKeyPem).toStartWith('-----BEGIN')
     expect(await signingKeyFor(ctx, org.orgId, domain.toUpperCase())).toBe(first)
     // the key is per organization: another one holding nothing gets none
     expect(await signingKeyFor(ctx, (await createOrg()).orgId, domain)).toBeNull()
@@ -136,43 +135,10 @@ describe('the key cache', () => {
 })
 
 describe('dkimSign', () => {
-  const pem = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } }).privateKey
-  const withObject = (key: SigningKey): SigningKey => ({ ...key, privateKey: createPrivateKey(key.privateKeyPem) })
-
-  test('with the parsed key: byte for byte what mailauth signs with the PEM', async () => {
-    const key = { domain: 'example.com', selector: 'am202501', privateKeyPem: pem }
-    const at = new Date('2025-07-01T09:30:12Z')
-    const long = 'x'.repeat(200)
-    const messages = [
-      buildMime(fullMessage('bot@example.com')),
-      buildMime(fullMessage('bot@example.com', { html: undefined, attachments: [], jsonPart: undefined, cc: [], replyTo: undefined, headers: undefined, inReplyTo: undefined, references: undefined })),
-      buildMime(fullMessage('bot@example.com', { subject: `${long} ✓ ${long}`, text: `  trailing spaces   \n\n\n${long}\n\n\n` })),
-      buildMime(fullMessage('bot@example.com', { text: '' , html: undefined, attachments: [], jsonPart: undefined })),
-      'From: a@example.com\r\nTo:  b@example.com \r\nSubject: folded\r\n  over\r\n\tlines\r\nX-Other: not signed\r\n\r\n',
-      'From: a@example.com\r\nSubject: no body\r\n\r\n',
-    ]
-    // the PEM is unusable here, so only the parsed key can have signed
-    const parsedOnly = { ...withObject(key), privateKeyPem: 'not a key' }
-    for (const raw of messages) {
-      const fast = await dkimSign(raw, parsedOnly, at)
-      expect(fast).toBe(await dkimSign(raw, key, at))
-      expect(fast).toStartWith('DKIM-Signature: ')
-    }
-  })
-
-  test('with the parsed key: out-of-the-ordinary messages are left to mailauth, with the same result', async () => {
-    const key = { domain: 'example.com', selector: 'am202501', privateKeyPem: pem }
-    const at = new Date('2025-07-01T09:30:12Z')
-    for (const raw of ['From: a@example.com\r\nSubject: header only\r\n', 'Subject: no from\r\n\r\nbody\r\n', '\r\nbody only\r\n']) {
-      const [fast, slow] = await Promise.all([dkimSign(raw, withObject(key), at).catch(e => e.message), dkimSign(raw, key, at).catch(e => e.message)])
-      expect(fast).toBe(slow)
-    }
-  })
-
   test('refuses a message with bare LF line endings', async () => {
     const { ctx } = await testApp()
     const key = (await signingKeyFor(ctx, (await createOrg()).orgId, ctx.config.MANAGED_DOMAIN))!
-    expect(dkimSign('From: a@b.example\nSubject: x\n\nbody\n', key)).rejects.toThrow(/CRLF/)
+    await expect(dkimSign('From: a@b.example\nSubject: x\n\nbody\n', key)).rejects.toThrow(/CRLF/)
   })
 
   test('an unusable private key is outbound_key_invalid', async () => {

@@ -58,7 +58,7 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
     const stopping = service.shutdown('SIGTERM')
     const res = await inFlight
     expect(res.status).toBe(200)
-    expect((await res.json()).success).toBe(true)
+    expect(((await res.json()) as { success: boolean }).success).toBe(true)
     await stopping
     expect(await fetch(`${base}/v1/health`).catch(() => 'refused')).toBe('refused')
   })

@@ -1,10 +1,6 @@
 /** DKIM for outbound mail: which key signs a message, and the signature itself (mailauth). */
-import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { dkimSign as mailauthSign } from 'mailauth/lib/dkim/sign'
-import { dkimBody } from 'mailauth/lib/dkim/body'
-import { generateCanonicalizedHeader } from 'mailauth/lib/dkim/header'
-import { formatSignatureHeaderLine, getSigningHeaderLines, parseHeaders } from 'mailauth/lib/tools'
 import type { DKIMSignOptions } from 'mailauth'
 import type { AppContext } from '../../context'
 import { dkimKeyFor } from '../../domains/service'
@@ -15,8 +11,6 @@ export interface SigningKey {
   domain: string
   selector: string
   privateKeyPem: string
-  /** the PEM parsed once (signingKeyFor sets it): signing skips parsing the PEM again */
-  privateKey?: KeyObject
 }
 
 /**
@@ -28,16 +22,14 @@ export const SIGNED_HEADERS = [
   'From', 'Sender', 'Reply-To', 'To', 'Cc', 'Subject', 'Date', 'Message-ID', 'In-Reply-To', 'References',
   'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'List-Unsubscribe', 'List-Unsubscribe-Post',
 ]
-const FIELD_NAMES = SIGNED_HEADERS.join(':')
-
 const canonical = (domain: string) => domain.trim().toLowerCase().replace(/\.$/, '')
 
 /**
- * Keys are fetched, decrypted and parsed once a minute at most per process and organization +
- * domain (the managed domain's key is the same for everyone). A key never changes in place: a
- * domain deleted and claimed again gets a new one, which takes a new DNS record and a
- * verification first, so a minute of the old one is harmless. "No key" is not cached, so a
- * domain that was just verified signs at once, and neither is a key that does not parse.
+ * Keys are fetched and decrypted once a minute at most per process and organization + domain
+ * (the managed domain's key is the same for everyone). A key never changes in place: a domain
+ * deleted and claimed again gets a new one, which takes a new DNS record and a verification
+ * first, so a minute of the old one is harmless. "No key" is not cached, so a domain that was
+ * just verified signs at once.
  */
 const KEY_TTL_MS = 60_000
 const caches = new WeakMap<AppContext, LRUCache<string, SigningKey, { orgId: string | null; domain: string }>>()
@@ -59,20 +51,11 @@ function keyCache(ctx: AppContext) {
 async function loadKey(ctx: AppContext, orgId: string | null, domain: string): Promise<SigningKey | null> {
   if (domain === ctx.config.MANAGED_DOMAIN.toLowerCase()) {
     const key = await managedDkimKey(ctx.sql, ctx.keys, domain)
-    return withParsedKey({ domain, selector: key.selector, privateKeyPem: key.privateKeyPem })
+    return { domain, selector: key.selector, privateKeyPem: key.privateKeyPem }
   }
   if (orgId === null) return null
   const key = await dkimKeyFor(ctx.sql, ctx.keys, orgId, domain)
-  return key ? withParsedKey({ domain, ...key }) : null
-}
-
-function withParsedKey(key: SigningKey): SigningKey {
-  try {
-    // not enumerable: the key object stays out of logs and comparisons
-    return Object.defineProperty(key, 'privateKey', { value: createPrivateKey(key.privateKeyPem), enumerable: false })
-  } catch {
-    return key // unusable: mailauth reports why when it is used (outbound_key_invalid)
-  }
+  return key ? { domain, ...key } : null
 }
 
 /**
@@ -86,9 +69,7 @@ export async function signingKeyFor(ctx: AppContext, orgId: string | null, fromD
   if (!managed && orgId === null) return null
   const cacheKey = managed ? `managed\n${domain}` : `${orgId}\n${domain}`
   const cache = keyCache(ctx)
-  const key = await cache.fetch(cacheKey, { context: { orgId, domain } })
-  if (key && !key.privateKey) cache.delete(cacheKey)
-  return key ?? null
+  return (await cache.fetch(cacheKey, { context: { orgId, domain } })) ?? null
 }
 
 /** Drops cached keys: all of them, or one organization's key for one domain. */
@@ -103,8 +84,6 @@ export function forgetSigningKeys(ctx: AppContext, orgId?: string, domain?: stri
 export async function dkimSign(raw: string, key: SigningKey, signTime = new Date()): Promise<string> {
   // A bare LF is read differently by us and by the receiver's canonicalization: the signature would not verify.
   if (/(?<!\r)\n|\r(?!\n)/.test(raw)) throw new Error('dkimSign: the message must use CRLF line endings only')
-  const signature = key.privateKey && signWithKeyObject(raw, key, key.privateKey, signTime)
-  if (signature) return signature + raw
   const options = {
     canonicalization: 'relaxed/relaxed',
     headerList: SIGNED_HEADERS,
@@ -117,40 +96,4 @@ export async function dkimSign(raw: string, key: SigningKey, signTime = new Date
     throw new RelayError('outbound_key_invalid', `DKIM signing with ${key.selector}._domainkey.${key.domain} failed: ${why}`, false)
   }
   return result.signatures + raw
-}
-
-// the characters mailauth accepts in d= and s= without further checks
-const PLAIN_TAG_VALUE = /^[\x21-\x3a\x3c-\x7e]+$/
-
-/**
- * What mailauth's DkimSigner produces for this message (relaxed/relaxed, rsa-sha256, our header
- * list, no i=, l= or x=), made from its own canonicalization pieces but signed with the parsed
- * key, since mailauth takes only a PEM and parses it for every message (a test compares both
- * byte for byte). Null for anything out of the ordinary, which is left to mailauth.
- */
-function signWithKeyObject(raw: string, key: SigningKey, privateKey: KeyObject, signTime: Date): string | null {
-  if (privateKey.asymmetricKeyType !== 'rsa' || !PLAIN_TAG_VALUE.test(key.domain) || !PLAIN_TAG_VALUE.test(key.selector)) return null
-  const bytes = Buffer.from(raw)
-  const end = bytes.indexOf('\r\n\r\n')
-  // no header section, or no body: mailauth's parser has its own rules for those
-  if (end <= 0 || bytes[0] === 0x0d) return null
-  const headers = parseHeaders(bytes.subarray(0, end + 4))
-  const signing = getSigningHeaderLines(headers.parsed, FIELD_NAMES)
-  if (!signing.headers.some(h => h.key === 'from')) return null
-  const body = dkimBody('relaxed', 'sha256', false)
-  if (bytes.length > end + 4) body.update(bytes.subarray(end + 4))
-  const { canonicalizedHeader, dkimHeaderOpts } = generateCanonicalizedHeader('DKIM', signing, {
-    signingDomain: key.domain,
-    selector: key.selector,
-    algorithm: 'rsa-sha256',
-    canonicalization: 'relaxed/relaxed',
-    signTime,
-    timestamp: Math.floor(signTime.getTime() / 1000),
-    expiration: false,
-    identity: false,
-    instance: false,
-    bodyHash: body.digest('base64'),
-  })
-  dkimHeaderOpts.b = rsaSign('rsa-sha256', canonicalizedHeader, privateKey).toString('base64')
-  return formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true) + '\r\n'
 }
