@@ -16,7 +16,7 @@ import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import type { Tx } from '../db/client'
 import { LIMITS } from '../oauth/constants'
-import { browserCookie, html, htmlResponse, layout, tooManyAttempts } from '../oauth/pages'
+import { browserCookie, html, htmlResponse, layout, orgChoice, tooManyAttempts } from '../oauth/pages'
 import { membershipsOf, type Membership } from '../oauth/queries'
 import { readForm, throttle, throttleKey, type Server } from '../oauth/responses'
 import { verifyPassword } from '../oauth/sign-in'
@@ -80,7 +80,6 @@ ${hidden(v)}
 }
 
 export function confirmPage(v: View & { device: PendingDevice; orgs: Membership[] }): string {
-  const only = v.orgs.length === 1
   const what = [v.device.client_name, v.device.device_name && `on ${v.device.device_name}`].filter(Boolean).join(' ') || 'A command-line client'
   return layout(
     'Approve this device',
@@ -90,16 +89,7 @@ export function confirmPage(v: View & { device: PendingDevice; orgs: Membership[
 ${alert(v)}
 <form method="post" action="/cli/device">
 ${hidden(v)}
-<fieldset>
-<legend>Organization</legend>
-${v.orgs.map(o => html`<label><input type="radio" name="org_id" value="${o.org_id}" required${only ? html` checked` : ''}> ${o.name} <span class="muted">(${o.role})</span></label>
-`)}
-</fieldset>
-<p class="muted">The CLI acts with your role in the organization you choose, as long as you keep it.</p>
-<div class="actions">
-<button type="submit" name="action" value="approve">Approve</button>
-<button type="submit" name="action" value="deny" class="secondary" formnovalidate>Deny</button>
-</div>
+${orgChoice(v.orgs, 'The CLI', { value: 'approve', label: 'Approve' })}
 </form>`,
   )
 }

@@ -119,26 +119,32 @@ ${hidden(v)}
   )
 }
 
+/**
+ * The organization picker and the allow/deny buttons of a page that grants a credential: one
+ * radio per organization (a single one preselected), what the grant means, and the buttons.
+ */
+export function orgChoice(orgs: Membership[], who: string, allow: { value: string; label: string }) {
+  const only = orgs.length === 1
+  return html`<fieldset>
+<legend>Organization</legend>
+${orgs.map(o => html`<label><input type="radio" name="org_id" value="${o.org_id}" required${only ? new Html(' checked') : ''}> ${o.name} <span class="muted">(${o.role})</span></label>
+`)}
+</fieldset>
+<p class="muted">${who} acts with your role in the organization you choose, as long as you keep it.</p>
+<div class="actions">
+<button type="submit" name="action" value="${allow.value}">${allow.label}</button>
+<button type="submit" name="action" value="deny" class="secondary" formnovalidate>Deny</button>
+</div>`
+}
+
 export function chooseOrgPage(v: PageView & { orgs: Membership[] }): string {
-  const only = v.orgs.length === 1
   return layout(
     'Choose an organization',
     html`<h1>Authorize ${appName(v)}</h1>
 ${intro(v)}
 <form method="post" action="/oauth/authorize">
 ${hidden(v)}
-<fieldset>
-<legend>Organization</legend>
-${v.orgs.map(
-  o => html`<label><input type="radio" name="org_id" value="${o.org_id}" required${only ? new Html(' checked') : ''}> ${o.name} <span class="muted">(${o.role})</span></label>
-`,
-)}
-</fieldset>
-<p class="muted">The application acts with your role in the organization you choose, as long as you keep it.</p>
-<div class="actions">
-<button type="submit" name="action" value="allow">Allow</button>
-<button type="submit" name="action" value="deny" class="secondary" formnovalidate>Deny</button>
-</div>
+${orgChoice(v.orgs, 'The application', { value: 'allow', label: 'Allow' })}
 </form>`,
   )
 }
