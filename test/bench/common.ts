@@ -43,6 +43,23 @@ export async function waitForHttp(url: string): Promise<void> {
   throw new Error(`${url} did not come up`)
 }
 
+/**
+ * Starts the service (src/index.ts) as one of `children`, with `env` over this process's
+ * environment (PORT among it), stdout to /dev/null (its JSON log lines are part of the cost, as
+ * in production) and stderr inherited, and waits until its API answers /v1/health. With
+ * `profile` (the default), the profileArgs() flags apply.
+ */
+export async function startService(children: Bun.Subprocess[], env: Record<string, string> & { PORT: string }, { profile = true } = {}): Promise<Bun.Subprocess> {
+  const service = Bun.spawn([process.execPath, ...(profile ? profileArgs() : []), `${import.meta.dir}/../../src/index.ts`], {
+    stdout: 'ignore',
+    stderr: 'inherit',
+    env: { ...process.env, ...env },
+  })
+  children.push(service)
+  await waitForHttp(`http://127.0.0.1:${env.PORT}/v1/health`)
+  return service
+}
+
 /** Waits until an SMTP server on the loopback port sends its 220 greeting (10 s at most). */
 export async function waitForSmtpGreeting(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -92,6 +109,50 @@ export function processCpuMicros(pid: number): number | null {
 export function percentile(sorted: number[], p: number): number {
   const v = sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
   return Math.round(v * 100) / 100
+}
+
+/** What closedLoop measured. */
+export interface LoopResult {
+  /** attempts started, warm-up included */
+  sends: number
+  /** attempts that succeeded, warm-up included */
+  ok: number
+  /** ascending, in ms, of the attempts started after the warm-up */
+  latencies: number[]
+  /** the measured window on the loop's clock: [end of warm-up, end] */
+  warmupEnd: number
+  end: number
+}
+
+/**
+ * The loop of a closed-loop load generator: `connections` clients each run `attempt(n)` (n counts
+ * the attempts of all clients from 0), one after another, for 1 s of warm-up plus `durationMs`
+ * on `clock` (performance.now() unless given), and at most `maxSends` attempts in all.
+ * `attempt` resolves to whether it succeeded and does not throw. The latency of an attempt
+ * started after the warm-up is kept if it succeeded, or always with `measureFailures`.
+ */
+export async function closedLoop(
+  options: { connections: number; durationMs: number; maxSends?: number; clock?: () => number; measureFailures?: boolean },
+  attempt: (n: number) => Promise<boolean>,
+): Promise<LoopResult> {
+  const { connections, durationMs, maxSends = Infinity, clock = () => performance.now(), measureFailures = false } = options
+  const latencies: number[] = []
+  let sends = 0
+  let ok = 0
+  const warmupEnd = clock() + 1000
+  const end = warmupEnd + durationMs
+  const client = async () => {
+    while (clock() < end && sends < maxSends) {
+      const n = sends++
+      const started = clock()
+      const succeeded = await attempt(n)
+      if (succeeded) ok++
+      if (started >= warmupEnd && (succeeded || measureFailures)) latencies.push(clock() - started)
+    }
+  }
+  await Promise.all(Array.from({ length: connections }, client))
+  latencies.sort((a, b) => a - b)
+  return { sends, ok, latencies, warmupEnd, end }
 }
 
 /**

@@ -25,7 +25,7 @@ import type { Sql } from '../../src/db/client'
 import { systemResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
-import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, profileArgs, runJson, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500').split(',').map(Number)
@@ -173,27 +173,20 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
 
     const apiPort = await freePort()
     const smtpPort = await freePort()
-    const service = Bun.spawn([process.execPath, ...profileArgs(), `${dir}/../../src/index.ts`], {
-      // one JSON line per job attempt and per SMTP connection, to /dev/null: part of the cost, as in production
-      stdout: 'ignore',
-      stderr: 'inherit',
-      env: {
-        ...process.env,
-        DATABASE_URL: dbUrl,
-        PORT: String(apiPort),
-        SMTP_PORT: String(smtpPort),
-        HOST: '127.0.0.1',
-        ROLES: 'api,smtp,worker',
-        SECRET_KEY: SECRET,
-        MANAGED_DOMAIN,
-        SMTP_HOSTNAME: 'mx.bench.local',
-        DNS_SERVERS: `127.0.0.1:${dnsPort}`,
-        WEBHOOK_ALLOW_LOOPBACK: 'true',
-        LOG_LEVEL: 'info',
-      },
+    // one JSON line per job attempt and per SMTP connection, to /dev/null: part of the cost, as in production
+    const service = await startService(children, {
+      DATABASE_URL: dbUrl,
+      PORT: String(apiPort),
+      SMTP_PORT: String(smtpPort),
+      HOST: '127.0.0.1',
+      ROLES: 'api,smtp,worker',
+      SECRET_KEY: SECRET,
+      MANAGED_DOMAIN,
+      SMTP_HOSTNAME: 'mx.bench.local',
+      DNS_SERVERS: `127.0.0.1:${dnsPort}`,
+      WEBHOOK_ALLOW_LOOPBACK: 'true',
+      LOG_LEVEL: 'info',
     })
-    children.push(service)
-    await waitForHttp(`http://127.0.0.1:${apiPort}/v1/health`)
     await waitForSmtpGreeting(smtpPort)
 
     const send = (rate: number, count: number, prefix: string) =>

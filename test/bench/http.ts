@@ -6,7 +6,7 @@
  */
 import type { Sql } from '../../src/db/client'
 import { createOrgCommand, setApiLimitCommand } from '../../src/admin/commands'
-import { freePort, runJson, stopAll } from './common'
+import { freePort, runJson, startService, stopAll, waitForHttp } from './common'
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -16,16 +16,6 @@ interface Result { requests: number; errors: number; rps: number; p50_ms: number
 
 function load(url: string, authorization?: string): Promise<Result> {
   return runJson<Result>([process.execPath, `${dir}/load.ts`, url, String(CONNECTIONS), String(SECONDS), ...(authorization ? [authorization] : [])])
-}
-
-async function waitFor(url: string) {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(url)).ok) return
-    } catch {}
-    await Bun.sleep(100)
-  }
-  throw new Error(`${url} did not come up`)
 }
 
 export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
@@ -39,19 +29,16 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
   try {
     const helloPort = await freePort()
     children.push(Bun.spawn([process.execPath, `${dir}/hello.ts`, String(helloPort)], { stdout: 'ignore' }))
-    await waitFor(`http://127.0.0.1:${helloPort}/`)
+    await waitForHttp(`http://127.0.0.1:${helloPort}/`)
     const baseline = await load(`http://127.0.0.1:${helloPort}/`)
 
     const apiPort = await freePort()
-    children.push(
-      Bun.spawn([process.execPath, `${dir}/../../src/index.ts`], {
-        // the request log is part of the cost measured: one JSON line per request, to /dev/null
-        stdout: 'ignore',
-        stderr: 'inherit',
-        env: { ...process.env, DATABASE_URL: dbUrl, PORT: String(apiPort), HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', LOG_LEVEL: 'info' },
-      }),
+    // the request log is part of the cost measured: one JSON line per request, to /dev/null
+    await startService(
+      children,
+      { DATABASE_URL: dbUrl, PORT: String(apiPort), HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', LOG_LEVEL: 'info' },
+      { profile: false },
     )
-    await waitFor(`http://127.0.0.1:${apiPort}/v1/health`)
     const whoami = await load(`http://127.0.0.1:${apiPort}/v1/whoami`, `Bearer ${org.api_key}`)
 
     const row = (name: string, r: Result) =>

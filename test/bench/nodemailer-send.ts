@@ -9,7 +9,7 @@
  * send latency in it.
  */
 import nodemailer from 'nodemailer'
-import { epochMs, percentile } from './common'
+import { closedLoop, epochMs, percentile } from './common'
 
 const [portArg, connectionsArg = '10', secondsArg = '5', maxArg = '50000', from, to, messageFile] = process.argv.slice(2)
 if (!portArg || !from || !to || !messageFile) throw new Error('usage: nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file>')
@@ -32,30 +32,17 @@ const transport = nodemailer.createTransport({
   socketTimeout: 30_000,
 })
 
-const latencies: number[] = []
 const errorSamples = new Map<string, number>()
-let sends = 0
-let ok = 0
-const warmupEnd = epochMs() + 1000
-const end = warmupEnd + durationMs
-
-async function client() {
-  while (epochMs() < end && sends < maxSends) {
-    sends++
-    const started = epochMs()
-    try {
-      await transport.sendMail({ envelope, raw })
-      ok++
-      if (started >= warmupEnd) latencies.push(epochMs() - started)
-    } catch (e) {
-      const what = (e as Error).message
-      errorSamples.set(what, (errorSamples.get(what) ?? 0) + 1)
-    }
+const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async () => {
+  try {
+    await transport.sendMail({ envelope, raw })
+    return true
+  } catch (e) {
+    const what = (e as Error).message
+    errorSamples.set(what, (errorSamples.get(what) ?? 0) + 1)
+    return false
   }
-}
-
-await Promise.all(Array.from({ length: connections }, client))
+})
 transport.close()
 for (const [what, n] of errorSamples) console.error(`nodemailer-send: ${n} x ${what}`)
-latencies.sort((a, b) => a - b)
 console.log(JSON.stringify({ sends, ok, errors: sends - ok, window: [warmupEnd, end], measured: latencies.length, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))

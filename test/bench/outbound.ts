@@ -28,7 +28,7 @@ import { createManagedInbox } from '../../src/inboxes/service'
 import { buildMime } from '../../src/mail/outbound/build'
 import { dkimSign } from '../../src/mail/outbound/dkim'
 import { managedDkimKey } from '../../src/mail/outbound/managed-key'
-import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, profileArgs, runJson, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_OUTBOUND_CONNECTIONS ?? 10)
@@ -93,24 +93,17 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     await waitForSmtpGreeting(relayPort)
 
     const apiPort = await freePort()
-    const service = Bun.spawn([process.execPath, ...profileArgs(), `${dir}/../../src/index.ts`], {
-      // one JSON line per request and per send, to /dev/null: part of the cost, as in production
-      stdout: 'ignore',
-      stderr: 'inherit',
-      env: {
-        ...process.env,
-        DATABASE_URL: dbUrl,
-        PORT: String(apiPort),
-        HOST: '127.0.0.1',
-        ROLES: 'api',
-        SECRET_KEY: SECRET,
-        MANAGED_DOMAIN,
-        SMTP_RELAY_URL: `smtp://127.0.0.1:${relayPort}`,
-        LOG_LEVEL: 'info',
-      },
+    // one JSON line per request and per send, to /dev/null: part of the cost, as in production
+    const service = await startService(children, {
+      DATABASE_URL: dbUrl,
+      PORT: String(apiPort),
+      HOST: '127.0.0.1',
+      ROLES: 'api',
+      SECRET_KEY: SECRET,
+      MANAGED_DOMAIN,
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${relayPort}`,
+      LOG_LEVEL: 'info',
     })
-    children.push(service)
-    await waitForHttp(`http://127.0.0.1:${apiPort}/v1/health`)
 
     console.log(
       `\noutbound: POST /v1/send-mail (${text.length}-byte body_text, one recipient) from a managed inbox, built (mimetext), ` +

@@ -5,7 +5,7 @@
  * warm-up plus `seconds`; at most 1,000,000 requests. Prints one JSON object: requests (after
  * warm-up), errors, requests per second, p50/p99 latency in ms.
  */
-import { percentile } from './common'
+import { closedLoop, percentile } from './common'
 
 const [url, connectionsArg = '8', secondsArg = '5', bytesArg = '4096'] = process.argv.slice(2)
 if (!url) throw new Error('usage: post-load.ts <url> <connections> <seconds> <body-bytes>')
@@ -14,26 +14,13 @@ const durationMs = Number(secondsArg) * 1000
 const body = JSON.stringify({ event: 'baseline', padding: 'x'.repeat(Math.max(0, Number(bytesArg) - 40)) })
 const MAX_REQUESTS = 1_000_000
 
-const latencies: number[] = []
-let sent = 0
-let errors = 0
-const warmupEnd = performance.now() + 1000
-const end = warmupEnd + durationMs
-
-async function client() {
-  while (performance.now() < end && sent++ < MAX_REQUESTS) {
-    const started = performance.now()
-    try {
-      const res = await fetch(url!, { method: 'POST', body, headers: { 'content-type': 'application/json' }, keepalive: true })
-      await res.arrayBuffer()
-      if (res.status !== 200) errors++
-    } catch {
-      errors++
-    }
-    if (started >= warmupEnd) latencies.push(performance.now() - started)
+const { sends, ok, latencies } = await closedLoop({ connections, durationMs, maxSends: MAX_REQUESTS, measureFailures: true }, async () => {
+  try {
+    const res = await fetch(url!, { method: 'POST', body, headers: { 'content-type': 'application/json' }, keepalive: true })
+    await res.arrayBuffer()
+    return res.status === 200
+  } catch {
+    return false
   }
-}
-
-await Promise.all(Array.from({ length: connections }, client))
-latencies.sort((a, b) => a - b)
-console.log(JSON.stringify({ requests: latencies.length, errors, rps: Math.round(latencies.length / (durationMs / 1000)), p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))
+})
+console.log(JSON.stringify({ requests: latencies.length, errors: sends - ok, rps: Math.round(latencies.length / (durationMs / 1000)), p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))

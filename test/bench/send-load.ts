@@ -9,7 +9,7 @@
  * sample of their statuses, the measured window (epoch ms) and the sends and p50/p99 API
  * latency in it.
  */
-import { epochMs, percentile } from './common'
+import { closedLoop, epochMs, percentile } from './common'
 
 const [apiUrl, apiKey, from, to, bodyFile, connectionsArg = '10', secondsArg = '5', maxArg = '50000'] = process.argv.slice(2)
 if (!apiUrl || !apiKey || !from || !to || !bodyFile) throw new Error('usage: send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>')
@@ -19,36 +19,22 @@ const maxSends = Number(maxArg)
 const bodyText = await Bun.file(bodyFile).text()
 const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
 
-const latencies: number[] = []
 const statuses = new Map<string, number>()
-let sends = 0
-let ok = 0
-const warmupEnd = epochMs() + 1000
-const end = warmupEnd + durationMs
-
-async function client() {
-  while (epochMs() < end && sends < maxSends) {
-    const n = sends++
-    const started = epochMs()
-    let status = 'network error'
-    try {
-      const res = await fetch(`${apiUrl}/v1/send-mail`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ from, to, subject: `outbound ${n}`, body_text: bodyText }),
-        keepalive: true,
-      })
-      const json = (await res.json()) as { data?: { status?: string }; error?: { code?: string } }
-      status = res.status === 200 && json.data?.status === 'queued' ? 'ok' : `${res.status} ${json.error?.code ?? json.data?.status ?? ''}`
-    } catch {}
-    if (status === 'ok') ok++
-    else statuses.set(status, (statuses.get(status) ?? 0) + 1)
-    if (started >= warmupEnd && status === 'ok') latencies.push(epochMs() - started)
-  }
-}
-
-await Promise.all(Array.from({ length: connections }, client))
-latencies.sort((a, b) => a - b)
+const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async n => {
+  let status = 'network error'
+  try {
+    const res = await fetch(`${apiUrl}/v1/send-mail`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ from, to, subject: `outbound ${n}`, body_text: bodyText }),
+      keepalive: true,
+    })
+    const json = (await res.json()) as { data?: { status?: string }; error?: { code?: string } }
+    status = res.status === 200 && json.data?.status === 'queued' ? 'ok' : `${res.status} ${json.error?.code ?? json.data?.status ?? ''}`
+  } catch {}
+  if (status !== 'ok') statuses.set(status, (statuses.get(status) ?? 0) + 1)
+  return status === 'ok'
+})
 console.log(
   JSON.stringify({
     sends,

@@ -15,7 +15,7 @@
  * (all answered 250), errors, messages per second, p50/p99 latency in ms, and this process's
  * own CPU time per completed message (it shares the machine with the server).
  */
-import type { Socket } from 'bun'
+import { Conn, ReplyError } from './smtp-client'
 
 const [portArg, sessionsArg = '20', secondsArg = '5', mailFrom, rcptTo, messageFile] = process.argv.slice(2)
 if (!portArg || !mailFrom || !rcptTo || !messageFile) {
@@ -35,113 +35,6 @@ const stuffed = raw.replace(/(^|\r\n)\./g, '$1..').replace(/\r\n$/, '')
 const body = encoder.encode(stuffed)
 const endOfData = encoder.encode('\r\n.\r\n')
 const transaction = encoder.encode(`RSET\r\nMAIL FROM:<${mailFrom}> SIZE=${raw.length}\r\nRCPT TO:<${rcptTo}>\r\nDATA\r\n`)
-
-interface Reply {
-  code: number
-  text: string
-}
-
-class ReplyError extends Error {}
-
-/** One client connection: writes with backpressure, and SMTP replies (multi-line aware) in order. */
-class Conn {
-  private socket: Socket<Conn> | null = null
-  private decoder = new TextDecoder()
-  private buffer = ''
-  private lines: string[] = []
-  private ready: Reply[] = []
-  private waiter: { resolve(r: Reply): void; reject(e: Error): void } | null = null
-  private pending: Uint8Array[] = []
-  /** performance.now() when the current wait began; 0 = not waiting. */
-  waitingSince = 0
-  closed = false
-
-  static open(port: number): Promise<Conn> {
-    const conn = new Conn()
-    return Bun.connect<Conn>({
-      hostname: '127.0.0.1',
-      port,
-      data: conn,
-      socket: {
-        open: s => void s.setNoDelay(true),
-        data: (s, data) => s.data.receive(data),
-        drain: s => s.data.flush(),
-        close: s => s.data.fail(new ReplyError('connection closed')),
-        error: (s, err) => s.data.fail(err),
-        connectError: (s, err) => s.data.fail(err),
-      },
-    }).then(socket => {
-      conn.socket = socket
-      return conn
-    })
-  }
-
-  write(bytes: Uint8Array): void {
-    if (this.closed || !this.socket) throw new ReplyError('connection closed')
-    if (this.pending.length > 0) {
-      this.pending.push(bytes)
-      return
-    }
-    const written = Math.max(0, this.socket.write(bytes))
-    if (written < bytes.length) this.pending.push(bytes.subarray(written))
-  }
-
-  flush(): void {
-    while (this.pending.length > 0 && this.socket) {
-      const head = this.pending[0]!
-      const written = Math.max(0, this.socket.write(head))
-      if (written < head.length) {
-        this.pending[0] = head.subarray(written)
-        return
-      }
-      this.pending.shift()
-    }
-  }
-
-  /** The next reply from the server, in order. */
-  next(): Promise<Reply> {
-    const reply = this.ready.shift()
-    if (reply) return Promise.resolve(reply)
-    if (this.closed) return Promise.reject(new ReplyError('connection closed'))
-    this.waitingSince = performance.now()
-    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }))
-  }
-
-  receive(data: Uint8Array): void {
-    this.buffer += this.decoder.decode(data, { stream: true })
-    let nl: number
-    while ((nl = this.buffer.indexOf('\r\n')) >= 0) {
-      const line = this.buffer.slice(0, nl)
-      this.buffer = this.buffer.slice(nl + 2)
-      this.lines.push(line)
-      // 'NNN-text' continues a multi-line reply; 'NNN text' or 'NNN' ends it.
-      if (line.charAt(3) === '-') continue
-      const reply = { code: Number(line.slice(0, 3)), text: this.lines.join('\n') }
-      this.lines = []
-      const waiter = this.waiter
-      if (waiter) {
-        this.waiter = null
-        this.waitingSince = 0
-        waiter.resolve(reply)
-      } else {
-        this.ready.push(reply)
-      }
-    }
-  }
-
-  fail(error: Error): void {
-    this.closed = true
-    const waiter = this.waiter
-    this.waiter = null
-    this.waitingSince = 0
-    waiter?.reject(error)
-  }
-
-  close(): void {
-    if (!this.closed) this.socket?.end()
-    this.fail(new ReplyError('closed by client'))
-  }
-}
 
 const latencies: number[] = []
 /** every message answered 250, warm-up included (for CPU per message) */

@@ -15,7 +15,7 @@
  * count / rate + 60 s. Prints one JSON object: counts, errors, the lag behind the schedule, the
  * accepted rate, end-of-data-to-250 p50/p99, and `acks`, [i, epoch ms of the 250] per message.
  */
-import type { Socket } from 'bun'
+import { Conn } from './smtp-client'
 import { epochMs, percentile } from './common'
 
 const [portArg, sessionsArg, rateArg, countArg, mailFrom, rcptTo, templateFile, prefix] = process.argv.slice(2)
@@ -36,110 +36,6 @@ if (!template.includes('@@MARK@@')) throw new Error('the template has no @@MARK@
 const stuffed = template.replace(/(^|\r\n)\./g, '$1..').replace(/\r\n$/, '')
 const endOfData = encoder.encode('\r\n.\r\n')
 
-interface Reply {
-  code: number
-  text: string
-}
-
-/** One client connection: writes with backpressure, and SMTP replies (multi-line aware) in order. */
-class Conn {
-  private socket: Socket<Conn> | null = null
-  private decoder = new TextDecoder()
-  private buffer = ''
-  private lines: string[] = []
-  private ready: Reply[] = []
-  private waiter: { resolve(r: Reply): void; reject(e: Error): void; timer: ReturnType<typeof setTimeout> } | null = null
-  private pending: Uint8Array[] = []
-  closed = false
-
-  static open(): Promise<Conn> {
-    const conn = new Conn()
-    return Bun.connect<Conn>({
-      hostname: '127.0.0.1',
-      port,
-      data: conn,
-      socket: {
-        open: s => void s.setNoDelay(true),
-        data: (s, data) => s.data.receive(data),
-        drain: s => s.data.flush(),
-        close: s => s.data.fail(new Error('connection closed')),
-        error: (s, err) => s.data.fail(err),
-        connectError: (s, err) => s.data.fail(err),
-      },
-    }).then(socket => {
-      conn.socket = socket
-      return conn
-    })
-  }
-
-  write(bytes: Uint8Array): void {
-    if (this.closed || !this.socket) throw new Error('connection closed')
-    if (this.pending.length > 0) {
-      this.pending.push(bytes)
-      return
-    }
-    const written = Math.max(0, this.socket.write(bytes))
-    if (written < bytes.length) this.pending.push(bytes.subarray(written))
-  }
-
-  flush(): void {
-    while (this.pending.length > 0 && this.socket) {
-      const head = this.pending[0]!
-      const written = Math.max(0, this.socket.write(head))
-      if (written < head.length) {
-        this.pending[0] = head.subarray(written)
-        return
-      }
-      this.pending.shift()
-    }
-  }
-
-  /** The next reply, in order; fails after REPLY_TIMEOUT_MS. */
-  next(): Promise<Reply> {
-    const reply = this.ready.shift()
-    if (reply) return Promise.resolve(reply)
-    if (this.closed) return Promise.reject(new Error('connection closed'))
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new Error('reply timeout')), REPLY_TIMEOUT_MS)
-      this.waiter = { resolve, reject, timer }
-    })
-  }
-
-  receive(data: Uint8Array): void {
-    this.buffer += this.decoder.decode(data, { stream: true })
-    let nl: number
-    while ((nl = this.buffer.indexOf('\r\n')) >= 0) {
-      const line = this.buffer.slice(0, nl)
-      this.buffer = this.buffer.slice(nl + 2)
-      this.lines.push(line)
-      if (line.charAt(3) === '-') continue
-      const reply = { code: Number(line.slice(0, 3)), text: this.lines.join('\n') }
-      this.lines = []
-      const waiter = this.waiter
-      if (waiter) {
-        this.waiter = null
-        clearTimeout(waiter.timer)
-        waiter.resolve(reply)
-      } else this.ready.push(reply)
-    }
-  }
-
-  fail(error: Error): void {
-    this.closed = true
-    const waiter = this.waiter
-    this.waiter = null
-    if (waiter) {
-      clearTimeout(waiter.timer)
-      waiter.reject(error)
-    }
-  }
-
-  close(): void {
-    if (!this.closed) this.socket?.end()
-    this.fail(new Error('closed by client'))
-  }
-}
-
 const acks: [number, number][] = []
 const dataLatencies: number[] = []
 const errorSamples = new Map<string, number>()
@@ -157,10 +53,10 @@ function error(what: string) {
 async function session(): Promise<void> {
   let conn: Conn
   try {
-    conn = await Conn.open()
-    if ((await conn.next()).code !== 220) throw new Error('no 220 greeting')
+    conn = await Conn.open(port)
+    if ((await conn.next(REPLY_TIMEOUT_MS)).code !== 220) throw new Error('no 220 greeting')
     conn.write(encoder.encode('EHLO client.sender.bench.example\r\n'))
-    if ((await conn.next()).code !== 250) throw new Error('EHLO refused')
+    if ((await conn.next(REPLY_TIMEOUT_MS)).code !== 250) throw new Error('EHLO refused')
   } catch (e) {
     return error(`connect: ${(e as Error).message}`)
   }
@@ -174,7 +70,7 @@ async function session(): Promise<void> {
       maxLagMs = Math.max(maxLagMs, now - due)
       const body = encoder.encode(stuffed.replace('@@MARK@@', `${prefix}-${i} t=${now.toFixed(1)}`).replace('@@ID@@', `${prefix}-${i}`))
       conn.write(encoder.encode(`RSET\r\nMAIL FROM:<${mailFrom}> SIZE=${body.length + 2}\r\nRCPT TO:<${rcptTo}>\r\nDATA\r\n`))
-      const replies = [await conn.next(), await conn.next(), await conn.next(), await conn.next()]
+      const replies = [await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS)]
       if (replies[3]!.code !== 354) {
         error(`transaction: ${replies.map(r => r.text.split('\n')[0]).join(' | ')}`)
         continue
@@ -182,7 +78,7 @@ async function session(): Promise<void> {
       conn.write(body)
       const sentAt = epochMs()
       conn.write(endOfData)
-      const done = await conn.next()
+      const done = await conn.next(REPLY_TIMEOUT_MS)
       const ackAt = epochMs()
       const failed = [...replies.slice(0, 3), done].find(r => r.code !== 250)
       if (failed) {
@@ -193,7 +89,7 @@ async function session(): Promise<void> {
       dataLatencies.push(ackAt - sentAt)
     }
     conn.write(encoder.encode('QUIT\r\n'))
-    await conn.next().catch(() => undefined)
+    await conn.next(REPLY_TIMEOUT_MS).catch(() => undefined)
   } catch (e) {
     error((e as Error).message)
   } finally {

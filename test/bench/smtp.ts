@@ -22,7 +22,7 @@ import type { Sql } from '../../src/db/client'
 import type { MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
-import { freePort, runJson, stopAll } from './common'
+import { freePort, runJson, stopAll, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const SESSIONS = (process.env.BENCH_SMTP_SESSIONS ?? '1,20,100').split(',').map(Number)
@@ -131,29 +131,6 @@ async function signedMessage(rcpt: string, privateKey: string): Promise<string> 
   return sign(unsignedMessage(rcpt, filler))
 }
 
-async function waitForSmtp(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const greeted = await new Promise<boolean>(resolve => {
-      Bun.connect({
-        hostname: '127.0.0.1',
-        port,
-        socket: {
-          data(s, data) {
-            resolve(new TextDecoder().decode(data).startsWith('220'))
-            s.end()
-          },
-          close: () => resolve(false),
-          error: () => resolve(false),
-          connectError: () => resolve(false),
-        },
-      }).catch(() => resolve(false))
-    })
-    if (greeted) return
-    await Bun.sleep(100)
-  }
-  throw new Error(`SMTP on port ${port} did not come up`)
-}
-
 /** Waits (at most two minutes) until the inbound queue is empty; returns messages fully stored per second since `started`. */
 async function drainedRate(sql: Sql, completed: number, started: number): Promise<number | null> {
   const deadline = Date.now() + 120_000
@@ -194,7 +171,7 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
           env: { ...process.env, DATABASE_URL: dbUrl, MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', BENCH_DNS: JSON.stringify(records) },
         }),
       )
-      await waitForSmtp(port)
+      await waitForSmtpGreeting(port)
       ports.set(target.mode, port)
       pids.set(target.mode, children.at(-1)!.pid)
     }
