@@ -5,6 +5,7 @@
  * exponential back-off when it fails, and kept as `dead` after its last attempt.
  */
 import { randomUUIDv7 } from 'bun'
+import type postgres from 'postgres'
 import type { Sql, Tx } from '../db/client'
 
 export const JOBS_CHANNEL = 'jobs'
@@ -27,14 +28,34 @@ export interface EnqueueOptions {
 
 /** Inserts the job in the caller's transaction; returns its id (null when a pending job has the same dedupe key). */
 export async function enqueue(tx: Tx, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string | null> {
-  const [row] = await tx<{ id: string }[]>`
-    insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key)
-    values (${randomUUIDv7()}, ${kind}, ${tx.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null})
-    on conflict (dedupe_key) do nothing
-    returning id`
-  // Delivered on commit: wakes idle workers at once instead of at their next poll.
-  await tx`select pg_notify(${JOBS_CHANNEL}, ${kind})`
+  const [row] = await jobStatement(tx, kind, payload, opts)
   return row?.id ?? null
+}
+
+/**
+ * Runs `write` (a data-modifying statement built with `sql` and not awaited, without
+ * `returning`) and inserts the job in one statement: the two commit together even outside a
+ * transaction, in one round trip. Returns what `enqueue` returns.
+ */
+export async function enqueueWith(sql: Tx, write: postgres.Fragment, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string | null> {
+  const [row] = await jobStatement(sql, kind, payload, opts, write)
+  return row?.id ?? null
+}
+
+/**
+ * The job insert and its NOTIFY in one statement. Delivered on commit, the notification wakes
+ * idle workers at once instead of at their next poll; PostgreSQL folds identical notifications
+ * of a transaction into one, so several jobs of a kind enqueued together send one.
+ */
+function jobStatement(sql: Tx, kind: string, payload: unknown, opts: EnqueueOptions, write?: postgres.Fragment) {
+  return sql<{ id: string | null }[]>`
+    with ${write ? sql`write as (${write}),` : sql``}
+    job as (
+      insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key)
+      values (${randomUUIDv7()}, ${kind}, ${sql.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null})
+      on conflict (dedupe_key) do nothing
+      returning id)
+    select (select id from job) as id, pg_notify(${JOBS_CHANNEL}, ${kind})`
 }
 
 /**

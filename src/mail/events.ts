@@ -5,9 +5,9 @@
  * wakes for mail stored by another.
  */
 import type { Sql } from '../db/client'
-import type { Tx } from '../db/client'
 import { log } from '../log'
 
+/** `storeEmail` sends `pg_notify(EMAILS_CHANNEL, org_id)` in the statement that stores the message. */
 export const EMAILS_CHANNEL = 'emails'
 
 export class MailEvents {
@@ -48,9 +48,4 @@ export class MailEvents {
   async close() {
     await this.unlisten?.()
   }
-}
-
-/** Inside the storing transaction: tells other processes once it commits. */
-export async function notifyNewMail(tx: Tx, orgId: string) {
-  await tx`select pg_notify(${EMAILS_CHANNEL}, ${orgId})`
 }

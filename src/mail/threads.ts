@@ -4,6 +4,7 @@
  * subject in which its sender already took part: subject alone is the last resort.
  */
 import { randomUUIDv7 } from 'bun'
+import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 
 const REPLY_PREFIX = /^\s*((re|fw|fwd|aw|sv|vs|antw|wg|tr)(\[\d+\])?\s*:\s*)+/i
@@ -20,38 +21,44 @@ export interface ThreadInput {
   participants: string[]
   sender: string | null
   at: Date
+  /** the thread the message goes to whatever its headers say (a reply we send) */
+  threadId?: string
 }
 
-/** The thread a new message belongs to (created if none), with its counters updated. */
-export async function threadFor(tx: Tx, m: ThreadInput): Promise<string> {
-  let threadId: string | undefined
-  if (m.messageIds.length) {
-    const [hit] = await tx<{ thread_id: string }[]>`
-      select thread_id from emails
-       where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])
-       order by id desc limit 1`
-    threadId = hit?.thread_id
-  }
+/**
+ * The thread of a new message as common table expressions for the statement that stores it,
+ * ending in `thread (id)`: the given thread, else the thread of the newest message it
+ * references, else (a reply only) the latest recent thread with its subject key in which its
+ * sender took part. That thread's counters and participants are updated, or a new thread is
+ * inserted.
+ */
+export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
   const key = subjectKey(m.subject)
-  if (!threadId && key && m.sender && REPLY_PREFIX.test(m.subject)) {
-    const [hit] = await tx<{ id: string }[]>`
-      select id from threads
-       where org_id = ${m.orgId} and subject_key = ${key} and ${m.sender} = any(participants)
-         and last_message_at > now() - make_interval(days => ${SUBJECT_MATCH_DAYS})
-       order by last_message_at desc limit 1`
-    threadId = hit?.id
-  }
-  if (threadId) {
-    await tx`
+  const hit = m.threadId
+    ? sql`hit as (select ${m.threadId}::uuid as id)`
+    : sql`
+      by_reference as (
+        select thread_id from emails
+         where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])
+         order by id desc limit 1),
+      by_subject as (
+        select id from threads
+         where ${Boolean(key && m.sender && REPLY_PREFIX.test(m.subject))} and not exists (select from by_reference)
+           and org_id = ${m.orgId} and subject_key = ${key} and ${m.sender} = any(participants)
+           and last_message_at > now() - make_interval(days => ${SUBJECT_MATCH_DAYS})
+         order by last_message_at desc limit 1),
+      hit as (select thread_id as id from by_reference union all select id from by_subject)`
+  return sql`
+    ${hit},
+    joined as (
       update threads set message_count = message_count + 1,
              last_message_at = greatest(last_message_at, ${m.at}),
              participants = array(select distinct unnest(participants || ${m.participants}::text[]))
-       where id = ${threadId}`
-    return threadId
-  }
-  const id = randomUUIDv7()
-  await tx`
-    insert into threads (id, org_id, subject, subject_key, participants, message_count, last_message_at)
-    values (${id}, ${m.orgId}, ${m.subject}, ${key}, ${[...new Set(m.participants)]}, 1, ${m.at})`
-  return id
+       where id = (select id from hit)),
+    created as (
+      insert into threads (id, org_id, subject, subject_key, participants, message_count, last_message_at)
+      select ${randomUUIDv7()}::uuid, ${m.orgId}::uuid, ${m.subject}::text, ${key}::text, ${[...new Set(m.participants)]}::text[], 1, ${m.at}::timestamptz
+       where not exists (select from hit)
+      returning id),
+    thread as (select id from hit union all select id from created)`
 }

@@ -10,36 +10,55 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { enqueue } from '../jobs/queue'
+import { enqueueWith } from '../jobs/queue'
 import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
 import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
-import { activeFilters } from './filters.service'
-import { matchingRoute, routesOf, type ActiveRoute } from './recipient-routes.service'
+import type { activeFilters } from './filters.service'
+import { matchingRoute, type ActiveRoute } from './recipient-routes.service'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
 
 type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
 
+type FilterRow = Awaited<ReturnType<typeof activeFilters>>[number]
+
 interface Routing {
   endpoints: EndpointRow[]
   routes: ActiveRoute[]
-  filters: Awaited<ReturnType<typeof activeFilters>>
+  filters: FilterRow[]
   domains: Map<string, string>
 }
 
+/**
+ * The organization's active endpoints, its routes (as `routesOf` returns them), its enabled
+ * sender filters (as `activeFilters` returns them) and its verified domains, in one statement;
+ * without an active endpoint only the endpoints are looked up.
+ */
 async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
-  const [endpoints, routes, filters, domains] = await Promise.all([
-    tx<EndpointRow[]>`
+  const [row] = await tx<{ endpoints: EndpointRow[] | null; routes: ActiveRoute[] | null; filters: FilterRow[] | null; domains: { id: string; name: string }[] | null }[]>`
+    with active as (
       select id, kind, url, function_id, enabled, domain_id, is_route_target, rules from endpoints
-       where org_id = ${orgId} and deactivated_at is null`,
-    routesOf(tx, orgId),
-    activeFilters(tx, orgId),
-    tx<{ id: string; name: string }[]>`select id, name from domains where org_id = ${orgId} and status = 'verified'`,
-  ])
-  return { endpoints, routes, filters, domains: new Map(domains.map(d => [d.name, d.id])) }
+       where org_id = ${orgId} and deactivated_at is null)
+    select (select json_agg(e) from active e) as endpoints,
+           (select json_agg(r order by r.id) from (
+              select r.id, r.pattern, r.endpoint_id, e.enabled as endpoint_enabled
+                from recipient_routes r join active e on e.id = r.endpoint_id
+               where r.org_id = ${orgId}) r) as routes,
+           (select json_agg(f order by f.id) from (
+              select id, type, pattern, domain_id from filters
+               where exists (select from active) and org_id = ${orgId} and enabled) f) as filters,
+           (select json_agg(d) from (
+              select id, name from domains
+               where exists (select from active) and org_id = ${orgId} and status = 'verified') d) as domains`
+  return {
+    endpoints: row?.endpoints ?? [],
+    routes: row?.routes ?? [],
+    filters: row?.filters ?? [],
+    domains: new Map((row?.domains ?? []).map(d => [d.name, d.id])),
+  }
 }
 
 function endpointFor(r: Routing, recipient: string): EndpointRow | undefined {
@@ -97,11 +116,12 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     const eventId = `evt_${id.replaceAll('-', '')}`
     const skipped = filtered ?? rulesVerdict(endpoint.rules, facts)
     const status = skipped ? 'skipped_by_rules' : 'pending'
-    await tx`
+    const delivery = tx`
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
       values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${eventId},
               ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(eventId, email, mail) as never)})`
     // Function endpoints are dispatched by the functions feature; until then their deliveries wait as pending.
-    if (!skipped && endpoint.kind === 'http') await enqueue(tx, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+    if (!skipped && endpoint.kind === 'http') await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+    else await delivery
   }
 }

@@ -431,3 +431,78 @@ describe('two stages: accepted, then processed', () => {
     expect((await sql`select 1 from inbound_queue where id = ${id}`).length).toBe(0)
   })
 })
+
+describe('recipients', () => {
+  test('one query resolves every recipient in order: managed inboxes, verified domains, refusals, storage headroom', async () => {
+    const { resolveRecipients, replies } = await import('../../src/mail/inbound/recipients')
+    const { markDomainVerified } = await import('../../src/domains/service')
+    const sql = await testSql()
+    const free = await createOrg({ plan: 'free' })
+    const paid = await createOrg({ plan: 'developer' })
+    const freeAddress = await managedAddress(h.ctx, free.orgId)
+    const domain = `recv-${crypto.randomUUID().slice(0, 8)}.example.com`
+    await markDomainVerified(sql, h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, paid.orgId, domain)
+    await sql`update orgs set storage_used_bytes = 1000 where id = ${free.orgId}`
+    const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
+    const resolved = await resolveRecipients(h.ctx, [`Someone@${domain.toUpperCase()}.`, ghost, freeAddress.toUpperCase(), 'x@elsewhere.example', freeAddress])
+    expect(resolved).toEqual([
+      { address: `someone@${domain}.`, orgId: paid.orgId, headroom: null },
+      replies.unknownUser,
+      { address: freeAddress, orgId: free.orgId, headroom: 100 * 1024 * 1024 - 1000 },
+      replies.relayDenied,
+      { address: freeAddress, orgId: free.orgId, headroom: 100 * 1024 * 1024 - 1000 },
+    ])
+    expect(await resolveRecipients(h.ctx, [])).toEqual([])
+  })
+
+  test('storage filled up between RCPT and processing: that copy is refused, the other organization gets its own', async () => {
+    const { acceptInbound, ingestJob } = await import('../../src/mail/inbound/queue')
+    const sql = await testSql()
+    const full = await createOrg({ plan: 'free' })
+    const roomy = await createOrg({ plan: 'free' })
+    const fullAddress = await managedAddress(h.ctx, full.orgId)
+    const roomyAddress = await managedAddress(h.ctx, roomy.orgId)
+    const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: `${fullAddress}, ${roomyAddress}`, Subject: 'late' }, 'x\n'))
+    const id = await acceptInbound(h.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [fullAddress, roomyAddress], remoteIp: '127.0.0.1', tls: false })
+    await sql`update orgs set storage_used_bytes = 100 * 1024 * 1024 where id = ${full.orgId}`
+    await ingestJob.handle(h.ctx, { queue_id: id })
+    await h.settle()
+    expect((await h.request('GET', '/v1/emails', { key: full.key })).body.data).toEqual([])
+    expect((await h.request('GET', '/v1/emails', { key: roomy.key })).body.data.map((e: { subject: string }) => e.subject)).toEqual(['late'])
+    const [counters] = await sql<{ used: number; n: number }[]>`select storage_used_bytes as used, emails_count as n from orgs where id = ${roomy.orgId}`
+    expect([Number(counters!.used), counters!.n]).toEqual([raw.byteLength, 1])
+  })
+})
+
+describe('threads by reference before subject', () => {
+  test('a reply that references one thread and shares the subject of a newer one joins the referenced thread', async () => {
+    const dana = await createOrg()
+    const address = await managedAddress(h.ctx, dana.orgId)
+    const first = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Topic', text: '1' })
+    const firstThread = (await latest(dana)).thread_id
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '2' })
+    const other = (await latest(dana)).thread_id
+    expect(other).not.toBe(firstThread)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
+    expect((await latest(dana)).thread_id).toBe(firstThread)
+    const thread = (await h.request('GET', `/v1/threads/${firstThread}`, { key: dana.key })).body.data
+    expect(thread.message_count).toBe(2)
+    expect(thread.emails.map((e: { subject: string }) => e.subject)).toEqual(['Topic', 'Re: Other'])
+    expect(thread.participants).toContain('sam@sender.example')
+  })
+
+  test('a reference to messages of two threads: the thread of the newest referenced message', async () => {
+    const eli = await createOrg()
+    const address = await managedAddress(h.ctx, eli.orgId)
+    const a = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Older thread', text: 'a' })
+    const older = (await latest(eli)).thread_id
+    const b = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Newer thread', text: 'b' })
+    const newer = (await latest(eli)).thread_id
+    // c joins the older thread, and is now the newest message of all
+    const c = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Older thread', text: 'c', references: [a.messageId] })
+    expect((await latest(eli)).thread_id).toBe(older)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Both', text: 'd', references: [b.messageId, c.messageId] })
+    expect((await latest(eli)).thread_id).toBe(older)
+    expect(newer).not.toBe(older)
+  })
+})

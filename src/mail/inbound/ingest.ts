@@ -10,7 +10,7 @@ import { enqueueDeliveries } from '../../webhooks/selection'
 import { authenticateMessage } from './authenticate'
 import { classify } from './classify'
 import { parseMail } from './parse'
-import { resolveRecipient, storageHeadroom } from './recipients'
+import { resolveRecipients } from './recipients'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -30,27 +30,28 @@ export interface IngestResult {
   refused: string[]
 }
 
-async function recipientsByOrg(ctx: AppContext, rcptTo: string[]): Promise<Map<string, string[]>> {
-  const byOrg = new Map<string, string[]>()
-  for (const address of rcptTo) {
-    const r = await resolveRecipient(ctx, address)
+/** The envelope recipients of each organization, with its storage headroom: one query for all. */
+async function recipientsByOrg(ctx: AppContext, rcptTo: string[]): Promise<Map<string, { rcpts: string[]; headroom: number | null }>> {
+  const byOrg = new Map<string, { rcpts: string[]; headroom: number | null }>()
+  for (const r of await resolveRecipients(ctx, rcptTo)) {
     if (!('orgId' in r)) continue // refused at RCPT already; the mailbox may have gone since
-    byOrg.set(r.orgId, [...(byOrg.get(r.orgId) ?? []), r.address])
+    const org = byOrg.get(r.orgId) ?? { rcpts: [], headroom: r.headroom }
+    org.rcpts.push(r.address)
+    byOrg.set(r.orgId, org)
   }
   return byOrg
 }
 
 export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
-  const byOrg = await recipientsByOrg(ctx, msg.rcptTo)
-  const [mail, auth] = await Promise.all([
+  const [byOrg, mail, auth] = await Promise.all([
+    recipientsByOrg(ctx, msg.rcptTo),
     parseMail(msg.raw),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
   ])
   const eventType = classify(mail, msg.mailFrom)
   const refused: string[] = []
   const accepted: [string, string[]][] = []
-  for (const [orgId, rcpts] of byOrg) {
-    const headroom = await storageHeadroom(ctx, orgId)
+  for (const [orgId, { rcpts, headroom }] of byOrg) {
     if (headroom !== null && headroom < msg.raw.byteLength) refused.push(orgId)
     else accepted.push([orgId, rcpts])
   }

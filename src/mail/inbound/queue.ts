@@ -1,27 +1,25 @@
 /**
  * Two stages for inbound mail. The SMTP transaction only commits the message as received and
- * an ingest job (`acceptInbound`), so the `250` costs one insert and never waits on DNS
+ * an ingest job (`acceptInbound`), so the `250` costs one statement and never waits on DNS
  * lookups for SPF or DKIM; the `mail.ingest` job then parses, authenticates, stores and routes
  * it (`ingest`) and removes it from the queue in the same transaction, so it is processed
  * exactly once. A crash between the stages loses nothing: the job is still there.
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
-import { enqueue } from '../../jobs/queue'
+import { enqueueWith } from '../../jobs/queue'
 import { log } from '../../log'
 import { ingest, type InboundMessage } from './ingest'
 
 export const INGEST_KIND = 'mail.ingest'
 
-/** Commits the message and its ingest job; returns the queue id (the SMTP "queued as" id). */
+/** Commits the message and its ingest job (one statement); returns the queue id (the SMTP "queued as" id). */
 export async function acceptInbound(ctx: AppContext, msg: InboundMessage): Promise<string> {
   const id = randomUUIDv7()
-  await ctx.sql.begin(async tx => {
-    await tx`
-      insert into inbound_queue (id, raw, mail_from, rcpt_to, remote_ip, helo, tls)
-      values (${id}, ${msg.raw}, ${msg.mailFrom}, ${msg.rcptTo}, ${msg.remoteIp}, ${msg.helo ?? null}, ${msg.tls})`
-    await enqueue(tx, INGEST_KIND, { queue_id: id })
-  })
+  const queued = ctx.sql`
+    insert into inbound_queue (id, raw, mail_from, rcpt_to, remote_ip, helo, tls)
+    values (${id}, ${msg.raw}, ${msg.mailFrom}, ${msg.rcptTo}, ${msg.remoteIp}, ${msg.helo ?? null}, ${msg.tls})`
+  await enqueueWith(ctx.sql, queued, INGEST_KIND, { queue_id: id })
   return id
 }
 

@@ -3,8 +3,6 @@
  * domain, or any address at a domain an organization has verified. Anything else is not ours.
  */
 import type { AppContext } from '../../context'
-import { verifiedDomainOwner } from '../../domains/service'
-import { managedInboxOwner } from '../../inboxes/service'
 import { planDefinition, type Plan } from '../../account/plans'
 import type { SmtpReply } from '../../smtp/types'
 
@@ -24,20 +22,58 @@ export function splitAddress(address: string): { local: string; domain: string }
   return { local: address.slice(0, at), domain: address.slice(at + 1).toLowerCase().replace(/\.$/, '') }
 }
 
-export async function resolveRecipient(ctx: AppContext, address: string): Promise<Recipient | SmtpReply> {
-  const { domain } = splitAddress(address)
-  const normalized = address.toLowerCase()
-  if (domain === ctx.config.MANAGED_DOMAIN) {
-    const inbox = await managedInboxOwner(ctx.sql, normalized)
-    return inbox ? { address: normalized, orgId: inbox.orgId } : replies.unknownUser
-  }
-  const owner = await verifiedDomainOwner(ctx.sql, domain)
-  return owner ? { address: normalized, orgId: owner.orgId } : replies.relayDenied
+/** A recipient with its organization's storage headroom, read in the same query. */
+export interface ResolvedRecipient extends Recipient {
+  /** bytes the organization may still store before inbound mail is refused; null = no limit (paid plans) */
+  headroom: number | null
+}
+
+interface OwnerRow {
+  kind: 'inbox' | 'domain'
+  key: string
+  org_id: string
+  plan: Plan | null
+  used: number | null
+}
+
+/**
+ * Resolves envelope recipients, each to its organization with that organization's storage
+ * headroom, or to the reply that refuses it: one query for all of them, in their order.
+ */
+export async function resolveRecipients(ctx: AppContext, addresses: string[]): Promise<(ResolvedRecipient | SmtpReply)[]> {
+  const wanted = addresses.map(address => {
+    const { domain } = splitAddress(address)
+    const normalized = address.toLowerCase()
+    return domain === ctx.config.MANAGED_DOMAIN
+      ? { normalized, kind: 'inbox' as const, key: normalized.trim() }
+      : { normalized, kind: 'domain' as const, key: domain.trim().replace(/\.$/, '') }
+  })
+  const inboxes = wanted.filter(w => w.kind === 'inbox').map(w => w.key)
+  const domains = wanted.filter(w => w.kind === 'domain').map(w => w.key)
+  const rows = wanted.length
+    ? await ctx.sql<OwnerRow[]>`
+        select 'inbox' as kind, i.address as key, i.org_id, o.plan, o.storage_used_bytes as used
+          from managed_inboxes i left join orgs o on o.id = i.org_id
+         where i.address = any(${inboxes}::text[])
+        union all
+        select 'domain', d.name, d.org_id, o.plan, o.storage_used_bytes
+          from domains d left join orgs o on o.id = d.org_id
+         where d.name = any(${domains}::text[]) and d.status = 'verified'`
+    : []
+  const owners = new Map(rows.map(r => [`${r.kind}:${r.key}`, r]))
+  return wanted.map(w => {
+    const owner = owners.get(`${w.kind}:${w.key}`)
+    if (!owner) return w.kind === 'inbox' ? replies.unknownUser : replies.relayDenied
+    return { address: w.normalized, orgId: owner.org_id, headroom: headroom(owner.plan, owner.used) }
+  })
+}
+
+export async function resolveRecipient(ctx: AppContext, address: string): Promise<ResolvedRecipient | SmtpReply> {
+  return (await resolveRecipients(ctx, [address]))[0]!
 }
 
 /** Bytes an organization may still store before inbound mail is refused; null = no limit (paid plans). */
-export async function storageHeadroom(ctx: AppContext, orgId: string): Promise<number | null> {
-  const [org] = await ctx.sql<{ plan: Plan; used: number }[]>`select plan, storage_used_bytes as used from orgs where id = ${orgId}`
-  const limitMb = org ? planDefinition(org.plan).limits.storage_limit_mb : null
-  return limitMb === null || !org ? null : limitMb * 1024 * 1024 - Number(org.used)
+function headroom(plan: Plan | null, used: number | null): number | null {
+  const limitMb = plan ? planDefinition(plan).limits.storage_limit_mb : null
+  return limitMb === null ? null : limitMb * 1024 * 1024 - Number(used)
 }

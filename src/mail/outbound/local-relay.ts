@@ -8,7 +8,7 @@ import type { AppContext } from '../../context'
 import { log } from '../../log'
 import { ingest } from '../inbound/ingest'
 import { parseMail } from '../inbound/parse'
-import { replies, resolveRecipient } from '../inbound/recipients'
+import { replies, resolveRecipients } from '../inbound/recipients'
 import { localResolver } from './local-resolver'
 import { insertOutbox } from './outbox'
 import { RelayError, type Relay, type RelayEnvelope, type RelayResult } from './relay-types'
@@ -22,8 +22,9 @@ interface Sorted {
 
 async function sortRecipients(ctx: AppContext, rcpts: string[]): Promise<Sorted> {
   const sorted: Sorted = { hosted: [], outside: [], unknown: [] }
-  for (const rcpt of rcpts) {
-    const r = await resolveRecipient(ctx, rcpt)
+  const resolved = await resolveRecipients(ctx, rcpts)
+  for (const [i, rcpt] of rcpts.entries()) {
+    const r = resolved[i]!
     if ('orgId' in r) sorted.hosted.push({ rcpt, orgId: r.orgId })
     else if (r === replies.relayDenied) sorted.outside.push(rcpt)
     else sorted.unknown.push(rcpt)
