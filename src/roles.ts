@@ -49,7 +49,6 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(smtpOptions(ctx.config), inboundHooks(ctx))
     running.smtpPort = smtp.port
-    log.info('smtp listening', { port: smtp.port })
     stops.unshift(() => smtp.stop(grace))
   }
   if (roles.includes('api')) {
