@@ -5,6 +5,8 @@ import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, rfc822, senderDomain, type InboundHarness } from '../helpers/mail'
 import { signDownloadToken } from '../../src/emails/download-token'
 
+const embedded = (await globalThis.testDatabase!).kind === 'pglite'
+
 let h: InboundHarness
 let alice: TestOrg
 let aliceAddress: string
@@ -320,7 +322,9 @@ describe('search', () => {
     expect(await q('_')).toEqual([])
   })
 
-  test('a search past its time budget is 504 search_timeout', async () => {
+  // Holding a table lock in one transaction while searching in another needs two connections;
+  // the embedded fallback database has one.
+  test.skipIf(embedded)('a search past its time budget is 504 search_timeout', async () => {
     const sql = await testSql()
     const henry = await createOrg()
     // Hold a lock the search must wait for, so its statement_timeout fires.
