@@ -5,7 +5,6 @@ import { cleanupJob } from './cleanup.job'
 import { deliverJob } from '../webhooks/deliver.job'
 import { verificationMailJob } from '../account/verification-mail.job'
 import { executeJob } from '../sending/execute'
-import { ingestJob } from '../mail/inbound/queue'
 
 export interface JobKind<P = any> {
   kind: string
@@ -15,4 +14,4 @@ export interface JobKind<P = any> {
   retryDelaySeconds?(ctx: AppContext, attempt: number): number
 }
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, ingestJob, deliverJob, executeJob, verificationMailJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob]
