@@ -54,10 +54,17 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const pollMs = opts.pollMs ?? 1000
   const running = new Set<Promise<void>>()
   let stopping = false
+  // A wake-up is a flag as well as a resolver: one that arrives while the loop is claiming (a
+  // NOTIFY for a job committed after the claim's snapshot, a job finishing) must make the loop
+  // claim again instead of sleeping a whole poll interval.
+  let woken = false
   let wakeUp: (() => void) | undefined
   let idle: (() => void)[] = []
 
-  const wake = () => wakeUp?.()
+  const wake = () => {
+    woken = true
+    wakeUp?.()
+  }
   const listener = opts.listen ? await ctx.sql.listen(JOBS_CHANNEL, wake).catch(() => undefined) : undefined
 
   const run = (job: Job) => runJob(ctx, kinds.get(job.kind)!, job)
@@ -67,6 +74,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       // Drain waiters are answered only by a claim that began after they asked.
       const waiting = idle
       idle = []
+      woken = false
       const free = concurrency - running.size
       const jobs = free > 0 ? await claim(ctx.sql, id, [...kinds.keys()], free, opts.clock?.() ?? null).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
       for (const job of jobs) {
@@ -78,7 +86,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       }
       if (jobs.length === 0 && running.size === 0) for (const resolve of waiting) resolve()
       else idle.push(...waiting)
-      if (jobs.length > 0 && running.size < concurrency) continue
+      if (woken || (jobs.length > 0 && running.size < concurrency)) continue
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, pollMs)
         wakeUp = () => {
@@ -86,6 +94,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
           resolve()
         }
       })
+      wakeUp = undefined
     }
   }
 

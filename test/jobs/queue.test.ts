@@ -103,6 +103,37 @@ describe('the queue', () => {
     await worker.stop(1000)
     expect(seen).toEqual([7, 7])
   })
+
+  test('a wake-up that arrives while the worker is claiming is not lost', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    let ran!: () => void
+    const done = new Promise<void>(resolve => (ran = resolve))
+    // The clock is read as a claim starts: advancing it there and waking the worker stands for a
+    // job committed (and NOTIFY'd) after that claim's snapshot. Only a poll would find it, and
+    // the poll is a minute away: the test times out unless that wake-up makes the worker claim again.
+    let now = new Date()
+    let armed = false
+    const worker = await startWorker(ctx, {
+      pollMs: 60_000,
+      kinds: [{ kind: k, handle: async () => ran() }],
+      clock() {
+        const claimAt = now
+        if (armed) {
+          armed = false
+          now = new Date(now.getTime() + 3600_000)
+          worker.wake()
+        }
+        return claimAt
+      },
+    })
+    await ctx.sql.begin(tx => enqueue(tx, k, {}, { runAt: new Date(now.getTime() + 60_000) }))
+    await worker.drain()
+    armed = true
+    worker.wake()
+    await done
+    await worker.stop(1000)
+  }, 5000)
 })
 
 describe('cleanup', () => {
