@@ -2,9 +2,14 @@
  * One HTTP attempt at a webhook: POST the body to the URL, connecting to the address checked
  * just before (no DNS rebinding between check and connect), without following redirects,
  * within the attempt timeout. Never throws: the outcome says what happened.
+ *
+ * Bun's fetch keeps connections alive, pooled by the URL's host, port and TLS server name. The
+ * URL we fetch carries the checked address as its host, so a pooled connection is reused only
+ * for that same address; the name travels in the Host header and as the TLS server name, and
+ * the certificate is verified against it (a connection verified for one name is never reused
+ * for another, which must pass its own verification).
  */
-import http from 'node:http'
-import https from 'node:https'
+import { isIP } from 'node:net'
 import type { CheckedUrl } from './url-safety'
 
 /** The response header a handler sets (to the event id) to confirm it processed the event. */
@@ -22,52 +27,49 @@ export interface AttemptOutcome {
   durationMs: number
 }
 
-export function postWebhook(target: CheckedUrl, body: string, headers: Record<string, string>, timeoutMs: number, eventId: string): Promise<AttemptOutcome> {
+/** The URL with the checked address in place of the name. */
+function addressUrl(target: CheckedUrl): URL {
+  const url = new URL(target.url)
+  url.hostname = target.family === 6 ? `[${target.address}]` : target.address
+  return url
+}
+
+/** The first `max` bytes of the body; a longer body is not read to its end. */
+async function readAtMost(res: Response, max: number): Promise<string> {
+  if (!res.body) return ''
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of res.body) {
+    chunks.push(chunk)
+    size += chunk.length
+    if (size >= max) break
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8')
+}
+
+export async function postWebhook(target: CheckedUrl, body: string, headers: Record<string, string>, timeoutMs: number, eventId: string): Promise<AttemptOutcome> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
-  const request = target.url.protocol === 'https:' ? https.request : http.request
-  // Connect to the checked address; TLS still verifies the certificate against the host name.
-  const lookup = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) =>
-    options?.all ? cb(null, [{ address: target.address, family: target.family }]) : cb(null, target.address, target.family)) as unknown as http.RequestOptions['lookup']
-  return new Promise(resolve => {
-    const req = request(
-      {
-        protocol: target.url.protocol,
-        hostname: target.url.hostname.replace(/^\[|\]$/g, ''),
-        port: target.url.port || undefined,
-        path: target.url.pathname + target.url.search,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'agent-mail-webhooks/1', 'content-length': String(Buffer.byteLength(body)), ...headers },
-        lookup,
-        timeout: timeoutMs,
-      },
-      res => {
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (chunk: Buffer) => {
-          if (size < MAX_RESPONSE_BYTES) chunks.push(chunk)
-          size += chunk.length
-        })
-        res.on('end', () => {
-          const status = res.statusCode ?? 0
-          resolve({
-            status,
-            body: Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8'),
-            confirmed: status >= 200 && status < 300 && res.headers[CONFIRMATION_HEADER] === eventId,
-            durationMs: elapsed(),
-          })
-        })
-        res.on('error', error => resolve({ status: res.statusCode ?? null, body: '', confirmed: false, error: 'connection_failed', message: error.message, durationMs: elapsed() }))
-      },
-    )
-    const deadline = setTimeout(() => req.destroy(new Error('timeout')), timeoutMs)
-    req.on('timeout', () => req.destroy(new Error('timeout')))
-    req.on('error', error => {
-      clearTimeout(deadline)
-      const timedOut = error.message === 'timeout'
-      resolve({ status: null, body: '', confirmed: false, error: timedOut ? 'timeout' : 'connection_failed', message: timedOut ? `no answer within ${timeoutMs} ms` : error.message, durationMs: elapsed() })
+  const name = target.url.hostname.replace(/^\[|\]$/g, '')
+  try {
+    const res = await fetch(addressUrl(target), {
+      method: 'POST',
+      body,
+      headers: { host: target.url.host, 'content-type': 'application/json', 'user-agent': 'agent-mail-webhooks/1', ...headers },
+      redirect: 'manual',
+      // covers the connection, the request and reading the answer
+      signal: AbortSignal.timeout(timeoutMs),
+      tls: isIP(name) ? undefined : { serverName: name },
     })
-    req.on('close', () => clearTimeout(deadline))
-    req.end(body)
-  })
+    const answer = await readAtMost(res, MAX_RESPONSE_BYTES)
+    return {
+      status: res.status,
+      body: answer,
+      confirmed: res.ok && res.headers.get(CONFIRMATION_HEADER) === eventId,
+      durationMs: elapsed(),
+    }
+  } catch (error) {
+    const timedOut = (error as Error).name === 'TimeoutError'
+    return { status: null, body: '', confirmed: false, error: timedOut ? 'timeout' : 'connection_failed', message: timedOut ? `no answer within ${timeoutMs} ms` : (error as Error).message, durationMs: elapsed() }
+  }
 }
