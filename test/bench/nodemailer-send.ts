@@ -1,18 +1,23 @@
 /**
- * The baseline of the outbound benchmark, run as its own process:
- * `bun test/bench/nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file>`.
+ * The baselines of the outbound benchmark, run as their own process:
+ * `bun test/bench/nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file> [<dkim-key-file> <domain> <selector>]`.
  *
  * nodemailer's pooled SMTP transport with `connections` connections to the relay sends one
- * prebuilt message (built and DKIM-signed once, before this process starts) again and again,
- * `connections` sends in flight, for 1 s of warm-up plus `seconds`, and at most `max-sends`
- * in all. Prints one JSON object: sends, ok, errors, the measured window (epoch ms) and p50/p99
- * send latency in it.
+ * prebuilt message again and again, `connections` sends in flight, for 1 s of warm-up plus
+ * `seconds`, and at most `max-sends` in all. Without a key the message is sent as it is (built
+ * and DKIM-signed once, before this process starts); with one, nodemailer DKIM-signs every
+ * message itself (its `dkim` option: RSA, relaxed/relaxed, the header fields we sign).
+ * Prints one JSON object: sends, ok, errors, the measured window (epoch ms), p50/p99 send
+ * latency in it, and this process's CPU time per send over the whole run.
  */
 import nodemailer from 'nodemailer'
+import { SIGNED_HEADERS } from '../../src/mail/outbound/dkim'
 import { closedLoop, epochMs, percentile } from './common'
 
-const [portArg, connectionsArg = '10', secondsArg = '5', maxArg = '50000', from, to, messageFile] = process.argv.slice(2)
-if (!portArg || !from || !to || !messageFile) throw new Error('usage: nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file>')
+const [portArg, connectionsArg = '10', secondsArg = '5', maxArg = '50000', from, to, messageFile, keyFile, domainName, keySelector] = process.argv.slice(2)
+if (!portArg || !from || !to || !messageFile || (keyFile && (!domainName || !keySelector))) {
+  throw new Error('usage: nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file> [<dkim-key-file> <domain> <selector>]')
+}
 const connections = Number(connectionsArg)
 const durationMs = Number(secondsArg) * 1000
 const maxSends = Number(maxArg)
@@ -30,6 +35,7 @@ const transport = nodemailer.createTransport({
   connectionTimeout: 10_000,
   greetingTimeout: 10_000,
   socketTimeout: 30_000,
+  dkim: keyFile ? { domainName: domainName!, keySelector: keySelector!, privateKey: await Bun.file(keyFile).text(), headerFieldNames: SIGNED_HEADERS.join(':') } : undefined,
 })
 
 const errorSamples = new Map<string, number>()
@@ -45,4 +51,16 @@ const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections,
 })
 transport.close()
 for (const [what, n] of errorSamples) console.error(`nodemailer-send: ${n} x ${what}`)
-console.log(JSON.stringify({ sends, ok, errors: sends - ok, window: [warmupEnd, end], measured: latencies.length, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))
+const cpu = process.cpuUsage()
+console.log(
+  JSON.stringify({
+    sends,
+    ok,
+    errors: sends - ok,
+    window: [warmupEnd, end],
+    measured: latencies.length,
+    p50_ms: percentile(latencies, 50),
+    p99_ms: percentile(latencies, 99),
+    cpu_us_per_send: Math.round((cpu.user + cpu.system) / Math.max(1, sends)),
+  }),
+)

@@ -9,15 +9,22 @@
  * send-load.ts, a separate process, keeps BENCH_OUTBOUND_CONNECTIONS requests in flight, each
  * send with a subject of its own so the payload-derived idempotency key never dedupes. Every
  * send is built with mimetext, DKIM-signed with the managed domain's key, stored as an outbound
- * email and handed to the relay before the API answers. Beside it, the baseline:
- * nodemailer-send.ts sends one prebuilt message (the same builder, DKIM-signed once) straight
- * to the same relay over as many pooled connections. Printed: messages the relay accepted per
- * second in the measured window, p50/p99 latency per message, and after the run that every
- * send was stored, relayed and DKIM-signed (a sample is verified with mailauth). Target
+ * email and handed to the relay before the API answers. Beside it, two baselines from
+ * nodemailer-send.ts over as many pooled connections to the same relay: the issue's, one
+ * prebuilt message (the same builder, DKIM-signed once) sent again and again; and the same
+ * message unsigned, DKIM-signed by nodemailer for every send with the same RSA-2048 key. Before
+ * the runs, sign-rate.ts measures how many RSA-2048 signatures (and whole DKIM signing steps)
+ * this machine's Bun makes per second on one core: with every send signed, the number of cores
+ * times that rate bounds the send rate even if nothing else cost anything.
+ *
+ * Printed: messages the relay accepted per second in the measured window, p50/p99 latency per
+ * message, CPU time per message of the sending process and (send-mail) of the service and its
+ * PostgreSQL backends, the ratios against both baselines and the signing bound; after the runs,
+ * that every send was stored, relayed and DKIM-signed (samples verified with mailauth). Target
  * (printed, not asserted): the send-mail rate at least half the direct nodemailer rate.
  */
 import { rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { randomUUIDv7 } from 'bun'
 import { authenticate } from 'mailauth'
 import type { Sql } from '../../src/db/client'
@@ -48,6 +55,8 @@ interface SendResult {
   measured: number
   p50_ms: number
   p99_ms: number
+  /** CPU time per send of the sending process */
+  cpu_us_per_send: number
 }
 
 interface RelayStats {
@@ -57,10 +66,30 @@ interface RelayStats {
   samples: string[]
 }
 
+interface SignRate {
+  rsa_per_s: number
+  dkim_per_s: number
+}
+
+/** A run and what the relay saw of it; for send-mail, the service's and the database's CPU per send too. */
+interface Run {
+  name: string
+  load: SendResult
+  relay: RelayStats
+  serverUs?: number | null
+  dbUs?: number | null
+}
+
 /** About 1 KB of plain text, the body of every message. */
 function bodyText(): string {
   const sentence = 'Here is the summary you asked for: the job finished, 42 files changed, no errors were reported'
   return Array.from({ length: 10 }, (_, i) => `${i + 1}. ${sentence}.`).join('\n') + '\n'
+}
+
+/** Messages the relay accepted per second within the load's measured window. */
+function relayRate({ load, relay }: Run): number {
+  const [from, to] = load.window
+  return Math.round(relay.accepted_at.filter(t => t >= from && t < to).length / ((to - from) / 1000))
 }
 
 export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
@@ -71,20 +100,20 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   const key = await managedDkimKey(sql, new ServerKeys(SECRET), MANAGED_DOMAIN)
 
   const text = bodyText()
-  const prebuilt = await dkimSign(
-    buildMime({ from: { address: from }, to: [RECIPIENT], cc: [], bcc: [], subject: 'outbound prebuilt', text, messageId: `<${randomUUIDv7()}@${MANAGED_DOMAIN}>`, date: new Date() }),
-    { domain: key.domain, selector: key.selector, privateKeyPem: key.privateKeyPem },
-  )
+  const unsigned = buildMime({ from: { address: from }, to: [RECIPIENT], cc: [], bcc: [], subject: 'outbound prebuilt', text, messageId: `<${randomUUIDv7()}@${MANAGED_DOMAIN}>`, date: new Date() })
   const base = `${tmpdir()}/agent-mail-bench-${crypto.randomUUID()}`
-  await Bun.write(`${base}.txt`, text)
-  await Bun.write(`${base}.eml`, prebuilt)
+  const files = { text: `${base}.txt`, signed: `${base}.eml`, unsigned: `${base}-unsigned.eml`, key: `${base}.key` }
+  await Bun.write(files.text, text)
+  await Bun.write(files.signed, await dkimSign(unsigned, { domain: key.domain, selector: key.selector, privateKeyPem: key.privateKeyPem }))
+  await Bun.write(files.unsigned, unsigned)
+  await Bun.write(files.key, key.privateKeyPem)
 
   const children: Bun.Subprocess[] = []
-  let direct: SendResult, api: SendResult
-  let directStats: RelayStats, apiStats: RelayStats
-  let cpuUs: number | null = null
-  let dbUs: number | null = null
+  const runs: Run[] = []
+  let signRate: SignRate
   try {
+    // measured first, while nothing else runs
+    signRate = await runJson<SignRate>([process.execPath, `${dir}/sign-rate.ts`, files.key, files.signed])
     const relayPort = await freePort()
     const controlPort = await freePort()
     const control = `http://127.0.0.1:${controlPort}`
@@ -109,44 +138,56 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       `\noutbound: POST /v1/send-mail (${text.length}-byte body_text, one recipient) from a managed inbox, built (mimetext), ` +
         `DKIM-signed (RSA-2048), stored and relayed before the answer; the service (ROLES=api, its relay pool of 5 connections) relays to ` +
         `smtp-server in its own process; ${CONNECTIONS} concurrent clients, ${SECONDS} s per run after 1 s of warm-up; ` +
-        `load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
+        `${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
-    const stats = async () => (await (await fetch(`${control}/stats`)).json()) as RelayStats
-    const reset = () => fetch(`${control}/reset`, { method: 'POST' })
+    /** Runs one load process against a reset relay and collects what the relay saw. */
+    const run = async (name: string, argv: string[]): Promise<Run> => {
+      await fetch(`${control}/reset`, { method: 'POST' })
+      const load = await runJson<SendResult>([process.execPath, ...argv])
+      return { name, load, relay: (await (await fetch(`${control}/stats`)).json()) as RelayStats }
+    }
+    const nodemailerArgs = [`${dir}/nodemailer-send.ts`, String(relayPort), String(CONNECTIONS), String(SECONDS), String(MAX_SENDS), from, RECIPIENT]
+    runs.push(await run(`nodemailer direct, ${CONNECTIONS} connections`, [...nodemailerArgs, files.signed]))
+    runs.push(await run(`nodemailer signing each, ${CONNECTIONS} conn.`, [...nodemailerArgs, files.unsigned, files.key, key.domain, key.selector]))
 
-    await reset()
-    direct = await runJson<SendResult>([process.execPath, `${dir}/nodemailer-send.ts`, String(relayPort), String(CONNECTIONS), String(SECONDS), String(MAX_SENDS), from, RECIPIENT, `${base}.eml`])
-    directStats = await stats()
-
-    await reset()
     const cpuBefore = processCpuMicros(service.pid)
     const dbBefore = await databaseCpu(sql)
-    api = await runJson<SendResult>([process.execPath, `${dir}/send-load.ts`, `http://127.0.0.1:${apiPort}`, org.api_key, from, RECIPIENT, `${base}.txt`, String(CONNECTIONS), String(SECONDS), String(MAX_SENDS)])
+    const api = await run(`POST /v1/send-mail, ${CONNECTIONS} clients`, [
+      `${dir}/send-load.ts`, `http://127.0.0.1:${apiPort}`, org.api_key, from, RECIPIENT, files.text, String(CONNECTIONS), String(SECONDS), String(MAX_SENDS),
+    ])
     const cpuAfter = processCpuMicros(service.pid)
     const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
-    apiStats = await stats()
-    if (cpuBefore !== null && cpuAfter !== null && api.ok) cpuUs = Math.round((cpuAfter - cpuBefore) / api.ok)
-    if (dbSpent !== null && api.ok) dbUs = Math.round(dbSpent / api.ok)
+    const perSend = (us: number | null) => (us === null || !api.load.ok ? null : Math.round(us / api.load.ok))
+    runs.push({ ...api, serverUs: cpuBefore === null || cpuAfter === null ? null : perSend(cpuAfter - cpuBefore), dbUs: perSend(dbSpent) })
   } finally {
     await stopAll(children)
-    await rm(`${base}.txt`, { force: true })
-    await rm(`${base}.eml`, { force: true })
+    await Promise.all(Object.values(files).map(f => rm(f, { force: true })))
   }
 
-  /** Messages the relay accepted per second within the load's measured window. */
-  const relayRate = (r: SendResult, s: RelayStats) => {
-    const [from, to] = r.window
-    return Math.round(s.accepted_at.filter(t => t >= from && t < to).length / ((to - from) / 1000))
-  }
-  const directRate = relayRate(direct!, directStats!)
-  const apiRate = relayRate(api!, apiStats!)
-  const n = (v: number | string) => String(v).padStart(10)
-  console.log(`${'target'.padEnd(36)}${n('msg/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}${n('server us')}${n('db us')}`)
-  console.log(`${`nodemailer direct, ${CONNECTIONS} connections`.padEnd(36)}${n(directRate)}${n(direct!.p50_ms.toFixed(2))}${n(direct!.p99_ms.toFixed(2))}${n(direct!.errors)}${n('')}${n('')}`)
-  console.log(`${`POST /v1/send-mail, ${CONNECTIONS} clients`.padEnd(36)}${n(apiRate)}${n(api!.p50_ms.toFixed(2))}${n(api!.p99_ms.toFixed(2))}${n(api!.errors)}${n(cpuUs ?? 'n/a')}${n(dbUs ?? 'n/a')}`)
-  console.log('(msg/s: messages the relay accepted per second in the measured window; p50/p99: per message as the sender sees it; server us, db us: CPU time per send of the service process and of its PostgreSQL backends)')
-  if (api!.errors) console.log(`send-mail errors: ${JSON.stringify(api!.error_statuses)}`)
-  console.log(`\nratio send-mail/nodemailer: ${(apiRate / directRate).toFixed(3)} (target >= 0.5)`)
+  const [direct, signing, api] = runs as [Run, Run, Run]
+  const rates = runs.map(relayRate)
+  const [directRate, signingRate, apiRate] = rates as [number, number, number]
+  const n = (v: number | string | null | undefined) => String(v ?? '').padStart(10)
+  console.log(`${'target'.padEnd(38)}${n('msg/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}${n('client us')}${n('server us')}${n('db us')}`)
+  runs.forEach((r, i) =>
+    console.log(`${r.name.padEnd(38)}${n(rates[i])}${n(r.load.p50_ms.toFixed(2))}${n(r.load.p99_ms.toFixed(2))}${n(r.load.errors)}${n(r.load.cpu_us_per_send)}${n(r.serverUs)}${n(r.dbUs)}`),
+  )
+  console.log(
+    '(msg/s: messages the relay accepted per second in the measured window; p50/p99: per message as the sender sees it; client us: CPU time per message of ' +
+      'the sending process (nodemailer, or the HTTP load generator), warm-up included; server us, db us: CPU time per send of the service process and of its PostgreSQL backends)',
+  )
+  if (api.load.errors) console.log(`send-mail errors: ${JSON.stringify(api.load.error_statuses)}`)
+
+  const bound = cpus().length * signRate!.dkim_per_s
+  console.log(
+    `\nsigning on one core of this Bun: ${signRate!.rsa_per_s} RSA-2048 signatures/s (node:crypto, key parsed once), ` +
+      `${signRate!.dkim_per_s} DKIM signing steps/s (mailauth's dkimSign: PEM parse, canonicalization, hashes, signature); ` +
+      `signing alone caps sends at ${cpus().length} x ${signRate!.dkim_per_s} = ${bound}/s with nothing else using a core; the target is ${Math.round(directRate / 2)}/s`,
+  )
+  console.log(
+    `ratio send-mail/nodemailer direct: ${(apiRate / directRate).toFixed(3)} (target >= 0.5); ` +
+      `send-mail/nodemailer signing each: ${(apiRate / signingRate).toFixed(3)}; send-mail/signing bound: ${(apiRate / bound).toFixed(3)}`,
+  )
 
   // Every accepted send was stored as an outbound email and reached the relay, DKIM-signed.
   const [stored] = await sql<{ emails: number; queued: number; other: number }[]>`
@@ -154,17 +195,20 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
            (select count(*)::int from sends where org_id = ${org.org_id} and status = 'queued') as queued,
            (select count(*)::int from sends where org_id = ${org.org_id} and status <> 'queued') as other`
   const resolver = memoryResolver({ [`${key.selector}._domainkey.${key.domain}`]: { TXT: [[`v=DKIM1; k=rsa; p=${key.publicKey}`]] } })
-  const verdicts = await Promise.all(
-    apiStats!.samples.map(async raw => {
-      const r = await authenticate(raw, { ip: '127.0.0.1', sender: from, mta: 'relay.bench.local', resolver: resolver as never })
-      const d = r.dkim.results[0] as { status: { result: string }; signingDomain: string } | undefined
-      return d ? `${d.status.result} (d=${d.signingDomain})` : 'no signature'
-    }),
-  )
-  const consistent = stored!.emails === api!.ok && stored!.queued === api!.ok && apiStats!.count === api!.ok && apiStats!.dkim_signed === apiStats!.count
+  const verdicts = (r: Run) =>
+    Promise.all(
+      r.relay.samples.map(async raw => {
+        const v = await authenticate(raw, { ip: '127.0.0.1', sender: from, mta: 'relay.bench.local', resolver: resolver as never })
+        const d = v.dkim.results[0] as { status: { result: string }; signingDomain: string } | undefined
+        return d ? `${d.status.result} (d=${d.signingDomain})` : 'no signature'
+      }),
+    )
+  const [apiVerdicts, signingVerdicts] = [await verdicts(api), await verdicts(signing)]
+  const consistent = stored!.emails === api.load.ok && stored!.queued === api.load.ok && api.relay.count === api.load.ok && api.relay.dkim_signed === api.relay.count
   console.log(
-    `after the run: ${api!.ok} sends answered queued, ${stored!.queued} sends queued and ${stored!.other} in another state, ${stored!.emails} outbound emails stored, ` +
-      `${apiStats!.count} messages at the relay, ${apiStats!.dkim_signed} of them starting with DKIM-Signature; ` +
-      `DKIM of ${verdicts.length} sampled at the relay: ${verdicts.join(', ')}${consistent ? '' : ' -- MISMATCH'}`,
+    `after the runs: ${api.load.ok} sends answered queued, ${stored!.queued} sends queued and ${stored!.other} in another state, ${stored!.emails} outbound emails stored, ` +
+      `${api.relay.count} messages at the relay, ${api.relay.dkim_signed} of them starting with DKIM-Signature; ` +
+      `DKIM of ${apiVerdicts.length} sampled at the relay: ${apiVerdicts.join(', ')}${consistent ? '' : ' -- MISMATCH'}; ` +
+      `nodemailer signing each: ${signing.relay.dkim_signed} of ${signing.relay.count} signed, sampled: ${signingVerdicts.join(', ')}; direct: ${direct.relay.dkim_signed} of ${direct.relay.count} signed`,
   )
 }

@@ -7,7 +7,7 @@
  * comes from body-file. Runs for 1 s of warm-up plus `seconds`, and at most `max-sends` sends
  * in all. Prints one JSON object: sends (all, warm-up included), ok (200 queued), errors with a
  * sample of their statuses, the measured window (epoch ms) and the sends and p50/p99 API
- * latency in it.
+ * latency in it, and this process's CPU time per send over the whole run.
  */
 import { closedLoop, epochMs, percentile } from './common'
 
@@ -35,6 +35,7 @@ const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections,
   if (status !== 'ok') statuses.set(status, (statuses.get(status) ?? 0) + 1)
   return status === 'ok'
 })
+const cpu = process.cpuUsage()
 console.log(
   JSON.stringify({
     sends,
@@ -45,5 +46,6 @@ console.log(
     measured: latencies.length,
     p50_ms: percentile(latencies, 50),
     p99_ms: percentile(latencies, 99),
+    cpu_us_per_send: Math.round((cpu.user + cpu.system) / Math.max(1, sends)),
   }),
 )
