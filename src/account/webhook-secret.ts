@@ -5,6 +5,7 @@
  * or a Standard Webhooks verifier (the base64 part decoded).
  */
 import { randomBytes } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { ServerKeys } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { ApiError } from '../http/errors'
@@ -31,7 +32,7 @@ export async function readWebhookSecret(sql: Sql, keys: ServerKeys, orgId: strin
 /** Replaces the secret, keeping the old one valid for the grace window; at most once per interval. */
 export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: string): Promise<string> {
   await readWebhookSecret(sql, keys, orgId)
-  return sql.begin(async (tx: Tx) => {
+  const secret = await sql.begin(async (tx: Tx) => {
     const [row] = await tx<{ secret_sealed: Buffer; wait_seconds: number | null }[]>`
       select secret_sealed,
              ceil(extract(epoch from rotated_at + make_interval(mins => ${ROTATION_INTERVAL_MINUTES}) - now()))::int as wait_seconds
@@ -52,12 +53,36 @@ export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: str
        where org_id = ${orgId}`
     return secret
   })
+  caches.get(sql)?.delete(orgId)
+  return secret
 }
 
 /** Every secret deliveries must be signed with now: the current one, and the previous one during its grace window. */
 export async function signingSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
-  const current = await readWebhookSecret(sql, keys, orgId)
-  const [row] = await sql<{ previous_sealed: Buffer | null }[]>`
-    select previous_sealed from webhook_secrets where org_id = ${orgId} and previous_expires_at > now()`
-  return row?.previous_sealed ? [current, keys.decrypt(row.previous_sealed)] : [current]
+  const [row] = await sql<{ secret_sealed: Buffer; previous_sealed: Buffer | null }[]>`
+    select secret_sealed, case when previous_expires_at > now() then previous_sealed end as previous_sealed
+      from webhook_secrets where org_id = ${orgId}`
+  if (!row) return [await readWebhookSecret(sql, keys, orgId)]
+  const current = keys.decrypt(row.secret_sealed)
+  return row.previous_sealed ? [current, keys.decrypt(row.previous_sealed)] : [current]
+}
+
+/**
+ * `signingSecrets` read (and decrypted) once per SECRETS_TTL_MS at most per process and
+ * organization: each delivery would otherwise pay a query and a decryption. A rotation evicts
+ * the organization at once in the process that rotated; another process may go on signing
+ * with the previous secret alone for up to SECRETS_TTL_MS after it (and with the previous one
+ * as well for as long past the end of its grace window).
+ */
+export const SECRETS_TTL_MS = 5_000
+const caches = new WeakMap<Sql, LRUCache<string, string[], ServerKeys>>()
+
+export async function cachedSigningSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
+  let cache = caches.get(sql)
+  if (!cache) {
+    // concurrent first reads of an organization share one query
+    cache = new LRUCache<string, string[], ServerKeys>({ max: 10_000, ttl: SECRETS_TTL_MS, fetchMethod: (org, _stale, { context }) => signingSecrets(sql, context, org) })
+    caches.set(sql, cache)
+  }
+  return (await cache.fetch(orgId, { context: keys }))!
 }

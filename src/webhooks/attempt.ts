@@ -3,7 +3,7 @@
  * count the attempt, sign the stored event, POST it, record the outcome.
  */
 import type { AppContext } from '../context'
-import { signingSecrets } from '../account/webhook-secret'
+import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from './dispatch'
 import { attemptBody, type EmailEvent } from './payload'
 import { signedHeaders } from './signing'
@@ -60,7 +60,7 @@ export async function attemptDelivery(ctx: AppContext, deliveryId: string, opts:
     return { status: opts.last ? 'failed' : 'pending' }
   }
   const body = attemptBody(d.payload, attempt, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
-  const headers = signedHeaders(await signingSecrets(ctx.sql, ctx.keys, d.org_id), d.event_id, body)
+  const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, d.org_id), d.event_id, body)
   const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, d.event_id)
   const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
   if (ok) {

@@ -6,7 +6,7 @@
 import { randomUUIDv7 } from 'bun'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { signingSecrets } from '../account/webhook-secret'
+import { cachedSigningSecrets } from '../account/webhook-secret'
 import { authenticated } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { ApiError, errors } from '../http/errors'
@@ -71,7 +71,7 @@ export function endpointTestRoutes(ctx: AppContext) {
         const slot = await takeTestSlot(ctx, auth.orgId)
         const eventId = `evt_test_${randomUUIDv7().replaceAll('-', '')}`
         const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
-        const headers = signedHeaders(await signingSecrets(ctx.sql, ctx.keys, auth.orgId), eventId, body)
+        const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, auth.orgId), eventId, body)
         const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
         const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
         const [verified] = await ctx.sql`
