@@ -7,6 +7,7 @@ import { RateLimiter } from './http/rate-limit'
 import { CredentialCache } from './auth/credentials'
 import { systemResolver, type Resolver } from './dns/resolver'
 import { MailEvents } from './mail/events'
+import { inboundCommits, type InboundCommits } from './mail/inbound/ingest'
 
 export interface AppContext {
   config: Config
@@ -18,11 +19,13 @@ export interface AppContext {
   /** every DNS lookup of the service goes through this */
   resolver: Resolver
   mailEvents: MailEvents
+  /** stores inbound mail of concurrent SMTP sessions in shared transactions (group commit) */
+  inboundCommits: InboundCommits
   startedAt: number
 }
 
 export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { resolver?: Resolver } = {}): AppContext {
-  return {
+  const ctx: AppContext = {
     config,
     sql,
     keys,
@@ -31,6 +34,9 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: 
     credentials: new CredentialCache(sql),
     resolver: opts.resolver ?? systemResolver(config.DNS_SERVERS?.split(',') ?? []),
     mailEvents: new MailEvents(),
+    inboundCommits: undefined as never,
     startedAt: Date.now(),
   }
+  ctx.inboundCommits = inboundCommits(ctx)
+  return ctx
 }

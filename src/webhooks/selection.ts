@@ -61,6 +61,19 @@ async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
   }
 }
 
+/**
+ * The routing read once per organization for a batch of messages stored in one transaction
+ * (inbound group commit): the messages of a batch see the same endpoints, routes and filters.
+ */
+export function routingCache() {
+  const cache = new Map<string, Promise<Routing>>()
+  return (tx: Tx, orgId: string) => {
+    let routing = cache.get(orgId)
+    if (!routing) cache.set(orgId, (routing = loadRouting(tx, orgId)))
+    return routing
+  }
+}
+
 function endpointFor(r: Routing, recipient: string): EndpointRow | undefined {
   const route = matchingRoute(r.routes, recipient)
   if (route) return r.endpoints.find(e => e.id === route.endpoint_id && e.enabled)
@@ -92,8 +105,8 @@ export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sende
 }
 
 /** Creates the deliveries of a stored message (and their jobs) in the storing transaction. */
-export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail): Promise<void> {
-  const routing = await loadRouting(tx, email.orgId)
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf = routingCache()): Promise<void> {
+  const routing = await routingOf(tx, email.orgId)
   if (!routing.endpoints.length) return
   const targets = new Map<string, EndpointRow>()
   for (const rcpt of email.rcptTo) {

@@ -5,10 +5,10 @@
  * - smtp-server: nodemailer's smtp-server with no processing (onData drains the stream and
  *   calls back), the protocol-only baseline.
  * - noop: our listener (src/smtp) with hooks that accept at once, the protocol layer alone.
- * - durable: our listener with the service's own hooks (src/mail/inbound): the message and its
- *   ingest job committed to PostgreSQL (DATABASE_URL) before the 250, and the ingest worker in
- *   the same process parsing, authenticating (SPF/DKIM/DMARC with mailauth against in-memory
- *   DNS, BENCH_DNS) and storing it. The same pool size and options as the service (openDatabase).
+ * - durable: our listener with the service's own hooks (src/mail/inbound): each message parsed,
+ *   authenticated (SPF/DKIM/DMARC with mailauth against in-memory DNS, BENCH_DNS) and stored in
+ *   PostgreSQL (DATABASE_URL) with its thread and routing before the 250, concurrent sessions
+ *   sharing transactions (group commit). The same pool size and options as the service (openDatabase).
  *
  * Runs until SIGTERM.
  */
@@ -22,8 +22,6 @@ import { setLogLevel } from '../../src/log'
 import { inboundHooks } from '../../src/mail/inbound/smtp-hooks'
 import { smtpOptions } from '../../src/roles'
 import { startSmtpServer } from '../../src/smtp/server'
-import { startWorker } from '../../src/jobs/worker'
-import { ingestJob } from '../../src/mail/inbound/queue'
 
 const [mode, portArg] = process.argv.slice(2)
 const port = Number(portArg)
@@ -67,11 +65,8 @@ if (mode === 'smtp-server') {
     const records = JSON.parse(process.env.BENCH_DNS ?? '{}') as MemoryRecords
     const ctx = createContext(config, db.sql, new ServerKeys(SECRET), { resolver: memoryResolver(records) })
     const smtp = await startSmtpServer(smtpOptions(config), inboundHooks(ctx))
-    // The second stage in the same process, as a single-process deployment runs it.
-    const worker = await startWorker(ctx, { kinds: [ingestJob], listen: true })
     stop = async () => {
       await smtp.stop(1000)
-      await worker.stop(1000)
       await db.close()
     }
   }

@@ -6,15 +6,15 @@
  * - nodemailer's smtp-server with no processing: the protocol-only baseline;
  * - our listener with no-op hooks: the protocol layer alone, to compare with smtp-server;
  * - our listener with the service's hooks: the full durable path (postal-mime, SPF/DKIM/DMARC
- *   with mailauth against in-memory DNS for the sender domain, one PostgreSQL transaction,
- *   250 after the commit).
+ *   with mailauth against in-memory DNS for the sender domain, the message stored with its
+ *   thread and routing in a PostgreSQL transaction shared with concurrent sessions, 250 after
+ *   the commit).
  *
  * Prints messages/s and p50/p99 from the end of DATA to the 250. Targets on a 2-core machine:
  * at least 1,000 durably committed messages/s at 20 sessions, and the protocol layer alone at
  * least 1.5x smtp-server's rate. Nothing is asserted: the figures are for reading.
  */
 import { generateKeyPairSync } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { dkimSign } from 'mailauth/lib/dkim/sign'
@@ -22,7 +22,7 @@ import type { Sql } from '../../src/db/client'
 import type { MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
-import { freePort, runJson, stopAll, waitForSmtpGreeting } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, profileArgs, runJson, stopAll, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const SESSIONS = (process.env.BENCH_SMTP_SESSIONS ?? '1,20,100').split(',').map(Number)
@@ -45,27 +45,8 @@ interface Result {
   client_cpu_us_per_msg: number
   /** the receiver process's CPU time per completed message; null where /proc is not available */
   server_cpu_us_per_msg?: number | null
-  /** durable target only: messages fully stored per second, counting the time to drain the backlog */
-  stored_mps?: number | null
-}
-
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()) || 100
-  } catch {
-    return 100
-  }
-})()
-
-/** User + system CPU time of a process in microseconds, from /proc (Linux); null elsewhere. */
-function cpuMicros(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS
-  } catch {
-    return null
-  }
+  /** durable target only: the CPU time of its PostgreSQL backends per completed message */
+  db_cpu_us_per_msg?: number | null
 }
 
 const TARGETS = [
@@ -131,17 +112,6 @@ async function signedMessage(rcpt: string, privateKey: string): Promise<string> 
   return sign(unsignedMessage(rcpt, filler))
 }
 
-/** Waits (at most two minutes) until the inbound queue is empty; returns messages fully stored per second since `started`. */
-async function drainedRate(sql: Sql, completed: number, started: number): Promise<number | null> {
-  const deadline = Date.now() + 120_000
-  while (Date.now() < deadline) {
-    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from inbound_queue`
-    if (row!.n === 0) return Math.round(completed / ((performance.now() - started) / 1000))
-    await Bun.sleep(100)
-  }
-  return null
-}
-
 export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   const org = await createOrgCommand(sql, { plan: 'developer', name: 'smtp bench' })
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
@@ -165,7 +135,8 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
     for (const target of TARGETS) {
       const port = await freePort()
       children.push(
-        Bun.spawn([process.execPath, `${dir}/smtp-target.ts`, target.mode, String(port)], {
+        // BENCH_PROFILE_DIR: a CPU profile of the durable receiver, written when it exits
+        Bun.spawn([process.execPath, ...(target.mode === 'durable' ? profileArgs() : []), `${dir}/smtp-target.ts`, target.mode, String(port)], {
           stdout: 'ignore',
           stderr: 'inherit',
           env: { ...process.env, DATABASE_URL: dbUrl, MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', BENCH_DNS: JSON.stringify(records) },
@@ -179,14 +150,13 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
       for (const target of TARGETS) {
         const port = ports.get(target.mode)!
         const pid = pids.get(target.mode)!
-        const cpuBefore = cpuMicros(pid)
-        const started = performance.now()
+        const cpuBefore = processCpuMicros(pid)
+        const dbBefore = await databaseCpu(sql)
         const r = await runJson<Result>([process.execPath, `${dir}/smtp-load.ts`, String(port), String(sessions), String(SECONDS), MAIL_FROM, inbox.address, messageFile])
-        // The durable target stores in two stages: wait for its worker to finish the backlog, so the
-        // next run starts on a quiet machine, and report the rate at which messages were fully stored.
-        if (target.mode === 'durable') r.stored_mps = await drainedRate(sql, r.completed, started)
-        const cpuAfter = cpuMicros(pid)
+        const cpuAfter = processCpuMicros(pid)
         r.server_cpu_us_per_msg = cpuBefore !== null && cpuAfter !== null && r.completed ? Math.round((cpuAfter - cpuBefore) / r.completed) : null
+        const dbSpent = target.mode === 'durable' ? databaseCpuSpent(dbBefore, await databaseCpu(sql)) : null
+        r.db_cpu_us_per_msg = dbSpent !== null && r.completed ? Math.round(dbSpent / r.completed) : null
         results.get(target.mode)!.push(r)
       }
     }
@@ -196,15 +166,15 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   }
 
   const cpu = (us: number | null | undefined) => (us === null || us === undefined ? 'n/a' : String(us))
-  const row = (label: string, r: Result) =>
+  const row = (label: string, target: Mode, r: Result) =>
     `${label.padEnd(28)}${String(r.sessions).padStart(9)}${String(r.mps).padStart(10)}${r.p50_ms.toFixed(2).padStart(10)}${r.p99_ms.toFixed(2).padStart(10)}${String(r.errors).padStart(8)}` +
-    `${cpu(r.server_cpu_us_per_msg).padStart(12)}${String(r.client_cpu_us_per_msg).padStart(12)}`
+    `${cpu(r.server_cpu_us_per_msg).padStart(12)}${String(r.client_cpu_us_per_msg).padStart(12)}${(target === 'durable' ? cpu(r.db_cpu_us_per_msg) : '').padStart(8)}`
   console.log(
     `${'target'.padEnd(28)}${'sessions'.padStart(9)}${'msg/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'errors'.padStart(8)}` +
-      `${'server us'.padStart(12)}${'client us'.padStart(12)}`,
+      `${'server us'.padStart(12)}${'client us'.padStart(12)}${'db us'.padStart(8)}`,
   )
-  for (const target of TARGETS) for (const r of results.get(target.mode) ?? []) console.log(row(target.label, r))
-  console.log('(server us, client us: CPU time per message of the receiving process and of the load generator)')
+  for (const target of TARGETS) for (const r of results.get(target.mode) ?? []) console.log(row(target.label, target.mode, r))
+  console.log('(server us, client us, db us: CPU time per message of the receiving process, of the load generator and of the PostgreSQL backends)')
 
   const at = (mode: Mode, sessions: number) => results.get(mode)?.find(r => r.sessions === sessions)
   const ratioLine = (ratio: (ours: Result, theirs: Result) => number | null, mark = '') =>
@@ -221,11 +191,8 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   const durable = at('durable', 20)
   if (durable) {
     console.log(
-      `durable ingest at 20 sessions: ${durable.mps} msg/s committed before the 250 (target >= 1000); end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ` +
-        `${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message, processing included`,
-    )
-    console.log(
-      `fully stored (parsed, authenticated, threaded, routed) by the worker stage: ${SESSIONS.map(n => `${n} sessions ${at('durable', n)?.stored_mps ?? 'n/a'} msg/s`).join(', ')} (load and backlog together)`,
+      `durable ingest at 20 sessions: ${durable.mps} msg/s parsed, authenticated and committed before the 250 (target >= 1000); ` +
+        `end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message`,
     )
   }
 

@@ -7,21 +7,14 @@ import { memoryResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { inboundHooks } from '../../src/mail/inbound/smtp-hooks'
 import { smtpOptions } from '../../src/roles'
 import { startSmtpServer } from '../../src/smtp/server'
-import { startWorker } from '../../src/jobs/worker'
-import { ingestJob } from '../../src/mail/inbound/queue'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { testApp, testSql, type TestApp } from './app'
 
 export interface InboundHarness extends TestApp {
   smtpPort: number
   dns: MemoryRecords
-  /**
-   * nodemailer's SMTP transport pointed at our listener; its sendMail resolves once the message
-   * was also processed (the second, worker stage), so tests read what was stored right after.
-   */
+  /** nodemailer's SMTP transport pointed at our listener: a message is stored once sendMail resolves */
   transport: ReturnType<typeof nodemailer.createTransport>
-  /** waits until every accepted message has been processed */
-  settle(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -29,36 +22,15 @@ export async function inboundHarness(env: Record<string, string> = {}): Promise<
   const resolver = memoryResolver({})
   const t = await testApp({ SMTP_HOSTNAME: 'mx.test.local', SMTP_PORT: '0', HOST: '127.0.0.1', ...env }, { resolver })
   const smtp = await startSmtpServer(smtpOptions(t.ctx.config), inboundHooks(t.ctx))
-  // Only the ingest stage: tests that exercise other jobs run workers of their own.
-  const ingester = await startWorker(t.ctx, { kinds: [ingestJob], pollMs: 20 })
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true, name: 'client.sender.example' })
-  // Every harness's ingester serves the one shared queue, so "processed" means the queue is empty,
-  // whichever worker took the message (the row goes in the transaction that stores it).
-  const settle = async () => {
-    ingester.wake()
-    for (let i = 0; i < 500; i++) {
-      const [row] = await t.ctx.sql<{ n: number }[]>`select count(*)::int as n from inbound_queue`
-      if (row!.n === 0) return
-      await Bun.sleep(10)
-    }
-    throw new Error('inbound queue did not drain within 5 s')
-  }
-  const send = transport.sendMail.bind(transport)
-  transport.sendMail = (async (mail: Parameters<typeof send>[0]) => {
-    const info = await send(mail)
-    await settle()
-    return info
-  }) as typeof transport.sendMail
   return {
     ...t,
     smtpPort: smtp.port,
     dns: resolver.records,
     transport,
-    settle,
     async stop() {
       transport.close()
       await smtp.stop(1000)
-      await ingester.stop(1000)
     },
   }
 }

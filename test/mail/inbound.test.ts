@@ -375,7 +375,6 @@ describe('swaks, an independent SMTP client', () => {
       const address = await managedAddress(tls.ctx, jan.orgId)
       const out = await Bun.$`${swaks!} --server 127.0.0.1:${tls.smtpPort} --tls --from sam@sender.example --to ${address} --header "Subject: via swaks" --body "hi"`.quiet().nothrow()
       expect(out.exitCode).toBe(0)
-      await tls.settle()
       const email = (await tls.request('GET', '/v1/emails?limit=1', { key: jan.key })).body.data[0]
       expect(email.subject).toBe('via swaks')
       expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: jan.key })).body.data.envelope.tls).toBe(true)
@@ -393,7 +392,6 @@ test('STARTTLS with nodemailer stores the message with tls: true', async () => {
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: tls.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
     await transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Encrypted', text: 'x' })
     transport.close()
-    await tls.settle()
     const email = (await tls.request('GET', '/v1/emails?limit=1', { key: kim.key })).body.data[0]
     expect((await tls.request('GET', `/v1/emails/${email.id}`, { key: kim.key })).body.data.envelope.tls).toBe(true)
   } finally {
@@ -418,21 +416,75 @@ function untar(tar: Uint8Array): { name: string; content: Uint8Array }[] {
   return files
 }
 
-describe('two stages: accepted, then processed', () => {
-  test('the 250 comes after the message and its ingest job are committed; the worker stores it exactly once', async () => {
-    const { acceptInbound, ingestJob } = await import('../../src/mail/inbound/queue')
+describe('stored before the 250, many sessions per commit', () => {
+  test('the 250 follows the commit: the message, its thread and its delivery job are there when the client hears it', async () => {
     const sql = await testSql()
     const kai = await createOrg()
     const address = await managedAddress(h.ctx, kai.orgId)
-    const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: address, Subject: 'queued' }, 'x\n'))
-    const id = await acceptInbound(h.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [address], remoteIp: '127.0.0.1', tls: false })
-    expect((await sql`select 1 from inbound_queue where id = ${id}`).length).toBe(1)
-    // the same job run twice (a worker that died after storing, say) stores one copy
-    await Promise.all([ingestJob.handle(h.ctx, { queue_id: id }).catch(() => {}), ingestJob.handle(h.ctx, { queue_id: id }).catch(() => {})])
-    await ingestJob.handle(h.ctx, { queue_id: id })
-    await h.settle()
-    expect((await h.request('GET', '/v1/emails', { key: kai.key })).body.data.map((e: { subject: string }) => e.subject)).toEqual(['queued'])
-    expect((await sql`select 1 from inbound_queue where id = ${id}`).length).toBe(0)
+    await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${crypto.randomUUID()}, ${kai.orgId}, 'http', 'https://hooks.example.com/in', true, '{}')`
+    const info = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'committed', text: 'x' })
+    expect(info.response).toStartWith('250 2.0.0')
+    const [row] = await sql<{ thread_id: string; deliveries: number; jobs: number }[]>`
+      select e.thread_id,
+             (select count(*)::int from webhook_deliveries d where d.email_id = e.id) as deliveries,
+             (select count(*)::int from jobs j join webhook_deliveries d on j.payload->>'delivery_id' = d.id::text where d.email_id = e.id) as jobs
+        from emails e where e.org_id = ${kai.orgId} and e.subject = 'committed'`
+    expect(row).toMatchObject({ deliveries: 1, jobs: 1 })
+    expect(row!.thread_id).toBeString()
+  })
+
+  test('messages that arrive while a batch is being written are stored together in the next transaction, in arrival order', async () => {
+    const sql = await testSql()
+    const { ingest } = await import('../../src/mail/inbound/ingest')
+    const gate = await createOrg()
+    const gateAddress = await managedAddress(h.ctx, gate.orgId)
+    const lea = await createOrg()
+    const address = await managedAddress(h.ctx, lea.orgId)
+    const message = (to: string, headers: Record<string, string>) =>
+      ({ raw: new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: to, ...headers }, 'x\n')), mailFrom: 'sam@sender.example', rcptTo: [to], remoteIp: '127.0.0.1', tls: false })
+    // Hold the gate organization's row: the batch storing mail for it waits on the lock, and what
+    // arrives meanwhile queues for the next batch.
+    let release!: () => void
+    let locked!: () => void
+    const isLocked = new Promise<void>(resolve => (locked = resolve))
+    const holder = sql.begin(async tx => {
+      await tx`select from orgs where id = ${gate.orgId} for update`
+      locked()
+      await new Promise<void>(resolve => (release = resolve))
+    })
+    await isLocked
+    const blocked = ingest(h.ctx, message(gateAddress, { Subject: 'gate' }))
+    // one at a time into the queue, so the arrival order is known
+    const queued: Promise<unknown>[] = []
+    const arrive = async (m: ReturnType<typeof message>) => {
+      queued.push(ingest(h.ctx, m))
+      while (h.ctx.inboundCommits.pending < queued.length) await Bun.sleep(2)
+    }
+    await arrive(message(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
+    await arrive(message(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
+    for (const i of [1, 2, 3]) await arrive(message(address, { Subject: `Other ${i}` }))
+    release()
+    await holder
+    await Promise.all([blocked, ...queued])
+    const rows = await sql<{ subject: string; thread_id: string; tx: string }[]>`
+      select subject, thread_id, xmin::text as tx from emails where org_id = ${lea.orgId} order by id`
+    expect(rows.map(r => r.subject)).toEqual(['Plan', 'Re: Plan', 'Other 1', 'Other 2', 'Other 3'])
+    expect(new Set(rows.map(r => r.tx)).size).toBe(1)
+    expect(rows[1]!.thread_id).toBe(rows[0]!.thread_id)
+  })
+
+  test('a message that cannot be stored fails alone: the others of its batch are stored', async () => {
+    const { GroupCommit } = await import('../../src/db/group-commit')
+    const writes: number[][] = []
+    const commits = new GroupCommit<number, number>(async batch => {
+      writes.push(batch)
+      if (batch.includes(13)) throw new Error('cannot store 13')
+      return batch.map(n => n + 1)
+    })
+    const results = await Promise.allSettled([1, 13, 2, 3].map(n => commits.submit(n)))
+    expect(results.map(r => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual([2, 'rejected', 3, 4])
+    // the lone first write, the batch that failed, then its items one by one
+    expect(writes).toEqual([[1], [13, 2, 3], [13], [2], [3]])
   })
 })
 
@@ -459,18 +511,17 @@ describe('recipients', () => {
     expect(await resolveRecipients(h.ctx, [])).toEqual([])
   })
 
-  test('storage filled up between RCPT and processing: that copy is refused, the other organization gets its own', async () => {
-    const { acceptInbound, ingestJob } = await import('../../src/mail/inbound/queue')
+  test('storage filled up between RCPT and DATA: that copy is refused, the other organization gets its own', async () => {
+    const { ingest } = await import('../../src/mail/inbound/ingest')
     const sql = await testSql()
     const full = await createOrg({ plan: 'free' })
     const roomy = await createOrg({ plan: 'free' })
     const fullAddress = await managedAddress(h.ctx, full.orgId)
     const roomyAddress = await managedAddress(h.ctx, roomy.orgId)
     const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: `${fullAddress}, ${roomyAddress}`, Subject: 'late' }, 'x\n'))
-    const id = await acceptInbound(h.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [fullAddress, roomyAddress], remoteIp: '127.0.0.1', tls: false })
     await sql`update orgs set storage_used_bytes = 100 * 1024 * 1024 where id = ${full.orgId}`
-    await ingestJob.handle(h.ctx, { queue_id: id })
-    await h.settle()
+    const result = await ingest(h.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [fullAddress, roomyAddress], remoteIp: '127.0.0.1', tls: false })
+    expect(result.refused).toEqual([full.orgId])
     expect((await h.request('GET', '/v1/emails', { key: full.key })).body.data).toEqual([])
     expect((await h.request('GET', '/v1/emails', { key: roomy.key })).body.data.map((e: { subject: string }) => e.subject)).toEqual(['late'])
     const [counters] = await sql<{ used: number; n: number }[]>`select storage_used_bytes as used, emails_count as n from orgs where id = ${roomy.orgId}`

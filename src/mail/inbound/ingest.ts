@@ -1,16 +1,26 @@
 /**
  * An accepted SMTP transaction becomes stored mail: parsed and authenticated once, then one
- * copy per recipient organization, each with its thread, storage accounting and follow-up
- * jobs, all in one transaction. The caller answers 250 only after this returns.
+ * copy per recipient organization, each with its thread, storage accounting and webhook
+ * deliveries (with their jobs), all committed before `ingest` returns, so the caller's `250`
+ * always follows the commit.
+ *
+ * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime,
+ * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
+ * that received the message, concurrently with the others. The writes go through the
+ * context's group commit: the messages of concurrent sessions are stored in one transaction,
+ * their statements pipelined, so the database sees one commit per batch instead of one per
+ * message.
  */
 import type { AppContext } from '../../context'
+import type { Tx } from '../../db/client'
+import { GroupCommit } from '../../db/group-commit'
 import { log } from '../../log'
 import { storeEmail, type StoredEmail } from '../store'
-import { enqueueDeliveries } from '../../webhooks/selection'
-import { authenticateMessage } from './authenticate'
-import { classify } from './classify'
-import { parseMail } from './parse'
-import { resolveRecipients } from './recipients'
+import { enqueueDeliveries, routingCache } from '../../webhooks/selection'
+import { authenticateMessage, type AuthVerdicts } from './authenticate'
+import { classify, type EmailEventType } from './classify'
+import { parseMail, type ParsedMail } from './parse'
+import { resolveRecipients, type ResolvedRecipient } from './recipients'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -19,8 +29,8 @@ export interface InboundMessage {
   remoteIp: string
   helo?: string
   tls: boolean
-  /** the inbound_queue row this message came from, deleted with the store (exactly once) */
-  queueId?: string
+  /** `rcptTo` as resolved at RCPT, where known (the SMTP listener); the others are looked up */
+  recipients?: (ResolvedRecipient | undefined)[]
 }
 
 /** What the store did with each organization's copy. */
@@ -30,48 +40,80 @@ export interface IngestResult {
   refused: string[]
 }
 
-/** The envelope recipients of each organization, with its storage headroom: one query for all. */
-async function recipientsByOrg(ctx: AppContext, rcptTo: string[]): Promise<Map<string, { rcpts: string[]; headroom: number | null }>> {
-  const byOrg = new Map<string, { rcpts: string[]; headroom: number | null }>()
-  for (const r of await resolveRecipients(ctx, rcptTo)) {
-    if (!('orgId' in r)) continue // refused at RCPT already; the mailbox may have gone since
-    const org = byOrg.get(r.orgId) ?? { rcpts: [], headroom: r.headroom }
-    org.rcpts.push(r.address)
-    byOrg.set(r.orgId, org)
-  }
-  return byOrg
+/** A message parsed, authenticated and assigned to organizations: everything but the writes. */
+interface PreparedMessage {
+  msg: InboundMessage
+  mail: ParsedMail
+  auth: AuthVerdicts
+  eventType: EmailEventType
+  /** each accepting organization with its envelope recipients */
+  copies: { orgId: string; rcptTo: string[] }[]
+  refused: string[]
 }
 
-export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
-  const [byOrg, mail, auth] = await Promise.all([
-    recipientsByOrg(ctx, msg.rcptTo),
+export type InboundCommits = GroupCommit<PreparedMessage, StoredEmail[]>
+
+async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMessage> {
+  const known = msg.recipients
+  const [recipients, mail, auth] = await Promise.all([
+    known?.every(Boolean) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
     parseMail(msg.raw),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
   ])
-  const eventType = classify(mail, msg.mailFrom)
-  const refused: string[] = []
-  const accepted: [string, string[]][] = []
-  for (const [orgId, { rcpts, headroom }] of byOrg) {
-    if (headroom !== null && headroom < msg.raw.byteLength) refused.push(orgId)
-    else accepted.push([orgId, rcpts])
+  // The headroom is checked against the real size here (RCPT knew at most the declared SIZE).
+  // A recipient refused at RCPT (or whose mailbox went since) is skipped.
+  const copies = new Map<string, string[]>()
+  const refused = new Set<string>()
+  for (const r of recipients) {
+    if (!('orgId' in r)) continue
+    if (r.headroom !== null && r.headroom < msg.raw.byteLength) refused.add(r.orgId)
+    else copies.set(r.orgId, [...(copies.get(r.orgId) ?? []), r.address])
   }
-  const stored = await ctx.sql.begin(async tx => {
-    if (msg.queueId) {
-      const taken = await tx`delete from inbound_queue where id = ${msg.queueId} returning id`
-      if (!taken.length) throw new Error(`inbound ${msg.queueId}: already processed`)
-    }
-    const out: StoredEmail[] = []
-    for (const [orgId, rcpts] of accepted) {
-      const email = await storeEmail(tx, {
-        orgId, direction: 'inbound', eventType, mail, raw: msg.raw, mailFrom: msg.mailFrom, rcptTo: rcpts, auth,
-        session: { remoteIp: msg.remoteIp, helo: msg.helo, tls: msg.tls },
-      })
-      await enqueueDeliveries(tx, ctx, email, mail)
-      out.push(email)
-    }
-    return out
+  return {
+    msg,
+    mail,
+    auth,
+    eventType: classify(mail, msg.mailFrom),
+    copies: [...copies].map(([orgId, rcptTo]) => ({ orgId, rcptTo })),
+    refused: [...refused],
+  }
+}
+
+/** Stores a batch of prepared messages in one transaction; returns each message's stored copies. */
+async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<StoredEmail[][]> {
+  // Every message's statements are issued at once: postgres.js pipelines them on the
+  // transaction's connection, and PostgreSQL runs them in issue order, so a reply stored later
+  // in the batch finds the thread of a message stored earlier in it.
+  const stored = await ctx.sql.begin(tx => {
+    const routing = routingCache()
+    return Promise.all(batch.map(p => storeCopies(tx, ctx, p, routing)))
   })
-  for (const email of stored) ctx.mailEvents.emit(email.orgId)
-  for (const orgId of refused) log.warn('inbound copy refused: storage full', { org_id: orgId, size_bytes: msg.raw.byteLength })
-  return { stored, refused }
+  for (const email of stored.flat()) ctx.mailEvents.emit(email.orgId)
+  return stored
+}
+
+async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>): Promise<StoredEmail[]> {
+  const out: StoredEmail[] = []
+  for (const { orgId, rcptTo } of p.copies) {
+    const email = await storeEmail(tx, {
+      orgId, direction: 'inbound', eventType: p.eventType, mail: p.mail, raw: p.msg.raw, mailFrom: p.msg.mailFrom, rcptTo, auth: p.auth,
+      session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
+    })
+    await enqueueDeliveries(tx, ctx, email, p.mail, routing)
+    out.push(email)
+  }
+  return out
+}
+
+/** The group commit that stores inbound mail for this context's database. */
+export function inboundCommits(ctx: AppContext): InboundCommits {
+  return new GroupCommit(batch => storeBatch(ctx, batch))
+}
+
+/** Parses, authenticates and stores a message; resolves once it is committed. */
+export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
+  const prepared = await prepare(ctx, msg)
+  const stored = prepared.copies.length ? await ctx.inboundCommits.submit(prepared) : []
+  for (const orgId of prepared.refused) log.warn('inbound copy refused: storage full', { org_id: orgId, size_bytes: msg.raw.byteLength })
+  return { stored, refused: prepared.refused }
 }

@@ -1,29 +1,42 @@
-/** The decisions of the SMTP listener: which recipients exist, and accepting what they are sent. */
+/** The decisions of the SMTP listener: which recipients exist, and storing what they are sent. */
+import { LRUCache } from 'lru-cache'
 import type { AppContext } from '../../context'
 import type { SmtpHooks } from '../../smtp/types'
-import { acceptInbound } from './queue'
-import { replies, resolveRecipient } from './recipients'
+import { ingest } from './ingest'
+import { replies, resolveRecipient, type ResolvedRecipient } from './recipients'
+
+/** Long enough for a slow client's DATA after its RCPT (the idle timeout is 5 minutes). */
+const RCPT_MEMORY_MS = 15 * 60_000
 
 export function inboundHooks(ctx: AppContext): SmtpHooks {
+  // Each recipient as resolved at RCPT, for the DATA of the same session: one lookup per
+  // recipient and message, not two. An entry that is gone is looked up again at DATA.
+  const resolved = new LRUCache<string, ResolvedRecipient>({ max: 100_000, ttl: RCPT_MEMORY_MS })
+  const key = (sessionId: string, rcpt: string) => `${sessionId}\n${rcpt}`
   return {
-    async onRcptTo(_session, envelope, rcpt) {
+    async onRcptTo(session, envelope, rcpt) {
       // One query: the recipient's organization and its storage headroom.
       const r = await resolveRecipient(ctx, rcpt)
       if (!('orgId' in r)) return r
+      resolved.set(key(session.id, rcpt), r)
       // Free plans refuse mail at their storage limit; 452 so the sender retries once space is freed.
       if (r.headroom !== null && r.headroom < (envelope.size ?? 1)) return replies.mailboxFull
     },
-    // Committed with its ingest job before the 250; parsing, authentication and storing follow in the worker.
+    // Parsed, authenticated and committed with its deliveries before the 250 (a thrown error is a 451).
     async onData(session, envelope, message) {
-      const id = await acceptInbound(ctx, {
+      const { stored, refused } = await ingest(ctx, {
         raw: message,
         mailFrom: envelope.mailFrom,
         rcptTo: envelope.rcptTo,
         remoteIp: session.remoteAddress,
         helo: session.helo,
         tls: session.tls,
+        recipients: envelope.rcptTo.map(rcpt => resolved.get(key(session.id, rcpt))),
       })
-      return { code: 250, enhanced: '2.0.0', message: `ok: queued as ${id}` }
+      if (stored.length) return
+      // Nothing stored: every organization's storage filled up since RCPT (the sender retries
+      // later), or every mailbox went away meanwhile.
+      return refused.length ? replies.mailboxFull : replies.unknownUser
     },
   }
 }
