@@ -13,7 +13,7 @@ import { sha256 } from '../crypto'
 import { ApiError, errors, type ErrorCode } from '../http/errors'
 import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
-import { claimById, enqueue } from '../jobs/queue'
+import { claimById, enqueueWith } from '../jobs/queue'
 import { runJob } from '../jobs/worker'
 import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
 import type { SendMailRequest } from './model'
@@ -132,6 +132,20 @@ function draft(id: string, orgId: string, status: 'scheduled' | 'sending', reque
   }
 }
 
+/**
+ * The insert of a send (for enqueueWith, which adds its job to the statement). The email stored
+ * for it with `storedMessageId` by the statement just before, in the same transaction and round
+ * trip, gives it its email and thread: their ids are not known before that statement has run.
+ */
+function insertSend(tx: Tx, row: SendRow, storedMessageId: string | null) {
+  return tx`
+    insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
+    select ${row.id}, ${row.org_id}, ${row.status}, ${tx.json(row.request as never)}, ${row.from_address}, ${row.scheduled_at},
+           ${row.repeat_every_minutes}, coalesce(e.thread_id, ${row.thread_id}::uuid), ${row.ticks}, e.id, ${row.last_message_id}
+      from (select) as one
+      left join emails e on e.org_id = ${row.org_id} and e.direction = 'outbound' and e.message_id = ${storedMessageId}`
+}
+
 /** The error a failed immediate send answers with (the relay's verdict). */
 function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as ErrorCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
@@ -172,20 +186,20 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
       // (the job then only relays it, as after a crash between building and relaying). Should
       // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
       const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
-      if (composed) {
-        const email = await storeComposed(tx, row, composed)
-        Object.assign(row, { ticks: 1, last_email_id: email.id, last_message_id: composed.messageId, thread_id: email.threadId })
-        built = { emailId: email.id, raw: composed.raw, text: composed.text }
-      }
-      // the send, its job and the key's record go out together (one round trip)
-      const insertSend = tx<SendRow[]>`
-        insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
-        values (${id}, ${auth.orgId}, ${row.status}, ${tx.json(request as never)}, ${row.from_address}, ${scheduledAt},
-                ${row.repeat_every_minutes}, ${row.thread_id}, ${row.ticks}, ${row.last_email_id}, ${row.last_message_id})
-        returning *`.execute()
-      const job = enqueue(tx, EXECUTE_KIND, { send_id: id }, { runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS), maxAttempts: 5 })
-      const pending = Promise.all([insertSend, job]).then(([[sendRow], enqueued]) => {
-        inserted = sendRow
+      if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
+      // The stored email, the send with its job (one statement) and the key's record go out
+      // together: one round trip.
+      const stored = composed && storeComposed(tx, row, composed)
+      const job = enqueueWith(tx, insertSend(tx, row, composed?.mail.messageId ?? null), EXECUTE_KIND, { send_id: id }, {
+        runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
+        maxAttempts: 5,
+      })
+      const pending = Promise.all([stored, job]).then(([email, enqueued]) => {
+        if (email && composed) {
+          Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+          built = { emailId: email.id, raw: composed.raw, text: composed.text }
+        }
+        inserted = row
         jobId = enqueued
       })
       return { status: 200, data: { send_id: id, inline: !future }, pending }
