@@ -294,6 +294,17 @@ describe('storage', () => {
     expect((await h.transport.sendMail({ from: 'sam@sender.example', to: paidAddress, subject: 'x', text: 'x' })).accepted).toEqual([paidAddress])
   })
 
+  test('a message that passed RCPT but does not fit the headroom is refused at DATA with 452 4.2.2 and nothing is stored', async () => {
+    const free = await createOrg({ plan: 'free' })
+    const address = await managedAddress(h.ctx, free.orgId)
+    const sql = await testSql()
+    // 2 KB left; nodemailer declares no SIZE, so RCPT checks a size of 1 and accepts
+    await sql`update orgs set storage_used_bytes = 100 * 1024 * 1024 - 2048 where id = ${free.orgId}`
+    const err = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'too big for what is left', text: 'z'.repeat(4096) }).catch((e: { response?: string }) => e)
+    expect(String(err.response)).toStartWith('452 4.2.2')
+    expect((await h.request('GET', '/v1/emails', { key: free.key })).body.meta.total).toBe(0)
+  })
+
   test('a message over the size limit is refused with 552 5.3.4 and nothing is stored', async () => {
     const small = await inboundHarness({ SMTP_MAX_MESSAGE_BYTES: '4096' })
     try {
