@@ -444,7 +444,8 @@ describe('stored before the 250, many sessions per commit', () => {
     expect(row!.thread_id).toBeString()
   })
 
-  test('messages that arrive while a batch is being written are stored together in the next transaction, in arrival order', async () => {
+  // Holding a row lock while other statements run needs a second connection, which PGlite does not have.
+  test.skipIf(embedded)('messages that arrive while a batch is being written are stored together in the next transaction, in arrival order', async () => {
     const sql = await testSql()
     const { ingest } = await import('../../src/mail/inbound/ingest')
     const gate = await createOrg()

@@ -61,7 +61,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMe
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
   ])
   // The headroom is checked against the real size here (RCPT knew at most the declared SIZE).
-  // A recipient refused at RCPT (or whose mailbox went since) is skipped.
+  // A recipient looked up again here whose mailbox went since RCPT is skipped.
   const copies = new Map<string, string[]>()
   const refused = new Set<string>()
   for (const r of recipients) {
