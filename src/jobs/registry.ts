@@ -10,6 +10,12 @@ export interface JobKind<P = any> {
   kind: string
   /** handles one attempt; throwing schedules a retry */
   handle(ctx: AppContext, payload: P, job: Job<P>): Promise<void>
+  /**
+   * Starts several jobs of this kind claimed together, so that their reads and writes can be
+   * set-based: one promise per job, in order, each settling as `handle` would for that job.
+   * Without it, each job runs through `handle`.
+   */
+  handleMany?(ctx: AppContext, jobs: Job<P>[]): Promise<void>[]
   /** seconds before the next attempt after `attempt` failed; default exponential back-off */
   retryDelaySeconds?(ctx: AppContext, attempt: number): number
 }

@@ -1,8 +1,12 @@
 /**
- * One attempt at a delivery, shared by the delivery job (first sends and retries) and replays:
- * count the attempt, sign the stored event, POST it, record the outcome.
+ * Attempts at deliveries, shared by the delivery job (first sends and retries) and replays:
+ * count the attempt, sign the stored event, POST it, record the outcome. The reads and writes
+ * are set-based: the deliveries claimed together are loaded and counted in one statement, and
+ * the outcomes of attempts that finish together are recorded in one (group commit).
  */
 import type { AppContext } from '../context'
+import type { Sql } from '../db/client'
+import { GroupCommit } from '../db/group-commit'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from './dispatch'
 import { attemptBody, type EmailEvent } from './payload'
@@ -11,7 +15,7 @@ import { checkWebhookUrl } from './url-safety'
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'header_confirmed' | 'failed' | 'skipped_by_rules'
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string
   org_id: string
   event_id: string
@@ -19,6 +23,8 @@ interface DeliveryRow {
   endpoint_url: string
   payload: EmailEvent
   discarded: boolean
+  /** the attempt this is, once counted; null when it is not to be sent */
+  attempt_count: number | null
 }
 
 export interface AttemptResult {
@@ -26,52 +32,100 @@ export interface AttemptResult {
   outcome?: AttemptOutcome
 }
 
-async function record(ctx: AppContext, id: string, status: DeliveryStatus, fields: { durationMs?: number; responseStatus?: number | null; error?: string | null; code?: string | null }) {
-  await ctx.sql`
-    update webhook_deliveries set status = ${status}, duration_ms = ${fields.durationMs ?? null}, response_status = ${fields.responseStatus ?? null},
-           last_error = ${fields.error ?? null}, last_error_code = ${fields.code ?? null}, updated_at = now()
-     where id = ${id}`
+interface AttemptOptions {
+  /** a failure is final: the delivery becomes `failed` instead of staying `pending` for another attempt */
+  last: boolean
+  /** send whatever the delivery's status */
+  replay?: boolean
 }
 
 /**
- * Sends the delivery once. `last` says whether a failure is final (the delivery becomes
- * `failed`) or leaves it `pending` for another attempt; `replay` sends whatever its status.
+ * Loads the deliveries and counts an attempt at each one that is to be sent (pending, or any
+ * status for a replay, and its content not discarded), before sending: a crash after the POST
+ * still shows the attempt.
  */
-export async function attemptDelivery(ctx: AppContext, deliveryId: string, opts: { last: boolean; replay?: boolean }): Promise<AttemptResult> {
-  const [d] = await ctx.sql<DeliveryRow[]>`
-    select d.id, d.org_id, d.event_id, d.status, d.endpoint_url, d.payload, em.content_discarded_at is not null as discarded
-      from webhook_deliveries d left join emails em on em.id = d.email_id
-     where d.id = ${deliveryId}`
+export async function beginAttempts(ctx: AppContext, ids: string[], opts: { replay?: boolean } = {}): Promise<Map<string, DeliveryRow>> {
+  const rows = await ctx.sql<DeliveryRow[]>`
+    with d as (
+      select d.id, d.org_id, d.event_id, d.status, d.endpoint_url, d.payload, em.content_discarded_at is not null as discarded
+        from webhook_deliveries d left join emails em on em.id = d.email_id
+       where d.id = any(${ids}::uuid[])),
+    counted as (
+      update webhook_deliveries w set attempt_count = w.attempt_count + 1, updated_at = now()
+        from d
+       where w.id = d.id and not d.discarded and (d.status = 'pending' or ${opts.replay ?? false})
+      returning w.id, w.attempt_count)
+    select d.*, counted.attempt_count from d left join counted on counted.id = d.id`
+  return new Map(rows.map(row => [row.id, row]))
+}
+
+/** Sends a delivery `beginAttempts` loaded once, and records the outcome. */
+export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, opts: AttemptOptions): Promise<AttemptResult> {
   if (!d) return { status: 'failed' }
   if (!opts.replay && d.status !== 'pending') return { status: d.status }
   if (d.discarded) {
-    await record(ctx, d.id, 'failed', { error: 'the message content was discarded before delivery', code: 'content_discarded' })
+    await record(ctx, { id: d.id, status: 'failed', error: 'the message content was discarded before delivery', code: 'content_discarded' })
     return { status: 'failed' }
   }
-  // Count the attempt before sending: a crash after the POST still shows it.
-  const [{ attempt_count: attempt }] = (await ctx.sql`
-    update webhook_deliveries set attempt_count = attempt_count + 1, updated_at = now() where id = ${d.id} returning attempt_count`) as unknown as [{ attempt_count: number }]
   let target
   try {
     target = await checkWebhookUrl(d.endpoint_url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
   } catch (error) {
-    const message = `url refused at send time: ${(error as Error).message}`
-    await record(ctx, d.id, opts.last ? 'failed' : 'pending', { error: message, code: opts.last ? 'queue_dead_letter' : 'url_refused' })
-    return { status: opts.last ? 'failed' : 'pending' }
+    const status = opts.last ? 'failed' : 'pending'
+    await record(ctx, { id: d.id, status, error: `url refused at send time: ${(error as Error).message}`, code: opts.last ? 'queue_dead_letter' : 'url_refused' })
+    return { status }
   }
-  const body = attemptBody(d.payload, attempt, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
+  const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
   const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, d.org_id), d.event_id, body)
   const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, d.event_id)
   const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
   if (ok) {
     const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
-    await record(ctx, d.id, status, { durationMs: outcome.durationMs, responseStatus: outcome.status })
+    await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status })
     return { status, outcome }
   }
   const status = opts.last ? 'failed' : 'pending'
   const error = outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : outcome.message ?? 'no response'
   // A final failure without any HTTP answer is a dead letter: dispatch kept failing.
   const code = outcome.status !== null ? `http_${outcome.status}` : opts.last ? 'queue_dead_letter' : outcome.error ?? 'connection_failed'
-  await record(ctx, d.id, status, { durationMs: outcome.durationMs, responseStatus: outcome.status, error, code })
+  await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status, error, code })
   return { status, outcome }
+}
+
+/** One attempt at one delivery, now (replays). */
+export async function attemptDelivery(ctx: AppContext, deliveryId: string, opts: AttemptOptions): Promise<AttemptResult> {
+  const begun = await beginAttempts(ctx, [deliveryId], opts)
+  return sendAttempt(ctx, begun.get(deliveryId), opts)
+}
+
+interface Outcome {
+  id: string
+  status: DeliveryStatus
+  durationMs?: number
+  responseStatus?: number | null
+  error?: string
+  code?: string
+}
+
+const recorders = new WeakMap<Sql, GroupCommit<Outcome, void>>()
+
+function record(ctx: AppContext, outcome: Outcome): Promise<void> {
+  const { sql } = ctx
+  let recorder = recorders.get(sql)
+  if (!recorder) {
+    recorder = new GroupCommit<Outcome, void>(async outcomes => {
+      const column = <T>(pick: (o: Outcome) => T | undefined) => outcomes.map(o => pick(o) ?? null)
+      await sql`
+        update webhook_deliveries w
+           set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
+               last_error = v.last_error, last_error_code = v.last_error_code, updated_at = now()
+          from unnest(${column(o => o.id)}::uuid[], ${column(o => o.status)}::text[], ${column(o => o.durationMs)}::int[],
+                      ${column(o => o.responseStatus)}::int[], ${column(o => o.error)}::text[], ${column(o => o.code)}::text[])
+               as v(id, status, duration_ms, response_status, last_error, last_error_code)
+         where w.id = v.id`
+      return outcomes.map(() => undefined)
+    })
+    recorders.set(sql, recorder)
+  }
+  return recorder.submit(outcome)
 }
