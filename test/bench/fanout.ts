@@ -13,7 +13,7 @@
  * each delivery arrives. Per message: 250 to arrival. Per run: p50, p99, deliveries arrived per
  * second from the first message to the last arrival, and every message accounted for. Beside
  * it, the baseline: post-load.ts POSTs to the same receiver with fetch at the worker's
- * concurrency. Targets (printed, not asserted): p50 < 50 ms and p99 < 250 ms from the 250 to the
+ * job concurrency. Targets (printed, not asserted): p50 < 50 ms and p99 < 250 ms from the 250 to the
  * arrival, at least 500 deliveries/s.
  */
 import { generateKeyPairSync } from 'node:crypto'
@@ -25,11 +25,12 @@ import type { Sql } from '../../src/db/client'
 import { systemResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
+import { DEFAULT_CONCURRENCY } from '../../src/jobs/worker'
 import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500').split(',').map(Number)
-/** SMTP sessions of the sender and fetch clients of the baseline: the worker's job concurrency (startWorker's default). */
+/** SMTP sessions of the sender */
 const CONCURRENCY = Number(process.env.BENCH_FANOUT_CONCURRENCY ?? 8)
 const WARMUP_MESSAGES = 50
 /** how long deliveries may trail the last 250 before the missing ones are reported */
@@ -195,7 +196,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
         `1 organization, 1 managed inbox, 1 HTTP endpoint on a loopback receiver; one service process with roles api, smtp and worker ` +
-        `(8 concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages; ` +
+        `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages; ` +
         `latency = the sender's 250 to the webhook's arrival; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
 
@@ -245,7 +246,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
       })
     }
 
-    baseline = await runJson<LoadResult>([process.execPath, `${dir}/post-load.ts`, `${receiverUrl}/baseline`, String(CONCURRENCY), String(SECONDS), String(bodyBytes || 4096)])
+    baseline = await runJson<LoadResult>([process.execPath, `${dir}/post-load.ts`, `${receiverUrl}/baseline`, String(DEFAULT_CONCURRENCY), String(SECONDS), String(bodyBytes || 4096)])
   } finally {
     await stopAll(children)
     await rm(templateFile, { force: true })
@@ -265,7 +266,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
       'process and of its PostgreSQL backends)',
   )
   console.log(`\n${'baseline'.padEnd(40)}${n('req/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}`)
-  console.log(`${`fetch POST ${bodyBytes} B, ${CONCURRENCY} clients`.padEnd(40)}${n(baseline!.rps)}${n(baseline!.p50_ms.toFixed(2))}${n(baseline!.p99_ms.toFixed(2))}${n(baseline!.errors)}`)
+  console.log(`${`fetch POST ${bodyBytes} B, ${DEFAULT_CONCURRENCY} clients`.padEnd(40)}${n(baseline!.rps)}${n(baseline!.p50_ms.toFixed(2))}${n(baseline!.p99_ms.toFixed(2))}${n(baseline!.errors)}`)
 
   for (const r of runs) {
     const notAcked = r.sender.count - r.sender.acked
