@@ -1,7 +1,7 @@
 /** The job queue on the real database: claiming, retries, dead letters, hand-backs and cleanup. */
 import { describe, expect, test } from 'bun:test'
 import { randomUUIDv7 } from 'bun'
-import { backoffSeconds, claim, claimById, complete, enqueue, fail, reclaimStale, releaseClaimed } from '../../src/jobs/queue'
+import { backoffSeconds, claim, claimById, complete, enqueue, fail, reclaimStale, releaseClaimed, type Job } from '../../src/jobs/queue'
 import { cleanupJob } from '../../src/jobs/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
 import { testApp, testSql } from '../helpers/app'
@@ -102,6 +102,35 @@ describe('the queue', () => {
     await worker.drain()
     await worker.stop(1000)
     expect(seen).toEqual([7, 7])
+  })
+
+  test('handleMany starts the jobs claimed together; each one is completed or retried on its own', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    const batches: number[][] = []
+    const worker = await startWorker(ctx, {
+      pollMs: 20,
+      kinds: [{
+        kind: k,
+        retryDelaySeconds: () => 0,
+        handle: async () => {},
+        handleMany(_c, jobs: Job<{ n: number }>[]) {
+          batches.push(jobs.map(j => j.payload.n))
+          return jobs.map(async j => {
+            if (j.payload.n === 2 && j.attempts === 1) throw new Error('fails once')
+          })
+        },
+      }],
+    })
+    await ctx.sql.begin(async tx => {
+      for (const n of [1, 2, 3]) await enqueue(tx, k, { n })
+    })
+    worker.wake()
+    for (let i = 0; i < 100 && batches.length < 2; i++) await Bun.sleep(20)
+    await worker.drain()
+    await worker.stop(1000)
+    expect(batches.map(b => b.sort())).toEqual([[1, 2, 3], [2]])
+    expect(await ctx.sql`select 1 from jobs where kind = ${k}`).toHaveLength(0)
   })
 
   test('a wake-up that arrives while the worker is claiming is not lost', async () => {
