@@ -31,16 +31,20 @@ export interface ThreadInput {
  * references, else (a reply only) the latest recent thread with its subject key in which its
  * sender took part. That thread's counters and participants are updated, or a new thread is
  * inserted.
+ *
+ * The referenced messages are found first (materialized, through the (org_id, message_id)
+ * index) and only then ordered: written as one `order by id desc limit 1` query, the planner
+ * may walk the organization's mail newest first looking for a match, which reads every message
+ * of the organization when nothing matches, as for the first message of a conversation.
  */
 export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
   const key = subjectKey(m.subject)
   const hit = m.threadId
     ? sql`hit as (select ${m.threadId}::uuid as id)`
     : sql`
-      by_reference as (
-        select thread_id from emails
-         where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])
-         order by id desc limit 1),
+      referenced as materialized (
+        select id, thread_id from emails where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])),
+      by_reference as (select thread_id from referenced order by id desc limit 1),
       by_subject as (
         select id from threads
          where ${Boolean(key && m.sender && REPLY_PREFIX.test(m.subject))} and not exists (select from by_reference)
