@@ -29,6 +29,7 @@ export const ConfigSchema = T.Object({
   SMTP_TLS_KEY_FILE: T.Optional(T.String({ description: 'PEM private key for STARTTLS' })),
   SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
   DNS_SERVERS: T.Optional(T.String({ pattern: '^[^,\\s]+(,[^,\\s]+)*$', description: 'comma-separated host:port DNS servers for every lookup; unset = the system resolver' })),
+  DNS_CACHE_SECONDS: T.Integer({ minimum: 0, maximum: 3600, default: 30, description: 'how long DNS answers (and "no such record") are kept; 0 = ask every time' }),
   WEBHOOK_ALLOW_LOOPBACK: T.Boolean({ default: false, description: 'allow webhook URLs on 127.0.0.0/8, localhost and ::1 (development); never other private ranges' }),
   WEBHOOK_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 60_000, default: 10_000, description: 'time a webhook receiver has to answer one attempt' }),
   WEBHOOK_RETRY_SCHEDULE: T.String({

@@ -5,7 +5,7 @@ import type { Sql } from './db/client'
 import { Cursors } from './http/pagination'
 import { RateLimiter } from './http/rate-limit'
 import { CredentialCache } from './auth/credentials'
-import { systemResolver, type Resolver } from './dns/resolver'
+import { cachingResolver, systemResolver, type Resolver } from './dns/resolver'
 import { MailEvents } from './mail/events'
 import { inboundCommits, type InboundCommits } from './mail/inbound/ingest'
 
@@ -24,6 +24,11 @@ export interface AppContext {
   startedAt: number
 }
 
+function defaultResolver(config: Config): Resolver {
+  const system = systemResolver(config.DNS_SERVERS?.split(',') ?? [])
+  return config.DNS_CACHE_SECONDS ? cachingResolver(system, config.DNS_CACHE_SECONDS * 1000) : system
+}
+
 export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { resolver?: Resolver } = {}): AppContext {
   const ctx: AppContext = {
     config,
@@ -32,7 +37,7 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: 
     cursors: new Cursors(keys),
     limiter: new RateLimiter(sql, config.RATE_LIMIT_LEASE),
     credentials: new CredentialCache(sql),
-    resolver: opts.resolver ?? systemResolver(config.DNS_SERVERS?.split(',') ?? []),
+    resolver: opts.resolver ?? defaultResolver(config),
     mailEvents: new MailEvents(),
     inboundCommits: undefined as never,
     startedAt: Date.now(),

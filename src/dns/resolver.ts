@@ -5,6 +5,7 @@
  * ENODATA, as the system resolver does.
  */
 import { promises as dns } from 'node:dns'
+import { LRUCache } from 'lru-cache'
 
 export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'NS' | 'PTR' | 'SOA'
 export type Resolver = (name: string, rrtype: RecordType) => Promise<any>
@@ -36,6 +37,31 @@ export function systemResolver(servers: string[] = []): Resolver {
   return async (name, rrtype) => {
     const answers = await resolver.resolve(name, rrtype as 'TXT')
     return rrtype === 'TXT' ? rejoinTxt(answers as string[][]) : answers
+  }
+}
+
+/**
+ * Keeps the answers of `inner` for `maxAgeMs`: inbound mail asks for the same sender domains'
+ * SPF, DKIM and DMARC records message after message, and an MTA asks a cache, not the
+ * network, each time. "No such record" is kept too (negative caching, RFC 2308); a failure
+ * (timeout, SERVFAIL) is not, so the next lookup asks again. Lookups of one name in flight at
+ * once share one query. Callers get copies, so none can change what the next one reads. A
+ * fixed age rather than each record's TTL: the resolver API does not report TTLs for TXT
+ * records, and a short age stays below any TTL in practice.
+ */
+export function cachingResolver(inner: Resolver, maxAgeMs: number, maxEntries = 10_000): Resolver {
+  const cache = new LRUCache<string, Promise<unknown>>({ max: maxEntries, ttl: maxAgeMs })
+  return async (name, rrtype) => {
+    const key = `${rrtype} ${name.toLowerCase()}`
+    let answer = cache.get(key)
+    if (!answer) {
+      answer = inner(name, rrtype)
+      cache.set(key, answer)
+      answer.catch(error => {
+        if (!isNoRecord(error)) cache.delete(key)
+      })
+    }
+    return structuredClone(await answer)
   }
 }
 
