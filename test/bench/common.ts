@@ -186,3 +186,16 @@ export function databaseCpuSpent(before: Map<number, number>, after: Map<number,
   for (const [pid, us] of after) spent += us - (before.get(pid) ?? 0)
   return spent
 }
+
+/**
+ * Refreshes the planner's statistics, as autovacuum does in a running service after every
+ * 10% of growth. postgres.js prepares its statements, and PostgreSQL keeps a generic plan for
+ * each after five executions: planned while a scratch database's tables hold a few rows, it
+ * scans whole tables (a delivery's email by seq scan, say) for the rest of a run that grows
+ * them by thousands of rows within seconds, long before autovacuum's first pass. ANALYZE
+ * invalidates those plans. Sections call it after their warm-up and before each measured run,
+ * so what they measure is the service on tables of a known size with current statistics.
+ */
+export async function refreshStatistics(sql: Sql): Promise<void> {
+  await sql`analyze`
+}

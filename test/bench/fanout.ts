@@ -26,13 +26,14 @@ import { systemResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { DEFAULT_CONCURRENCY } from '../../src/jobs/worker'
-import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, refreshStatistics, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500').split(',').map(Number)
 /** SMTP sessions of the sender */
 const CONCURRENCY = Number(process.env.BENCH_FANOUT_CONCURRENCY ?? 8)
-const WARMUP_MESSAGES = 50
+/** enough history that the tables are not tiny when their statistics are taken (refreshStatistics) */
+const WARMUP_MESSAGES = 1000
 /** how long deliveries may trail the last 250 before the missing ones are reported */
 const DRAIN_MS = 60_000 + 10_000 * SECONDS
 const dir = import.meta.dir
@@ -196,16 +197,17 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
         `1 organization, 1 managed inbox, 1 HTTP endpoint on a loopback receiver; one service process with roles api, smtp and worker ` +
-        `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages; ` +
+        `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages, statistics refreshed before each; ` +
         `latency = the sender's 250 to the webhook's arrival; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
 
-    // warm-up: connections, JIT, the webhook secret
-    const warm = await send(WARMUP_MESSAGES, WARMUP_MESSAGES, 'warmup')
+    // warm-up: connections, JIT, the webhook secret, and a history of messages and deliveries
+    const warm = await send(200, WARMUP_MESSAGES, 'warmup')
     await waitForArrivals(receiverUrl, warm.acked)
 
     for (const rate of RATES) {
       await fetch(`${receiverUrl}/reset`, { method: 'POST' })
+      await refreshStatistics(sql)
       const prefix = `r${rate}`
       const cpuBefore = processCpuMicros(service.pid)
       const dbBefore = await databaseCpu(sql)
