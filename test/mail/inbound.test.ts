@@ -464,20 +464,24 @@ describe('stored before the 250, many sessions per commit', () => {
       locked()
       await new Promise<void>(resolve => (release = resolve))
     })
-    await isLocked
-    const blocked = ingest(h.ctx, message(gateAddress, { Subject: 'gate' }))
-    // one at a time into the queue, so the arrival order is known
     const queued: Promise<unknown>[] = []
-    const arrive = async (m: ReturnType<typeof message>) => {
-      queued.push(ingest(h.ctx, m))
-      while (h.ctx.inboundCommits.pending < queued.length) await Bun.sleep(2)
+    try {
+      await isLocked
+      queued.push(ingest(h.ctx, message(gateAddress, { Subject: 'gate' })))
+      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
+      // one at a time into the queue, so the arrival order is known
+      const arrive = async (m: ReturnType<typeof message>) => {
+        queued.push(ingest(h.ctx, m))
+        while (h.ctx.inboundCommits.pending < queued.length - 1) await Bun.sleep(2)
+      }
+      await arrive(message(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
+      await arrive(message(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
+      for (const i of [1, 2, 3]) await arrive(message(address, { Subject: `Other ${i}` }))
+    } finally {
+      release()
+      await holder
     }
-    await arrive(message(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
-    await arrive(message(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
-    for (const i of [1, 2, 3]) await arrive(message(address, { Subject: `Other ${i}` }))
-    release()
-    await holder
-    await Promise.all([blocked, ...queued])
+    await Promise.all(queued)
     const rows = await sql<{ subject: string; thread_id: string; tx: string }[]>`
       select subject, thread_id, xmin::text as tx from emails where org_id = ${lea.orgId} order by id`
     expect(rows.map(r => r.subject)).toEqual(['Plan', 'Re: Plan', 'Other 1', 'Other 2', 'Other 3'])
