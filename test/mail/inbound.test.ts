@@ -489,6 +489,35 @@ describe('stored before the 250, many sessions per commit', () => {
     expect(rows[1]!.thread_id).toBe(rows[0]!.thread_id)
   })
 
+  test.skipIf(embedded)('a batch that cannot get a row lock gives up after the lock timeout: its sender gets 451, the mail queued behind it is stored', async () => {
+    const sql = await testSql()
+    const stuck = await createOrg()
+    const stuckAddress = await managedAddress(h.ctx, stuck.orgId)
+    const next = await createOrg()
+    const nextAddress = await managedAddress(h.ctx, next.orgId)
+    let release!: () => void
+    let locked!: () => void
+    const isLocked = new Promise<void>(resolve => (locked = resolve))
+    const holder = sql.begin(async tx => {
+      await tx`select from orgs where id = ${stuck.orgId} for update`
+      locked()
+      await new Promise<void>(resolve => (release = resolve))
+    })
+    try {
+      await isLocked
+      const refused = h.transport.sendMail({ from: 'sam@sender.example', to: stuckAddress, subject: 'stuck', text: 'x' }).catch((e: { response?: string }) => e)
+      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
+      const stored = h.transport.sendMail({ from: 'sam@sender.example', to: nextAddress, subject: 'behind it', text: 'y' })
+      expect(String((await refused as { response?: string }).response)).toStartWith('451 4.3.0')
+      expect((await stored).response).toStartWith('250')
+    } finally {
+      release()
+      await holder
+    }
+    expect((await h.request('GET', '/v1/emails', { key: stuck.key })).body.meta.total).toBe(0)
+    expect((await latest(next)).subject).toBe('behind it')
+  })
+
   test('a message that cannot be stored fails alone: the others of its batch are stored', async () => {
     const { GroupCommit } = await import('../../src/db/group-commit')
     const writes: number[][] = []

@@ -53,6 +53,14 @@ interface PreparedMessage {
 
 export type InboundCommits = GroupCommit<PreparedMessage, StoredEmail[]>
 
+/**
+ * The longest a batch waits for a row lock (an organization's counters, a thread) before it
+ * fails: one batch is written at a time, so a batch that waited forever would stall every
+ * SMTP session of the process. The failed batch is written again message by message, and only
+ * a message that still cannot get its locks is answered 451 (its sender retries).
+ */
+const LOCK_TIMEOUT = '5s'
+
 async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMessage> {
   const known = msg.recipients
   const [recipients, mail, auth] = await Promise.all([
@@ -84,9 +92,12 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<St
   // Every message's statements are issued at once: postgres.js pipelines them on the
   // transaction's connection, and PostgreSQL runs them in issue order, so a reply stored later
   // in the batch finds the thread of a message stored earlier in it.
-  const stored = await ctx.sql.begin(tx => {
+  const stored = await ctx.sql.begin(async tx => {
     const routing = routingCache()
-    return Promise.all(batch.map(p => storeCopies(tx, ctx, p, routing)))
+    // sent now, so it is in force before the first store
+    const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
+    const [, copies] = await Promise.all([lockTimeout, Promise.all(batch.map(p => storeCopies(tx, ctx, p, routing)))])
+    return copies
   })
   for (const email of stored.flat()) ctx.mailEvents.emit(email.orgId)
   return stored
