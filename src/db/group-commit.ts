@@ -6,8 +6,8 @@
  * once, and batches grow only as fast as items arrive during a write.
  *
  * One batch is written at a time, so the batches of a process never wait on each other's row
- * locks. A batch that fails is written again item by item: an item that cannot be written
- * fails alone instead of taking the others down with it.
+ * locks. A batch that fails is written again item by item, the items' transactions at once: an
+ * item that cannot be written fails alone instead of taking the others down with it.
  */
 interface Pending<I, O> {
   item: I
@@ -50,7 +50,8 @@ export class GroupCommit<I, O> {
       batch.forEach((p, i) => p.resolve(results[i]!))
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error)
-      for (const p of batch) await this.write([p.item]).then(([result]) => p.resolve(result!), p.reject)
+      // At once rather than one after another: items that wait on something (a lock) wait together.
+      await Promise.all(batch.map(p => this.write([p.item]).then(([result]) => p.resolve(result!), p.reject)))
     }
   }
 }

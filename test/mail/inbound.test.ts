@@ -49,6 +49,20 @@ describe('delivery over SMTP with nodemailer', () => {
     expect(email.headers[0]).toMatchObject({ name: 'received' })
   })
 
+  test('a NUL byte in a decoded body or header is dropped from the parsed fields; the raw bytes keep it', async () => {
+    const raw = rfc822(
+      { From: 'sam@sender.example', To: aliceAddress, Subject: '=?utf-8?Q?nul=00here?=', 'Content-Type': 'text/plain; charset=utf-8', 'Content-Transfer-Encoding': 'quoted-printable' },
+      'before=00after\n',
+    )
+    const info = await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw })
+    expect(info.response).toStartWith('250')
+    const email = await full(alice, (await latest(alice)).id)
+    expect(email.subject).toBe('nulhere')
+    expect(email.text.trim()).toBe('beforeafter')
+    const stored = await h.request('GET', `/v1/emails/${email.id}/raw`, { key: alice.key })
+    expect(String(stored.body)).toContain('before=00after')
+  })
+
   test('several recipients in two organizations: one copy each, unknown ones refused', async () => {
     const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
     const info = await h.transport.sendMail({ from: 'sam@sender.example', to: [aliceAddress, ghost, bobAddress], subject: 'To both', text: 'x' })

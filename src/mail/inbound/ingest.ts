@@ -29,7 +29,7 @@ export interface InboundMessage {
   remoteIp: string
   helo?: string
   tls: boolean
-  /** `rcptTo` as resolved at RCPT, where known (the SMTP listener); the others are looked up */
+  /** `rcptTo` as resolved at RCPT, where known (the SMTP listener), to save looking them up again */
   recipients?: (ResolvedRecipient | undefined)[]
 }
 
@@ -62,14 +62,17 @@ export type InboundCommits = GroupCommit<PreparedMessage, StoredEmail[]>
 const LOCK_TIMEOUT = '5s'
 
 async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMessage> {
+  // The recipients of RCPT stand, unless one has a storage limit: its headroom is read again,
+  // since the other sessions' mail may have used it up since.
   const known = msg.recipients
+  const reuse = known?.every(r => r && r.headroom === null)
   const [recipients, mail, auth] = await Promise.all([
-    known?.every(Boolean) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
+    reuse ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
     parseMail(msg.raw),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
   ])
-  // The headroom is checked against the real size here (RCPT knew at most the declared SIZE).
-  // A recipient looked up again here whose mailbox went since RCPT is skipped.
+  // The headroom is checked against the real size (RCPT knew at most the declared SIZE). A
+  // recipient looked up again whose mailbox went since RCPT is skipped.
   const copies = new Map<string, string[]>()
   const refused = new Set<string>()
   for (const r of recipients) {
@@ -96,8 +99,14 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<St
     const routing = routingCache()
     // sent now, so it is in force before the first store
     const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
-    const [, copies] = await Promise.all([lockTimeout, Promise.all(batch.map(p => storeCopies(tx, ctx, p, routing)))])
-    return copies
+    // Every message's chain of statements settles before the transaction ends: with the first
+    // failure postgres.js rolls back, and a statement a chain sent after that would run outside
+    // the transaction and commit on its own. Once one statement failed, every later one of the
+    // transaction fails too, so waiting for all of them is short.
+    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing))])
+    const failed = settled.find(r => r.status === 'rejected')
+    if (failed) throw failed.reason
+    return settled.slice(1).map(r => (r as PromiseFulfilledResult<StoredEmail[]>).value)
   })
   for (const email of stored.flat()) ctx.mailEvents.emit(email.orgId)
   return stored

@@ -47,11 +47,23 @@ export function messageIds(value: string | undefined | null): string[] {
   return value?.match(MESSAGE_ID) ?? []
 }
 
+/**
+ * PostgreSQL's text and jsonb cannot hold U+0000, which a sender can put into any decoded
+ * field (`=00` in a quoted-printable body, say), and a message that cannot be stored would be
+ * refused with 451 on every retry: it is dropped from the parsed fields. The raw bytes keep it.
+ */
+function withoutNul<T>(value: T): T {
+  if (typeof value === 'string') return (value.includes('\0') ? value.replaceAll('\0', '') : value) as T
+  if (Array.isArray(value)) return value.map(withoutNul) as T
+  if (value && typeof value === 'object' && !(value instanceof Date)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutNul(v)])) as T
+  return value
+}
+
 export async function parseMail(raw: Uint8Array): Promise<ParsedMail> {
   const email = await PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })
   const headers = email.headers.map(h => ({ name: h.key, value: h.value }))
   const date = email.date ? new Date(email.date) : null
-  return {
+  return withoutNul({
     from: mailboxes(email.from ? [email.from as PostalAddress] : [])[0] ?? null,
     to: mailboxes(email.to as PostalAddress[]),
     cc: mailboxes(email.cc as PostalAddress[]),
@@ -73,7 +85,7 @@ export async function parseMail(raw: Uint8Array): Promise<ParsedMail> {
       disposition: a.disposition ?? null,
     })),
     contentType: (headers.find(h => h.name === 'content-type')?.value ?? 'text/plain').toLowerCase(),
-  }
+  })
 }
 
 /** The attachments with their bytes, for downloads (parsed again from the stored raw message). */
