@@ -89,7 +89,13 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   function start(jobs: Job[]) {
     for (const kind of new Set(jobs.map(job => kinds.get(job.kind)!))) {
       const group = jobs.filter(job => job.kind === kind.kind)
-      const attempts = kind.handleMany?.(ctx, group)
+      // A handler that throws before it returns its promises fails each job's attempt, not the loop.
+      let attempts: Promise<void>[] | undefined
+      try {
+        attempts = kind.handleMany?.(ctx, group)
+      } catch (error) {
+        attempts = group.map(() => Promise.reject(error))
+      }
       group.forEach((job, i) => track(runJob(ctx, kind, job, attempts?.[i])))
     }
   }

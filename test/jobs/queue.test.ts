@@ -133,6 +133,31 @@ describe('the queue', () => {
     expect(await ctx.sql`select 1 from jobs where kind = ${k}`).toHaveLength(0)
   })
 
+  test('a handleMany that throws before returning fails each attempt, and the worker goes on', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    let calls = 0
+    const worker = await startWorker(ctx, {
+      pollMs: 20,
+      kinds: [{
+        kind: k,
+        retryDelaySeconds: () => 0,
+        handle: async () => {},
+        handleMany(_c, jobs: Job<{ n: number }>[]) {
+          if (++calls === 1) throw new Error('malformed payload')
+          return jobs.map(async () => {})
+        },
+      }],
+    })
+    await ctx.sql.begin(tx => enqueue(tx, k, { n: 1 }))
+    worker.wake()
+    for (let i = 0; i < 100 && calls < 2; i++) await Bun.sleep(20)
+    await worker.drain()
+    await worker.stop(1000)
+    expect(calls).toBe(2)
+    expect(await ctx.sql`select 1 from jobs where kind = ${k}`).toHaveLength(0)
+  })
+
   test('a wake-up that arrives while the worker is claiming is not lost', async () => {
     const { ctx } = await testApp()
     const k = kind()
