@@ -60,6 +60,8 @@ export async function postWebhook(target: CheckedUrl, body: string, headers: Rec
       // covers the connection, the request and reading the answer
       signal: AbortSignal.timeout(timeoutMs),
       tls: isIP(name) ? undefined : { serverName: name },
+      // HTTP(S)_PROXY in the environment would send the request to the proxy, not to the checked address
+      proxy: false,
     })
     const answer = await readAtMost(res, MAX_RESPONSE_BYTES)
     return {

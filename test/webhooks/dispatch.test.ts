@@ -32,6 +32,20 @@ describe('a webhook attempt', () => {
     expect(seen[1]!.clientPort).toBe(seen[0]!.clientPort!)
   })
 
+  test('goes straight to the checked address even with a proxy in the environment', async () => {
+    const saved = { http: process.env.HTTP_PROXY, all: process.env.ALL_PROXY }
+    // a proxy that refuses every connection: going through it would fail the attempt
+    process.env.HTTP_PROXY = process.env.ALL_PROXY = 'http://127.0.0.1:9'
+    try {
+      expect(await postWebhook(checked('/ok'), '{}', {}, 1000, 'evt_1')).toMatchObject({ status: 200, body: 'ok' })
+    } finally {
+      for (const [name, value] of [['HTTP_PROXY', saved.http], ['ALL_PROXY', saved.all]] as const) {
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
+    }
+  })
+
   test('does not follow a redirect', async () => {
     expect(await postWebhook(checked('/redirect'), '{}', {}, 1000, 'evt_1')).toMatchObject({ status: 302, confirmed: false })
   })
