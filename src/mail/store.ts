@@ -22,6 +22,8 @@ export interface StoreInput {
   session?: { remoteIp: string; helo?: string; tls: boolean }
   /** keep the message in this thread (a reply we send) instead of threading by its headers */
   threadId?: string
+  /** the email's id, for a caller that refers to it in a statement sent before this one returns */
+  id?: string
 }
 
 export interface StoredEmail {
@@ -38,7 +40,7 @@ export interface StoredEmail {
 }
 
 export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
-  const id = randomUUIDv7()
+  const id = s.id ?? randomUUIDv7()
   const at = new Date()
   const { mail } = s
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))

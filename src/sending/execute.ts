@@ -110,8 +110,9 @@ export async function compose(send: SendRow, key: SigningKey | null): Promise<Co
 }
 
 /** Stores a composed message as the send's outbound email, in the caller's transaction. */
-export function storeComposed(tx: Tx, send: SendRow, c: Composed): Promise<StoredEmail> {
+export function storeComposed(tx: Tx, send: SendRow, c: Composed, emailId?: string): Promise<StoredEmail> {
   return storeEmail(tx, {
+    id: emailId,
     orgId: send.org_id,
     direction: 'outbound',
     eventType: 'email.received',

@@ -134,16 +134,16 @@ function draft(id: string, orgId: string, status: 'scheduled' | 'sending', reque
 
 /**
  * The insert of a send (for enqueueWith, which adds its job to the statement). The email stored
- * for it with `storedMessageId` by the statement just before, in the same transaction and round
- * trip, gives it its email and thread: their ids are not known before that statement has run.
+ * for it as `emailId` by the statement just before, in the same transaction and round trip,
+ * gives it its thread, which is not known before that statement has run.
  */
-function insertSend(tx: Tx, row: SendRow, storedMessageId: string | null) {
+function insertSend(tx: Tx, row: SendRow, emailId: string | null) {
   return tx`
     insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
     select ${row.id}, ${row.org_id}, ${row.status}, ${tx.json(row.request as never)}, ${row.from_address}, ${row.scheduled_at},
            ${row.repeat_every_minutes}, coalesce(e.thread_id, ${row.thread_id}::uuid), ${row.ticks}, e.id, ${row.last_message_id}
       from (select) as one
-      left join emails e on e.org_id = ${row.org_id} and e.direction = 'outbound' and e.message_id = ${storedMessageId}`
+      left join emails e on e.id = ${emailId}::uuid`
 }
 
 /** The error a failed immediate send answers with (the relay's verdict). */
@@ -189,8 +189,9 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
       if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
       // The stored email, the send with its job (one statement) and the key's record go out
       // together: one round trip.
-      const stored = composed && storeComposed(tx, row, composed)
-      const job = enqueueWith(tx, insertSend(tx, row, composed?.mail.messageId ?? null), EXECUTE_KIND, { send_id: id }, {
+      const emailId = composed ? randomUUIDv7() : null
+      const stored = composed && storeComposed(tx, row, composed, emailId!)
+      const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: id }, {
         runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
         maxAttempts: 5,
       })
