@@ -34,6 +34,42 @@ async function full(org: TestOrg, id: string) {
   return res.body.data
 }
 
+/**
+ * Holds an organization's row in a transaction of its own until the returned release: a batch
+ * storing mail for that organization waits on the lock (`waiting` resolves once it does), and
+ * what arrives meanwhile queues for the next batch. Needs a second connection.
+ */
+async function holdOrgRow(orgId: string) {
+  const sql = await testSql()
+  let release!: () => void
+  let locked!: () => void
+  const isLocked = new Promise<void>(resolve => (locked = resolve))
+  const holder = sql.begin(async tx => {
+    await tx`select from orgs where id = ${orgId} for update`
+    locked()
+    await new Promise<void>(resolve => (release = resolve))
+  })
+  await isLocked
+  return {
+    async waiting() {
+      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
+    },
+    async release() {
+      release()
+      await holder
+    },
+  }
+}
+
+/** A message from sam@sender.example, ready for `ingest`. */
+const inbound = (to: string, headers: Record<string, string>) => ({
+  raw: new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: to, ...headers }, 'x\n')),
+  mailFrom: 'sam@sender.example',
+  rcptTo: [to],
+  remoteIp: '127.0.0.1',
+  tls: false,
+})
+
 describe('delivery over SMTP with nodemailer', () => {
   test('a message to a managed inbox is stored and readable', async () => {
     const info = await h.transport.sendMail({ from: 'Sam <sam@sender.example>', to: aliceAddress, subject: 'Hello agent', text: 'First line\nSecond line' })
@@ -466,34 +502,21 @@ describe('stored before the 250, many sessions per commit', () => {
     const gateAddress = await managedAddress(h.ctx, gate.orgId)
     const lea = await createOrg()
     const address = await managedAddress(h.ctx, lea.orgId)
-    const message = (to: string, headers: Record<string, string>) =>
-      ({ raw: new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: to, ...headers }, 'x\n')), mailFrom: 'sam@sender.example', rcptTo: [to], remoteIp: '127.0.0.1', tls: false })
-    // Hold the gate organization's row: the batch storing mail for it waits on the lock, and what
-    // arrives meanwhile queues for the next batch.
-    let release!: () => void
-    let locked!: () => void
-    const isLocked = new Promise<void>(resolve => (locked = resolve))
-    const holder = sql.begin(async tx => {
-      await tx`select from orgs where id = ${gate.orgId} for update`
-      locked()
-      await new Promise<void>(resolve => (release = resolve))
-    })
+    const held = await holdOrgRow(gate.orgId)
     const queued: Promise<unknown>[] = []
     try {
-      await isLocked
-      queued.push(ingest(h.ctx, message(gateAddress, { Subject: 'gate' })))
-      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
+      queued.push(ingest(h.ctx, inbound(gateAddress, { Subject: 'gate' })))
+      await held.waiting()
       // one at a time into the queue, so the arrival order is known
-      const arrive = async (m: ReturnType<typeof message>) => {
+      const arrive = async (m: ReturnType<typeof inbound>) => {
         queued.push(ingest(h.ctx, m))
         while (h.ctx.inboundCommits.pending < queued.length - 1) await Bun.sleep(2)
       }
-      await arrive(message(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
-      await arrive(message(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
-      for (const i of [1, 2, 3]) await arrive(message(address, { Subject: `Other ${i}` }))
+      await arrive(inbound(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
+      await arrive(inbound(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
+      for (const i of [1, 2, 3]) await arrive(inbound(address, { Subject: `Other ${i}` }))
     } finally {
-      release()
-      await holder
+      await held.release()
     }
     await Promise.all(queued)
     const rows = await sql<{ subject: string; thread_id: string; tx: string }[]>`
@@ -509,27 +532,54 @@ describe('stored before the 250, many sessions per commit', () => {
     const stuckAddress = await managedAddress(h.ctx, stuck.orgId)
     const next = await createOrg()
     const nextAddress = await managedAddress(h.ctx, next.orgId)
-    let release!: () => void
-    let locked!: () => void
-    const isLocked = new Promise<void>(resolve => (locked = resolve))
-    const holder = sql.begin(async tx => {
-      await tx`select from orgs where id = ${stuck.orgId} for update`
-      locked()
-      await new Promise<void>(resolve => (release = resolve))
-    })
+    const held = await holdOrgRow(stuck.orgId)
     try {
-      await isLocked
       const refused = h.transport.sendMail({ from: 'sam@sender.example', to: stuckAddress, subject: 'stuck', text: 'x' }).catch((e: { response?: string }) => e)
-      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
+      await held.waiting()
       const stored = h.transport.sendMail({ from: 'sam@sender.example', to: nextAddress, subject: 'behind it', text: 'y' })
       expect(String((await refused as { response?: string }).response)).toStartWith('451 4.3.0')
       expect((await stored).response).toStartWith('250')
     } finally {
-      release()
-      await holder
+      await held.release()
     }
     expect((await h.request('GET', '/v1/emails', { key: stuck.key })).body.meta.total).toBe(0)
     expect((await latest(next)).subject).toBe('behind it')
+  })
+
+  test.skipIf(embedded)('a batch with a message that cannot be stored: the others are stored once each, with their deliveries', async () => {
+    const sql = await testSql()
+    const { ingest } = await import('../../src/mail/inbound/ingest')
+    const gate = await createOrg()
+    const gateAddress = await managedAddress(h.ctx, gate.orgId)
+    const orgs = await Promise.all([createOrg(), createOrg()])
+    const addresses = await Promise.all(orgs.map(o => managedAddress(h.ctx, o.orgId)))
+    for (const o of orgs) await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${crypto.randomUUID()}, ${o.orgId}, 'http', 'https://hooks.example.com/in', true, '{}')`
+    // resolved (as RCPT would have) to an organization that does not exist: its insert fails
+    const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
+    const poisoned = { ...inbound(ghost, { Subject: 'poison' }), recipients: [{ address: ghost, orgId: crypto.randomUUID(), headroom: null }] }
+    const held = await holdOrgRow(gate.orgId)
+    const results: Promise<unknown>[] = []
+    try {
+      results.push(ingest(h.ctx, inbound(gateAddress, { Subject: 'gate' })))
+      await held.waiting()
+      // one batch, the poisoned message between two good ones of two organizations, one of them to both
+      for (const m of [inbound(addresses[0]!, { Subject: 'good 1' }), poisoned, { ...inbound(addresses[0]!, { Subject: 'good 2' }), rcptTo: addresses }]) {
+        results.push(ingest(h.ctx, m).catch(error => error))
+        while (h.ctx.inboundCommits.pending < results.length - 1) await Bun.sleep(2)
+      }
+    } finally {
+      await held.release()
+    }
+    const [, first, failed, second] = await Promise.all(results)
+    expect(failed).toBeInstanceOf(Error)
+    expect(first).toMatchObject({ stored: [{ orgId: orgs[0]!.orgId }] })
+    expect((second as { stored: unknown[] }).stored).toHaveLength(2)
+    const counts = await sql<{ org_id: string; subject: string; emails: number; deliveries: number }[]>`
+      select e.org_id, e.subject, count(distinct e.id)::int as emails, count(d.id)::int as deliveries
+        from emails e left join webhook_deliveries d on d.email_id = e.id
+       where e.org_id = any(${orgs.map(o => o.orgId)}::uuid[]) group by 1, 2`
+    const rows = counts.map(c => `${c.org_id === orgs[0]!.orgId ? 'first' : 'second'} org: ${c.subject}, ${c.emails} email, ${c.deliveries} delivery`)
+    expect(rows.sort()).toEqual(['first org: good 1, 1 email, 1 delivery', 'first org: good 2, 1 email, 1 delivery', 'second org: good 2, 1 email, 1 delivery'])
   })
 
   test('a message that cannot be stored fails alone: the others of its batch are stored', async () => {
