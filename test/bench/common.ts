@@ -124,6 +124,22 @@ export interface LoopResult {
   end: number
 }
 
+/** What a load generator prints of its loop: counts, the measured window, p50/p99 and its own CPU per send. */
+export function loopSummary(r: LoopResult, extra: Record<string, unknown> = {}) {
+  const cpu = process.cpuUsage()
+  return {
+    sends: r.sends,
+    ok: r.ok,
+    errors: r.sends - r.ok,
+    ...extra,
+    window: [r.warmupEnd, r.end],
+    measured: r.latencies.length,
+    p50_ms: percentile(r.latencies, 50),
+    p99_ms: percentile(r.latencies, 99),
+    cpu_us_per_send: Math.round((cpu.user + cpu.system) / Math.max(1, r.sends)),
+  }
+}
+
 /**
  * The loop of a closed-loop load generator: `connections` clients each run `attempt(n)` (n counts
  * the attempts of all clients from 0), one after another, for 1 s of warm-up plus `durationMs`

@@ -12,7 +12,7 @@
  */
 import nodemailer from 'nodemailer'
 import { SIGNED_HEADERS } from '../../src/mail/outbound/dkim'
-import { closedLoop, epochMs, percentile } from './common'
+import { closedLoop, epochMs, loopSummary } from './common'
 
 const [portArg, connectionsArg = '10', secondsArg = '5', maxArg = '50000', from, to, messageFile, keyFile, domainName, keySelector] = process.argv.slice(2)
 if (!portArg || !from || !to || !messageFile || (keyFile && (!domainName || !keySelector))) {
@@ -39,7 +39,7 @@ const transport = nodemailer.createTransport({
 })
 
 const errorSamples = new Map<string, number>()
-const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async () => {
+const result = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async () => {
   try {
     await transport.sendMail({ envelope, raw })
     return true
@@ -51,16 +51,4 @@ const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections,
 })
 transport.close()
 for (const [what, n] of errorSamples) console.error(`nodemailer-send: ${n} x ${what}`)
-const cpu = process.cpuUsage()
-console.log(
-  JSON.stringify({
-    sends,
-    ok,
-    errors: sends - ok,
-    window: [warmupEnd, end],
-    measured: latencies.length,
-    p50_ms: percentile(latencies, 50),
-    p99_ms: percentile(latencies, 99),
-    cpu_us_per_send: Math.round((cpu.user + cpu.system) / Math.max(1, sends)),
-  }),
-)
+console.log(JSON.stringify(loopSummary(result)))

@@ -9,7 +9,7 @@
  * sample of their statuses, the measured window (epoch ms) and the sends and p50/p99 API
  * latency in it, and this process's CPU time per send over the whole run.
  */
-import { closedLoop, epochMs, percentile } from './common'
+import { closedLoop, epochMs, loopSummary } from './common'
 
 const [apiUrl, apiKey, from, to, bodyFile, connectionsArg = '10', secondsArg = '5', maxArg = '50000'] = process.argv.slice(2)
 if (!apiUrl || !apiKey || !from || !to || !bodyFile) throw new Error('usage: send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>')
@@ -20,7 +20,7 @@ const bodyText = await Bun.file(bodyFile).text()
 const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
 
 const statuses = new Map<string, number>()
-const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async n => {
+const result = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async n => {
   let status = 'network error'
   try {
     const res = await fetch(`${apiUrl}/v1/send-mail`, {
@@ -35,17 +35,4 @@ const { sends, ok, latencies, warmupEnd, end } = await closedLoop({ connections,
   if (status !== 'ok') statuses.set(status, (statuses.get(status) ?? 0) + 1)
   return status === 'ok'
 })
-const cpu = process.cpuUsage()
-console.log(
-  JSON.stringify({
-    sends,
-    ok,
-    errors: sends - ok,
-    error_statuses: Object.fromEntries(statuses),
-    window: [warmupEnd, end],
-    measured: latencies.length,
-    p50_ms: percentile(latencies, 50),
-    p99_ms: percentile(latencies, 99),
-    cpu_us_per_send: Math.round((cpu.user + cpu.system) / Math.max(1, sends)),
-  }),
-)
+console.log(JSON.stringify(loopSummary(result, { error_statuses: Object.fromEntries(statuses) })))
