@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { ServerKeys } from '../crypto'
-import type { Sql, Tx } from '../db/client'
+import { perDatabase, type Sql, type Tx } from '../db/client'
 import { ApiError } from '../http/errors'
 
 export const ROTATION_INTERVAL_MINUTES = 60
@@ -53,7 +53,7 @@ export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: str
        where org_id = ${orgId}`
     return secret
   })
-  caches.get(sql)?.delete(orgId)
+  caches(sql).delete(orgId)
   return secret
 }
 
@@ -75,14 +75,11 @@ export async function signingSecrets(sql: Sql, keys: ServerKeys, orgId: string):
  * as well for as long past the end of its grace window).
  */
 export const SECRETS_TTL_MS = 5_000
-const caches = new WeakMap<Sql, LRUCache<string, string[], ServerKeys>>()
+// concurrent first reads of an organization share one query
+const caches = perDatabase(
+  sql => new LRUCache<string, string[], ServerKeys>({ max: 10_000, ttl: SECRETS_TTL_MS, fetchMethod: (org, _stale, { context }) => signingSecrets(sql, context, org) }),
+)
 
 export async function cachedSigningSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
-  let cache = caches.get(sql)
-  if (!cache) {
-    // concurrent first reads of an organization share one query
-    cache = new LRUCache<string, string[], ServerKeys>({ max: 10_000, ttl: SECRETS_TTL_MS, fetchMethod: (org, _stale, { context }) => signingSecrets(sql, context, org) })
-    caches.set(sql, cache)
-  }
-  return (await cache.fetch(orgId, { context: keys }))!
+  return (await caches(sql).fetch(orgId, { context: keys }))!
 }

@@ -6,7 +6,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
-import type { Sql, Tx } from '../db/client'
+import { perDatabase, type Sql, type Tx } from '../db/client'
 import { GroupCommit } from '../db/group-commit'
 
 export const JOBS_CHANNEL = 'jobs'
@@ -85,22 +85,21 @@ export async function claimById(sql: Sql, workerId: string, jobId: string): Prom
 }
 
 /**
- * Deletes a finished job. Jobs that finish while a delete is in flight go together in the next
- * one (group commit): a busy worker pays one statement and one commit for several jobs.
+ * Jobs that finish while a delete is in flight go together in the next one (group commit): a
+ * busy worker pays one statement and one commit for several jobs.
  */
-export function complete(sql: Sql, job: Job): Promise<void> {
-  let completions = completionsOf.get(sql)
-  if (!completions) {
-    completions = new GroupCommit<string, void>(async ids => {
+const completions = perDatabase(
+  sql =>
+    new GroupCommit<string, void>(async ids => {
       await sql`delete from jobs where id = any(${ids}::uuid[])`
       return ids.map(() => undefined)
-    })
-    completionsOf.set(sql, completions)
-  }
-  return completions.submit(job.id)
-}
+    }),
+)
 
-const completionsOf = new WeakMap<Sql, GroupCommit<string, void>>()
+/** Deletes a finished job. */
+export function complete(sql: Sql, job: Job): Promise<void> {
+  return completions(sql).submit(job.id)
+}
 
 /** Exponential back-off with jitter: 2^attempt seconds, capped at an hour. */
 export function backoffSeconds(attempt: number): number {

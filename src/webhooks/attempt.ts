@@ -5,7 +5,7 @@
  * the outcomes of attempts that finish together are recorded in one (group commit).
  */
 import type { AppContext } from '../context'
-import type { Sql } from '../db/client'
+import { perDatabase } from '../db/client'
 import { GroupCommit } from '../db/group-commit'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from './dispatch'
@@ -107,14 +107,15 @@ interface Outcome {
   code?: string
 }
 
-const recorders = new WeakMap<Sql, GroupCommit<Outcome, void>>()
-
-function record(ctx: AppContext, outcome: Outcome): Promise<void> {
-  const { sql } = ctx
-  let recorder = recorders.get(sql)
-  if (!recorder) {
-    recorder = new GroupCommit<Outcome, void>(async outcomes => {
-      const column = <T>(pick: (o: Outcome) => T | undefined) => outcomes.map(o => pick(o) ?? null)
+/**
+ * Outcomes that finish while an update is in flight are recorded together in the next one. Two
+ * outcomes of one delivery in a batch (a replay beside its job's attempt): the later one stands.
+ */
+const recorders = perDatabase(
+  sql =>
+    new GroupCommit<Outcome, void>(async outcomes => {
+      const latest = [...new Map(outcomes.map(o => [o.id, o])).values()]
+      const column = <T>(pick: (o: Outcome) => T | undefined) => latest.map(o => pick(o) ?? null)
       await sql`
         update webhook_deliveries w
            set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
@@ -124,8 +125,9 @@ function record(ctx: AppContext, outcome: Outcome): Promise<void> {
                as v(id, status, duration_ms, response_status, last_error, last_error_code)
          where w.id = v.id`
       return outcomes.map(() => undefined)
-    })
-    recorders.set(sql, recorder)
-  }
-  return recorder.submit(outcome)
+    }),
+)
+
+function record(ctx: AppContext, outcome: Outcome): Promise<void> {
+  return recorders(ctx.sql).submit(outcome)
 }
