@@ -4,6 +4,9 @@
  */
 import { describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { migrate } from '../../src/db/migrate'
 import { connectUrl } from '../../src/db/client'
 import { startService } from '../../src/index'
@@ -41,6 +44,28 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
       expect(await migrate(clients[0]!)).toEqual([])
     } finally {
       await Promise.all(clients.map(sql => sql.end()))
+      await scratch.drop()
+    }
+  })
+
+  test('the upgrade to single-stage inbound refuses to drop a queue that still holds accepted mail, and drops an empty one', async () => {
+    const scratch = await scratchDatabase()
+    const sql = connectUrl(scratch.url, 2)
+    // the migrations of the two-stage version, then a message it accepted and had not processed
+    const before = mkdtempSync(join(tmpdir(), 'migrations-'))
+    const all = join(import.meta.dir, '../../sql')
+    try {
+      for (const file of readdirSync(all).filter(f => f < '0012')) copyFileSync(join(all, file), join(before, file))
+      await migrate(sql, before)
+      await sql`insert into inbound_queue (id, raw, mail_from, rcpt_to, remote_ip, tls) values (${crypto.randomUUID()}, ${new Uint8Array([1])}, '', '{}', '127.0.0.1', false)`
+      await expect(migrate(sql)).rejects.toThrow(/inbound_queue still holds 1 accepted messages/)
+      expect(await sql`select 1 from inbound_queue`).toHaveLength(1)
+      await sql`delete from inbound_queue`
+      expect(await migrate(sql)).toContain('0012_single_stage_ingest.sql')
+      expect(await sql`select to_regclass('inbound_queue') as t`).toEqual([{ t: null }])
+    } finally {
+      rmSync(before, { recursive: true, force: true })
+      await sql.end()
       await scratch.drop()
     }
   })
