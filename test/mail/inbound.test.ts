@@ -582,6 +582,27 @@ describe('stored before the 250, many sessions per commit', () => {
     expect(rows.sort()).toEqual(['first org: good 1, 1 email, 1 delivery', 'first org: good 2, 1 email, 1 delivery', 'second org: good 2, 1 email, 1 delivery'])
   })
 
+  test('each message logs one structured line: what was stored where, its verdicts and its duration', async () => {
+    const { ingest } = await import('../../src/mail/inbound/ingest')
+    const { setLogLevel } = await import('../../src/log')
+    const nia = await createOrg()
+    const address = await managedAddress(h.ctx, nia.orgId)
+    const lines: string[] = []
+    const write = process.stdout.write
+    process.stdout.write = ((chunk: string) => (lines.push(String(chunk)), true)) as typeof process.stdout.write
+    setLogLevel('info')
+    try {
+      await ingest(h.ctx, inbound(address, { Subject: 'logged' }))
+    } finally {
+      setLogLevel((process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent')
+      process.stdout.write = write
+    }
+    const logged = lines.map(l => JSON.parse(l)).filter(l => l.msg === 'inbound message')
+    expect(logged).toHaveLength(1)
+    expect(logged[0]).toMatchObject({ level: 'info', event_type: 'email.received', stored: [{ org_id: nia.orgId }], refused_storage_full: [], spf: 'none', dkim: ['none'], dmarc: 'none' })
+    expect(logged[0].duration_ms).toBeNumber()
+  })
+
   test('a message that cannot be stored fails alone: the others of its batch are stored', async () => {
     const { GroupCommit } = await import('../../src/db/group-commit')
     const writes: number[][] = []

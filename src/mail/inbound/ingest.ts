@@ -130,10 +130,23 @@ export function inboundCommits(ctx: AppContext): InboundCommits {
   return new GroupCommit(batch => storeBatch(ctx, batch))
 }
 
-/** Parses, authenticates and stores a message; resolves once it is committed. */
+/** Parses, authenticates and stores a message; resolves once it is committed. Logs one line. */
 export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
+  const started = performance.now()
   const prepared = await prepare(ctx, msg)
   const stored = prepared.copies.length ? await ctx.inboundCommits.submit(prepared) : []
-  for (const orgId of prepared.refused) log.warn('inbound copy refused: storage full', { org_id: orgId, size_bytes: msg.raw.byteLength })
-  return { stored, refused: prepared.refused }
+  const { auth, refused } = prepared
+  const fields = {
+    event_type: prepared.eventType,
+    size_bytes: msg.raw.byteLength,
+    stored: stored.map(e => ({ email_id: e.id, org_id: e.orgId })),
+    refused_storage_full: refused,
+    spf: auth.spf.result,
+    dkim: auth.dkim.map(d => d.result),
+    dmarc: auth.dmarc.result,
+    duration_ms: Math.round(performance.now() - started),
+  }
+  if (refused.length) log.warn('inbound message', fields)
+  else log.info('inbound message', fields)
+  return { stored, refused }
 }
