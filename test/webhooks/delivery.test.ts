@@ -182,6 +182,31 @@ describe('a delivery', () => {
   })
 })
 
+describe('deliveries claimed together', () => {
+  test('two organizations\' deliveries started in one batch are each signed with their own organization\'s secret', async () => {
+    const a = await orgWithInbox()
+    const b = await orgWithInbox()
+    const [epA, epB] = [await endpoint(a.org.orgId), await endpoint(b.org.orgId)]
+    const [secretA, secretB] = [await secretOf(a.org), await secretOf(b.org)]
+    // No worker while the two jobs are queued, so the next one claims them in one batch.
+    await worker.stop(1000)
+    try {
+      await h.transport.sendMail({ from: 'sam@sender.example', to: a.address, subject: 'for a', text: 'a' })
+      await h.transport.sendMail({ from: 'sam@sender.example', to: b.address, subject: 'for b', text: 'b' })
+    } finally {
+      worker = await startWorker(h.ctx, { pollMs: 50 })
+    }
+    const [reqA] = await receiver.waitFor(1, epA.path)
+    const [reqB] = await receiver.waitFor(1, epB.path)
+    const verify = (req: typeof reqA, secret: string) => stripe.webhooks.constructEventAsync(req!.body, req!.headers['service-signature']!, secret, 300)
+    expect(await verify(reqA, secretA)).toMatchObject({ email: { headers: { subject: 'for a' } } })
+    expect(await verify(reqB, secretB)).toMatchObject({ email: { headers: { subject: 'for b' } } })
+    await expect(verify(reqA, secretB)).rejects.toThrow()
+    await expect(verify(reqB, secretA)).rejects.toThrow()
+    expect(() => new Webhook(secretB).verify(reqA!.body, reqA!.headers)).toThrow()
+  })
+})
+
 describe('routing order', () => {
   test('explicit route, then the domain default, then the fallback only for domains without their own', async () => {
     const { org, address: managed } = await orgWithInbox()
