@@ -104,8 +104,8 @@ export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sende
   return null
 }
 
-/** Creates the deliveries of a stored message (and their jobs) in the storing transaction. */
-export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf = routingCache()): Promise<void> {
+/** Creates the deliveries of a stored message (and their jobs) in the storing transaction; `routingOf` is the batch's routing cache. */
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf: ReturnType<typeof routingCache>): Promise<void> {
   const routing = await routingOf(tx, email.orgId)
   if (!routing.endpoints.length) return
   const targets = new Map<string, EndpointRow>()
