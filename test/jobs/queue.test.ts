@@ -4,6 +4,7 @@ import { randomUUIDv7 } from 'bun'
 import { backoffSeconds, claim, claimById, complete, enqueue, fail, reclaimStale, releaseClaimed, type Job } from '../../src/jobs/queue'
 import { cleanupJob } from '../../src/jobs/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
+import type { JobKind } from '../../src/jobs/registry'
 import { testApp, testSql } from '../helpers/app'
 
 const kind = () => `test.${randomUUIDv7()}`
@@ -104,58 +105,52 @@ describe('the queue', () => {
     expect(seen).toEqual([7, 7])
   })
 
-  test('handleMany starts the jobs claimed together; each one is completed or retried on its own', async () => {
+  /**
+   * Enqueues jobs `{ n }` of a fresh kind handled by `handleMany` (retries at once), runs a worker of
+   * their own until `done` (at most 2 s), drains and stops it; returns how many of the jobs are left.
+   */
+  async function runMany(ns: number[], handleMany: NonNullable<JobKind<{ n: number }>['handleMany']>, done: () => boolean): Promise<number> {
     const { ctx } = await testApp()
     const k = kind()
-    const batches: number[][] = []
-    const worker = await startWorker(ctx, {
-      pollMs: 20,
-      kinds: [{
-        kind: k,
-        retryDelaySeconds: () => 0,
-        handle: async () => {},
-        handleMany(_c, jobs: Job<{ n: number }>[]) {
-          batches.push(jobs.map(j => j.payload.n))
-          return jobs.map(async j => {
-            if (j.payload.n === 2 && j.attempts === 1) throw new Error('fails once')
-          })
-        },
-      }],
-    })
+    const worker = await startWorker(ctx, { pollMs: 20, kinds: [{ kind: k, retryDelaySeconds: () => 0, handle: async () => {}, handleMany }] })
     await ctx.sql.begin(async tx => {
-      for (const n of [1, 2, 3]) await enqueue(tx, k, { n })
+      for (const n of ns) await enqueue(tx, k, { n })
     })
     worker.wake()
-    for (let i = 0; i < 100 && batches.length < 2; i++) await Bun.sleep(20)
+    for (let i = 0; i < 100 && !done(); i++) await Bun.sleep(20)
     await worker.drain()
     await worker.stop(1000)
+    return (await ctx.sql`select 1 from jobs where kind = ${k}`).length
+  }
+
+  test('handleMany starts the jobs claimed together; each one is completed or retried on its own', async () => {
+    const batches: number[][] = []
+    const left = await runMany(
+      [1, 2, 3],
+      (_c, jobs) => {
+        batches.push(jobs.map(j => j.payload.n))
+        return jobs.map(async j => {
+          if (j.payload.n === 2 && j.attempts === 1) throw new Error('fails once')
+        })
+      },
+      () => batches.length >= 2,
+    )
     expect(batches.map(b => b.sort())).toEqual([[1, 2, 3], [2]])
-    expect(await ctx.sql`select 1 from jobs where kind = ${k}`).toHaveLength(0)
+    expect(left).toBe(0)
   })
 
   test('a handleMany that throws before returning fails each attempt, and the worker goes on', async () => {
-    const { ctx } = await testApp()
-    const k = kind()
     let calls = 0
-    const worker = await startWorker(ctx, {
-      pollMs: 20,
-      kinds: [{
-        kind: k,
-        retryDelaySeconds: () => 0,
-        handle: async () => {},
-        handleMany(_c, jobs: Job<{ n: number }>[]) {
-          if (++calls === 1) throw new Error('malformed payload')
-          return jobs.map(async () => {})
-        },
-      }],
-    })
-    await ctx.sql.begin(tx => enqueue(tx, k, { n: 1 }))
-    worker.wake()
-    for (let i = 0; i < 100 && calls < 2; i++) await Bun.sleep(20)
-    await worker.drain()
-    await worker.stop(1000)
+    const left = await runMany(
+      [1],
+      (_c, jobs) => {
+        if (++calls === 1) throw new Error('malformed payload')
+        return jobs.map(async () => {})
+      },
+      () => calls >= 2,
+    )
     expect(calls).toBe(2)
-    expect(await ctx.sql`select 1 from jobs where kind = ${k}`).toHaveLength(0)
+    expect(left).toBe(0)
   })
 
   test('a wake-up that arrives while the worker is claiming is not lost', async () => {
