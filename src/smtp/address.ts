@@ -6,8 +6,6 @@ const MAX_LOCAL_PART = 64
 const MAX_DOMAIN = 255
 const MAX_PATH = 256
 
-const encoder = new TextEncoder()
-
 /** Splits `FROM:<path> params` / `TO:<path> params`. A space after the colon is tolerated (common, though not RFC 5321). */
 export function parsePathArgument(arg: string, keyword: 'FROM' | 'TO'): { path: string; rest: string } | null {
   if (arg.slice(0, keyword.length + 1).toUpperCase() !== `${keyword}:`) return null
@@ -97,5 +95,5 @@ export function isAscii(s: string): boolean {
 }
 
 function byteLength(s: string): number {
-  return encoder.encode(s).length
+  return Buffer.byteLength(s, 'utf8')
 }

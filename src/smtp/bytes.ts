@@ -11,13 +11,6 @@ export function stripLineEnd(line: Uint8Array): Uint8Array {
 }
 
 export function concat(parts: Uint8Array[]): Uint8Array {
-  let total = 0
-  for (const p of parts) total += p.length
-  const out = new Uint8Array(total)
-  let offset = 0
-  for (const p of parts) {
-    out.set(p, offset)
-    offset += p.length
-  }
-  return out
+  // Buffer.concat does not zero the memory it then fills
+  return Buffer.concat(parts)
 }

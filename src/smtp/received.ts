@@ -38,6 +38,11 @@ function addressLiteral(ip: string): string {
   return `[${ip}]`
 }
 
+/** The last date formatted, by its second: a busy listener stamps many messages a second. */
+let lastDate = { second: NaN, text: '' }
+
 function rfc5322Date(d: Date): string {
-  return d.toUTCString().replace(/GMT$/, '+0000')
+  const second = Math.floor(d.getTime() / 1000)
+  if (second !== lastDate.second) lastDate = { second, text: d.toUTCString().replace(/GMT$/, '+0000') }
+  return lastDate.text
 }

@@ -1,10 +1,13 @@
 /** SMTP reply formatting, and the sanitising of replies that come from hooks. */
 import type { SmtpReply } from './types'
 
+const LINE_BREAK = /[\r\n]/
+
 /** Multi-line replies use `code-` continuation lines (RFC 5321 4.2.1); CR/LF in text cannot inject lines. */
 export function formatReply(code: number, enhanced: string | undefined, message: string): string {
-  const lines = message.split(/\r\n|\r|\n/)
   const prefix = enhanced ? `${enhanced} ` : ''
+  if (!LINE_BREAK.test(message)) return `${code} ${prefix}${message}\r\n`
+  const lines = message.split(/\r\n|\r|\n/)
   return lines.map((line, i) => `${code}${i === lines.length - 1 ? ' ' : '-'}${prefix}${line}`).join('\r\n') + '\r\n'
 }
 

@@ -49,7 +49,11 @@ class Connection implements SessionIO {
   write(text: string): void {
     if (this.closed || this.ending) return
     this.idleTimer.refresh()
-    this.enqueue(encoder.encode(text))
+    if (this.pending.length > 0) return void this.pending.push(encoder.encode(text))
+    // Bun encodes a string as it writes it; what has to wait (behind pending bytes, or the rest
+    // of a partial write) is encoded here.
+    const written = Math.max(0, this.socket.write(text))
+    if (written < Buffer.byteLength(text, 'utf8')) this.pending.push(encoder.encode(text).subarray(written))
   }
 
   close(): void {
@@ -115,15 +119,6 @@ class Connection implements SessionIO {
     this.session.detach('aborted')
     this.socket.terminate()
     this.onClose()
-  }
-
-  private enqueue(bytes: Uint8Array): void {
-    if (this.pending.length > 0) {
-      this.pending.push(bytes)
-      return
-    }
-    const written = Math.max(0, this.socket.write(bytes))
-    if (written < bytes.length) this.pending.push(bytes.subarray(written))
   }
 
   private upgrade(): void {

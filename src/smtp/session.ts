@@ -368,7 +368,7 @@ export class SmtpSession {
     if (!params) return this.bad(501, '5.5.4', 'invalid or duplicate parameters')
     if (params.size > 0 && !this.esmtp) return this.bad(555, '5.5.4', 'parameters require EHLO')
 
-    const env: SmtpEnvelope = { mailFrom, rcptTo: [], smtputf8: false }
+    const env: SmtpEnvelope = { mailFrom, rcptTo: [], smtputf8: false, notes: new Map() }
     for (const [key, value] of params) {
       if (key === 'SIZE') {
         if (value === undefined || !/^\d{1,20}$/.test(value)) return this.bad(501, '5.5.4', 'invalid SIZE value')
@@ -576,7 +576,7 @@ function isPending(value: unknown): boolean {
   return typeof (value as { then?: unknown } | null | undefined)?.then === 'function'
 }
 
-/** Hooks get a copy, so they cannot alter the transaction in progress. */
+/** Hooks get a copy, so they cannot alter the transaction in progress; `notes` is theirs and shared. */
 function copyEnvelope(env: SmtpEnvelope): SmtpEnvelope {
   return { ...env, rcptTo: [...env.rcptTo] }
 }

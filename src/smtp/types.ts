@@ -20,7 +20,7 @@ export interface SmtpSessionInfo {
   tls: boolean
 }
 
-/** The transaction being built by MAIL/RCPT. Hooks get a copy; mutating it has no effect. */
+/** The transaction being built by MAIL/RCPT. Hooks get a copy; changing it has no effect, but for `notes`. */
 export interface SmtpEnvelope {
   /** '' for the null reverse-path `<>` (bounces). */
   mailFrom: string
@@ -30,6 +30,12 @@ export interface SmtpEnvelope {
   body?: '7BIT' | '8BITMIME'
   /** The client sent the SMTPUTF8 parameter (RFC 6531): addresses and headers may be UTF-8. */
   smtputf8: boolean
+  /**
+   * The hooks' own notes on this transaction, for its later hooks (what onRcptTo looked up,
+   * for onData). The one part of a hook's copy that is shared: the engine never reads it, and it
+   * goes with the transaction (RSET, a new MAIL, EHLO, STARTTLS, the end of DATA).
+   */
+  notes: Map<string, unknown>
 }
 
 /**

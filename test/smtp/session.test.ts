@@ -161,7 +161,7 @@ describe('mail transaction', () => {
         '\tThu, 02 Jan 2025 03:04:05 +0000\r\n' +
         'Subject: hi\r\n\r\nHello\r\n',
     )
-    expect(delivered[0]!.env).toEqual({ mailFrom: 'alice@example.org', rcptTo: ['bob@mx.test'], smtputf8: false })
+    expect(delivered[0]!.env).toEqual({ mailFrom: 'alice@example.org', rcptTo: ['bob@mx.test'], smtputf8: false, notes: new Map() })
     expect(delivered[0]!.info).toEqual({ id: 'abc123', remoteAddress: '192.0.2.7', helo: 'client.example', tls: false })
     expect(session.messages).toBe(1)
   })
@@ -187,7 +187,19 @@ describe('mail transaction', () => {
     const { send, delivered } = await setup()
     const lines = await send('EHLO c\r\nMAIL FROM:<> SIZE=12 BODY=8bitmime\r\nRCPT TO:<x@mx.test>\r\nDATA\r\nhi\r\n.\r\n')
     expect(codes(lines)).toEqual(['250', '250', '250', '354', '250'])
-    expect(delivered[0]!.env).toEqual({ mailFrom: '', rcptTo: ['x@mx.test'], size: 12, body: '8BITMIME', smtputf8: false })
+    expect(delivered[0]!.env).toEqual({ mailFrom: '', rcptTo: ['x@mx.test'], size: 12, body: '8BITMIME', smtputf8: false, notes: new Map() })
+  })
+
+  test('notes a hook makes on a transaction reach its later hooks, and no other transaction', async () => {
+    const seen: string[][] = []
+    const { send } = await setup({
+      onRcptTo: async (_s, env, rcpt) => void env.notes.set(rcpt, `looked up ${rcpt}`),
+      onData: async (_s, env) => void seen.push([...env.notes.values()] as string[]),
+    })
+    await send('EHLO c\r\nMAIL FROM:<a@b.c>\r\nRCPT TO:<x@mx.test>\r\nRCPT TO:<y@mx.test>\r\nDATA\r\none\r\n.\r\n')
+    // a transaction given up (RSET) takes its notes with it
+    await send('MAIL FROM:<a@b.c>\r\nRCPT TO:<z@mx.test>\r\nRSET\r\nMAIL FROM:<a@b.c>\r\nRCPT TO:<y@mx.test>\r\nDATA\r\ntwo\r\n.\r\n')
+    expect(seen).toEqual([['looked up x@mx.test', 'looked up y@mx.test'], ['looked up y@mx.test']])
   })
 
   test('transaction ends after DATA; a second one works on the same connection', async () => {
