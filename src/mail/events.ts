@@ -7,7 +7,7 @@
 import type { Sql } from '../db/client'
 import { log } from '../log'
 
-/** `storeEmail` sends `pg_notify(EMAILS_CHANNEL, org_id)` in the statement that stores the message. */
+/** `pg_notify(EMAILS_CHANNEL, org_id)` goes with the statement that stores a message (an inbound batch: once per organization, `countStored`). */
 export const EMAILS_CHANNEL = 'emails'
 
 export class MailEvents {

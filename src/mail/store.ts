@@ -1,6 +1,8 @@
 /**
  * Storing a message, inbound or outbound: its thread, the parsed fields, the exact bytes, the
  * organization's storage accounting and the new-mail notification, in the caller's transaction.
+ * An inbound batch does the accounting and the notification itself, once per organization
+ * (`batched`, reserveStorage, countStored).
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
@@ -24,6 +26,11 @@ export interface StoreInput {
   threadId?: string
   /** the email's id, for a caller that refers to it in a statement sent before this one returns */
   id?: string
+  /**
+   * The caller counts the message in its organization's storage and sends the new-mail
+   * notification, once for many messages (inbound batches: reserveStorage, countStored).
+   */
+  batched?: boolean
 }
 
 export interface StoredEmail {
@@ -39,13 +46,50 @@ export interface StoredEmail {
   auth: AuthVerdicts
 }
 
+/**
+ * Counts a message of `bytes` in the organization's storage if it fits under `limit`, for a
+ * `batched` store that follows in the same transaction. The check and the count are one update,
+ * under the row lock the commit releases: concurrent mail, the messages of one batch included,
+ * cannot together overshoot the limit.
+ */
+export async function reserveStorage(tx: Tx, orgId: string, bytes: number, limit: number): Promise<boolean> {
+  const rows = await tx`
+    update orgs set storage_used_bytes = storage_used_bytes + ${bytes}, emails_count = emails_count + 1
+     where id = ${orgId} and storage_used_bytes + ${bytes} <= ${limit}
+    returning id`
+  return rows.length > 0
+}
+
+/** Bytes and emails to add to each organization's storage counters, by organization id. */
+export type StorageCounts = Map<string, { bytes: number; emails: number }>
+
+/**
+ * The storage counters and new-mail notifications of `batched` stores, one update per
+ * organization instead of one per message: `counts` for the organizations not counted by
+ * reserveStorage, `notified` every organization that got mail. The rows come in the order of
+ * their ids, which the plan for a few rows follows, so concurrent batches rarely lock them in
+ * opposite orders; when they do, PostgreSQL fails one of them, and its messages are written
+ * again one by one (GroupCommit).
+ */
+export async function countStored(tx: Tx, counts: StorageCounts, notified: Iterable<string>): Promise<void> {
+  const orgs = [...counts.keys()].sort()
+  await tx`
+    with counters as (
+      update orgs set storage_used_bytes = storage_used_bytes + c.bytes, emails_count = emails_count + c.emails
+        from (select * from unnest(${orgs}::uuid[], ${orgs.map(o => counts.get(o)!.bytes)}::bigint[], ${orgs.map(o => counts.get(o)!.emails)}::int[])
+                as c(org_id, bytes, emails) order by org_id) c
+       where orgs.id = c.org_id)
+    select pg_notify(${EMAILS_CHANNEL}, org_id) from unnest(${[...notified]}::text[]) as org_id`
+}
+
 export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
   const id = s.id ?? randomUUIDv7()
   const at = new Date()
   const { mail } = s
+  const batched = s.batched ?? false
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
-  // One statement: the thread (found and updated, or created), the email, its bytes, the storage
-  // counters and the new-mail NOTIFY (delivered on commit).
+  // One statement: the thread (found and updated, or created), the email, its bytes, and unless
+  // `batched` the storage counters and the new-mail NOTIFY (delivered on commit).
   const [row] = await tx<{ thread_id: string }[]>`
     with ${threadCtes(tx, {
       orgId: s.orgId,
@@ -71,8 +115,8 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (
       update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
-       where id = ${s.orgId})
-    select thread_id, pg_notify(${EMAILS_CHANNEL}, ${s.orgId}) from email`
+       where id = ${s.orgId} and not ${batched}::boolean)
+    select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${s.orgId}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
   return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }
 }

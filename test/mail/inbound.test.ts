@@ -4,6 +4,7 @@ import { createOrg, testSql, type TestOrg } from '../helpers/app'
 import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, rfc822, senderDomain, type InboundHarness } from '../helpers/mail'
 import { signDownloadToken } from '../../src/emails/download-token'
+import { EMAILS_CHANNEL } from '../../src/mail/events'
 
 const embedded = (await globalThis.testDatabase!).kind === 'pglite'
 
@@ -502,6 +503,8 @@ describe('stored before the 250, many sessions per commit', () => {
     const gateAddress = await managedAddress(h.ctx, gate.orgId)
     const lea = await createOrg()
     const address = await managedAddress(h.ctx, lea.orgId)
+    const notified: string[] = []
+    const listening = await sql.listen(EMAILS_CHANNEL, orgId => void notified.push(orgId))
     const held = await holdOrgRow(gate.orgId)
     const queued: Promise<unknown>[] = []
     try {
@@ -524,6 +527,13 @@ describe('stored before the 250, many sessions per commit', () => {
     expect(rows.map(r => r.subject)).toEqual(['Plan', 'Re: Plan', 'Other 1', 'Other 2', 'Other 3'])
     expect(new Set(rows.map(r => r.tx)).size).toBe(1)
     expect(rows[1]!.thread_id).toBe(rows[0]!.thread_id)
+    // the batch counts its five messages in the organization's storage and notifies other processes
+    const [counters] = await sql<{ used: number; n: number; stored: number }[]>`
+      select storage_used_bytes as used, emails_count as n, (select sum(size_bytes)::bigint from emails where org_id = ${lea.orgId}) as stored
+        from orgs where id = ${lea.orgId}`
+    expect([Number(counters!.used), counters!.n]).toEqual([Number(counters!.stored), 5])
+    while (!notified.includes(lea.orgId)) await Bun.sleep(5)
+    await listening.unlisten()
   })
 
   test.skipIf(embedded)('a batch that cannot get a row lock gives up after the lock timeout: its sender gets 451, the mail queued behind it is stored', async () => {
@@ -556,7 +566,7 @@ describe('stored before the 250, many sessions per commit', () => {
     for (const o of orgs) await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${crypto.randomUUID()}, ${o.orgId}, 'http', 'https://hooks.example.com/in', true, '{}')`
     // resolved (as RCPT would have) to an organization that does not exist: its insert fails
     const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
-    const poisoned = { ...inbound(ghost, { Subject: 'poison' }), recipients: [{ address: ghost, orgId: crypto.randomUUID(), headroom: null }] }
+    const poisoned = { ...inbound(ghost, { Subject: 'poison' }), recipients: [{ address: ghost, orgId: crypto.randomUUID(), storageLimit: null, headroom: null }] }
     const held = await holdOrgRow(gate.orgId)
     const results: Promise<unknown>[] = []
     try {
@@ -632,11 +642,11 @@ describe('recipients', () => {
     const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
     const resolved = await resolveRecipients(h.ctx, [`Someone@${domain.toUpperCase()}.`, ghost, freeAddress.toUpperCase(), 'x@elsewhere.example', freeAddress])
     expect(resolved).toEqual([
-      { address: `someone@${domain}.`, orgId: paid.orgId, headroom: null },
+      { address: `someone@${domain}.`, orgId: paid.orgId, storageLimit: null, headroom: null },
       replies.unknownUser,
-      { address: freeAddress, orgId: free.orgId, headroom: 100 * 1024 * 1024 - 1000 },
+      { address: freeAddress, orgId: free.orgId, storageLimit: 100 * 1024 * 1024, headroom: 100 * 1024 * 1024 - 1000 },
       replies.relayDenied,
-      { address: freeAddress, orgId: free.orgId, headroom: 100 * 1024 * 1024 - 1000 },
+      { address: freeAddress, orgId: free.orgId, storageLimit: 100 * 1024 * 1024, headroom: 100 * 1024 * 1024 - 1000 },
     ])
     expect(await resolveRecipients(h.ctx, [])).toEqual([])
   })
@@ -656,6 +666,35 @@ describe('recipients', () => {
     expect((await h.request('GET', '/v1/emails', { key: roomy.key })).body.data.map((e: { subject: string }) => e.subject)).toEqual(['late'])
     const [counters] = await sql<{ used: number; n: number }[]>`select storage_used_bytes as used, emails_count as n from orgs where id = ${roomy.orgId}`
     expect([Number(counters!.used), counters!.n]).toEqual([raw.byteLength, 1])
+  })
+
+  test.skipIf(embedded)('concurrent mail cannot take a free organization past its limit: the messages that no longer fit when stored are refused', async () => {
+    const { ingest } = await import('../../src/mail/inbound/ingest')
+    const sql = await testSql()
+    const org = await createOrg({ plan: 'free' })
+    const address = await managedAddress(h.ctx, org.orgId)
+    // the same size each, so that any two fit whichever order the batches take
+    const messages = ['one', 'two', 'six'].map(subject => inbound(address, { Subject: subject }))
+    const size = messages[0]!.raw.byteLength
+    expect(new Set(messages.map(m => m.raw.byteLength))).toEqual(new Set([size]))
+    const limit = 100 * 1024 * 1024
+    // room for two of the three, and all three read that headroom before any of them is stored
+    await sql`update orgs set storage_used_bytes = ${limit - 2 * size - 1}, emails_count = 0 where id = ${org.orgId}`
+    const held = await holdOrgRow(org.orgId)
+    const ingests = messages.map(m => ingest(h.ctx, m))
+    try {
+      // the first message's batch waits for the lock, the other two queue behind it
+      await held.waiting()
+      while (h.ctx.inboundCommits.pending < 2) await Bun.sleep(5)
+    } finally {
+      await held.release()
+    }
+    const results = await Promise.all(ingests)
+    expect(results.map(r => r.stored.length).sort()).toEqual([0, 1, 1])
+    expect(results.flatMap(r => r.refused)).toEqual([org.orgId])
+    const [counters] = await sql<{ used: number; n: number }[]>`select storage_used_bytes as used, emails_count as n from orgs where id = ${org.orgId}`
+    expect([Number(counters!.used), counters!.n]).toEqual([limit - 1, 2])
+    expect((await h.request('GET', '/v1/emails', { key: org.key })).body.meta.total).toBe(2)
   })
 })
 

@@ -15,7 +15,7 @@ import type { AppContext } from '../../context'
 import type { Tx } from '../../db/client'
 import { GroupCommit } from '../../db/group-commit'
 import { log } from '../../log'
-import { storeEmail, type StoredEmail } from '../store'
+import { countStored, reserveStorage, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { enqueueDeliveries, routingCache } from '../../webhooks/selection'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
@@ -46,12 +46,11 @@ interface PreparedMessage {
   mail: ParsedMail
   auth: AuthVerdicts
   eventType: EmailEventType
-  /** each accepting organization with its envelope recipients */
-  copies: { orgId: string; rcptTo: string[] }[]
-  refused: string[]
+  /** each accepting organization with its envelope recipients and its storage limit (bytes; null = none) */
+  copies: { orgId: string; rcptTo: string[]; storageLimit: number | null }[]
 }
 
-export type InboundCommits = GroupCommit<PreparedMessage, StoredEmail[]>
+export type InboundCommits = GroupCommit<PreparedMessage, IngestResult>
 
 /**
  * The longest a batch waits for a row lock (an organization's counters, a thread) before it
@@ -62,65 +61,72 @@ export type InboundCommits = GroupCommit<PreparedMessage, StoredEmail[]>
 const LOCK_TIMEOUT = '5s'
 
 async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMessage> {
-  // The recipients of RCPT stand, unless one has a storage limit: its headroom is read again,
-  // since the other sessions' mail may have used it up since.
+  // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
-  const reuse = known?.every(r => r && r.headroom === null)
   const [recipients, mail, auth] = await Promise.all([
-    reuse ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
+    known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
     parseMail(msg.raw),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
   ])
-  // The headroom is checked against the real size (RCPT knew at most the declared SIZE). A
-  // recipient looked up again whose mailbox went since RCPT is skipped.
-  const copies = new Map<string, string[]>()
-  const refused = new Set<string>()
+  // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
+  const copies = new Map<string, PreparedMessage['copies'][number]>()
   for (const r of recipients) {
     if (!('orgId' in r)) continue
-    if (r.headroom !== null && r.headroom < msg.raw.byteLength) refused.add(r.orgId)
-    else copies.set(r.orgId, [...(copies.get(r.orgId) ?? []), r.address])
+    if (copies.has(r.orgId)) copies.get(r.orgId)!.rcptTo.push(r.address)
+    else copies.set(r.orgId, { orgId: r.orgId, rcptTo: [r.address], storageLimit: r.storageLimit })
   }
-  return {
-    msg,
-    mail,
-    auth,
-    eventType: classify(mail, msg.mailFrom),
-    copies: [...copies].map(([orgId, rcptTo]) => ({ orgId, rcptTo })),
-    refused: [...refused],
-  }
+  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), copies: [...copies.values()] }
 }
 
-/** Stores a batch of prepared messages in one transaction; returns each message's stored copies. */
-async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<StoredEmail[][]> {
+/** Stores a batch of prepared messages in one transaction; returns what became of each message's copies. */
+async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<IngestResult[]> {
   // Every message's statements are issued at once: postgres.js pipelines them on the
   // transaction's connection, and PostgreSQL runs them in issue order, so a reply stored later
   // in the batch finds the thread of a message stored earlier in it.
-  const stored = await ctx.sql.begin(async tx => {
+  const results = await ctx.sql.begin(async tx => {
     const routing = routingCache()
+    const counted: StorageCounts = new Map()
     // sent now, so it is in force before the first store
     const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
     // Every message's chain of statements settles before the transaction ends: with the first
     // failure postgres.js rolls back, and a statement a chain sent after that would run outside
     // the transaction and commit on its own. Once one statement failed, every later one of the
     // transaction fails too, so waiting for all of them is short.
-    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing))])
+    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing, counted))])
     const failed = settled.find(r => r.status === 'rejected')
     if (failed) throw failed.reason
-    return settled.slice(1).map(r => (r as PromiseFulfilledResult<StoredEmail[]>).value)
+    const results = settled.slice(1).map(r => (r as PromiseFulfilledResult<IngestResult>).value)
+    // The counters of organizations without a limit move once per batch, at its end, so their
+    // rows are locked only from then to the commit.
+    const notified = new Set(results.flatMap(r => r.stored.map(e => e.orgId)))
+    if (notified.size) await countStored(tx, counted, notified)
+    return results
   })
-  for (const email of stored.flat()) ctx.mailEvents.emit(email.orgId)
-  return stored
+  for (const { stored } of results) for (const email of stored) ctx.mailEvents.emit(email.orgId)
+  return results
 }
 
-async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>): Promise<StoredEmail[]> {
-  const out: StoredEmail[] = []
-  for (const { orgId, rcptTo } of p.copies) {
+/** `counted` collects the copies of organizations without a storage limit, for countStored. */
+async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>, counted: StorageCounts): Promise<IngestResult> {
+  const out: IngestResult = { stored: [], refused: [] }
+  const bytes = p.msg.raw.byteLength
+  for (const { orgId, rcptTo, storageLimit } of p.copies) {
+    // A limited organization's copy is counted before it is stored, if it still fits: its
+    // headroom may have gone to concurrent mail since it was read.
+    if (storageLimit !== null && !(await reserveStorage(tx, orgId, bytes, storageLimit))) {
+      out.refused.push(orgId)
+      continue
+    }
     const email = await storeEmail(tx, {
       orgId, direction: 'inbound', eventType: p.eventType, mail: p.mail, raw: p.msg.raw, mailFrom: p.msg.mailFrom, rcptTo, auth: p.auth,
-      session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
+      session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls }, batched: true,
     })
+    if (storageLimit === null) {
+      const c = counted.get(orgId) ?? { bytes: 0, emails: 0 }
+      counted.set(orgId, { bytes: c.bytes + bytes, emails: c.emails + 1 })
+    }
     await enqueueDeliveries(tx, ctx, email, p.mail, routing)
-    out.push(email)
+    out.stored.push(email)
   }
   return out
 }
@@ -134,8 +140,8 @@ export function inboundCommits(ctx: AppContext): InboundCommits {
 export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
   const started = performance.now()
   const prepared = await prepare(ctx, msg)
-  const stored = prepared.copies.length ? await ctx.inboundCommits.submit(prepared) : []
-  const { auth, refused } = prepared
+  const { stored, refused } = prepared.copies.length ? await ctx.inboundCommits.submit(prepared) : { stored: [], refused: [] }
+  const { auth } = prepared
   const fields = {
     event_type: prepared.eventType,
     size_bytes: msg.raw.byteLength,

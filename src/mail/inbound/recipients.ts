@@ -24,7 +24,9 @@ export function splitAddress(address: string): { local: string; domain: string }
 
 /** A recipient with its organization's storage headroom, read in the same query. */
 export interface ResolvedRecipient extends Recipient {
-  /** bytes the organization may still store before inbound mail is refused; null = no limit (paid plans) */
+  /** bytes the organization may store in all before inbound mail is refused; null = no limit (paid plans) */
+  storageLimit: number | null
+  /** what is left of `storageLimit` when it was read; null = no limit */
   headroom: number | null
 }
 
@@ -64,7 +66,8 @@ export async function resolveRecipients(ctx: AppContext, addresses: string[]): P
   return wanted.map(w => {
     const owner = owners.get(`${w.kind}:${w.key}`)
     if (!owner) return w.kind === 'inbox' ? replies.unknownUser : replies.relayDenied
-    return { address: w.normalized, orgId: owner.org_id, headroom: headroom(owner.plan, owner.used) }
+    const limit = storageLimit(owner.plan)
+    return { address: w.normalized, orgId: owner.org_id, storageLimit: limit, headroom: limit === null ? null : limit - Number(owner.used) }
   })
 }
 
@@ -72,8 +75,8 @@ export async function resolveRecipient(ctx: AppContext, address: string): Promis
   return (await resolveRecipients(ctx, [address]))[0]!
 }
 
-/** Bytes an organization may still store before inbound mail is refused; null = no limit (paid plans). */
-function headroom(plan: Plan | null, used: number | null): number | null {
+/** Bytes an organization may store before inbound mail is refused; null = no limit (paid plans). */
+function storageLimit(plan: Plan | null): number | null {
   const limitMb = plan ? planDefinition(plan).limits.storage_limit_mb : null
-  return limitMb === null ? null : limitMb * 1024 * 1024 - Number(used)
+  return limitMb === null ? null : limitMb * 1024 * 1024
 }
