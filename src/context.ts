@@ -24,7 +24,8 @@ export interface AppContext {
   startedAt: number
 }
 
-function defaultResolver(config: Config): Resolver {
+/** The system's resolvers or DNS_SERVERS, behind a cache of DNS_CACHE_SECONDS (0: none). */
+export function defaultResolver(config: Config): Resolver {
   const system = systemResolver(config.DNS_SERVERS?.split(',') ?? [])
   return config.DNS_CACHE_SECONDS ? cachingResolver(system, config.DNS_CACHE_SECONDS * 1000) : system
 }

@@ -4,13 +4,15 @@
  * UDP queries from the records in BENCH_DNS (JSON, the MemoryRecords shape of src/dns/resolver:
  * lowercase name -> type -> answers; TXT answers are arrays of strings, A answers dotted quads).
  * An unknown name is NXDOMAIN, a known name without records of the type an empty answer. No
- * recursion, no TCP, no EDNS: the answers fit in 512 bytes. Runs until killed.
+ * recursion, no TCP, no EDNS: the answers fit in 512 bytes. Every answer has a TTL of
+ * BENCH_DNS_TTL seconds (default 300). Runs until killed.
  */
 import type { MemoryRecords } from '../../src/dns/resolver'
 
 const port = Number(process.argv[2])
 if (!Number.isInteger(port)) throw new Error('usage: dns-stub.ts <port>')
 const records = JSON.parse(process.env.BENCH_DNS ?? '{}') as MemoryRecords
+const ttl = Number(process.env.BENCH_DNS_TTL ?? 300)
 const TYPES: Record<number, 'A' | 'TXT' | 'MX' | 'AAAA' | 'CNAME' | 'NS' | 'PTR' | 'SOA'> = { 1: 'A', 2: 'NS', 5: 'CNAME', 6: 'SOA', 12: 'PTR', 15: 'MX', 16: 'TXT', 28: 'AAAA' }
 const encoder = new TextEncoder()
 
@@ -64,7 +66,7 @@ function answer(query: Uint8Array): Uint8Array | null {
     o.setUint16(p, 0xc00c) // the name: a pointer to the question's
     o.setUint16(p + 2, qtype)
     o.setUint16(p + 4, 1) // IN
-    o.setUint32(p + 6, 300)
+    o.setUint32(p + 6, ttl)
     o.setUint16(p + 10, r.length)
     out.set(r, p + 12)
     p += 12 + r.length
