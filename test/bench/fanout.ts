@@ -29,7 +29,13 @@ import { DEFAULT_CONCURRENCY } from '../../src/jobs/worker'
 import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, refreshStatistics, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500').split(',').map(Number)
+const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500,750').split(',').map(Number)
+/**
+ * `split` (the default): the service as two processes on the one database, roles api and smtp in
+ * one and api and worker in the other (the api role only for the health check), as a host with
+ * more than one core runs it; `single`: one process with all three roles.
+ */
+const LAYOUT = process.env.BENCH_FANOUT_LAYOUT === 'single' ? 'single' : 'split'
 /** SMTP sessions of the sender */
 const CONCURRENCY = Number(process.env.BENCH_FANOUT_CONCURRENCY ?? 8)
 /** enough history that the tables are not tiny when their statistics are taken (refreshStatistics) */
@@ -173,30 +179,35 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
     await waitForDns(dnsPort)
 
-    const apiPort = await freePort()
     const smtpPort = await freePort()
     // one JSON line per job attempt and per SMTP connection, to /dev/null: part of the cost, as in production
-    const service = await startService(children, {
+    const serviceEnv = {
       DATABASE_URL: dbUrl,
-      PORT: String(apiPort),
       SMTP_PORT: String(smtpPort),
       HOST: '127.0.0.1',
-      ROLES: 'api,smtp,worker',
       SECRET_KEY: SECRET,
       MANAGED_DOMAIN,
       SMTP_HOSTNAME: 'mx.bench.local',
       DNS_SERVERS: `127.0.0.1:${dnsPort}`,
       WEBHOOK_ALLOW_LOOPBACK: 'true',
       LOG_LEVEL: 'info',
-    })
+    }
+    const roles = LAYOUT === 'split' ? ['api,smtp', 'api,worker'] : ['api,smtp,worker']
+    const services: Bun.Subprocess[] = []
+    for (const ROLES of roles) services.push(await startService(children, { ...serviceEnv, ROLES, PORT: String(await freePort()) }))
     await waitForSmtpGreeting(smtpPort)
+    const serviceCpu = () => {
+      const each = services.map(s => processCpuMicros(s.pid))
+      return each.includes(null) ? null : (each as number[]).reduce((a, b) => a + b, 0)
+    }
 
     const send = (rate: number, count: number, prefix: string) =>
       runJson<RateResult>([process.execPath, `${dir}/smtp-rate.ts`, String(smtpPort), String(CONCURRENCY), String(rate), String(count), MAIL_FROM, inbox.address, templateFile, prefix])
 
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
-        `1 organization, 1 managed inbox, 1 HTTP endpoint on a loopback receiver; one service process with roles api, smtp and worker ` +
+        `1 organization, 1 managed inbox, 1 HTTP endpoint on a loopback receiver; ` +
+        `${LAYOUT === 'split' ? 'two service processes, roles api+smtp and api+worker' : 'one service process with roles api, smtp and worker'} ` +
         `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages, statistics refreshed before each; ` +
         `latency = the sender's 250 to the webhook's arrival; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
@@ -209,11 +220,11 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
       await fetch(`${receiverUrl}/reset`, { method: 'POST' })
       await refreshStatistics(sql)
       const prefix = `r${rate}`
-      const cpuBefore = processCpuMicros(service.pid)
+      const cpuBefore = serviceCpu()
       const dbBefore = await databaseCpu(sql)
       const sender = await send(rate, Math.round(rate * SECONDS), prefix)
       await waitForArrivals(receiverUrl, sender.acked)
-      const cpuAfter = processCpuMicros(service.pid)
+      const cpuAfter = serviceCpu()
       const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
       const got = (await (await fetch(`${receiverUrl}/results`)).json()) as Arrivals
       bodyBytes = got.body_bytes
