@@ -20,7 +20,7 @@ export interface AppContext {
   resolver: Resolver
   mailEvents: MailEvents
   /** stores inbound mail of concurrent SMTP sessions in shared transactions (group commit) */
-  inboundCommits: InboundCommits
+  readonly inboundCommits: InboundCommits
   startedAt: number
 }
 
@@ -31,6 +31,7 @@ export function defaultResolver(config: Config): Resolver {
 }
 
 export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { resolver?: Resolver } = {}): AppContext {
+  let commits: InboundCommits | undefined
   const ctx: AppContext = {
     config,
     sql,
@@ -40,9 +41,11 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: 
     credentials: new CredentialCache(sql),
     resolver: opts.resolver ?? defaultResolver(config),
     mailEvents: new MailEvents(),
-    inboundCommits: undefined as never,
+    // built on first use: its batches write through the context it belongs to
+    get inboundCommits() {
+      return (commits ??= inboundCommits(ctx))
+    },
     startedAt: Date.now(),
   }
-  ctx.inboundCommits = inboundCommits(ctx)
   return ctx
 }

@@ -78,8 +78,7 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
   const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, d.org_id), d.event_id, body)
   const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, d.event_id)
-  const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
-  if (ok) {
+  if (outcome.ok) {
     const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
     await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status })
     return { status, outcome }

@@ -19,6 +19,8 @@ const MAX_RESPONSE_BYTES = 64 * 1024
 export interface AttemptOutcome {
   /** HTTP status, or null when no response arrived */
   status: number | null
+  /** a 2xx answer: the delivery succeeded */
+  ok: boolean
   /** the first bytes of the response body */
   body: string
   confirmed: boolean
@@ -66,12 +68,13 @@ export async function postWebhook(target: CheckedUrl, body: string, headers: Rec
     const answer = await readAtMost(res, MAX_RESPONSE_BYTES)
     return {
       status: res.status,
+      ok: res.ok,
       body: answer,
       confirmed: res.ok && res.headers.get(CONFIRMATION_HEADER) === eventId,
       durationMs: elapsed(),
     }
   } catch (error) {
     const timedOut = (error as Error).name === 'TimeoutError'
-    return { status: null, body: '', confirmed: false, error: timedOut ? 'timeout' : 'connection_failed', message: timedOut ? `no answer within ${timeoutMs} ms` : (error as Error).message, durationMs: elapsed() }
+    return { status: null, ok: false, body: '', confirmed: false, error: timedOut ? 'timeout' : 'connection_failed', message: timedOut ? `no answer within ${timeoutMs} ms` : (error as Error).message, durationMs: elapsed() }
   }
 }

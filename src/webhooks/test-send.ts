@@ -73,11 +73,10 @@ export function endpointTestRoutes(ctx: AppContext) {
         const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
         const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, auth.orgId), eventId, body)
         const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
-        const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
         const [verified] = await ctx.sql`
           select 1 from domains where org_id = ${auth.orgId} and status = 'verified'
              and (${target.url.hostname} = name or ${target.url.hostname} like '%.' || name)`
-        if (ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
+        if (outcome.ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
         return {
           event_id: eventId,
           status: outcome.status,
