@@ -112,6 +112,18 @@ describe('a delivery', () => {
     expect(d).toMatchObject({ status: 'delivered', attempt_count: 3, last_error: null })
   })
 
+  test('any 2xx is delivered; a redirect is not followed and counts as a failed attempt', async () => {
+    const { org, address } = await orgWithInbox()
+    const ep = await endpoint(org.orgId)
+    const elsewhere = await endpoint(org.orgId, { routeTarget: true })
+    receiver.respond(ep.path, () => new Response(null, { status: 302, headers: { location: receiver.url(elsewhere.path) } }), 204)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'any 2xx', text: 'x' })
+    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
+    expect(d).toMatchObject({ status: 'delivered', attempt_count: 2, last_error: null })
+    expect((await receiver.waitFor(2, ep.path)).length).toBe(2)
+    expect(receiver.requests.filter(r => r.path === elsewhere.path)).toEqual([])
+  })
+
   test('fails with http_<status> after the last attempt', async () => {
     const { org, address } = await orgWithInbox()
     const ep = await endpoint(org.orgId)
