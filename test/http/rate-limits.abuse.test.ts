@@ -6,15 +6,11 @@
 import { describe, expect, test } from 'bun:test'
 import { createOrg, testApp, type TestResponse } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
+import { roomInWindow } from '../helpers/rate-window'
 
 /** Waiting for a fresh window can take up to 8 s. */
 const TIMEOUT = 20_000
 
-/** Sleeps into the next minute when fewer than `need` seconds remain in this one. */
-async function roomInWindow(need = 8) {
-  const left = 60 - ((Date.now() / 1000) % 60)
-  if (left < need) await Bun.sleep(left * 1000 + 50)
-}
 
 function expectRateLimited(res: TestResponse, limit: number) {
   expectError(res, 429, 'rate_limited')

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import * as oauth from 'oauth4webapi'
 import { oauthServer } from './helpers'
+import { roomInWindow } from '../helpers/rate-window'
 
 const s = await oauthServer()
 afterAll(() => s.stop())
@@ -103,6 +104,7 @@ describe('POST /oauth/register', () => {
 
 describe('rate limit', () => {
   test('past 30 registrations a minute from one address: 429 slow_down with Retry-After', async () => {
+    await roomInWindow()
     const ip = `198.19.0.${crypto.randomUUID()}`
     const body = JSON.stringify({ redirect_uris: ['https://agent.example/cb'] })
     const post = () => s.fetchFrom(ip, '/oauth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body })

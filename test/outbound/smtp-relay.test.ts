@@ -206,7 +206,7 @@ describe('failures', () => {
     const silent = await startScriptedPeer({ greeting: null, answer: () => null })
     cleanup.push(() => silent.stop())
     const { m, raw } = await signedMessage()
-    const e = await failure(relayTo(silent.url, { timeoutMs: 300 }).send(envelopeOf(m), raw))
+    const e = await failure(relayTo(silent.url, { timeoutMs: 1_500 }).send(envelopeOf(m), raw))
     expect(e.code).toBe('outbound_unreachable')
     expect(e.maybeSent).toBe(false)
   })
@@ -215,7 +215,7 @@ describe('failures', () => {
     const p = await peer({ data: 'hang' })
     const { m, raw } = await signedMessage()
     const started = Date.now()
-    const e = await failure(relayTo(p.url, { timeoutMs: 400 }).send(envelopeOf(m), raw))
+    const e = await failure(relayTo(p.url, { timeoutMs: 1_500 }).send(envelopeOf(m), raw))
     expect(e.code).toBe('outbound_relay_timeout')
     expect(e.maybeSent).toBe(true)
     expect(Date.now() - started).toBeLessThan(5_000)
@@ -225,7 +225,7 @@ describe('failures', () => {
     const stuck = await startScriptedPeer({ greeting: '220 stuck.test\r\n', answer: line => (/^(EHLO|HELO)/i.test(line) ? '250 stuck.test\r\n' : null) })
     cleanup.push(() => stuck.stop())
     const { m, raw } = await signedMessage()
-    const e = await failure(relayTo(stuck.url, { timeoutMs: 300 }).send(envelopeOf(m), raw))
+    const e = await failure(relayTo(stuck.url, { timeoutMs: 1_500 }).send(envelopeOf(m), raw))
     expect(e.code).toBe('outbound_relay_timeout')
     expect(e.maybeSent).toBe(false)
   })
@@ -251,13 +251,13 @@ describe('failures', () => {
   test('550 for every recipient: outbound_relay_failed, and the connection is reused afterwards', async () => {
     let refuse = true
     const p = await peer({ rcpt: () => (refuse ? { code: 550, message: '5.1.1 No such user' } : undefined) })
-    const relay = relayTo(p.url)
+    // one connection: the next send waits until the refused session is RSET and back in the pool
+    const relay = relayTo(p.url, { maxConnections: 1 })
     const { m, raw } = await signedMessage()
     const e = await failure(relay.send(envelopeOf(m), raw))
     expect(e.code).toBe('outbound_relay_failed')
     expect(e.maybeSent).toBe(false)
     refuse = false
-    await Bun.sleep(100) // the refused session is RSET before it goes back to the pool
     await relay.send(envelopeOf(m), raw)
     expect(p.received).toHaveLength(1)
     expect(p.connections).toBe(1)

@@ -20,7 +20,7 @@ let from: string
 
 beforeAll(async () => {
   relay = await startTestRelay()
-  app = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '1500' })
+  app = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000' })
   org = await createOrg()
   from = await managedAddress(app.ctx, org.orgId)
 })
@@ -108,7 +108,7 @@ describe('POST /v1/send-mail through an SMTP relay', () => {
   test('a relay that never answers: 504 outbound_relay_timeout, and a retry with the same key sends nothing twice', async () => {
     const slow = await startTestRelay()
     slow.hang = true
-    const hanging = await testApp({ SMTP_RELAY_URL: slow.url, RELAY_TIMEOUT_MS: '800' })
+    const hanging = await testApp({ SMTP_RELAY_URL: slow.url, RELAY_TIMEOUT_MS: '1500' })
     try {
       const key = `hang-${unique()}`
       const body = { from, to: 'gina@example.com', subject: 'maybe', body_text: 'x' }

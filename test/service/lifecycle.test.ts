@@ -78,8 +78,13 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
     const base = `http://127.0.0.1:${service.running.apiPort}`
     expect((await fetch(`${base}/v1/health`)).status).toBe(200)
     // a long-poll that is still waiting when the shutdown begins
+    const events = service.ctx.mailEvents
+    const waiting = new Promise<void>(resolve => {
+      const wait = events.waitForMail.bind(events)
+      events.waitForMail = (...args) => (resolve(), wait(...args))
+    })
     const inFlight = fetch(`${base}/v1/emails?wait=1`, { headers: { authorization: `Bearer ${org.key}` } })
-    await Bun.sleep(100)
+    await waiting
     const stopping = service.shutdown('SIGTERM')
     const res = await inFlight
     expect(res.status).toBe(200)

@@ -13,7 +13,7 @@ import { markDomainVerified } from '../../src/domains/service'
 import type { EndpointRules } from '../../src/webhooks/endpoints.service'
 
 const stripe = new Stripe('sk_test_unused')
-const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '1500' }
+const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '10000' }
 
 let h: InboundHarness
 let worker: Worker
@@ -141,6 +141,10 @@ describe('a delivery', () => {
     later.stop()
     const ep = await endpoint(org.orgId, { url: `http://127.0.0.1:${port}/late` })
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'late', text: 'x' })
+    // ten attempts a second apart instead of three: time to bring the receiver up on a loaded machine
+    await (await testSql())`
+      update jobs set max_attempts = 10
+       where kind = ${DELIVER_KIND} and payload->>'delivery_id' in (select id::text from webhook_deliveries where endpoint_id = ${ep.id})`
     const [pending] = await until(() => deliveries(org), ds => ds[0]?.attempt_count >= 1 && ds[0]?.last_error_code === 'connection_failed')
     expect(pending).toMatchObject({ status: 'pending', last_error_code: 'connection_failed' })
     const up = startReceiver(port)
@@ -339,7 +343,7 @@ describe('crash safety and discarded content', () => {
       await worker.stop(1000)
       await idle.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'crash', text: 'x' })
       const sql = await testSql()
-      const claimed = await claim(sql, 'worker_that_crashed', [DELIVER_KIND], 10)
+      const claimed = await claim(sql, 'worker_that_crashed', [DELIVER_KIND], 1000)
       expect(claimed.length).toBeGreaterThanOrEqual(1)
       worker = await startWorker(h.ctx, { pollMs: 50 })
       await Bun.sleep(300)
@@ -377,7 +381,7 @@ describe('crash safety and discarded content', () => {
   test('a loopback URL is refused at send time with the production default', async () => {
     // Jobs are shared through the database: only the strict worker may pick this one up.
     await worker.stop(1000)
-    const strict = await inboundHarness({ WEBHOOK_RETRY_SCHEDULE: '1', WEBHOOK_TIMEOUT_MS: '1500' })
+    const strict = await inboundHarness({ WEBHOOK_RETRY_SCHEDULE: '1', WEBHOOK_TIMEOUT_MS: '10000' })
     const strictWorker = await startWorker(strict.ctx, { pollMs: 50 })
     try {
       const org = await createOrg()
