@@ -32,10 +32,15 @@ export interface ThreadInput {
  * sender took part. That thread's counters and participants are updated, or a new thread is
  * inserted.
  *
- * The referenced messages are found first (materialized, through the (org_id, message_id)
- * index) and only then ordered: written as one `order by id desc limit 1` query, the planner
- * may walk the organization's mail newest first looking for a match, which reads every message
- * of the organization when nothing matches, as for the first message of a conversation.
+ * The referenced messages are found first (materialized) and only then ordered: written as one
+ * `order by id desc limit 1` query, the planner may walk the organization's mail newest first
+ * looking for a match, which reads every message of the organization when nothing matches, as
+ * for the first message of a conversation. They are found one Message-ID at a time, each an
+ * (org_id, message_id) index lookup (`offset 0` keeps the lateral subquery from being merged
+ * into a join): as `message_id = any(...)`, the generic plan that postgres.js's prepared
+ * statement gets while the table is small uses the index for org_id alone and filters every
+ * message of the organization, and keeps doing so, the store growing slower with each message,
+ * until the next ANALYZE.
  */
 export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
   const key = subjectKey(m.subject)
@@ -43,7 +48,8 @@ export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
     ? sql`hit as (select ${m.threadId}::uuid as id)`
     : sql`
       referenced as materialized (
-        select id, thread_id from emails where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])),
+        select e.id, e.thread_id from unnest(${m.messageIds}::text[]) as r(message_id)
+         cross join lateral (select id, thread_id from emails where org_id = ${m.orgId} and message_id = r.message_id offset 0) e),
       by_reference as (select thread_id from referenced order by id desc limit 1),
       by_subject as (
         select id from threads
