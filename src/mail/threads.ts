@@ -32,25 +32,30 @@ export interface ThreadInput {
  * sender took part. That thread's counters and participants are updated, or a new thread is
  * inserted.
  *
- * The referenced messages are found first (materialized) and only then ordered: written as one
- * `order by id desc limit 1` query, the planner may walk the organization's mail newest first
- * looking for a match, which reads every message of the organization when nothing matches, as
- * for the first message of a conversation. They are found one Message-ID at a time, each an
- * (org_id, message_id) index lookup (`offset 0` keeps the lateral subquery from being merged
- * into a join): as `message_id = any(...)`, the generic plan that postgres.js's prepared
- * statement gets while the table is small uses the index for org_id alone and filters every
- * message of the organization, and keeps doing so, the store growing slower with each message,
- * until the next ANALYZE.
+ * The referenced messages are found first (materialized, through the (org_id, message_id)
+ * index) and only then ordered: written as one `order by id desc limit 1` query, the planner
+ * may walk the organization's mail newest first looking for a match, which reads every message
+ * of the organization when nothing matches, as for the first message of a conversation.
+ *
+ * A message that references nothing (most new mail) looks nothing up: its statement is another
+ * text, prepared apart, with no lookup in it. Its plan cannot go wrong: postgres.js prepares
+ * the statement and PostgreSQL keeps a generic plan after five executions, and one made while
+ * the table was small reads the references as `org_id = $1` with the Message-IDs as a filter,
+ * that is every message of the organization, for every message stored, until an ANALYZE
+ * replaces it. For replies that remains possible while the statistics lag behind the table.
  */
 export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
   const key = subjectKey(m.subject)
+  const byReference = m.messageIds.length
+    ? sql`
+      referenced as materialized (
+        select id, thread_id from emails where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])),
+      by_reference as (select thread_id from referenced order by id desc limit 1)`
+    : sql`by_reference as (select null::uuid as thread_id where false)`
   const hit = m.threadId
     ? sql`hit as (select ${m.threadId}::uuid as id)`
     : sql`
-      referenced as materialized (
-        select e.id, e.thread_id from unnest(${m.messageIds}::text[]) as r(message_id)
-         cross join lateral (select id, thread_id from emails where org_id = ${m.orgId} and message_id = r.message_id offset 0) e),
-      by_reference as (select thread_id from referenced order by id desc limit 1),
+      ${byReference},
       by_subject as (
         select id from threads
          where ${Boolean(key && m.sender && REPLY_PREFIX.test(m.subject))} and not exists (select from by_reference)
