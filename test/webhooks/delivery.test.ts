@@ -116,7 +116,7 @@ describe('a delivery', () => {
     const { org, address } = await orgWithInbox()
     const ep = await endpoint(org.orgId)
     const elsewhere = await endpoint(org.orgId, { routeTarget: true })
-    receiver.respond(ep.path, () => new Response(null, { status: 302, headers: { location: receiver.url(elsewhere.path) } }), 204)
+    receiver.respond(ep.path, () => new Response(null, { status: 302, headers: { location: receiver.url(elsewhere.path) } }), 299)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'any 2xx', text: 'x' })
     const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
     expect(d).toMatchObject({ status: 'delivered', attempt_count: 2, last_error: null })
