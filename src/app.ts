@@ -30,6 +30,8 @@ import { cliLoginRoutes } from './cli/login.routes'
 import { cliSignupRoutes } from './cli/signup.routes'
 import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
+import { payoutRoutes } from './x402/payout.routes'
+import { challengeRoutes } from './x402/challenges.routes'
 
 export function createApp(ctx: AppContext) {
   const maxBody = ctx.config.MAX_BODY_BYTES
@@ -112,6 +114,8 @@ export function createApp(ctx: AppContext) {
     .use(cliSignupRoutes(ctx))
     .use(agentSignupRoutes(ctx))
     .use(connectionRoutes(ctx))
+    .use(payoutRoutes(ctx))
+    .use(challengeRoutes(ctx))
   return app
 }
 

@@ -1,21 +1,12 @@
 /** Credit redemption and balance (owner or admin of the person behind the credential). */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import type { Auth } from '../auth/credentials'
-import { authenticated, requireRole } from '../http/auth'
+import { authenticated, requireOwnerOrAdmin } from '../http/auth'
 import { Ok } from '../http/envelope'
-import { errors } from '../http/errors'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
-import { creditBalance, currentRole, redeemCreditCode } from './service'
+import { creditBalance, redeemCreditCode } from './service'
 
 const Balance = t.Object({ balance_cents: t.Integer(), currency: t.Literal('USD') })
-
-/** Rule 1: credit operations use the current role of the person who created the key, not the key's member level. */
-async function requireOwnerOrAdmin(ctx: AppContext, auth: Auth, action: string) {
-  const role = await currentRole(ctx.sql, auth.orgId, auth.userId)
-  if (!role) throw errors.forbidden(`${action}: needs a credential created by an owner or admin`)
-  requireRole(role, ['owner', 'admin'], action)
-}
 
 export function creditRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/credits', tags: ['Credits'] })
@@ -23,7 +14,7 @@ export function creditRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth }) => {
-        await requireOwnerOrAdmin(ctx, auth, 'credits')
+        await requireOwnerOrAdmin(ctx.sql, auth, 'credits')
         return creditBalance(ctx.sql, auth.orgId)
       },
       { response: { 200: Ok(Balance) }, detail: { summary: 'Credit balance' } },
@@ -31,7 +22,7 @@ export function creditRoutes(ctx: AppContext) {
     .post(
       '/redeem',
       async ({ auth, body, headers, set }) => {
-        await requireOwnerOrAdmin(ctx, auth, 'credits.redeem')
+        await requireOwnerOrAdmin(ctx.sql, auth, 'credits.redeem')
         const key = idempotencyKeyOf(headers)
         const outcome = await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:credits.redeem`, key, payload: body }, async tx => ({
           status: 200,

@@ -7,6 +7,8 @@
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
 import type { Auth, Role } from '../auth/credentials'
+import { currentRole } from '../credits/service'
+import type { Sql } from '../db/client'
 import { checkConnectionScope } from './connection-scope'
 import { ApiError, errors } from './errors'
 import { rateLimitError, rateLimitHeaders } from './rate-limit'
@@ -82,4 +84,15 @@ export function publicAccess(ctx: AppContext) {
 /** Throws `forbidden` unless the role is one of `allowed`. */
 export function requireRole(role: Role, allowed: Role[], action: string) {
   if (!allowed.includes(role)) throw errors.forbidden(`${action}: needs the ${allowed.join(' or ')} role`)
+}
+
+/**
+ * Rule 1 of Authentication: some writes (credits, payout addresses, spend policy) need the
+ * current owner or admin role of the person who created the credential, read now; a key created
+ * by a member, or a key without a creator, is refused.
+ */
+export async function requireOwnerOrAdmin(sql: Sql, auth: Auth, action: string) {
+  const role = await currentRole(sql, auth.orgId, auth.userId)
+  if (!role) throw errors.forbidden(`${action}: needs a credential created by an owner or admin`)
+  requireRole(role, ['owner', 'admin'], action)
 }

@@ -1,0 +1,123 @@
+/**
+ * Challenges: what a payee asks to be paid. Everything a payer signs against comes from the
+ * stored row (payee wallet, asset, amount, network, nonce binding), never from what a client
+ * sends back later.
+ */
+import { randomUUIDv7 } from 'bun'
+import { randomBytes } from 'node:crypto'
+import { encodeAbiParameters, keccak256, type Hex } from 'viem'
+import type { Sql, Tx } from '../db/client'
+import { errors } from '../http/errors'
+import { networkInfo, type Network } from './networks'
+import { defaultPayoutAddress } from './payout.service'
+
+/**
+ * The x402 client signs validAfter = now - 600 s and validBefore = now + maxTimeoutSeconds. With
+ * 300 s that window is 900 s wide (at most 24 h) and leaves 300 s of headroom when signed (at
+ * least 60 s must remain at settlement).
+ */
+export const MAX_TIMEOUT_SECONDS = 300
+
+export interface ChallengeRow {
+  id: string
+  org_id: string
+  network: Network
+  amount: string
+  asset: `0x${string}`
+  pay_to: `0x${string}`
+  description: string
+  max_timeout_seconds: number
+  interaction_id: string
+  challenge_step_id: string
+  challenge_nonce: string
+  authorization_nonce: Hex
+  expires_at: Date
+  status: 'pending' | 'settled' | 'failed'
+  settle_tx: string | null
+  failure_reason: string | null
+  failure_category: string | null
+  failure_reasons: string[] | null
+  settled_at: Date | null
+  created_at: Date
+}
+
+/** keccak256(abi.encode(string interaction_id, string challenge_step_id, bytes32 challenge_nonce)): the EIP-3009 nonce the payer signs. */
+export function authorizationNonce(interactionId: string, challengeStepId: string, challengeNonce: string): Hex {
+  return keccak256(encodeAbiParameters([{ type: 'string' }, { type: 'string' }, { type: 'bytes32' }], [interactionId, challengeStepId, `0x${challengeNonce}`]))
+}
+
+/** The x402 v1 `PaymentRequirements` of a challenge, as the spec shows them. */
+export function paymentRequirements(c: ChallengeRow) {
+  const info = networkInfo(c.network)
+  return {
+    scheme: 'exact' as const,
+    network: c.network,
+    maxAmountRequired: c.amount,
+    payTo: c.pay_to,
+    asset: c.asset,
+    resource: `x402:challenge:${c.id}`,
+    description: c.description,
+    mimeType: 'application/json',
+    maxTimeoutSeconds: c.max_timeout_seconds,
+    extra: { name: info.eip712.name, version: info.eip712.version },
+  }
+}
+
+export function presentChallenge(c: ChallengeRow) {
+  return {
+    id: c.id,
+    status: c.status,
+    network: c.network,
+    amount: c.amount,
+    asset: c.asset,
+    pay_to: c.pay_to,
+    description: c.description,
+    payment_requirements: paymentRequirements(c),
+    nonce_binding: { interaction_id: c.interaction_id, challenge_step_id: c.challenge_step_id, challenge_nonce: c.challenge_nonce },
+    authorization_nonce: c.authorization_nonce,
+    expires_at: c.expires_at.toISOString(),
+    settle_tx: c.settle_tx,
+    settled_at: c.settled_at?.toISOString() ?? null,
+    failure_reason: c.failure_reason,
+    failure_category: c.failure_category,
+    reasons: c.failure_reasons,
+    created_at: c.created_at.toISOString(),
+  }
+}
+
+export interface NewChallenge {
+  amount: string
+  network: Network
+  description?: string
+  expires_in?: number
+}
+
+/** Creates a challenge paid to the network's default payout address (422 no_payout_address without one). */
+export async function createChallenge(tx: Tx, orgId: string, input: NewChallenge, interactionDomain: string): Promise<ChallengeRow> {
+  const payTo = await defaultPayoutAddress(tx, orgId, input.network)
+  const id = randomUUIDv7()
+  const interactionId = `${id}@${interactionDomain}`
+  const stepId = crypto.randomUUID()
+  const nonce = randomBytes(32).toString('hex')
+  const [row] = await tx<ChallengeRow[]>`
+    insert into x402_challenges (id, org_id, network, amount, asset, pay_to, description, max_timeout_seconds,
+                                 interaction_id, challenge_step_id, challenge_nonce, authorization_nonce, expires_at)
+    values (${id}, ${orgId}, ${input.network}, ${input.amount}, ${networkInfo(input.network).usdc}, ${payTo}, ${input.description ?? ''},
+            ${MAX_TIMEOUT_SECONDS}, ${interactionId}, ${stepId}, ${nonce}, ${authorizationNonce(interactionId, stepId, nonce)},
+            now() + make_interval(secs => ${input.expires_in ?? 300}))
+    returning *, amount::text as amount`
+  return row!
+}
+
+/** Any organization's challenge (the payer's view needs it; reads by the payee use `getOwnChallenge`). */
+export async function findChallenge(sql: Sql | Tx, id: string, opts: { lock?: boolean } = {}): Promise<ChallengeRow | null> {
+  const [row] = await sql<ChallengeRow[]>`
+    select *, amount::text as amount from x402_challenges where id = ${id} ${opts.lock ? sql`for update` : sql``}`
+  return row ?? null
+}
+
+export async function getOwnChallenge(sql: Sql | Tx, orgId: string, id: string): Promise<ChallengeRow> {
+  const row = await findChallenge(sql, id)
+  if (!row || row.org_id !== orgId) throw errors.notFound('challenge')
+  return row
+}

@@ -1,0 +1,104 @@
+/**
+ * Payout addresses: the wallets an organization is paid to, one default per network. Proof of
+ * control is a locally signed EIP-191 (personal_sign) statement naming the organization, the
+ * network, the address and when it was issued; the address it recovers to must be the one
+ * registered, and the statement must be at most 10 minutes old.
+ */
+import { randomUUIDv7 } from 'bun'
+import { getAddress, isAddress, recoverMessageAddress, type Hex } from 'viem'
+import type { Sql, Tx } from '../db/client'
+import { ApiError, errors } from '../http/errors'
+import type { Network } from './networks'
+
+export const STATEMENT_MAX_AGE_SECONDS = 600
+/** clocks disagree a little: a statement issued slightly "in the future" is still accepted */
+const CLOCK_SKEW_SECONDS = 60
+
+/**
+ * The exact statement to sign: these five lines joined by "\n" (no trailing newline), the
+ * address EIP-55 checksummed and the time in ISO 8601 UTC with milliseconds.
+ */
+export function payoutStatement(orgId: string, network: Network, address: string, issuedAt: Date): string {
+  return [
+    'Register x402 payout address',
+    `organization: ${orgId}`,
+    `network: ${network}`,
+    `address: ${getAddress(address)}`,
+    `issued_at: ${issuedAt.toISOString()}`,
+  ].join('\n')
+}
+
+const STATEMENT = /^Register x402 payout address\norganization: ([0-9a-f-]{36})\nnetwork: (base|base-sepolia)\naddress: (0x[0-9a-fA-F]{40})\nissued_at: (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/
+
+export interface PayoutRow {
+  id: string
+  network: Network
+  address: string
+  is_default: boolean
+  created_at: Date
+}
+
+export const presentPayout = (r: PayoutRow) => ({
+  id: r.id,
+  network: r.network,
+  address: r.address,
+  is_default: r.is_default,
+  created_at: r.created_at.toISOString(),
+})
+
+export function checkAddress(field: string, address: string): `0x${string}` {
+  if (!isAddress(address, { strict: false })) throw errors.validation(field, 'must be a 0x-prefixed 20-byte hex address')
+  return getAddress(address)
+}
+
+/** Checks the signed statement and makes the address the network's default payout address. */
+export async function registerPayoutAddress(
+  sql: Sql,
+  orgId: string,
+  input: { network: Network; address: string; message: string; signature: string },
+  now = new Date(),
+): Promise<PayoutRow> {
+  const address = checkAddress('address', input.address)
+  const m = STATEMENT.exec(input.message)
+  if (!m) throw errors.validation('message', 'must be the statement of GET /v1/x402/payout-addresses/message, unchanged')
+  const [, org, network, stated, issued] = m
+  if (org !== orgId) throw errors.validation('message', 'names another organization')
+  if (network !== input.network) throw errors.validation('message', `names network ${network}, not ${input.network}`)
+  if (stated!.toLowerCase() !== address.toLowerCase()) throw errors.validation('message', 'names another address')
+  const age = (now.getTime() - Date.parse(issued!)) / 1000
+  if (!(age <= STATEMENT_MAX_AGE_SECONDS)) throw errors.validation('message', `was issued more than ${STATEMENT_MAX_AGE_SECONDS / 60} minutes ago; sign a fresh one`)
+  if (age < -CLOCK_SKEW_SECONDS) throw errors.validation('message', 'is issued in the future')
+  if (!/^0x[0-9a-fA-F]{130}$/.test(input.signature)) throw errors.validation('signature', 'must be a 65-byte hex EIP-191 signature')
+  let signer: string
+  try {
+    signer = await recoverMessageAddress({ message: input.message, signature: input.signature as Hex })
+  } catch {
+    throw errors.validation('signature', 'does not recover to an address')
+  }
+  if (signer.toLowerCase() !== address.toLowerCase()) throw errors.validation('signature', `recovers to ${signer}, not to address`)
+  return sql.begin(async tx => {
+    // Serializes registrations of one organization and network: one default at a time.
+    await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-payout:${orgId}:${input.network}`}, 0))`
+    await tx`update x402_payout_addresses set is_default = false where org_id = ${orgId} and network = ${input.network} and is_default`
+    const [row] = await tx<PayoutRow[]>`
+      insert into x402_payout_addresses (id, org_id, network, address, is_default)
+      values (${randomUUIDv7()}, ${orgId}, ${input.network}, ${address}, true)
+      on conflict (org_id, network, address) do update set is_default = true
+      returning id, network, address, is_default, created_at`
+    return row!
+  })
+}
+
+export async function listPayoutAddresses(sql: Sql | Tx, orgId: string): Promise<PayoutRow[]> {
+  return sql<PayoutRow[]>`
+    select id, network, address, is_default, created_at from x402_payout_addresses
+     where org_id = ${orgId} order by network, is_default desc, id desc`
+}
+
+/** The network's default payout address; `422 no_payout_address` when there is none. */
+export async function defaultPayoutAddress(sql: Sql | Tx, orgId: string, network: Network): Promise<`0x${string}`> {
+  const [row] = await sql<{ address: `0x${string}` }[]>`
+    select address from x402_payout_addresses where org_id = ${orgId} and network = ${network} and is_default`
+  if (!row) throw new ApiError('no_payout_address', `network: no payout address registered for ${network}; POST /v1/x402/payout-addresses first`, { network })
+  return row.address
+}

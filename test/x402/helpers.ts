@@ -1,0 +1,36 @@
+/** Organizations entitled to x402, wallets and payout registration for the x402 tests. */
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
+import { createOrg, testSql, type TestApp, type TestOrg } from '../helpers/app'
+import { expectOk } from '../helpers/envelope'
+import { createApiKey } from '../../src/auth/api-keys'
+import { addMember, ensureUser } from '../../src/account/orgs'
+import type { Role } from '../../src/auth/credentials'
+
+/** An organization on the power plan (which includes x402_payments). */
+export const x402Org = () => createOrg({ plan: 'power' })
+
+export const wallet = (): PrivateKeyAccount => privateKeyToAccount(generatePrivateKey())
+
+/** Another API key of the organization: created by a new person of `role`, or by nobody. */
+export async function keyOf(org: TestOrg, role: Role | null): Promise<string> {
+  const sql = await testSql()
+  return sql.begin(async tx => {
+    let userId: string | null = null
+    if (role) {
+      userId = await ensureUser(tx, `${role}-${crypto.randomUUID()}@example.test`)
+      await addMember(tx, org.orgId, userId, role)
+    }
+    return (await createApiKey(tx, org.orgId, userId, `${role ?? 'no creator'} key`)).key
+  })
+}
+
+/** Registers `account` as the default payout address of the network, through the API. */
+export async function registerPayout(t: TestApp, org: TestOrg, account: PrivateKeyAccount, network = 'base-sepolia') {
+  const statement = expectOk(await t.request('GET', `/v1/x402/payout-addresses/message?network=${network}&address=${account.address}`, { key: org.key }))
+  const signature = await account.signMessage({ message: statement.message })
+  return expectOk(await t.request('POST', '/v1/x402/payout-addresses', { key: org.key, body: { network, address: account.address, message: statement.message, signature } }), 201)
+}
+
+export async function newChallenge(t: TestApp, org: TestOrg, body: Record<string, unknown> = {}) {
+  return expectOk(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '10000', network: 'base-sepolia', description: 'a report', ...body } }), 201)
+}
