@@ -1,27 +1,21 @@
-/** What every feature needs, built once per process (or per app instance in tests). */
+/**
+ * The resources every feature uses (database, configuration, server keys, DNS), built once
+ * per process (or per app instance in tests), and `perProcess`, the one way a feature keeps
+ * state of its own for as long as the process runs (a batcher, a cache, a connection pool).
+ * The context knows no feature: features hang their state on it, never into it.
+ */
 import type { Config } from './config'
 import type { ServerKeys } from './crypto'
 import type { Sql } from './db/client'
-import { Cursors } from './http/pagination'
-import { RateLimiter } from './http/rate-limit'
-import { CredentialCache } from './auth/credentials'
 import { cachingResolver, systemResolver, type Resolver } from './dns/resolver'
-import { MailEvents } from './mail/events'
-import { inboundCommits, type InboundCommits } from './mail/inbound/ingest'
 
 export interface AppContext {
-  config: Config
-  sql: Sql
-  keys: ServerKeys
-  cursors: Cursors
-  limiter: RateLimiter
-  credentials: CredentialCache
+  readonly config: Config
+  readonly sql: Sql
+  readonly keys: ServerKeys
   /** every DNS lookup of the service goes through this */
-  resolver: Resolver
-  mailEvents: MailEvents
-  /** stores inbound mail of concurrent SMTP sessions in shared transactions (group commit) */
-  readonly inboundCommits: InboundCommits
-  startedAt: number
+  readonly resolver: Resolver
+  readonly startedAt: number
 }
 
 /** The system's resolvers or DNS_SERVERS, behind a cache of DNS_CACHE_SECONDS (0: none). */
@@ -31,21 +25,22 @@ export function defaultResolver(config: Config): Resolver {
 }
 
 export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { resolver?: Resolver } = {}): AppContext {
-  let commits: InboundCommits | undefined
-  const ctx: AppContext = {
-    config,
-    sql,
-    keys,
-    cursors: new Cursors(keys),
-    limiter: new RateLimiter(sql, config.RATE_LIMIT_LEASE),
-    credentials: new CredentialCache(sql),
-    resolver: opts.resolver ?? defaultResolver(config),
-    mailEvents: new MailEvents(),
-    // built on first use: its batches write through the context it belongs to
-    get inboundCommits() {
-      return (commits ??= inboundCommits(ctx))
-    },
-    startedAt: Date.now(),
+  return { config, sql, keys, resolver: opts.resolver ?? defaultResolver(config), startedAt: Date.now() }
+}
+
+/**
+ * A feature's per-process state: `make` runs on first use for each context, and every later
+ * call with that context returns the same value. A process has one context; tests build
+ * several in one process (each app instance with its own configuration), and each gets its own
+ * state. Declare it at module level, next to the code that uses it:
+ *
+ *   const commits = perProcess(ctx => new GroupCommit(batch => storeBatch(ctx, batch)))
+ *   commits(ctx).submit(item)
+ */
+export function perProcess<T>(make: (ctx: AppContext) => T): (ctx: AppContext) => T {
+  const made = new WeakMap<AppContext, T>()
+  return ctx => {
+    if (!made.has(ctx)) made.set(ctx, make(ctx))
+    return made.get(ctx)!
   }
-  return ctx
 }

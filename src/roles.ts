@@ -4,6 +4,7 @@
  */
 import type { AppContext } from './context'
 import { createApp } from './app'
+import { JOB_KINDS } from './job-kinds'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
@@ -11,6 +12,7 @@ import { startSmtpServer } from './smtp/server'
 import type { SmtpServerOptions } from './smtp/types'
 import type { Config, Role } from './config'
 import { readFileSync } from 'node:fs'
+import { mailEvents } from './mail/events'
 
 export function smtpOptions(config: Config): SmtpServerOptions {
   const tls = config.SMTP_TLS_CERT_FILE && config.SMTP_TLS_KEY_FILE
@@ -42,7 +44,7 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   const grace = ctx.config.SHUTDOWN_GRACE_MS
 
   if (roles.includes('worker')) {
-    const worker = await startWorker(ctx, { listen: !opts.embedded, pollMs: opts.embedded ? 250 : 1000 })
+    const worker = await startWorker(ctx, { kinds: JOB_KINDS, listen: !opts.embedded, pollMs: opts.embedded ? 250 : 1000 })
     running.worker = worker
     stops.push(() => worker.stop(grace))
   }
@@ -52,8 +54,8 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
     stops.unshift(() => smtp.stop(grace))
   }
   if (roles.includes('api')) {
-    if (!opts.embedded) await ctx.mailEvents.listen(ctx.sql)
-    stops.push(() => ctx.mailEvents.close())
+    if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
+    stops.push(() => mailEvents(ctx).close())
     const app = createApp(ctx).listen({
       port: ctx.config.PORT,
       hostname: ctx.config.HOST,

@@ -1,7 +1,7 @@
 /** Organizations and their people: created by the operator command, zero-touch agent signup and tests. */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-import type { Role } from '../auth/credentials'
+import type { Role } from '../auth/principal'
 import { errors } from '../http/errors'
 import type { Plan } from './plans'
 

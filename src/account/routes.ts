@@ -7,7 +7,7 @@ import { Ok } from '../http/envelope'
 import { requestFacts } from '../http/request-context'
 import { getAccount, getStorage } from './service'
 import { readWebhookSecret, rotateWebhookSecret } from './webhook-secret'
-import type { Auth } from '../auth/credentials'
+import type { Auth } from '../auth/principal'
 
 const Identity = t.Object({
   org_id: t.String({ format: 'uuid' }),
@@ -30,9 +30,6 @@ const Account = t.Object({
     webhooks_per_domain: t.Boolean(),
     filters_per_domain: t.Boolean(),
     spam_thresholds_per_domain: t.Boolean(),
-    memory_keys_max: t.Integer({ description: 'memory keys per organization, both scopes together' }),
-    memory_storage_mb: t.Integer({ description: 'bytes of memory values and metadata per organization' }),
-    memory_value_max_kb: t.Integer({ description: 'largest memory value (serialized JSON)' }),
   }),
 })
 
@@ -93,7 +90,7 @@ export function accountRoutes(ctx: AppContext) {
       '/account/webhook-secret/rotate',
       async ({ auth, set }) => {
         set.headers['cache-control'] = 'no-store'
-        return { secret: await rotateWebhookSecret(ctx.sql, ctx.keys, auth.orgId) }
+        return { secret: await rotateWebhookSecret(ctx, auth.orgId) }
       },
       {
         response: { 200: Ok(Secret) },

@@ -32,30 +32,27 @@ export async function handleStart<B extends { email: string }>(
   r.set.headers['cache-control'] = 'no-store'
   await limitPerEmail(ctx, r.body.email)
   const key = idempotencyKeyOf(r.headers)
-  let jobId: string | null = null
   const outcome = await idempotent(ctx.sql, ctx.keys, { scope: scopeOf(ctx, r, `${kind}.signup.start`), key, payload: r.body }, async tx => {
     const started = await startSignup(ctx, tx, { kind, email: r.body.email, ...details })
-    jobId = started.jobId
     return {
       status: 201,
       data: { signup_token: started.token, code_expires_in: SIGNUP_LIMITS.codeTtlSeconds, resend_after: SIGNUP_LIMITS.resendAfterSeconds },
+      local: started.jobId,
     }
   })
-  if (!outcome.replayed) await sendVerificationMailNow(ctx, jobId)
+  await sendVerificationMailNow(ctx, outcome.local ?? null)
   return applyOutcome(r.set, key, outcome)
 }
 
 export async function handleResend(ctx: AppContext, kind: SignupKind, r: SignupRequest<{ signup_token: string }>) {
   const key = idempotencyKeyOf(r.headers)
-  let jobId: string | null = null
   const outcome = await idempotent(ctx.sql, ctx.keys, { scope: scopeOf(ctx, r, `${kind}.signup.resend`), key, payload: r.body }, async tx => {
     // no per-address limiter here: it may need the database connection this transaction holds
     // (the embedded database has one), and a resend is held to once a minute per signup anyway
     const resent = await resendSignup(ctx, tx, kind, r.body.signup_token)
-    jobId = resent.jobId
-    return { status: 200, data: { sent: true as const, code_expires_in: SIGNUP_LIMITS.codeTtlSeconds, resend_after: SIGNUP_LIMITS.resendAfterSeconds } }
+    return { status: 200, data: { sent: true as const, code_expires_in: SIGNUP_LIMITS.codeTtlSeconds, resend_after: SIGNUP_LIMITS.resendAfterSeconds }, local: resent.jobId }
   })
-  if (!outcome.replayed) await sendVerificationMailNow(ctx, jobId)
+  await sendVerificationMailNow(ctx, outcome.local ?? null)
   return applyOutcome(r.set, key, outcome)
 }
 

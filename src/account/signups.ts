@@ -11,7 +11,7 @@ import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../http/errors'
-import { rateLimitError } from '../http/rate-limit'
+import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { enqueueVerificationMail } from './verification-mail.job'
 
 export const SIGNUP_TOKEN_PREFIX = 'sgt_'
@@ -71,7 +71,7 @@ function codeMail(email: string, code: string, kind: SignupKind) {
 
 /** Spends one request of the per-address limiter: 429 rate_limit_exceeded past it. */
 export async function limitPerEmail(ctx: AppContext, email: string) {
-  const decision = await ctx.limiter.take(`signup-email:${email.trim().toLowerCase()}`, SIGNUP_LIMITS.perEmailPerMinute)
+  const decision = await rateLimiter(ctx).take(`signup-email:${email.trim().toLowerCase()}`, SIGNUP_LIMITS.perEmailPerMinute)
   if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'email address')
 }
 

@@ -5,11 +5,11 @@
  * code, so the payload keeps it sealed under the server key.
  */
 import type { AppContext } from '../context'
-import { claimById, enqueue } from '../jobs/queue'
-import { runJob } from '../jobs/worker'
 import type { Tx } from '../db/client'
+import type { JobKind } from '../jobs/kind'
+import { enqueue } from '../jobs/queue'
+import { runNow } from '../jobs/run'
 import { sendSystemMail } from '../sending/system-mail'
-import { randomUUIDv7 } from 'bun'
 
 export const VERIFICATION_MAIL_KIND = 'account.verification_mail'
 
@@ -30,15 +30,13 @@ export async function enqueueVerificationMail(ctx: AppContext, tx: Tx, mail: { t
 
 /** Sends a just-committed verification mail now, in this request; failures stay queued for the worker. */
 export async function sendVerificationMailNow(ctx: AppContext, jobId: string | null) {
-  if (!jobId) return
-  const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
-  if (job) await runJob(ctx, verificationMailJob, job)
+  if (jobId) await runNow(ctx, verificationMailJob, jobId)
 }
 
-export const verificationMailJob = {
+export const verificationMailJob: JobKind<Payload> = {
   kind: VERIFICATION_MAIL_KIND,
-  async handle(ctx: AppContext, payload: Payload) {
+  async handle(ctx, payload) {
     await sendSystemMail(ctx, { to: payload.to, subject: payload.subject, text: ctx.keys.decrypt(Buffer.from(payload.text_sealed, 'base64')) })
   },
-  retryDelaySeconds: (_ctx: AppContext, attempt: number) => Math.min(120, 5 * 2 ** attempt),
+  retryDelaySeconds: (_ctx, attempt) => Math.min(120, 5 * 2 ** attempt),
 }

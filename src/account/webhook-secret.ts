@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { ServerKeys } from '../crypto'
-import { perDatabase, type Sql, type Tx } from '../db/client'
+import { perProcess, type AppContext } from '../context'
+import type { Sql, Tx } from '../db/client'
 import { ApiError } from '../http/errors'
 
 export const ROTATION_INTERVAL_MINUTES = 60
@@ -30,7 +31,8 @@ export async function readWebhookSecret(sql: Sql, keys: ServerKeys, orgId: strin
 }
 
 /** Replaces the secret, keeping the old one valid for the grace window; at most once per interval. */
-export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: string): Promise<string> {
+export async function rotateWebhookSecret(ctx: AppContext, orgId: string): Promise<string> {
+  const { sql, keys } = ctx
   await readWebhookSecret(sql, keys, orgId)
   const secret = await sql.begin(async (tx: Tx) => {
     const [row] = await tx<{ secret_sealed: Buffer; wait_seconds: number | null }[]>`
@@ -53,7 +55,7 @@ export async function rotateWebhookSecret(sql: Sql, keys: ServerKeys, orgId: str
        where org_id = ${orgId}`
     return secret
   })
-  caches(sql).delete(orgId)
+  caches(ctx).delete(orgId)
   return secret
 }
 
@@ -76,10 +78,10 @@ export async function signingSecrets(sql: Sql, keys: ServerKeys, orgId: string):
  */
 export const SECRETS_TTL_MS = 5_000
 // concurrent first reads of an organization share one query
-const caches = perDatabase(
-  sql => new LRUCache<string, string[], ServerKeys>({ max: 10_000, ttl: SECRETS_TTL_MS, fetchMethod: (org, _stale, { context }) => signingSecrets(sql, context, org) }),
+const caches = perProcess(
+  ctx => new LRUCache<string, string[]>({ max: 10_000, ttl: SECRETS_TTL_MS, fetchMethod: org => signingSecrets(ctx.sql, ctx.keys, org) }),
 )
 
-export async function cachedSigningSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
-  return (await caches(sql).fetch(orgId, { context: keys }))!
+export async function cachedSigningSecrets(ctx: AppContext, orgId: string): Promise<string[]> {
+  return (await caches(ctx).fetch(orgId))!
 }

@@ -12,7 +12,7 @@ import { mintCreditCode } from '../credits/service'
 import { markDomainVerified, presentDomain } from '../domains/service'
 import { ApiError } from '../http/errors'
 import { hashPassword } from '../oauth/sign-in'
-import type { Role } from '../auth/credentials'
+import type { Role } from '../auth/principal'
 
 export class UsageError extends Error {}
 

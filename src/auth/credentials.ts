@@ -14,29 +14,15 @@ import { LRUCache } from 'lru-cache'
 import { safeEqual, sha256 } from '../crypto'
 import type { Sql } from '../db/client'
 import type { Plan } from '../account/plans'
+import type { Auth, Role } from './principal'
 import { planDefinition } from '../account/plans'
 import { ACCESS_TOKEN_PREFIX } from '../oauth/constants'
 import { resolveAccessToken } from '../oauth/access-tokens'
+import { perProcess } from '../context'
 
 export const CACHE_TTL_MS = 5_000
 export const API_KEY_PREFIX = 'svc_'
 export const CONNECTION_KEY_PREFIX = 'conn_'
-
-export type Role = 'owner' | 'admin' | 'member'
-
-export interface Auth {
-  orgId: string
-  keyId: string
-  /** the person behind the credential; null for keys minted without one */
-  userId: string | null
-  /** that person's role in the organization when the credential was resolved */
-  role: Role
-  method: 'api_key' | 'oauth' | 'connection'
-  /** connection keys only: the one address the key acts for (lowercase) */
-  boundAddress?: string
-  plan: Plan
-  apiPerMinute: number
-}
 
 interface KeyRow {
   id: string
@@ -119,3 +105,6 @@ export class CredentialCache {
     }
   }
 }
+
+/** This process's cache of resolved credentials. */
+export const credentialCache = perProcess(ctx => new CredentialCache(ctx.sql))

@@ -3,9 +3,10 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { createApiKey, listApiKeys, presentKey, revokeApiKey } from './api-keys'
+import { credentialCache } from './credentials'
 
 const ApiKey = t.Object({
   id: t.String({ format: 'uuid' }),
@@ -24,10 +25,10 @@ export function apiKeyRoutes(ctx: AppContext) {
       async ({ auth, query }) => {
         // the scope names the organization too: a cursor of another organization's list is refused
         const scope = `api-keys:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const createdAfter = query.created_after ? parseTimestamp('created_after', query.created_after) : null
         const { rows, total } = await listApiKeys(ctx.sql, auth.orgId, page, createdAfter)
-        return ctx.cursors.page(scope, rows, page, total, presentKey)
+        return cursors(ctx).page(scope, rows, page, total, presentKey)
       },
       {
         query: t.Object({ ...pageQuery(), created_after: t.Optional(Timestamp('only keys created after this instant')) }),
@@ -50,7 +51,7 @@ export function apiKeyRoutes(ctx: AppContext) {
     )
     .delete('/:id', async ({ auth, params }) => {
       const row = await revokeApiKey(ctx.sql, auth.orgId, params.id)
-      ctx.credentials.evict({ keyId: row.id })
+      credentialCache(ctx).evict({ keyId: row.id })
       return presentKey(row)
     }, {
       params: t.Object({ id: t.String({ format: 'uuid' }) }),

@@ -6,6 +6,7 @@ import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { claimInvitation, createInvitation, disconnect } from './service'
 import { setupGuide } from './setup'
+import { credentialCache } from '../auth/credentials'
 
 const Invitation = t.Object({
   id: t.String({ format: 'uuid' }),
@@ -59,7 +60,7 @@ export function connectionRoutes(ctx: AppContext) {
           replaced = result.replaced
           return { status: 200, data: result.claimed }
         })
-        for (const id of replaced) ctx.credentials.evict({ keyId: id })
+        for (const id of replaced) credentialCache(ctx).evict({ keyId: id })
         return applyOutcome(set, key, outcome)
       },
       {

@@ -7,8 +7,8 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
-import type { Auth } from '../auth/credentials'
-import { CONNECTION_KEY_PREFIX } from '../auth/credentials'
+import type { Auth } from '../auth/principal'
+import { CONNECTION_KEY_PREFIX, credentialCache } from '../auth/credentials'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
@@ -124,6 +124,6 @@ export async function disconnect(ctx: AppContext, auth: Auth, rawAddress: string
      where org_id = ${auth.orgId} and address = ${address} and revoked_at is null and ${which}
     returning id, revoked_at as at`
   if (!rows.length) throw errors.notFound('agent connection')
-  for (const r of rows) ctx.credentials.evict({ keyId: r.id })
+  for (const r of rows) credentialCache(ctx).evict({ keyId: r.id })
   return { address, disconnected_at: iso(rows[0]!.at)!, revoked: rows.map(r => r.id) }
 }

@@ -18,19 +18,6 @@ export interface Database {
   close(): Promise<void>
 }
 
-/**
- * One `T` per database handle, made on first use: the process-wide batchers and caches that
- * need nothing but `sql` (tests run several handles in one process).
- */
-export function perDatabase<T extends object>(make: (sql: Sql) => T): (sql: Sql) => T {
-  const made = new WeakMap<Sql, T>()
-  return sql => {
-    let value = made.get(sql)
-    if (!value) made.set(sql, (value = make(sql)))
-    return value
-  }
-}
-
 export function connectUrl(url: string, max = 10): Sql {
   return postgres(url, {
     max,

@@ -3,8 +3,8 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
-import { rateLimitError } from '../http/rate-limit'
+import { pageQuery, cursors } from '../http/pagination'
+import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { ClaimDomain, Deleted, Domain, DomainId } from './model'
 import { claimDomain, deleteDomain, getDomain, listDomains, presentDomain, verifyDomain, type DomainRow } from './service'
 
@@ -38,9 +38,9 @@ export function domainRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `domains:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listDomains(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, present)
+        return cursors(ctx).page(scope, rows, page, total, present)
       },
       {
         query: t.Object(pageQuery()),
@@ -57,7 +57,7 @@ export function domainRoutes(ctx: AppContext) {
       '/:id/verify',
       async ({ auth, params }) => {
         const row = await getDomain(ctx.sql, auth.orgId, params.id)
-        const decision = await ctx.limiter.take(`domain-verify:${row.id}`, VERIFY_PER_MINUTE)
+        const decision = await rateLimiter(ctx).take(`domain-verify:${row.id}`, VERIFY_PER_MINUTE)
         if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'domain verification')
         return present(await verifyDomain(ctx.sql, ctx, row))
       },

@@ -15,6 +15,7 @@ import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { log } from '../log'
 import { checkRecords, expectedRecords, foreignMx, lookupMx, normalizeDomain, PURPOSES, VERIFICATION_PREFIX, type Checks } from './dns-records'
+import { isUniqueViolation } from '../db/errors'
 
 export interface DomainRow {
   id: string
@@ -70,9 +71,6 @@ export async function generateDkimKey(): Promise<{ privateKeyPem: string; public
 
 /** `am<yyyymm>`: a new selector per month lets a rotated key live beside the old one. */
 export const dkimSelector = (now = new Date()) => `am${now.getUTCFullYear()}${String(now.getUTCMonth() + 1).padStart(2, '0')}`
-
-const isUniqueViolation = (error: unknown, constraint: string) =>
-  (error as { code?: string })?.code === '23505' && (error as { constraint_name?: string }).constraint_name === constraint
 
 const claimedTwice = (name: string) => errors.conflict(`domain: ${name} is already claimed by this organization`)
 const verifiedElsewhere = (name: string) => errors.conflict(`domain: ${name} is verified by another organization`)

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated, authenticateRequest } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
@@ -13,6 +13,7 @@ import { tarGz } from './tar'
 import {
   discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
 } from './service'
+import { mailEvents } from '../mail/events'
 
 /** Long-polls longer than this are cut short; clients simply poll again. */
 export const MAX_WAIT_SECONDS = 60
@@ -119,7 +120,7 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/emails',
       async ({ auth, query, request }) => {
-        const page = ctx.cursors.request('emails', query)
+        const page = cursors(ctx).request('emails', query)
         const filters = {
           since: query.since ? parseTimestamp('since', query.since) : null,
           direction: query.direction,
@@ -129,11 +130,11 @@ export function emailRoutes(ctx: AppContext) {
         }
         // Subscribe before reading, so mail stored between the read and the wait still wakes us.
         const abort = new AbortController()
-        const wait = query.wait && !page.after ? ctx.mailEvents.waitForMail(auth.orgId, query.wait * 1000, AbortSignal.any([abort.signal, request.signal])) : null
+        const wait = query.wait && !page.after ? mailEvents(ctx).waitForMail(auth.orgId, query.wait * 1000, AbortSignal.any([abort.signal, request.signal])) : null
         let result = await listEmails(ctx.sql, auth.orgId, page, filters)
         if (wait && result.rows.length === 0 && (await wait)) result = await listEmails(ctx.sql, auth.orgId, page, filters)
         abort.abort()
-        return ctx.cursors.page('emails', result.rows, page, result.total, presentSummary)
+        return cursors(ctx).page('emails', result.rows, page, result.total, presentSummary)
       },
       {
         query: t.Object({
@@ -161,9 +162,9 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/threads',
       async ({ auth, query }) => {
-        const page = ctx.cursors.request('threads', query)
+        const page = cursors(ctx).request('threads', query)
         const { rows, total } = await listThreads(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page('threads', rows, page, total, presentThread)
+        return cursors(ctx).page('threads', rows, page, total, presentThread)
       },
       { query: t.Object(pageQuery()), response: { 200: Paged(Thread) }, detail: { tags: ['Threads'], summary: 'List threads, newest first' } },
     )
@@ -175,9 +176,9 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/search',
       async ({ auth, query }) => {
-        const page = ctx.cursors.request('search', query)
+        const page = cursors(ctx).request('search', query)
         const { rows, total } = await searchEmails(ctx.sql, auth.orgId, query.q, page)
-        return ctx.cursors.page('search', rows, page, total, presentSummary)
+        return cursors(ctx).page('search', rows, page, total, presentSummary)
       },
       {
         query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'text to find in subject, sender or body' }) }),

@@ -5,6 +5,7 @@ import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
+import { isQueryCanceled } from '../db/errors'
 
 export const SEARCH_BUDGET_MS = 3_000
 
@@ -192,7 +193,7 @@ export async function searchEmails(sql: Sql, orgId: string, q: string, page: Pag
     })
   } catch (error) {
     // 57014: query_canceled, which is how statement_timeout ends a query
-    if ((error as { code?: string }).code === '57014') throw new ApiError('search_timeout', `search: exceeded its ${budgetMs} ms budget; narrow the query`)
+    if (isQueryCanceled(error)) throw new ApiError('search_timeout', `search: exceeded its ${budgetMs} ms budget; narrow the query`)
     throw error
   }
 }

@@ -6,13 +6,14 @@
  */
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
-import type { Auth, Role } from '../auth/credentials'
+import type { Auth, Role } from '../auth/principal'
 import { currentRole } from '../credits/service'
 import type { Sql } from '../db/client'
 import { checkConnectionScope } from './connection-scope'
 import { ApiError, errors } from './errors'
-import { rateLimitError, rateLimitHeaders } from './rate-limit'
+import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
 import { requestFacts } from './request-context'
+import { credentialCache } from '../auth/credentials'
 
 export const PUBLIC_PER_MINUTE = 120
 
@@ -36,7 +37,7 @@ export function clientScope(ctx: AppContext, request: Request, server: Server | 
 }
 
 async function limit(ctx: AppContext, set: { headers: Headers }, bucket: string, perMinute: number, what: string) {
-  const decision = await ctx.limiter.take(bucket, perMinute)
+  const decision = await rateLimiter(ctx).take(bucket, perMinute)
   if (!decision.allowed) throw rateLimitError(decision, 'rate_limited', what)
   Object.assign(set.headers, rateLimitHeaders(decision))
 }
@@ -56,7 +57,7 @@ function unauthorized(ctx: AppContext): ApiError {
 export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-  const auth = token ? await ctx.credentials.resolve(token) : null
+  const auth = token ? await credentialCache(ctx).resolve(token) : null
   if (!auth) {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
     throw unauthorized(ctx)

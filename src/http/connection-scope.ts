@@ -7,7 +7,7 @@
  * Data scoping is the listed routes' own business: they read `auth.boundAddress` (mail reads
  * show only the bound address's mail; send-mail sends only as it).
  */
-import type { Auth } from '../auth/credentials'
+import type { Auth } from '../auth/principal'
 import { errors } from './errors'
 
 export interface ConnectionRoute {

@@ -43,30 +43,31 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
   return key
 }
 
-/** An action's outcome, with the statements it sent and has not waited for yet, if any. */
-export interface PendingOutcome<T> extends Outcome<T> {
-  /** settles when those statements have: the key's record goes out right behind them (one round trip) */
-  pending?: Promise<unknown>
+/** An action's outcome, and what it hands back to its caller alone. */
+export interface PendingOutcome<T, L = undefined> extends Outcome<T> {
+  /**
+   * Given back to the caller as `local` (never recorded under the key, so absent on a replay):
+   * a value, or the promise of statements the action sent and has not waited for, which the
+   * key's record then follows in the same round trip.
+   */
+  local?: L | Promise<L>
 }
 
 /**
- * Runs `action` at most once per (scope, key). Returns the outcome and whether it was replayed.
- * Without a key the action simply runs in a transaction. `read`, a query the action needs, goes
- * out with the key's lock and lookup (one round trip) and its result is handed to the action.
+ * Runs `action` at most once per (scope, key). Returns the outcome, whether it was replayed, and
+ * the action's `local`. Without a key the action simply runs in a transaction.
  */
-export async function idempotent<T, R = undefined>(
+export async function idempotent<T, L = undefined>(
   sql: Sql,
   keys: ServerKeys,
   req: IdempotentRequest,
-  action: (tx: Tx, read: R) => Promise<PendingOutcome<T>>,
-  read?: (tx: Tx) => Promise<R>,
-): Promise<Outcome<T> & { replayed: boolean }> {
+  action: (tx: Tx) => Promise<PendingOutcome<T, L>>,
+): Promise<Outcome<T> & { replayed: boolean; local?: L }> {
   const key = req.key
   if (!key) {
     return sql.begin(async tx => {
-      const { pending, ...outcome } = await action(tx, (await read?.(tx)) as R)
-      await pending
-      return { ...outcome, replayed: false }
+      const { local, ...outcome } = await action(tx)
+      return { ...outcome, replayed: false, local: await local }
     })
   }
   const requestHash = (req.payloadHash ?? sha256(canonicalJson(req.payload))).toString('hex')
@@ -78,7 +79,7 @@ export async function idempotent<T, R = undefined>(
     const lookup = tx<{ request_hash: string; response_status: number; response_sealed: Buffer }[]>`
       select request_hash, response_status, response_sealed from idempotency_keys
        where scope = ${req.scope} and key = ${key} and expires_at > now()`.execute()
-    const [[locked], [stored], readResult] = await Promise.all([lock, lookup, read?.(tx)])
+    const [[locked], [stored]] = await Promise.all([lock, lookup])
     if (!locked!.locked) {
       throw errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
     }
@@ -88,7 +89,7 @@ export async function idempotent<T, R = undefined>(
       }
       return { status: stored.response_status, data: JSON.parse(keys.decrypt(stored.response_sealed)) as T, replayed: true }
     }
-    const { pending, ...outcome } = await action(tx, readResult as R)
+    const { local, ...outcome } = await action(tx)
     const record = tx`
       insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
       values (${req.scope}, ${key}, ${requestHash}, ${outcome.status}, ${keys.encrypt(JSON.stringify(outcome.data))},
@@ -96,8 +97,8 @@ export async function idempotent<T, R = undefined>(
       on conflict (scope, key) do update set
         request_hash = excluded.request_hash, response_status = excluded.response_status,
         response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
-    await Promise.all([pending, record])
-    return { ...outcome, replayed: false }
+    const [written] = await Promise.all([local, record])
+    return { ...outcome, replayed: false, local: written }
   })
 }
 

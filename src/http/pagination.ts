@@ -8,6 +8,7 @@ import { safeEqual, type ServerKeys } from '../crypto'
 import type { Tx } from '../db/client'
 import { Page } from './envelope'
 import { errors } from './errors'
+import { perProcess } from '../context'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -67,19 +68,14 @@ export class Cursors {
 
   /** `scope` names the list, so a cursor of one list is refused by another. */
   decode(scope: string, cursor: string | undefined): string | null {
-    const id = this.decodeValue(scope, cursor)
-    if (id !== null && !UUID.test(id)) throw errors.validation('cursor', 'is not a cursor returned by this list')
-    return id
-  }
-
-  /** Like `decode`, for lists ordered by something other than an id (a key, a sequence number). */
-  decodeValue(scope: string, cursor: string | undefined): string | null {
     if (cursor === undefined) return null
     const [body, sig, extra] = cursor.split('.')
     if (!body || !sig || extra !== undefined || !safeEqual(this.signature(scope, body), sig)) {
       throw errors.validation('cursor', 'is not a cursor returned by this list')
     }
-    return Buffer.from(body, 'base64url').toString()
+    const id = Buffer.from(body, 'base64url').toString()
+    if (!UUID.test(id)) throw errors.validation('cursor', 'is not a cursor returned by this list')
+    return id
   }
 
   request(scope: string, query: { limit?: number; cursor?: string }, fallback = 50): PageRequest {
@@ -94,3 +90,6 @@ export class Cursors {
     return new Page(items.map(present), { total, limit: req.limit, cursor: more && last ? this.encode(scope, last.id) : null })
   }
 }
+
+/** This process's cursor codec (signed with the server keys). */
+export const cursors = perProcess(ctx => new Cursors(ctx.keys))

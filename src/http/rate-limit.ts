@@ -8,6 +8,7 @@ import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
 import { log } from '../log'
 import { ApiError } from './errors'
+import { perProcess } from '../context'
 
 export const WINDOW_SECONDS = 60
 
@@ -109,3 +110,6 @@ export function rateLimitError(d: RateDecision, code: 'rate_limited' | 'rate_lim
     'retry-after': String(retryAfter),
   })
 }
+
+/** This process's leases of the shared rate-limit counters. */
+export const rateLimiter = perProcess(ctx => new RateLimiter(ctx.sql, ctx.config.RATE_LIMIT_LEASE))

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { createInbox, deleteInbox, getInbox, listInboxes, presentManagedInbox } from './service'
 
 const Inbox = t.Object({
@@ -49,9 +49,9 @@ export function inboxRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `inboxes:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listInboxes(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, presentManagedInbox)
+        return cursors(ctx).page(scope, rows, page, total, presentManagedInbox)
       },
       {
         query: t.Object(pageQuery()),

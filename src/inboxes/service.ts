@@ -5,6 +5,7 @@ import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
+import { isUniqueViolation } from '../db/errors'
 
 export interface InboxRow {
   id: string
@@ -65,7 +66,7 @@ async function insertInbox(tx: Tx, orgId: string, address: string, displayName: 
       returning id, address, display_name, created_at`
     return row!
   } catch (error) {
-    if ((error as { code?: string })?.code === '23505') throw errors.conflict(`local_part: ${address} is taken`)
+    if (isUniqueViolation(error)) throw errors.conflict(`local_part: ${address} is taken`)
     throw error
   }
 }

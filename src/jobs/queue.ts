@@ -6,8 +6,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
-import { perDatabase, type Sql, type Tx } from '../db/client'
-import { GroupCommit } from '../db/group-commit'
+import type { Sql, Tx } from '../db/client'
 
 export const JOBS_CHANNEL = 'jobs'
 
@@ -84,21 +83,9 @@ export async function claimById(sql: Sql, workerId: string, jobId: string): Prom
   return job ?? null
 }
 
-/**
- * Jobs that finish while a delete is in flight go together in the next one (group commit): a
- * busy worker pays one statement and one commit for several jobs.
- */
-const completions = perDatabase(
-  sql =>
-    new GroupCommit<string, void>(async ids => {
-      await sql`delete from jobs where id = any(${ids}::uuid[])`
-      return ids.map(() => undefined)
-    }),
-)
-
-/** Deletes a finished job. */
-export function complete(sql: Sql, job: Job): Promise<void> {
-  return completions(sql).submit(job.id)
+/** Deletes finished jobs. */
+export async function deleteJobs(sql: Sql, ids: string[]): Promise<void> {
+  await sql`delete from jobs where id = any(${ids}::uuid[])`
 }
 
 /** Exponential back-off with jitter: 2^attempt seconds, capped at an hour. */

@@ -6,21 +6,21 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import { log } from '../log'
-import { CLEANUP_KIND } from './cleanup.job'
-import { claim, complete, enqueue, fail, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
-import { JOB_KINDS, type JobKind } from './registry'
+import type { JobKind } from './kind'
+import { claim, enqueue, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
+import { runJob } from './run'
 
 export interface WorkerOptions {
   concurrency?: number
   pollMs?: number
   /** listen for NOTIFY (needs a second connection; the embedded database has only one) */
   listen?: boolean
-  kinds?: JobKind[]
+  /** the kinds this worker claims and runs (the service's are listed in src/job-kinds.ts) */
+  kinds: JobKind[]
   /** the time jobs are due against; default the database clock (tests pass a controllable one) */
   clock?: () => Date
 }
 
-const CLEANUP_EVERY_MS = 10 * 60_000
 /**
  * Jobs run at once. Most jobs wait on the network (a webhook receiver, an SMTP relay), and a
  * worker claiming for many slots claims and completes in larger batches: in a backlog of
@@ -38,27 +38,9 @@ export interface Worker {
   drain(): Promise<void>
 }
 
-/**
- * Runs one claimed job (or awaits its attempt, when `handleMany` started it): completes it, or
- * records the failed attempt for a retry; logs one line.
- */
-export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?: Promise<void>): Promise<void> {
-  const started = performance.now()
-  const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
-  try {
-    await (attempt ?? kind.handle(ctx, job.payload, job))
-    await complete(ctx.sql, job)
-    log.info('job', { ...fields(), outcome: 'done' })
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error)
-    const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)
-    log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
-  }
-}
-
-export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<Worker> {
+export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise<Worker> {
   const id = `worker_${randomUUIDv7()}`
-  const kinds = new Map((opts.kinds ?? JOB_KINDS).map(k => [k.kind, k]))
+  const kinds = new Map(opts.kinds.map(k => [k.kind, k]))
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY
   const pollMs = opts.pollMs ?? 1000
   const running = new Set<Promise<void>>()
@@ -131,12 +113,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     }
   }
 
-  async function scheduleCleanup() {
-    if (!kinds.has(CLEANUP_KIND)) return
-    await ctx.sql.begin(tx => enqueue(tx, CLEANUP_KIND, {}, { dedupeKey: CLEANUP_KIND })).catch(() => {})
-  }
-  await scheduleCleanup()
-  const cleanupTimer = setInterval(scheduleCleanup, CLEANUP_EVERY_MS)
+  /** Enqueues a periodic kind's next run, unless one is pending already (here or in another worker). */
+  const schedule = (kind: JobKind) => ctx.sql.begin(tx => enqueue(tx, kind.kind, {}, { dedupeKey: kind.kind })).catch(() => {})
+  const periodic = opts.kinds.filter(k => k.everyMs)
+  await Promise.all(periodic.map(schedule))
+  const timers = periodic.map(k => setInterval(() => void schedule(k), k.everyMs))
   const looping = loop()
   log.info('worker started', { worker_id: id, concurrency, kinds: [...kinds.keys()] })
 
@@ -151,7 +132,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     },
     async stop(graceMs) {
       stopping = true
-      clearInterval(cleanupTimer)
+      for (const timer of timers) clearInterval(timer)
       wake()
       await looping
       await Promise.race([Promise.all(running), Bun.sleep(graceMs)])

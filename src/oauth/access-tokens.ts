@@ -3,7 +3,7 @@
  * the role is the authorizing person's current one (rule 1), so demotion, removal from the
  * organization, expiry and revocation all take effect on the next request, in every process.
  */
-import type { Auth, Role } from '../auth/credentials'
+import type { Auth, Role } from '../auth/principal'
 import { planDefinition, type Plan } from '../account/plans'
 import { safeEqual, sha256 } from '../crypto'
 import type { Sql } from '../db/client'

@@ -1,6 +1,6 @@
 /** The SQL of the authorization server: clients, pending authorization requests, codes, grants, tokens. */
 import type { Tx } from '../db/client'
-import type { Role } from '../auth/credentials'
+import type { Role } from '../auth/principal'
 
 export interface ClientRow {
   id: string

@@ -5,6 +5,7 @@
  */
 import type { AppContext } from '../context'
 import { clientAddress } from '../http/auth'
+import { rateLimiter } from '../http/rate-limit'
 
 export const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
 /** Public clients hold no secret and send no cookies here, so any origin may call the JSON endpoints. */
@@ -30,7 +31,7 @@ export async function throttle(ctx: AppContext, request: Request, server: Server
 }
 
 export async function throttleKey(ctx: AppContext, key: string, perMinute: number): Promise<number | null> {
-  const decision = await ctx.limiter.take(`oauth:${key}`, perMinute)
+  const decision = await rateLimiter(ctx).take(`oauth:${key}`, perMinute)
   if (decision.allowed) return null
   return Math.max(1, Math.ceil((decision.resetAt - Date.now()) / 1000))
 }

@@ -8,8 +8,8 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
+import type { JobKind } from '../jobs/kind'
 import { enqueue } from '../jobs/queue'
-import type { Job } from '../jobs/queue'
 import { log } from '../log'
 import { parseMail, type ParsedMail } from '../mail/inbound/parse'
 import { NO_VERDICTS } from '../mail/inbound/authenticate'
@@ -212,7 +212,7 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   }
 }
 
-export const executeJob = {
+export const executeJob: JobKind<{ send_id: string }> = {
   kind: EXECUTE_KIND,
-  handle: async (ctx: AppContext, payload: { send_id: string }, _job: Job) => void (await executeSend(ctx, payload.send_id)),
+  handle: async (ctx, payload) => void (await executeSend(ctx, payload.send_id)),
 }

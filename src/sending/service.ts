@@ -7,14 +7,14 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import type { Auth } from '../auth/credentials'
+import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
 import { sha256 } from '../crypto'
 import { ApiError, errors, type ErrorCode } from '../http/errors'
 import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
-import { claimById, enqueueWith } from '../jobs/queue'
-import { runJob } from '../jobs/worker'
+import { enqueueWith } from '../jobs/queue'
+import { runNow } from '../jobs/run'
 import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
 import type { SendMailRequest } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
@@ -146,6 +146,13 @@ function insertSend(tx: Tx, row: SendRow, emailId: string | null) {
       left join emails e on e.id = ${emailId}::uuid`
 }
 
+/** What an immediate send's request wrote, to run its job inline. */
+interface Inline {
+  jobId: string | null
+  row: SendRow
+  built?: Built
+}
+
 /** The error a failed immediate send answers with (the relay's verdict). */
 function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as ErrorCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
@@ -158,63 +165,47 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   const payloadHash = sha256(canonicalJson(request))
   const key = headerKey ?? `derived_${payloadHash.toString('base64url').slice(0, 32)}`
   const scope = `org:${auth.orgId}:send-mail`
-  // For running an immediate send inline: its row and job as inserted, the message stored with it.
-  let inserted: SendRow | undefined
-  let jobId: string | null = null
-  let built: Built | undefined
   // Read before the transaction: a key read inside it would wait for a second connection of the
   // pool, which transactions waiting the same way could all be holding. (No key: the sender is
   // refused below, or its domain was verified a moment ago; either way the job builds.)
   const signingKey = scheduledAt && scheduledAt.getTime() > Date.now() ? undefined : await sendingKeyFor(ctx, { org_id: auth.orgId, request }).catch(() => undefined)
-  const outcome = await idempotent(
-    ctx.sql,
-    ctx.keys,
-    { scope, key, payload: request, payloadHash },
-    async (tx, facts: SendFacts) => {
-      let threadId: string | null = null
-      if (request.in_reply_to_email_id) {
-        const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
-        threadId = reply.threadId
-        request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
-        if (!request.to.length) request.to = [reply.to]
-      }
-      await authorize(tx, auth, request, facts)
-      const id = randomUUIDv7()
-      const future = scheduledAt && scheduledAt.getTime() > Date.now()
-      const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
-      // An immediate send's first message is built and stored with the send, as its job would
-      // (the job then only relays it, as after a crash between building and relaying). Should
-      // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
-      const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
-      if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
-      // The stored email, the send with its job (one statement) and the key's record go out
-      // together: one round trip.
-      const emailId = composed ? randomUUIDv7() : null
-      const stored = composed && storeComposed(tx, row, composed, emailId!)
-      const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: id }, {
-        runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
-        maxAttempts: 5,
-      })
-      const pending = Promise.all([stored, job]).then(([email, enqueued]) => {
-        if (email && composed) {
-          Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
-          built = { emailId: email.id, raw: composed.raw, text: composed.text }
-        }
-        inserted = row
-        jobId = enqueued
-      })
-      return { status: 200, data: { send_id: id, inline: !future }, pending }
-    },
-    // with the key's lock and lookup: the checks' facts do not depend on the key
-    tx => sendFacts(tx, auth.orgId, request.from),
-  )
+  const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: request, payloadHash }, async tx => {
+    let threadId: string | null = null
+    if (request.in_reply_to_email_id) {
+      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
+      threadId = reply.threadId
+      request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
+      if (!request.to.length) request.to = [reply.to]
+    }
+    await authorize(tx, auth, request, await sendFacts(tx, auth.orgId, request.from))
+    const id = randomUUIDv7()
+    const future = scheduledAt && scheduledAt.getTime() > Date.now()
+    const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
+    // An immediate send's first message is built and stored with the send, as its job would
+    // (the job then only relays it, as after a crash between building and relaying). Should
+    // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
+    const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
+    if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
+    // The stored email, the send with its job (one statement) and the key's record go out
+    // together: one round trip.
+    const emailId = composed ? randomUUIDv7() : null
+    const stored = composed && storeComposed(tx, row, composed, emailId!)
+    const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: id }, {
+      runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
+      maxAttempts: 5,
+    })
+    // For running an immediate send inline: its job, its row as inserted, the message stored with it.
+    const local = Promise.all([stored, job]).then(([email, jobId]): Inline => {
+      if (!email || !composed) return { jobId, row }
+      Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+      return { jobId, row, built: { emailId: email.id, raw: composed.raw, text: composed.text } }
+    })
+    return { status: 200, data: { send_id: id, inline: !future }, local }
+  })
   const { send_id: sendId, inline } = outcome.data
-  let send: SendRow | null = null
-  if (!outcome.replayed && inline && jobId) {
-    const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
-    // the job's own handler, except that it starts from what was just written and hands back the final row
-    if (job) await runJob(ctx, { ...executeJob, handle: async c => void (send = await executeSend(c, sendId, inserted, built)) }, job)
-  }
+  const written = inline ? outcome.local : undefined
+  // The send's job, run here: it starts from what was just written and hands back the final row.
+  let send = written?.jobId ? await runNow(ctx, executeJob, written.jobId, () => executeSend(ctx, sendId, written.row, written.built)) : null
   send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.

@@ -4,8 +4,7 @@
  * are set-based: the deliveries claimed together are loaded and counted in one statement, and
  * the outcomes of attempts that finish together are recorded in one (group commit).
  */
-import type { AppContext } from '../context'
-import { perDatabase } from '../db/client'
+import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from './dispatch'
@@ -76,7 +75,7 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
     return { status }
   }
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
-  const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, d.org_id), d.event_id, body)
+  const headers = signedHeaders(await cachedSigningSecrets(ctx, d.org_id), d.event_id, body)
   const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, d.event_id)
   if (outcome.ok) {
     const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
@@ -110,8 +109,8 @@ interface Outcome {
  * Outcomes that finish while an update is in flight are recorded together in the next one. Two
  * outcomes of one delivery in a batch (a replay beside its job's attempt): the later one stands.
  */
-const recorders = perDatabase(
-  sql =>
+const recorders = perProcess(
+  ({ sql }) =>
     new GroupCommit<Outcome, void>(async outcomes => {
       const latest = [...new Map(outcomes.map(o => [o.id, o])).values()]
       const column = <T>(pick: (o: Outcome) => T | undefined) => latest.map(o => pick(o) ?? null)
@@ -128,5 +127,5 @@ const recorders = perDatabase(
 )
 
 function record(ctx: AppContext, outcome: Outcome): Promise<void> {
-  return recorders(ctx.sql).submit(outcome)
+  return recorders(ctx).submit(outcome)
 }

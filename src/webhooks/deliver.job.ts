@@ -8,7 +8,7 @@
 import type { Config } from '../config'
 import type { AppContext } from '../context'
 import type { Job } from '../jobs/queue'
-import type { JobKind } from '../jobs/registry'
+import type { JobKind } from '../jobs/kind'
 import { beginAttempts, sendAttempt } from './attempt'
 
 export const DELIVER_KIND = 'webhook.deliver'

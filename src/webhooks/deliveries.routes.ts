@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { Nullable, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from './deliveries.service'
@@ -35,7 +35,7 @@ export function deliveryRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query }) => {
-        const page = ctx.cursors.request('deliveries', query)
+        const page = cursors(ctx).request('deliveries', query)
         const filters = {
           emailId: query.email_id,
           status: query.status,
@@ -43,7 +43,7 @@ export function deliveryRoutes(ctx: AppContext) {
           dateTo: query.date_to ? parseTimestamp('date_to', query.date_to) : null,
         }
         const { rows, total } = await listDeliveries(ctx.sql, auth.orgId, page, filters)
-        return ctx.cursors.page('deliveries', rows, page, total, presentDelivery)
+        return cursors(ctx).page('deliveries', rows, page, total, presentDelivery)
       },
       {
         query: t.Object({

@@ -3,7 +3,7 @@ import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
-import { rateLimitError } from '../http/rate-limit'
+import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { iso } from '../http/timestamps'
 import { attemptDelivery, type DeliveryStatus } from './attempt'
 
@@ -97,7 +97,7 @@ export async function replayDelivery(ctx: AppContext, orgId: string, id: string)
   if (!row) throw errors.notFound('delivery')
   if (!row.email_id) throw errors.conflict('delivery: only email deliveries can be replayed')
   if (row.deactivated) throw errors.conflict('delivery: its endpoint was deleted; replay is refused')
-  const decision = await ctx.limiter.take(`replay:${orgId}`, REPLAYS_PER_MINUTE)
+  const decision = await rateLimiter(ctx).take(`replay:${orgId}`, REPLAYS_PER_MINUTE)
   if (!decision.allowed) throw rateLimitError(decision, 'rate_limited', 'webhook replay')
   const result = await attemptDelivery(ctx, id, { last: true, replay: true })
   const delivered = result.status === 'delivered' || result.status === 'header_confirmed'

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { CreateEndpoint, DeactivatedEndpoint, Endpoint, EndpointId, UpdateEndpoint } from './endpoints.model'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from './endpoints.service'
@@ -44,9 +44,9 @@ export function endpointRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `endpoints:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listEndpoints(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, presentEndpoint)
+        return cursors(ctx).page(scope, rows, page, total, presentEndpoint)
       },
       {
         query: t.Object(pageQuery()),

@@ -18,7 +18,8 @@ import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
-import { isUniqueViolation, lockOrgForWebhooks, planAccess, requireEntitlement, type PlanAccess } from './plan-access'
+import { isUniqueViolation } from '../db/errors'
+import { lockOrgForWebhooks, planAccess, requireEntitlement, type PlanAccess } from './plan-access'
 import { checkWebhookUrl } from './url-safety'
 
 export interface EndpointRules {

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { createFilter, deleteFilter, getFilter, listFilters, presentFilter, setFilterEnabled } from './filters.service'
 
 const PATTERN =
@@ -58,9 +58,9 @@ export function filterRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `filters:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listFilters(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, presentFilter)
+        return cursors(ctx).page(scope, rows, page, total, presentFilter)
       },
       {
         query: t.Object(pageQuery()),

@@ -70,9 +70,3 @@ export async function deleteFilter(sql: Sql, orgId: string, id: string): Promise
   if (!row) throw errors.notFound('filter')
   return row
 }
-
-/** The organization's enabled filters, oldest first (for the delivery engine). */
-export async function activeFilters(sql: Tx, orgId: string): Promise<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]> {
-  return sql<Pick<FilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>[]>`
-    select id, type, pattern, domain_id from filters where org_id = ${orgId} and enabled order by id`
-}

@@ -33,6 +33,3 @@ export function requireEntitlement(access: PlanAccess, entitlement: Entitlement,
 export async function lockOrgForWebhooks(tx: Tx, orgId: string) {
   await tx`select pg_advisory_xact_lock(hashtextextended(${`webhooks:${orgId}`}, 0))`
 }
-
-export const isUniqueViolation = (error: unknown, constraint: string) =>
-  (error as { code?: string })?.code === '23505' && (error as { constraint_name?: string }).constraint_name === constraint

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
-import { pageQuery } from '../http/pagination'
+import { pageQuery, cursors } from '../http/pagination'
 import { createRoute, deleteRoute, getRoute, listRoutes, presentRoute } from './recipient-routes.service'
 
 const PATTERN =
@@ -52,9 +52,9 @@ export function recipientRouteRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `routes:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listRoutes(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, presentRoute)
+        return cursors(ctx).page(scope, rows, page, total, presentRoute)
       },
       {
         query: t.Object(pageQuery()),

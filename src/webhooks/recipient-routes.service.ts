@@ -26,7 +26,8 @@ import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { findEndpoint, functionRouteTarget } from './endpoints.service'
 import { expandPattern, isExactAddress, matchesPattern, normalizePattern, patternDomain, patternProblem } from './patterns'
-import { isUniqueViolation, lockOrgForWebhooks, planAccess, requireEntitlement } from './plan-access'
+import { isUniqueViolation } from '../db/errors'
+import { lockOrgForWebhooks, planAccess, requireEntitlement } from './plan-access'
 
 export interface RouteRow {
   id: string
@@ -122,16 +123,6 @@ export interface ActiveRoute {
   endpoint_enabled: boolean
 }
 
-/** The organization's routes, oldest first, with whether their endpoint is enabled (for the delivery engine). */
-export async function routesOf(sql: Tx, orgId: string): Promise<ActiveRoute[]> {
-  return sql<ActiveRoute[]>`
-    select r.id, r.pattern, r.endpoint_id, e.enabled as endpoint_enabled
-      from recipient_routes r
-      join endpoints e on e.id = r.endpoint_id and e.org_id = r.org_id
-     where r.org_id = ${orgId} and e.deactivated_at is null
-     order by r.id`
-}
-
 const literalLength = (pattern: string) => expandPattern(pattern).replace(/\*/g, '').length
 const starCount = (pattern: string) => (expandPattern(pattern).match(/\*/g) ?? []).length
 
@@ -142,7 +133,7 @@ function compareRanks(a: number[], b: number[]): number {
 
 /**
  * The most specific route for `address` (see the order at the top of this file), or null.
- * `routes` must be in creation order (as `routesOf` returns them) for the oldest-first tie-break.
+ * `routes` must be in creation order (ids ascending) for the oldest-first tie-break.
  */
 export function matchingRoute<R extends { pattern: string }>(routes: R[], address: string): R | null {
   let best: R | null = null

@@ -16,14 +16,14 @@ import type { ParsedMail } from '../mail/inbound/parse'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
 import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
-import type { activeFilters } from './filters.service'
+import type { FilterRow as FullFilterRow } from './filters.service'
 import { matchingRoute, type ActiveRoute } from './recipient-routes.service'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
 
 type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
 
-type FilterRow = Awaited<ReturnType<typeof activeFilters>>[number]
+type FilterRow = Pick<FullFilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>
 
 interface Routing {
   endpoints: EndpointRow[]
@@ -33,8 +33,8 @@ interface Routing {
 }
 
 /**
- * The organization's active endpoints, its routes (as `routesOf` returns them), its enabled
- * sender filters (as `activeFilters` returns them) and its verified domains, in one statement;
+ * The organization's active endpoints, its routes (oldest first, each with whether its endpoint
+ * is enabled), its enabled sender filters (oldest first) and its verified domains, in one statement;
  * without an active endpoint only the endpoints are looked up.
  */
 async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {

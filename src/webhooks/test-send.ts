@@ -71,7 +71,7 @@ export function endpointTestRoutes(ctx: AppContext) {
         const slot = await takeTestSlot(ctx, auth.orgId)
         const eventId = `evt_test_${randomUUIDv7().replaceAll('-', '')}`
         const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
-        const headers = signedHeaders(await cachedSigningSecrets(ctx.sql, ctx.keys, auth.orgId), eventId, body)
+        const headers = signedHeaders(await cachedSigningSecrets(ctx, auth.orgId), eventId, body)
         const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
         const [verified] = await ctx.sql`
           select 1 from domains where org_id = ${auth.orgId} and status = 'verified'

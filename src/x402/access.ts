@@ -4,7 +4,7 @@
  */
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
-import type { Auth } from '../auth/credentials'
+import type { Auth } from '../auth/principal'
 import { authenticateRequest } from '../http/auth'
 import { planAccess, requireEntitlement } from '../webhooks/plan-access'
 

@@ -8,7 +8,7 @@ import type { Resolver } from '../../src/dns/resolver'
 import { createApiKey } from '../../src/auth/api-keys'
 import { addMember, ensureUser, insertOrg } from '../../src/account/orgs'
 import type { Plan } from '../../src/account/plans'
-import type { Role } from '../../src/auth/credentials'
+import type { Role } from '../../src/auth/principal'
 
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef-0123456789'
 

@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createOrg, testApp } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
+import { cursors } from '../../src/http/pagination'
 
 const { ctx, request } = await testApp()
 
@@ -107,7 +108,7 @@ describe('cursors are opaque and bound to their list', () => {
 
   test('a cursor signed for another list', async () => {
     const { key, keyId } = await org
-    const elsewhere = ctx.cursors.encode('filters', keyId)
+    const elsewhere = cursors(ctx).encode('filters', keyId)
     expectError(await request('GET', `/v1/api-keys?cursor=${encodeURIComponent(elsewhere)}`, { key }), 400, 'validation_error', /^cursor: /)
   })
 

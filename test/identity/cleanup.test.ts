@@ -4,7 +4,7 @@ import { createOrg, testApp, testSql } from '../helpers/app'
 import { expectOk } from '../helpers/envelope'
 import { managedAddress } from '../helpers/mail'
 import { person } from '../oauth/helpers'
-import { cleanupJob } from '../../src/jobs/cleanup.job'
+import { cleanup } from '../../src/maintenance/cleanup.job'
 import { loginTokens, newEmail, startLogin } from './helpers'
 
 const t = await testApp()
@@ -31,7 +31,7 @@ test('expired device logins, signups, invitations and OAuth tokens go; live ones
   const [token] = await sql<{ grant_id: string }[]>`select grant_id from oauth_tokens where hash = sha256(${tokens.access_token}::bytea)`
   await sql`update oauth_tokens set expires_at = now() - interval '1 minute' where hash = sha256(${tokens.access_token}::bytea)`
 
-  await cleanupJob.handle(t.ctx)
+  await cleanup(t.ctx)
 
   const deviceCodes = await sql`select device_code_hash from cli_device_codes where device_code_hash in (sha256(${expiredLogin.device_code}::bytea), sha256(${liveLogin.device_code}::bytea))`
   expect(deviceCodes).toHaveLength(1)

@@ -1,10 +1,10 @@
 /** The job queue on the real database: claiming, retries, dead letters, hand-backs and cleanup. */
 import { describe, expect, test } from 'bun:test'
 import { randomUUIDv7 } from 'bun'
-import { backoffSeconds, claim, claimById, complete, enqueue, fail, reclaimStale, releaseClaimed, type Job } from '../../src/jobs/queue'
-import { cleanupJob } from '../../src/jobs/cleanup.job'
+import { backoffSeconds, claim, claimById, deleteJobs, enqueue, fail, reclaimStale, releaseClaimed, type Job } from '../../src/jobs/queue'
+import { cleanup } from '../../src/maintenance/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
-import type { JobKind } from '../../src/jobs/registry'
+import type { JobKind } from '../../src/jobs/kind'
 import { testApp, testSql } from '../helpers/app'
 
 const kind = () => `test.${randomUUIDv7()}`
@@ -82,7 +82,7 @@ describe('the queue', () => {
     expect(await reclaimStale(sql, 3600)).toBe(0)
     expect(await reclaimStale(sql, 0)).toBeGreaterThanOrEqual(1)
     expect((await jobRow(id))!.locked_by).toBeNull()
-    await complete(sql, (await claimById(sql, 'w', id))!)
+    await deleteJobs(sql, [(await claimById(sql, 'w', id))!.id])
     expect(await jobRow(id)).toBeUndefined()
   })
 
@@ -193,7 +193,7 @@ describe('cleanup', () => {
     await sql`insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at) values (${scope}, 'old', 'h', 200, '\\x00', now() - interval '1 second')`
     await sql`insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at) values (${scope}, 'new', 'h', 200, '\\x00', now() + interval '1 hour')`
     await sql`insert into rate_limit_windows (bucket, window_start, used) values (${scope}, 0, 1)`
-    await cleanupJob.handle(ctx)
+    await cleanup(ctx)
     expect((await sql`select key from idempotency_keys where scope = ${scope}`).map(r => r.key)).toEqual(['new'])
     expect((await sql`select 1 from rate_limit_windows where bucket = ${scope}`).length).toBe(0)
   })

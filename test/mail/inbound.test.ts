@@ -5,6 +5,7 @@ import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, rfc822, senderDomain, type InboundHarness } from '../helpers/mail'
 import { signDownloadToken } from '../../src/emails/download-token'
 import { EMAILS_CHANNEL } from '../../src/mail/events'
+import { inboundCommits } from '../../src/mail/inbound/ingest'
 
 const embedded = (await globalThis.testDatabase!).kind === 'pglite'
 
@@ -513,7 +514,7 @@ describe('stored before the 250, many sessions per commit', () => {
       // one at a time into the queue, so the arrival order is known
       const arrive = async (m: ReturnType<typeof inbound>) => {
         queued.push(ingest(h.ctx, m))
-        while (h.ctx.inboundCommits.pending < queued.length - 1) await Bun.sleep(2)
+        while (inboundCommits(h.ctx).pending < queued.length - 1) await Bun.sleep(2)
       }
       await arrive(inbound(address, { Subject: 'Plan', 'Message-ID': '<plan-1@sender.example>' }))
       await arrive(inbound(address, { Subject: 'Re: Plan', 'In-Reply-To': '<plan-1@sender.example>' }))
@@ -575,7 +576,7 @@ describe('stored before the 250, many sessions per commit', () => {
       // one batch, the poisoned message between two good ones of two organizations, one of them to both
       for (const m of [inbound(addresses[0]!, { Subject: 'good 1' }), poisoned, { ...inbound(addresses[0]!, { Subject: 'good 2' }), rcptTo: addresses }]) {
         results.push(ingest(h.ctx, m).catch(error => error))
-        while (h.ctx.inboundCommits.pending < results.length - 1) await Bun.sleep(2)
+        while (inboundCommits(h.ctx).pending < results.length - 1) await Bun.sleep(2)
       }
     } finally {
       await held.release()
@@ -685,7 +686,7 @@ describe('recipients', () => {
     try {
       // the first message's batch waits for the lock, the other two queue behind it
       await held.waiting()
-      while (h.ctx.inboundCommits.pending < 2) await Bun.sleep(5)
+      while (inboundCommits(h.ctx).pending < 2) await Bun.sleep(5)
     } finally {
       await held.release()
     }

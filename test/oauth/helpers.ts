@@ -9,7 +9,7 @@ import { createApp } from '../../src/app'
 import { createContext, type AppContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
 import { addMember, ensureUser } from '../../src/account/orgs'
-import type { Role } from '../../src/auth/credentials'
+import type { Role } from '../../src/auth/principal'
 import { createOrg, TEST_SECRET, testConfig, testSql } from '../helpers/app'
 
 let ipCounter = 0

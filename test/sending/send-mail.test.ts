@@ -8,7 +8,8 @@ import { startTestRelay, type TestRelay } from '../helpers/relay'
 import { memoryResolver } from '../../src/dns/resolver'
 import { signingKeyFor } from '../../src/mail/outbound/dkim'
 import { startWorker } from '../../src/jobs/worker'
-import { closeRelay } from '../../src/sending/relay'
+import { relayOf } from '../../src/sending/relay'
+import { JOB_KINDS } from '../../src/job-kinds'
 import { setSendLimitsCommand, UsageError } from '../../src/admin/commands'
 import { markDomainVerified } from '../../src/domains/service'
 import { executeJob, type SendRow } from '../../src/sending/execute'
@@ -25,7 +26,7 @@ beforeAll(async () => {
   from = await managedAddress(app.ctx, org.orgId)
 })
 afterAll(async () => {
-  await closeRelay(app.ctx)
+  await relayOf(app.ctx).close()
   await relay.stop()
 })
 
@@ -101,7 +102,7 @@ describe('POST /v1/send-mail through an SMTP relay', () => {
       expect(retry.body.data.idempotent_replay).toBe(false)
       expect(relay.messages.length - before).toBe(1)
     } finally {
-      await closeRelay(dead.ctx)
+      await relayOf(dead.ctx).close()
     }
   })
 
@@ -117,7 +118,7 @@ describe('POST /v1/send-mail through an SMTP relay', () => {
       expectError(await send(body, { key, app: hanging }), 504, 'outbound_relay_timeout')
       expect(slow.messages.length).toBe(0)
     } finally {
-      await closeRelay(hanging.ctx)
+      await relayOf(hanging.ctx).close()
       await slow.stop()
     }
   })
@@ -171,7 +172,7 @@ describe('what is committed when', () => {
       expect(count!.n).toBe(1)
     } finally {
       slow.hang = false
-      await closeRelay(hanging.ctx)
+      await relayOf(hanging.ctx).close()
       await slow.stop()
     }
   })
@@ -373,7 +374,7 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     const moved = await h.request('PATCH', `/v1/sent-emails/${id}`, { key: a.key, body: { scheduled_at: later.toISOString() } })
     expect(moved.body.data).toMatchObject({ status: 'scheduled', scheduled_at: later.toISOString() })
     let now = new Date(at.getTime() + 60_000)
-    const worker = await startWorker(h.ctx, { pollMs: 20, clock: () => now })
+    const worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 20, clock: () => now })
     try {
       await Bun.sleep(200)
       expect((await h.request('GET', `/v1/sent-emails/${id}`, { key: a.key })).body.data.status).toBe('scheduled')
@@ -395,7 +396,7 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     const res = await send({ from: aAddress, to: 'x@example.com', subject: 'never', body_text: 'x', scheduled_at: new Date(Date.now() + 60_000).toISOString() }, { org: a, app: h })
     const canceled = await h.request('POST', `/v1/sent-emails/${res.body.data.id}/cancel`, { key: a.key })
     expect(canceled.body.data.status).toBe('canceled')
-    const worker = await startWorker(h.ctx, { pollMs: 20, clock: () => new Date(Date.now() + 3600_000) })
+    const worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 20, clock: () => new Date(Date.now() + 3600_000) })
     await worker.drain()
     await worker.stop(1000)
     expect((await h.request('GET', `/v1/sent-emails/${res.body.data.id}`, { key: a.key })).body.data).toMatchObject({ status: 'canceled', email_id: null })
@@ -412,7 +413,7 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     const res = await send({ from: aAddress, to: bAddress, subject: 'Status', body_text: 'tick', repeat: { every_minutes: 10 } }, { org: a, app: h })
     expect(res.body.data.status).toBe('queued')
     let now = new Date()
-    const worker = await startWorker(h.ctx, { pollMs: 20, clock: () => now })
+    const worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 20, clock: () => now })
     try {
       now = new Date(Date.now() + 11 * 60_000)
       worker.wake()

@@ -12,6 +12,7 @@ import { connectUrl } from '../../src/db/client'
 import { startService } from '../../src/index'
 import { ConfigError } from '../../src/config'
 import { createOrg, TEST_SECRET } from '../helpers/app'
+import { mailEvents } from '../../src/mail/events'
 
 const db = await globalThis.testDatabase!
 // The embedded fallback serves one connection: a second service cannot share it.
@@ -78,7 +79,7 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
     const base = `http://127.0.0.1:${service.running.apiPort}`
     expect((await fetch(`${base}/v1/health`)).status).toBe(200)
     // a long-poll that is still waiting when the shutdown begins
-    const events = service.ctx.mailEvents
+    const events = mailEvents(service.ctx)
     const waiting = new Promise<void>(resolve => {
       const wait = events.waitForMail.bind(events)
       events.waitForMail = (...args) => (resolve(), wait(...args))

@@ -11,6 +11,7 @@ import { claim, reclaimStale } from '../../src/jobs/queue'
 import { DELIVER_KIND } from '../../src/webhooks/deliver.job'
 import { markDomainVerified } from '../../src/domains/service'
 import type { EndpointRules } from '../../src/webhooks/endpoints.service'
+import { JOB_KINDS } from '../../src/job-kinds'
 
 const stripe = new Stripe('sk_test_unused')
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '10000' }
@@ -21,7 +22,7 @@ let receiver: Receiver
 
 beforeAll(async () => {
   h = await inboundHarness(ENV)
-  worker = await startWorker(h.ctx, { pollMs: 50 })
+  worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
   receiver = startReceiver()
 })
 afterAll(async () => {
@@ -210,7 +211,7 @@ describe('deliveries claimed together', () => {
       await h.transport.sendMail({ from: 'sam@sender.example', to: a.address, subject: 'for a', text: 'a' })
       await h.transport.sendMail({ from: 'sam@sender.example', to: b.address, subject: 'for b', text: 'b' })
     } finally {
-      worker = await startWorker(h.ctx, { pollMs: 50 })
+      worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
     }
     const [reqA] = await receiver.waitFor(1, epA.path)
     const [reqB] = await receiver.waitFor(1, epB.path)
@@ -345,7 +346,7 @@ describe('crash safety and discarded content', () => {
       const sql = await testSql()
       const claimed = await claim(sql, 'worker_that_crashed', [DELIVER_KIND], 1000)
       expect(claimed.length).toBeGreaterThanOrEqual(1)
-      worker = await startWorker(h.ctx, { pollMs: 50 })
+      worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
       await Bun.sleep(300)
       expect(receiver.requests.filter(r => r.path === ep.path)).toHaveLength(0)
       expect(await reclaimStale(sql, 0)).toBeGreaterThanOrEqual(1)
@@ -368,12 +369,12 @@ describe('crash safety and discarded content', () => {
       await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'gone', text: 'x' })
       const email = (await h.request('GET', '/v1/emails', { key: org.key })).body.data[0]
       expect((await h.request('POST', `/v1/emails/${email.id}/discard`, { key: org.key })).status).toBe(200)
-      worker = await startWorker(h.ctx, { pollMs: 50 })
+      worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
       const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'failed')
       expect(d).toMatchObject({ status: 'failed', last_error_code: 'content_discarded' })
       expect(receiver.requests.some(r => r.path === ep.path)).toBe(false)
     } catch (error) {
-      worker = await startWorker(h.ctx, { pollMs: 50 })
+      worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
       throw error
     }
   })
@@ -382,7 +383,7 @@ describe('crash safety and discarded content', () => {
     // Jobs are shared through the database: only the strict worker may pick this one up.
     await worker.stop(1000)
     const strict = await inboundHarness({ WEBHOOK_RETRY_SCHEDULE: '1', WEBHOOK_TIMEOUT_MS: '10000' })
-    const strictWorker = await startWorker(strict.ctx, { pollMs: 50 })
+    const strictWorker = await startWorker(strict.ctx, { kinds: JOB_KINDS, pollMs: 50 })
     try {
       const org = await createOrg()
       const address = await managedAddress(strict.ctx, org.orgId)
@@ -396,7 +397,7 @@ describe('crash safety and discarded content', () => {
     } finally {
       await strictWorker.stop(1000)
       await strict.stop()
-      worker = await startWorker(h.ctx, { pollMs: 50 })
+      worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
     }
   })
 })

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createOrg, testApp } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
-import { matchingRoute, routesOf } from '../../src/webhooks/recipient-routes.service'
+import { matchingRoute } from '../../src/webhooks/recipient-routes.service'
 import { HOOK_URL, randomId, webhookResolver } from './crud-helpers'
 
 const app = await testApp({}, { resolver: webhookResolver() })
@@ -222,17 +222,5 @@ describe('selection helpers', () => {
 
   test('matchingRoute: more literal characters beat fewer stars', () => {
     expect(matchingRoute([route('short', 'a*@x.example'), route('long', '*a*b*@x.example')], 'ab@x.example')?.id).toBe('long')
-  })
-
-  test('routesOf: oldest first, with whether the endpoint is enabled', async () => {
-    const org = await createOrg()
-    const on = await routeTarget(org.key)
-    const off = await routeTarget(org.key, { enabled: false })
-    const a = await create(org.key, { pattern: `a@${MANAGED}`, endpoint_id: on.id })
-    const b = await create(org.key, { pattern: `b@${MANAGED}`, endpoint_id: off.id })
-    expect(await routesOf(ctx.sql, org.orgId)).toEqual([
-      { id: a.id, pattern: a.pattern, endpoint_id: on.id, endpoint_enabled: true },
-      { id: b.id, pattern: b.pattern, endpoint_id: off.id, endpoint_enabled: false },
-    ])
   })
 })

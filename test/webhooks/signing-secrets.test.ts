@@ -7,11 +7,11 @@ const { ctx } = await testApp()
 
 test('cached for a few seconds; a rotation in this process signs with both secrets at once', async () => {
   const org = await createOrg()
-  const [old] = await cachedSigningSecrets(ctx.sql, ctx.keys, org.orgId)
+  const [old] = await cachedSigningSecrets(ctx, org.orgId)
   expect(await signingSecrets(ctx.sql, ctx.keys, org.orgId)).toEqual([old!])
   // a change the cache is not told about (another process's rotation) is not seen yet
   await ctx.sql`update webhook_secrets set secret_sealed = ${ctx.keys.encrypt('whsec_elsewhere')} where org_id = ${org.orgId}`
-  expect(await cachedSigningSecrets(ctx.sql, ctx.keys, org.orgId)).toEqual([old!])
-  const rotated = await rotateWebhookSecret(ctx.sql, ctx.keys, org.orgId)
-  expect(await cachedSigningSecrets(ctx.sql, ctx.keys, org.orgId)).toEqual([rotated, 'whsec_elsewhere'])
+  expect(await cachedSigningSecrets(ctx, org.orgId)).toEqual([old!])
+  const rotated = await rotateWebhookSecret(ctx, org.orgId)
+  expect(await cachedSigningSecrets(ctx, org.orgId)).toEqual([rotated, 'whsec_elsewhere'])
 })

@@ -4,7 +4,7 @@ import { createOrg, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { expectOk } from '../helpers/envelope'
 import { createApiKey } from '../../src/auth/api-keys'
 import { addMember, ensureUser } from '../../src/account/orgs'
-import type { Role } from '../../src/auth/credentials'
+import type { Role } from '../../src/auth/principal'
 
 /** An organization on the power plan (which includes x402_payments). */
 export const x402Org = () => createOrg({ plan: 'power' })

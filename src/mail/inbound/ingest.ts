@@ -7,13 +7,14 @@
  * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime,
  * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
  * that received the message, concurrently with the others. The writes go through the
- * context's group commit: the messages of concurrent sessions are stored in one transaction,
+ * process's group commit: the messages of concurrent sessions are stored in one transaction,
  * their statements pipelined, so the database sees one commit per batch instead of one per
  * message.
  */
-import type { AppContext } from '../../context'
+import { perProcess, type AppContext } from '../../context'
 import type { Tx } from '../../db/client'
 import { GroupCommit } from '../../db/group-commit'
+import type { Resolver } from '../../dns/resolver'
 import { log } from '../../log'
 import { countStored, reserveStorage, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { enqueueDeliveries, routingCache } from '../../webhooks/selection'
@@ -21,6 +22,7 @@ import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
+import { mailEvents } from '../events'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -60,13 +62,13 @@ export type InboundCommits = GroupCommit<PreparedMessage, IngestResult>
  */
 const LOCK_TIMEOUT = '5s'
 
-async function prepare(ctx: AppContext, msg: InboundMessage): Promise<PreparedMessage> {
+async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver): Promise<PreparedMessage> {
   // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
   const [recipients, mail, auth] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
     parseMail(msg.raw),
-    authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, ctx.resolver),
+    authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
   // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
   const copies = new Map<string, PreparedMessage['copies'][number]>()
@@ -102,7 +104,7 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     if (notified.size) await countStored(tx, counted, notified)
     return results
   })
-  for (const { stored } of results) for (const email of stored) ctx.mailEvents.emit(email.orgId)
+  for (const { stored } of results) for (const email of stored) mailEvents(ctx).emit(email.orgId)
   return results
 }
 
@@ -131,16 +133,18 @@ async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing:
   return out
 }
 
-/** The group commit that stores inbound mail for this context's database. */
-export function inboundCommits(ctx: AppContext): InboundCommits {
-  return new GroupCommit(batch => storeBatch(ctx, batch))
-}
+/** The group commit that stores this process's inbound mail. */
+export const inboundCommits = perProcess((ctx): InboundCommits => new GroupCommit(batch => storeBatch(ctx, batch)))
 
-/** Parses, authenticates and stores a message; resolves once it is committed. Logs one line. */
-export async function ingest(ctx: AppContext, msg: InboundMessage): Promise<IngestResult> {
+/**
+ * Parses, authenticates and stores a message; resolves once it is committed. Logs one line.
+ * `resolver` answers the authentication's DNS lookups (the local relay passes one that knows our
+ * own DKIM records).
+ */
+export async function ingest(ctx: AppContext, msg: InboundMessage, resolver = ctx.resolver): Promise<IngestResult> {
   const started = performance.now()
-  const prepared = await prepare(ctx, msg)
-  const { stored, refused } = prepared.copies.length ? await ctx.inboundCommits.submit(prepared) : { stored: [], refused: [] }
+  const prepared = await prepare(ctx, msg, resolver)
+  const { stored, refused } = prepared.copies.length ? await inboundCommits(ctx).submit(prepared) : { stored: [], refused: [] }
   const { auth } = prepared
   const fields = {
     event_type: prepared.eventType,

@@ -2,7 +2,7 @@
 import { LRUCache } from 'lru-cache'
 import { dkimSign as mailauthSign } from 'mailauth/lib/dkim/sign'
 import type { DKIMSignOptions } from 'mailauth'
-import type { AppContext } from '../../context'
+import { perProcess, type AppContext } from '../../context'
 import { dkimKeyFor } from '../../domains/service'
 import { managedDkimKey } from './managed-key'
 import { RelayError } from './relay-types'
@@ -32,21 +32,15 @@ const canonical = (domain: string) => domain.trim().toLowerCase().replace(/\.$/,
  * just verified signs at once.
  */
 const KEY_TTL_MS = 60_000
-const caches = new WeakMap<AppContext, LRUCache<string, SigningKey, { orgId: string | null; domain: string }>>()
-
-function keyCache(ctx: AppContext) {
-  let cache = caches.get(ctx)
-  if (!cache) {
-    cache = new LRUCache<string, SigningKey, { orgId: string | null; domain: string }>({
+const keyCache = perProcess(
+  ctx =>
+    new LRUCache<string, SigningKey, { orgId: string | null; domain: string }>({
       max: 10_000,
       ttl: KEY_TTL_MS,
       // concurrent first uses share one fetch; undefined (no key) is not stored
       fetchMethod: async (_key, _stale, { context }) => (await loadKey(ctx, context.orgId, context.domain)) ?? undefined,
-    })
-    caches.set(ctx, cache)
-  }
-  return cache
-}
+    }),
+)
 
 async function loadKey(ctx: AppContext, orgId: string | null, domain: string): Promise<SigningKey | null> {
   if (domain === ctx.config.MANAGED_DOMAIN.toLowerCase()) {
@@ -74,8 +68,7 @@ export async function signingKeyFor(ctx: AppContext, orgId: string | null, fromD
 
 /** Drops cached keys: all of them, or one organization's key for one domain. */
 export function forgetSigningKeys(ctx: AppContext, orgId?: string, domain?: string) {
-  const cache = caches.get(ctx)
-  if (!cache) return
+  const cache = keyCache(ctx)
   if (orgId === undefined || domain === undefined) cache.clear()
   else cache.delete(`${orgId}\n${canonical(domain)}`)
 }

@@ -33,8 +33,8 @@ async function sortRecipients(ctx: AppContext, rcpts: string[]): Promise<Sorted>
 }
 
 export function createLocalRelay(ctx: AppContext): Relay {
-  // ingest reads DNS from the context it is given: the same context, with our own DKIM records
-  const inbound: AppContext = { ...ctx, resolver: localResolver(ctx) }
+  // the inbound pipeline authenticates the message against our own DKIM records
+  const resolver = localResolver(ctx)
 
   return {
     kind: 'local',
@@ -66,7 +66,7 @@ export function createLocalRelay(ctx: AppContext): Relay {
       if (hosted.length) {
         // tls false: the message never crossed a network, encrypted or not
         const rcptTo = hosted.map(h => h.rcpt)
-        const result = await ingest(inbound, { raw: bytes, mailFrom: envelope.from, rcptTo, remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false })
+        const result = await ingest(ctx, { raw: bytes, mailFrom: envelope.from, rcptTo, remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false }, resolver)
         const delivered = new Set(result.stored.flatMap(s => s.rcptTo.map(a => a.toLowerCase())))
         for (const { rcpt, orgId } of hosted) {
           if (delivered.has(rcpt.toLowerCase())) continue

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../../context'
 import { authenticated } from '../../http/auth'
 import { Ok, Paged } from '../../http/envelope'
-import { pageQuery } from '../../http/pagination'
+import { pageQuery, cursors } from '../../http/pagination'
 import { iso } from '../../http/timestamps'
 import { getOutbox, listOutbox, type OutboxRow } from './outbox'
 
@@ -37,9 +37,9 @@ export function outboxRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `outbox:${auth.orgId}`
-        const page = ctx.cursors.request(scope, query)
+        const page = cursors(ctx).request(scope, query)
         const { rows, total } = await listOutbox(ctx.sql, auth.orgId, page)
-        return ctx.cursors.page(scope, rows, page, total, present)
+        return cursors(ctx).page(scope, rows, page, total, present)
       },
       {
         query: t.Object(pageQuery()),

@@ -1,10 +1,10 @@
-/** Every job kind the worker knows, in one list. A kind is a module with a name and a handler. */
+/**
+ * What a job kind is. The jobs mechanism (queue, run, worker) knows no kind: each kind is a
+ * module of its feature (`*.job.ts`), and the kinds a worker runs are listed where the roles are
+ * assembled (src/job-kinds.ts).
+ */
 import type { AppContext } from '../context'
 import type { Job } from './queue'
-import { cleanupJob } from './cleanup.job'
-import { deliverJob } from '../webhooks/deliver.job'
-import { verificationMailJob } from '../account/verification-mail.job'
-import { executeJob } from '../sending/execute'
 
 export interface JobKind<P = any> {
   kind: string
@@ -18,6 +18,9 @@ export interface JobKind<P = any> {
   handleMany?(ctx: AppContext, jobs: Job<P>[]): Promise<void>[]
   /** seconds before the next attempt after `attempt` failed; default exponential back-off */
   retryDelaySeconds?(ctx: AppContext, attempt: number): number
+  /**
+   * A periodic kind: every worker running it enqueues one (payload `{}`) at start and then every
+   * `everyMs`, deduplicated, so a fleet of workers keeps at most one pending.
+   */
+  everyMs?: number
 }
-
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob]

@@ -4,9 +4,9 @@
  * signups, unclaimed invitations).
  */
 import type { AppContext } from '../context'
+import type { JobKind } from '../jobs/kind'
+import { reclaimStale } from '../jobs/queue'
 import { log } from '../log'
-import { reclaimStale } from './queue'
-import { deleteExpiredMemories } from '../memories/service'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 /** A job lock older than this belongs to a dead worker: longer than the longest job (a 10-minute function run). */
@@ -31,15 +31,14 @@ export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
   }
 }
 
-export const cleanupJob = {
-  kind: CLEANUP_KIND,
-  async handle(ctx: AppContext) {
-    const { sql } = ctx
-    const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
-    const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
-    const reclaimed = await reclaimStale(sql, STALE_LOCK_SECONDS)
-    const identity = await deleteExpiredIdentityRows(sql)
-    const memories = await deleteExpiredMemories(ctx)
-    log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity, expired_memories: memories })
-  },
+/** One round of housekeeping. */
+export async function cleanup(ctx: AppContext) {
+  const { sql } = ctx
+  const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
+  const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
+  const reclaimed = await reclaimStale(sql, STALE_LOCK_SECONDS)
+  const identity = await deleteExpiredIdentityRows(sql)
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity })
 }
+
+export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

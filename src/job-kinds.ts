@@ -1,0 +1,11 @@
+/**
+ * Every job kind the service runs, in one list: the worker role runs these (src/roles.ts). A kind
+ * lives in its feature (`*.job.ts`, a `JobKind` from src/jobs/kind.ts); add it here to have it run.
+ */
+import { verificationMailJob } from './account/verification-mail.job'
+import type { JobKind } from './jobs/kind'
+import { cleanupJob } from './maintenance/cleanup.job'
+import { executeJob } from './sending/execute'
+import { deliverJob } from './webhooks/deliver.job'
+
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob]

@@ -1,0 +1,57 @@
+/**
+ * Running one claimed job: its attempt, then its outcome recorded (deleted when done, rescheduled
+ * or dead when it failed), one log line. The worker runs what it claims through here, and so does
+ * a request that runs a job it has just committed (`runNow`), so every attempt is recorded alike.
+ */
+import { randomUUIDv7 } from 'bun'
+import { perProcess, type AppContext } from '../context'
+import { GroupCommit } from '../db/group-commit'
+import { log } from '../log'
+import type { JobKind } from './kind'
+import { claimById, deleteJobs, fail, type Job } from './queue'
+
+/**
+ * Jobs that finish while a delete is in flight go together in the next one (group commit): a
+ * busy worker pays one statement and one commit for several jobs.
+ */
+const completions = perProcess(
+  ({ sql }) =>
+    new GroupCommit<string, void>(async ids => {
+      await deleteJobs(sql, ids)
+      return ids.map(() => undefined)
+    }),
+)
+
+/**
+ * Runs one claimed job (or awaits `attempt`, when the caller started it: a kind's `handleMany`,
+ * a request that holds what the handler would read): completes it, or records the failed attempt
+ * for a retry; logs one line. Never throws.
+ */
+export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?: Promise<void>): Promise<void> {
+  const started = performance.now()
+  const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
+  try {
+    await (attempt ?? kind.handle(ctx, job.payload, job))
+    await completions(ctx).submit(job.id)
+    log.info('job', { ...fields(), outcome: 'done' })
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)
+    log.warn('job', { ...fields(), outcome: dead ? 'dead' : 'retry', error: message })
+  }
+}
+
+/**
+ * Runs the job `jobId` of `kind` here and now, if no worker holds it (a request running the job it
+ * has just committed, to answer with its outcome). `attempt`, when given, makes the attempt in
+ * place of the kind's handler, from what the caller already holds; its result is returned when it
+ * succeeded. A failure is recorded for the worker's retries, as any attempt's.
+ */
+export async function runNow<T = void>(ctx: AppContext, kind: JobKind, jobId: string, attempt?: (job: Job) => Promise<T>): Promise<T | undefined> {
+  const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
+  if (!job) return undefined
+  let result: T | undefined
+  const attempted = attempt && Promise.resolve(job).then(attempt).then(r => void (result = r))
+  await runJob(ctx, kind, job, attempted)
+  return result
+}
