@@ -32,6 +32,7 @@ import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
 import { payoutRoutes } from './x402/payout.routes'
 import { challengeRoutes } from './x402/challenges.routes'
+import { memoryRoutes } from './memories/routes'
 
 export function createApp(ctx: AppContext) {
   const maxBody = ctx.config.MAX_BODY_BYTES
@@ -45,7 +46,8 @@ export function createApp(ctx: AppContext) {
       if (length > maxBody) throw tooLarge()
     })
     .onParse({ as: 'global' }, async ({ request, contentType }) => {
-      if (!contentType?.startsWith('application/json')) return
+      // application/merge-patch+json (RFC 7386) is JSON too: memories' PATCH takes it
+      if (!contentType?.startsWith('application/json') && !contentType?.startsWith('application/merge-patch+json')) return
       // Read the bytes ourselves: a chunked body has no content-length to check up front.
       const bytes = await request.arrayBuffer()
       if (bytes.byteLength > maxBody) throw tooLarge()
@@ -116,6 +118,7 @@ export function createApp(ctx: AppContext) {
     .use(connectionRoutes(ctx))
     .use(payoutRoutes(ctx))
     .use(challengeRoutes(ctx))
+    .use(memoryRoutes(ctx))
   return app
 }
 

@@ -25,6 +25,11 @@ export interface PlanLimits {
   send_per_day: number
   api_per_minute: number
   webhooks_max_global: number | null
+  /** memories: keys, and bytes of values and metadata, per organization (both scopes together) */
+  memory_keys_max: number
+  memory_storage_mb: number
+  /** wake schedules enabled at once */
+  wakes_active_max: number
 }
 
 interface PlanDefinition {
@@ -35,31 +40,33 @@ interface PlanDefinition {
 }
 
 const send = { send_per_hour: 1000, send_per_day: 10000 }
+/** the agent-state allowances of the free and agent tiers */
+const small = { memory_keys_max: 1_000, memory_storage_mb: 10, wakes_active_max: 10 }
 const paidRouting = ['webhooks_per_domain', 'filters_per_domain', 'routes_per_domain', 'spam_thresholds_per_domain'] as const
 
 const DEFINITIONS: Record<Plan, PlanDefinition> = {
   free: {
-    limits: { storage_mb: 100, storage_limit_mb: 100, ...send, api_per_minute: 120, webhooks_max_global: 1 },
+    limits: { storage_mb: 100, storage_limit_mb: 100, ...send, api_per_minute: 120, webhooks_max_global: 1, ...small },
     entitlements: [],
     replyOnly: false,
   },
   agent: {
-    limits: { storage_mb: 100, storage_limit_mb: 100, ...send, api_per_minute: 120, webhooks_max_global: 1 },
+    limits: { storage_mb: 100, storage_limit_mb: 100, ...send, api_per_minute: 120, webhooks_max_global: 1, ...small },
     entitlements: [],
     replyOnly: true,
   },
   developer: {
-    limits: { storage_mb: 5_120, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null },
+    limits: { storage_mb: 5_120, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null, memory_keys_max: 100_000, memory_storage_mb: 1_024, wakes_active_max: 100 },
     entitlements: [...paidRouting, 'payloads'],
     replyOnly: false,
   },
   power: {
-    limits: { storage_mb: 10_240, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null },
+    limits: { storage_mb: 10_240, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null, memory_keys_max: 500_000, memory_storage_mb: 5_120, wakes_active_max: 500 },
     entitlements: [...paidRouting, 'payloads', 'x402_payments', 'interactions_enabled'],
     replyOnly: false,
   },
   platinum: {
-    limits: { storage_mb: 51_200, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null },
+    limits: { storage_mb: 51_200, storage_limit_mb: null, ...send, api_per_minute: 3000, webhooks_max_global: null, memory_keys_max: 2_000_000, memory_storage_mb: 20_480, wakes_active_max: 2_000 },
     entitlements: [...paidRouting, 'payloads', 'x402_payments', 'interactions_enabled', 'functions_managed_build'],
     replyOnly: false,
   },

@@ -30,6 +30,9 @@ const Account = t.Object({
     webhooks_per_domain: t.Boolean(),
     filters_per_domain: t.Boolean(),
     spam_thresholds_per_domain: t.Boolean(),
+    memory_keys_max: t.Integer({ description: 'memory keys per organization, both scopes together' }),
+    memory_storage_mb: t.Integer({ description: 'bytes of memory values and metadata per organization' }),
+    memory_value_max_kb: t.Integer({ description: 'largest memory value (serialized JSON)' }),
   }),
 })
 

@@ -1,6 +1,7 @@
 /** The account reads: plan, entitlements, limits and storage usage of an organization. */
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
+import { MEMORY_VALUE_MAX_BYTES } from '../memories/model'
 import { entitlementsOf, planDefinition, type Plan } from './plans'
 
 interface OrgRow {
@@ -37,6 +38,9 @@ export async function getAccount(sql: Sql, orgId: string) {
       webhooks_per_domain: entitlements.includes('webhooks_per_domain'),
       filters_per_domain: entitlements.includes('filters_per_domain'),
       spam_thresholds_per_domain: entitlements.includes('spam_thresholds_per_domain'),
+      memory_keys_max: limits.memory_keys_max,
+      memory_storage_mb: limits.memory_storage_mb,
+      memory_value_max_kb: MEMORY_VALUE_MAX_BYTES / 1024,
     },
   }
 }

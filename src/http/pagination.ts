@@ -68,14 +68,19 @@ export class Cursors {
 
   /** `scope` names the list, so a cursor of one list is refused by another. */
   decode(scope: string, cursor: string | undefined): string | null {
+    const id = this.decodeValue(scope, cursor)
+    if (id !== null && !UUID.test(id)) throw errors.validation('cursor', 'is not a cursor returned by this list')
+    return id
+  }
+
+  /** Like `decode`, for lists ordered by something other than an id (a key, a sequence number). */
+  decodeValue(scope: string, cursor: string | undefined): string | null {
     if (cursor === undefined) return null
     const [body, sig, extra] = cursor.split('.')
     if (!body || !sig || extra !== undefined || !safeEqual(this.signature(scope, body), sig)) {
       throw errors.validation('cursor', 'is not a cursor returned by this list')
     }
-    const id = Buffer.from(body, 'base64url').toString()
-    if (!UUID.test(id)) throw errors.validation('cursor', 'is not a cursor returned by this list')
-    return id
+    return Buffer.from(body, 'base64url').toString()
   }
 
   request(scope: string, query: { limit?: number; cursor?: string }, fallback = 50): PageRequest {

@@ -1,29 +1,42 @@
 /**
- * "New mail for organization X" signals for long-polls. A store emits in-process after its
- * commit and sends NOTIFY inside its transaction; processes that can LISTEN (a real
+ * "Something new for organization X" signals for long-polls: new mail (`GET /v1/emails?wait=`)
+ * and new changes (`GET /v1/changes?wait=`) travel the same path. A writer emits in-process
+ * after its commit and sends NOTIFY inside its transaction; processes that can LISTEN (a real
  * PostgreSQL) relay those notifications to their own waiters, so a long-poll in one process
- * wakes for mail stored by another.
+ * wakes for a write committed by another.
  */
 import type { Sql } from '../db/client'
 import { log } from '../log'
+import { CHANGES_CHANNEL } from '../changes/record'
 import { perProcess } from '../context'
 
 /** `pg_notify(EMAILS_CHANNEL, org_id)` goes with the statement that stores a message (an inbound batch: once per organization, `countStored`). */
 export const EMAILS_CHANNEL = 'emails'
 
+type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL
+
 export class MailEvents {
   private readonly waiters = new Map<string, Set<() => void>>()
-  private unlisten?: () => Promise<void>
+  private unlisten: (() => Promise<void>)[] = []
 
   /** Resolves true when mail for `orgId` arrives within `ms`, false on timeout or abort. */
   waitForMail(orgId: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    return this.wait(`${EMAILS_CHANNEL}:${orgId}`, ms, signal)
+  }
+
+  /** Resolves true when a change of `orgId` commits within `ms`, false on timeout or abort. */
+  waitForChange(orgId: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    return this.wait(`${CHANGES_CHANNEL}:${orgId}`, ms, signal)
+  }
+
+  private wait(name: string, ms: number, signal?: AbortSignal): Promise<boolean> {
     return new Promise(resolve => {
-      const set = this.waiters.get(orgId) ?? new Set()
-      this.waiters.set(orgId, set)
+      const set = this.waiters.get(name) ?? new Set()
+      this.waiters.set(name, set)
       const done = (value: boolean) => {
         clearTimeout(timer)
         set.delete(wake)
-        if (!set.size) this.waiters.delete(orgId)
+        if (!set.size) this.waiters.delete(name)
         signal?.removeEventListener('abort', abort)
         resolve(value)
       }
@@ -35,19 +48,31 @@ export class MailEvents {
     })
   }
 
+  /** New mail for `orgId` (after the commit that stored it). */
   emit(orgId: string) {
-    for (const wake of [...(this.waiters.get(orgId) ?? [])]) wake()
+    this.signal(EMAILS_CHANNEL, orgId)
+  }
+
+  /** New changes for `orgId` (after the commit that wrote them). */
+  emitChange(orgId: string) {
+    this.signal(CHANGES_CHANNEL, orgId)
+  }
+
+  private signal(channel: Channel, orgId: string) {
+    for (const wake of [...(this.waiters.get(`${channel}:${orgId}`) ?? [])]) wake()
   }
 
   /** Relays NOTIFY from other processes; needs a connection of its own (not on PGlite). */
   async listen(sql: Sql) {
-    const sub = await sql.listen(EMAILS_CHANNEL, orgId => this.emit(orgId))
-    this.unlisten = () => sub.unlisten()
-    log.debug('listening for new mail notifications')
+    for (const channel of [EMAILS_CHANNEL, CHANGES_CHANNEL] as const) {
+      const sub = await sql.listen(channel, orgId => this.signal(channel, orgId))
+      this.unlisten.push(() => sub.unlisten())
+    }
+    log.debug('listening for new mail and change notifications')
   }
 
   async close() {
-    await this.unlisten?.()
+    await Promise.all(this.unlisten.splice(0).map(u => u()))
   }
 }
 

@@ -7,6 +7,7 @@ import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
 import { reclaimStale } from '../jobs/queue'
 import { log } from '../log'
+import { deleteExpiredMemories } from '../memories/service'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 /** A job lock older than this belongs to a dead worker: longer than the longest job (a 10-minute function run). */
@@ -38,7 +39,8 @@ export async function cleanup(ctx: AppContext) {
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
   const reclaimed = await reclaimStale(sql, STALE_LOCK_SECONDS)
   const identity = await deleteExpiredIdentityRows(sql)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity })
+  const memories = await deleteExpiredMemories(ctx)
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity, expired_memories: memories })
 }
 
 export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

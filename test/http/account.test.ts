@@ -60,6 +60,9 @@ describe('GET /v1/account', () => {
   const LIMIT_FIELDS = [
     'api_per_minute',
     'filters_per_domain',
+    'memory_keys_max',
+    'memory_storage_mb',
+    'memory_value_max_kb',
     'send_per_day',
     'send_per_hour',
     'spam_thresholds_per_domain',
@@ -85,6 +88,9 @@ describe('GET /v1/account', () => {
         webhooks_per_domain: false,
         filters_per_domain: false,
         spam_thresholds_per_domain: false,
+        memory_keys_max: 1000,
+        memory_storage_mb: 10,
+        memory_value_max_kb: 256,
       },
     })
   })
@@ -102,6 +108,9 @@ describe('GET /v1/account', () => {
       webhooks_per_domain: false,
       filters_per_domain: false,
       spam_thresholds_per_domain: false,
+      memory_keys_max: 1000,
+      memory_storage_mb: 10,
+      memory_value_max_kb: 256,
     })
   })
 
@@ -120,6 +129,9 @@ describe('GET /v1/account', () => {
       webhooks_per_domain: true,
       filters_per_domain: true,
       spam_thresholds_per_domain: true,
+      memory_keys_max: 100000,
+      memory_storage_mb: 1024,
+      memory_value_max_kb: 256,
     })
   })
 

@@ -1,0 +1,146 @@
+/** Memories (org scope): `/v1/memories/{key}`, the list, and batches. */
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../context'
+import { authenticated } from '../http/auth'
+import { Ok, Page, Paged } from '../http/envelope'
+import { errors } from '../http/errors'
+import { pageQuery, cursors } from '../http/pagination'
+import { Batch, BatchResult, DeletedMemory, Memory, MemoryListItem, PutMemory, MEMORY_BATCH_MAX } from './model'
+import { applyMemoryOps, getMemory, listMemories, presentListItem, presentMemory, type MemoryOp, type MemoryScope, type OpResult } from './service'
+
+const KeyParam = t.Object({
+  key: t.String({ description: 'the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does)' }),
+})
+
+const IfMatch = t.Object({
+  'if-match': t.Optional(t.String({ description: 'the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version' })),
+  'if-none-match': t.Optional(t.String({ description: '`*`: create only; 412 precondition_failed if the key exists' })),
+})
+
+const CONCURRENCY = 'Without If-Match or If-None-Match the last write wins. Every write returns the new version in `version` and in the ETag header.'
+
+/** The precondition of a write from its headers. */
+function preconditions(headers: { 'if-match'?: string; 'if-none-match'?: string }): { if_version?: number; mustExist?: boolean; if_absent?: boolean } {
+  const out: { if_version?: number; mustExist?: boolean; if_absent?: boolean } = {}
+  const match = headers['if-match']?.trim()
+  if (match !== undefined) {
+    if (match === '*') out.mustExist = true
+    else {
+      const m = /^(?:W\/)?"?(\d{1,15})"?$/.exec(match)
+      if (!m) throw errors.validation('If-Match', 'must be a version such as "12" (the ETag of a read or write), or *')
+      out.if_version = Number(m[1])
+    }
+  }
+  const none = headers['if-none-match']?.trim()
+  if (none !== undefined) {
+    if (none !== '*') throw errors.validation('If-None-Match', 'only * (create only) is supported')
+    if (match !== undefined) throw errors.validation('If-None-Match', 'cannot be combined with If-Match')
+    out.if_absent = true
+  }
+  return out
+}
+
+const etag = (version: number) => `"${version}"`
+
+export function memoryRoutes(ctx: AppContext) {
+  const scopeOf = (orgId: string): MemoryScope => ({ orgId, functionId: null })
+
+  /** Applies one write with the request's preconditions; `If-Match: *` becomes a check. */
+  async function write(scope: MemoryScope, op: MemoryOp, headers: Record<string, string | undefined>, set: { headers: Record<string, string | number | string[]> }): Promise<OpResult> {
+    const pre = preconditions(headers)
+    const ops: MemoryOp[] = pre.mustExist ? [{ op: 'check', key: op.key, exists: true }] : []
+    ops.push({ ...op, ...(pre.if_version !== undefined && { if_version: pre.if_version }), ...(pre.if_absent && { if_absent: true }) } as MemoryOp)
+    const results = await applyMemoryOps(ctx, scope, ops, false)
+    const result = results.at(-1)!
+    if (result.version !== null) set.headers.etag = etag(result.version)
+    return result
+  }
+
+  return new Elysia({ prefix: '/v1/memories', tags: ['Memories'] })
+    .use(authenticated(ctx))
+    .get(
+      '/',
+      async ({ auth, query }) => {
+        const scope = `memories:${auth.orgId}:org:${query.prefix ?? ''}`
+        const limit = query.limit ?? 50
+        const after = cursors(ctx).decodeValue(scope, query.cursor)
+        const withValues = query.include_values ?? false
+        const { rows, total } = await listMemories(ctx.sql, scopeOf(auth.orgId), { prefix: query.prefix, after, limit, withValues })
+        const more = rows.length > limit
+        const items = rows.slice(0, limit)
+        return new Page(items.map(r => presentListItem(r, withValues)), { total, limit, cursor: more ? cursors(ctx).encode(scope, items.at(-1)!.key) : null })
+      },
+      {
+        query: t.Object({
+          ...pageQuery(),
+          prefix: t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'only keys starting with this' })),
+          include_values: t.Optional(t.Boolean({ description: 'add each value (default false)' })),
+        }),
+        response: { 200: Paged(MemoryListItem) },
+        detail: { summary: 'List keys in byte order', description: 'Expired keys are not listed. meta.total counts every matching key.' },
+      },
+    )
+    .post(
+      '/batch',
+      async ({ auth, body }) => {
+        const results = await applyMemoryOps(ctx, scopeOf(auth.orgId), body.operations, true)
+        return { results: results.map(r => ({ op: r.op, key: r.key, version: r.version })) }
+      },
+      {
+        body: Batch,
+        response: { 200: Ok(BatchResult) },
+        detail: {
+          summary: `Apply up to ${MEMORY_BATCH_MAX} checks, sets and deletes, all or nothing`,
+          description:
+            'Operations apply in order; later ones see earlier ones. A failing check or if_version is 412 precondition_failed naming the operation (`operations[i]`) and details.current_version; ' +
+            'a delete of a missing key is 404. Either way nothing is changed.',
+        },
+      },
+    )
+    .get(
+      '/:key',
+      async ({ auth, params, set }) => {
+        const row = await getMemory(ctx.sql, scopeOf(auth.orgId), params.key)
+        set.headers.etag = etag(Number(row.version))
+        return presentMemory(row)
+      },
+      { params: KeyParam, response: { 200: Ok(Memory) }, detail: { summary: 'Read a key', description: 'Strongly consistent: a read sees every write that returned before it. Expired keys are 404 at once.' } },
+    )
+    .put(
+      '/:key',
+      async ({ auth, params, body, headers, set }) => {
+        if (!('value' in body)) throw errors.validation('value', 'is required (any JSON value)')
+        const result = await write(scopeOf(auth.orgId), { op: 'set', key: params.key, value: body.value, ttl_seconds: body.ttl_seconds, metadata: body.metadata }, headers, set)
+        return presentMemory(result.row!)
+      },
+      {
+        params: KeyParam,
+        headers: IfMatch,
+        body: PutMemory,
+        response: { 200: Ok(Memory) },
+        detail: { summary: 'Write a key', description: `Replaces the value, metadata and expiry. ${CONCURRENCY}` },
+      },
+    )
+    .patch(
+      '/:key',
+      async ({ auth, params, body, headers, set }) => {
+        const result = await write(scopeOf(auth.orgId), { op: 'merge', key: params.key, patch: body }, headers, set)
+        return presentMemory(result.row!)
+      },
+      {
+        params: KeyParam,
+        headers: IfMatch,
+        body: t.Unknown({ description: 'a JSON merge patch (RFC 7386) applied to the value; Content-Type application/merge-patch+json or application/json' }),
+        response: { 200: Ok(Memory) },
+        detail: { summary: 'Merge-patch a value', description: `Metadata and expiry stay as they are. 404 when the key does not exist. ${CONCURRENCY}` },
+      },
+    )
+    .delete(
+      '/:key',
+      async ({ auth, params, headers, set }) => {
+        const result = await write(scopeOf(auth.orgId), { op: 'delete', key: params.key }, headers, set)
+        return { key: result.key, deleted: true as const, version: result.version! }
+      },
+      { params: KeyParam, headers: IfMatch, response: { 200: Ok(DeletedMemory) }, detail: { summary: 'Delete a key', description: `404 when it does not exist. ${CONCURRENCY}` } },
+    )
+}
