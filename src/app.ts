@@ -6,7 +6,8 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import type { AppContext } from './context'
 import { envelope, Page } from './http/envelope'
-import { ApiError, errors } from './http/errors'
+import { badText, bodyRules, checkHeaders, checkParams, parseBody, type BodyRule } from './http/boundary'
+import { errors } from './http/errors'
 import { oauthErrorBody, toApiError } from './http/render-error'
 import { beginRequest, requestFacts } from './http/request-context'
 import { log } from './log'
@@ -35,36 +36,34 @@ import { challengeRoutes } from './x402/challenges.routes'
 import { memoryRoutes } from './memories/routes'
 
 export function createApp(ctx: AppContext) {
-  const maxBody = ctx.config.MAX_BODY_BYTES
-  const tooLarge = () => new ApiError('payload_too_large', `body: must be at most ${maxBody} bytes`)
+  const defaultLimit = ctx.config.MAX_BODY_BYTES
+  // built on first use: the routes are added below, after these hooks
+  let rules: Map<string, BodyRule> | undefined
+  const ruleOf = (method: string, route: string): BodyRule =>
+    (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ?? { limit: defaultLimit, ownParser: false }
 
   const app: AnyElysia = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
       const facts = beginRequest(request)
       set.headers['x-request-id'] = facts.id
-      const length = Number(request.headers.get('content-length') ?? 0)
-      if (length > maxBody) throw tooLarge()
+      checkHeaders(request.headers)
     })
-    .onParse({ as: 'global' }, async ({ request, contentType }) => {
-      // application/merge-patch+json (RFC 7386) is JSON too: memories' PATCH takes it
-      if (!contentType?.startsWith('application/json') && !contentType?.startsWith('application/merge-patch+json')) return
-      // Read the bytes ourselves: a chunked body has no content-length to check up front.
-      const bytes = await request.arrayBuffer()
-      if (bytes.byteLength > maxBody) throw tooLarge()
-      if (bytes.byteLength === 0) return undefined
-      try {
-        return JSON.parse(new TextDecoder().decode(bytes))
-      } catch {
-        throw errors.validation('body', 'is not valid JSON')
+    // Every body goes through this one parser (returning a value stops Elysia's own): the
+    // limit, content type, nesting and string rules of http/boundary.ts.
+    .onParse({ as: 'global' }, ({ request, contentType, route }) => parseBody(request, contentType ?? '', ruleOf(request.method, route)))
+    .onTransform({ as: 'global' }, ({ request, query, params }) => {
+      for (const [name, value] of Object.entries((params ?? {}) as Record<string, unknown>)) {
+        const reason = typeof value === 'string' ? badText(value) : null
+        if (reason) throw errors.validation(name, reason)
       }
-    })
-    .onTransform({ as: 'global' }, ({ request, query }) => {
-      // Elysia keeps the last of a repeated scalar parameter (`?cursor=a&cursor=b`); refuse it
-      // instead, unless the route declares the parameter as an array.
       const at = request.url.indexOf('?')
       if (at < 0) return
+      const search = new URLSearchParams(request.url.slice(at + 1))
+      checkParams(search, 'query')
+      // Elysia keeps the last of a repeated scalar parameter (`?cursor=a&cursor=b`); refuse it
+      // instead, unless the route declares the parameter as an array.
       const seen = new Set<string>()
-      for (const name of new URLSearchParams(request.url.slice(at + 1)).keys()) {
+      for (const name of search.keys()) {
         if (seen.has(name) && !Array.isArray((query as Record<string, unknown>)[name])) throw errors.validation(name, 'must be given at most once')
         seen.add(name)
       }

@@ -46,7 +46,7 @@ export const ConfigSchema = T.Object({
   RELAY_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 30_000, description: 'outbound relay connection, greeting and socket inactivity timeout' }),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
-  MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 16_777_216, description: 'largest accepted JSON request body (send-mail carries up to 10 MB of attachments in base64)' }),
+  MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)' }),
   RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once' }),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
 })

@@ -5,6 +5,7 @@
 import type { AppContext } from './context'
 import { createApp } from './app'
 import { JOB_KINDS } from './job-kinds'
+import { largestBodyLimit } from './http/boundary'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
@@ -56,11 +57,12 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   if (roles.includes('api')) {
     if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
     stops.push(() => mailEvents(ctx).close())
-    const app = createApp(ctx).listen({
+    const app = createApp(ctx)
+    app.listen({
       port: ctx.config.PORT,
       hostname: ctx.config.HOST,
-      // Our own parser answers 413 in the envelope up to twice the limit; past that Bun cuts the body off.
-      maxRequestBodySize: ctx.config.MAX_BODY_BYTES * 2,
+      // Our own parser answers 413 in the envelope up to twice the largest route limit; past that Bun cuts the body off.
+      maxRequestBodySize: 2 * largestBodyLimit(app, ctx.config.MAX_BODY_BYTES),
     })
     running.apiPort = app.server!.port
     log.info('api listening', { port: running.apiPort })

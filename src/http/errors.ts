@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   validation_error: 400,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   mx_conflict: 409,
   conflict: 409,
   precondition_failed: 412,

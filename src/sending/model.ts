@@ -16,6 +16,9 @@ const Addresses = (max: number, description: string) => t.Array(Address, { minIt
 /** Custom headers a sender may set; everything else is ours to write. */
 export const CUSTOM_HEADER = '^(X-[A-Za-z0-9-]+|List-Unsubscribe|List-Unsubscribe-Post|List-Id|Auto-Submitted|Precedence|Keywords|Comments)$'
 
+/** 10 MB of attachments take 13.4 MB in base64, plus the bodies and the JSON around them. */
+export const SEND_MAIL_MAX_BODY_BYTES = 16 * 1024 * 1024
+
 export const SendMailBody = t.Object({
   from: Address,
   from_name: t.Optional(t.String({ maxLength: 200, pattern: SINGLE_LINE, description: 'display name for From' })),

@@ -23,7 +23,7 @@ describe('loadConfig', () => {
     expect(c.roles).toEqual(['api', 'smtp', 'worker'])
     expect(c.PUBLIC_URL).toBe('http://localhost:3000')
     expect(c.siteUrl).toBe('http://localhost:3000')
-    expect(c.MAX_BODY_BYTES).toBe(16_777_216)
+    expect(c.MAX_BODY_BYTES).toBe(1_048_576)
     expect(c.TRUST_PROXY).toBe(false)
     expect(c.RATE_LIMIT_LEASE).toBe(20)
   })
