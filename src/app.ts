@@ -6,7 +6,7 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import type { AppContext } from './context'
 import { envelope, Page } from './http/envelope'
-import { badText, bodyRules, checkHeaders, checkParams, parseBody, type BodyRule } from './http/boundary'
+import { MAX_JSON_VALUES, badText, bodyRules, checkHeaders, checkParams, parseBody, type BodyRule } from './http/boundary'
 import { errors } from './http/errors'
 import { oauthErrorBody, toApiError } from './http/render-error'
 import { beginRequest, requestFacts } from './http/request-context'
@@ -40,7 +40,7 @@ export function createApp(ctx: AppContext) {
   // built on first use: the routes are added below, after these hooks
   let rules: Map<string, BodyRule> | undefined
   const ruleOf = (method: string, route: string): BodyRule =>
-    (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ?? { limit: defaultLimit, ownParser: false }
+    (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ?? { limit: defaultLimit, maxValues: MAX_JSON_VALUES, ownParser: false }
 
   const app: AnyElysia = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {

@@ -23,21 +23,32 @@ import { fieldName } from './validation'
 /** Deepest nesting of arrays and objects accepted in a JSON body; our schemas use fewer than 8. */
 export const MAX_JSON_DEPTH = 32
 /**
- * Most array items and object members in one JSON body. Validating a body, and Elysia's
- * report of a failure (which serializes the whole value), cost time per value: half a million
- * numbers held the event loop for 100 ms. Our largest lists hold a few hundred entries.
+ * Most array items and object members in one JSON body, unless the route asks for more with
+ * `valueLimit`. Validating a body, and Elysia's report of a failure (which serializes the
+ * whole value), cost time per value: half a million numbers held the event loop for 100 ms.
+ * Our typed lists hold a few hundred entries at most.
  */
 export const MAX_JSON_VALUES = 10_000
 
 const LIMIT_KEY = 'x-max-body-bytes'
+const VALUES_KEY = 'x-max-json-values'
 
 /** Spread into a route's `detail` to accept bodies up to `bytes` instead of the default limit. */
 export function bodyLimit(bytes: number): Record<string, number> {
   return { [LIMIT_KEY]: bytes }
 }
 
+/**
+ * Spread into a route's `detail` to accept more than `MAX_JSON_VALUES` values: for a route that
+ * stores free-form JSON (its schema is `t.Unknown()`, cheap to check).
+ */
+export function valueLimit(values: number): Record<string, number> {
+  return { [VALUES_KEY]: values }
+}
+
 export interface BodyRule {
   limit: number
+  maxValues: number
   /** the route parses its forms itself: it gets a form's text, and JSON parsed (its own checks refuse what it does not take) */
   ownParser: boolean
 }
@@ -53,9 +64,10 @@ export function bodyRules(app: AnyElysia, defaultLimit: number): Map<string, Bod
   const rules = new Map<string, BodyRule>()
   for (const route of app.routes as unknown as RouteLike[]) {
     const limit = route.hooks.detail?.[LIMIT_KEY]
+    const values = route.hooks.detail?.[VALUES_KEY]
     const parse = ([] as unknown[]).concat(route.hooks.parse ?? [])
     const ownParser = parse.some(p => (typeof p === 'string' ? p : (p as { fn?: unknown })?.fn) === 'text')
-    rules.set(`${route.method} ${route.path}`, { limit: typeof limit === 'number' ? limit : defaultLimit, ownParser })
+    rules.set(`${route.method} ${route.path}`, { limit: typeof limit === 'number' ? limit : defaultLimit, maxValues: typeof values === 'number' ? values : MAX_JSON_VALUES, ownParser })
   }
   return rules
 }
@@ -115,7 +127,7 @@ export function isJsonType(contentType: string): boolean {
  * values, in one pass that skips over strings, so that the cost is linear in the length
  * whatever the shape.
  */
-export function checkShape(text: string): void {
+export function checkShape(text: string, maxValues = MAX_JSON_VALUES): void {
   let depth = 0
   let values = 0
   for (let i = 0; i < text.length; i++) {
@@ -134,7 +146,7 @@ export function checkShape(text: string): void {
       if (++depth > MAX_JSON_DEPTH) throw errors.validation('body', `is nested deeper than ${MAX_JSON_DEPTH} levels`)
     } else if (c === 93 || c === 125 /* ] } */) depth--
     // a comma separates two items or members: counting them counts the values to within one per container
-    else if (c === 44 /* , */ && ++values >= MAX_JSON_VALUES) throw errors.validation('body', `holds more than ${MAX_JSON_VALUES} values`)
+    else if (c === 44 /* , */ && ++values >= maxValues) throw errors.validation('body', `holds more than ${maxValues} values`)
   }
 }
 
@@ -203,19 +215,19 @@ export async function parseBody(request: Request, contentType: string, rule: Bod
   if (rule.ownParser) {
     const text = decode(bytes)
     if (type === 'application/x-www-form-urlencoded') checkParams(new URLSearchParams(text), 'body')
-    else if (isJsonType(type)) return checkJson(text, false) ?? text
+    else if (isJsonType(type)) return checkJson(text, rule.maxValues, false) ?? text
     else checkText(text)
     return text
   }
   if (!isJsonType(type)) {
     throw new ApiError('unsupported_media_type', `content-type: must be application/json${type ? `, not ${type}` : ' (none was given)'}`)
   }
-  return checkJson(decode(bytes), true)
+  return checkJson(decode(bytes), rule.maxValues, true)
 }
 
 /** Parses JSON text after the depth check and checks its strings; a route with its own parser reports syntax errors itself. */
-function checkJson(text: string, strict: boolean): unknown {
-  checkShape(text)
+function checkJson(text: string, maxValues: number, strict: boolean): unknown {
+  checkShape(text, maxValues)
   let value: unknown
   try {
     value = JSON.parse(text)

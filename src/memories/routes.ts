@@ -1,5 +1,6 @@
 /** Memories (org scope): `/v1/memories/{key}`, the list, and batches. */
 import { Elysia, t } from 'elysia'
+import { valueLimit } from '../http/boundary'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Page, Paged } from '../http/envelope'
@@ -7,6 +8,9 @@ import { errors } from '../http/errors'
 import { pageQuery, cursors } from '../http/pagination'
 import { Batch, BatchResult, DeletedMemory, Memory, MemoryListItem, PutMemory, MEMORY_BATCH_MAX } from './model'
 import { applyMemoryOps, getMemory, listMemories, presentListItem, presentMemory, type MemoryOp, type MemoryScope, type OpResult } from './service'
+
+/** Values are free-form JSON: the body limit bounds them (the smallest JSON value with its comma takes 2 bytes), not the edge's value count. */
+const FREE_JSON_VALUES = 1024 * 1024 / 2
 
 const KeyParam = t.Object({
   key: t.String({ description: 'the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does)' }),
@@ -90,6 +94,7 @@ export function memoryRoutes(ctx: AppContext) {
         body: Batch,
         response: { 200: Ok(BatchResult) },
         detail: {
+          ...valueLimit(FREE_JSON_VALUES),
           summary: `Apply up to ${MEMORY_BATCH_MAX} checks, sets and deletes, all or nothing`,
           description:
             'Operations apply in order; later ones see earlier ones. A failing check or if_version is 412 precondition_failed naming the operation (`operations[i]`) and details.current_version; ' +
@@ -118,7 +123,7 @@ export function memoryRoutes(ctx: AppContext) {
         headers: IfMatch,
         body: PutMemory,
         response: { 200: Ok(Memory) },
-        detail: { summary: 'Write a key', description: `Replaces the value, metadata and expiry. ${CONCURRENCY}` },
+        detail: { ...valueLimit(FREE_JSON_VALUES), summary: 'Write a key', description: `Replaces the value, metadata and expiry. ${CONCURRENCY}` },
       },
     )
     .patch(
@@ -132,7 +137,7 @@ export function memoryRoutes(ctx: AppContext) {
         headers: IfMatch,
         body: t.Unknown({ description: 'a JSON merge patch (RFC 7386) applied to the value; Content-Type application/merge-patch+json or application/json' }),
         response: { 200: Ok(Memory) },
-        detail: { summary: 'Merge-patch a value', description: `Metadata and expiry stay as they are. 404 when the key does not exist. ${CONCURRENCY}` },
+        detail: { ...valueLimit(FREE_JSON_VALUES), summary: 'Merge-patch a value', description: `Metadata and expiry stay as they are. 404 when the key does not exist. ${CONCURRENCY}` },
       },
     )
     .delete(

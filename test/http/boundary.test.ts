@@ -99,6 +99,11 @@ describe('deep nesting', () => {
     expect((await app.request('POST', '/v1/agent/signup/start', { body: `[${'0,'.repeat(9_998)}0]` })).body.error.message).not.toContain('values')
   })
 
+  test('a route storing free-form JSON asks for more values: a memory of 20,000 numbers', async () => {
+    const res = await app.request('PUT', '/v1/memories/wide', { key: org.key, body: { value: Array.from({ length: 20_000 }, (_, i) => i) } })
+    expect(res.status).toBe(200)
+  })
+
   test('brackets inside strings do not count, escaped quotes included', async () => {
     const res = await app.request('POST', '/v1/api-keys', { key: org.key, body: JSON.stringify({ name: `k \\" ${'['.repeat(80)} \\\\` }) })
     expect(res.status).toBe(201)
