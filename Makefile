@@ -26,7 +26,7 @@ install: node_modules/.installed
 $(CURDIR)/.tools/node_modules/.bin/bun:
 	npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error bun@$(BUN_VERSION)
 
-node_modules/.installed: package.json bun.lock $(wildcard src/patches/*.patch) | $(BUN)
+node_modules/.installed: package.json bun.lock $(wildcard patches/*.patch) | $(BUN)
 	$(BUN) install --frozen-lockfile
 	@touch $@
 

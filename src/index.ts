@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config'
 import { createContext } from './context'
 import { loadServerKeys } from './crypto'
 import { openDatabase } from './db/client'
-import { migrate } from './db/migrate'
+import { migrate, MigrationError } from './db/migrate'
 import { log, setLogLevel } from './log'
 import { startRoles, type RunningRoles } from './roles'
 
@@ -18,7 +18,10 @@ export async function startService(env = process.env): Promise<Service> {
   const config = loadConfig(env)
   setLogLevel(config.LOG_LEVEL)
   const db = await openDatabase(config)
-  await migrate(db.sql)
+  await migrate(db.sql).catch(async error => {
+    await db.close()
+    throw error
+  })
   const ctx = createContext(config, db.sql, loadServerKeys(config))
   const running = await startRoles(ctx, config.roles, { embedded: db.embedded })
   log.info('service started', { roles: config.roles, api_port: running.apiPort, smtp_port: running.smtpPort, database: db.embedded ? 'embedded' : 'postgres' })
@@ -48,7 +51,8 @@ if (import.meta.main) {
   try {
     exitOnSignals(await startService())
   } catch (error) {
-    if (error instanceof ConfigError) {
+    // the operator's to fix, and the message says how: no stack
+    if (error instanceof ConfigError || error instanceof MigrationError) {
       console.error(error.message)
       process.exit(2)
     }

@@ -1,5 +1,5 @@
 /**
- * mailauth's DKIM verifier as we run it (src/patches/mailauth@7.1.0.patch replaces its
+ * mailauth's DKIM verifier as we run it (patches/mailauth@7.1.0.patch replaces its
  * byte-by-byte scans for the end of the header section and for bare LFs with indexOf): its
  * message parser splits headers from body and turns bare LFs into CRLF exactly, whichever way
  * the bytes are cut into chunks; messages signed by nodemailer's DKIM signer, an implementation
