@@ -49,6 +49,7 @@ export const ConfigSchema = T.Object({
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)' }),
   RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once' }),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
+  JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })
 
 export type Config = Static<typeof ConfigSchema> & { roles: Role[]; siteUrl: string }

@@ -3,6 +3,11 @@
  * exists exactly when the write that caused it committed. Workers claim due jobs with
  * `for update skip locked`, and a job is deleted when it succeeds, rescheduled with
  * exponential back-off when it fails, and kept as `dead` after its last attempt.
+ *
+ * A claim is a lease: `locked_by` names the holder and `locked_at` is when the holder last said
+ * it is alive. A live holder renews all its leases in one statement (`heartbeat`); a lease not
+ * renewed for JOB_LEASE_SECONDS belongs to a dead process and is freed by the next heartbeat of
+ * any worker, so the job runs again with its attempt counted (docs/jobs.md).
  */
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
@@ -17,6 +22,8 @@ export interface Job<P = unknown> {
   attempts: number
   max_attempts: number
   created_at: Date
+  /** the lease holder that claimed this attempt */
+  locked_by: string
 }
 
 export interface EnqueueOptions {
@@ -71,7 +78,7 @@ export async function claim(sql: Sql, workerId: string, kinds: string[], limit: 
         order by run_at
         limit ${limit}
         for update skip locked)
-    returning id, kind, payload, attempts, max_attempts, created_at`
+    returning id, kind, payload, attempts, max_attempts, created_at, locked_by`
 }
 
 /** Claims one job by id if nobody holds it (to run it inline, right after the request that created it). */
@@ -79,7 +86,7 @@ export async function claimById(sql: Sql, workerId: string, jobId: string): Prom
   const [job] = await sql<Job[]>`
     update jobs set locked_by = ${workerId}, locked_at = now(), attempts = attempts + 1
      where id = ${jobId} and status = 'pending' and locked_by is null
-    returning id, kind, payload, attempts, max_attempts, created_at`
+    returning id, kind, payload, attempts, max_attempts, created_at, locked_by`
   return job ?? null
 }
 
@@ -94,29 +101,65 @@ export function backoffSeconds(attempt: number): number {
   return Math.round(base * (0.75 + Math.random() * 0.5))
 }
 
-/** Records a failed attempt: reschedules it, or marks it dead after the last one. Returns whether it is dead. */
+/**
+ * Records a failed attempt: reschedules it, or marks it dead after the last one. Returns whether
+ * it is dead. A holder whose lease was lost (the job was freed, maybe claimed again) records
+ * nothing: the job is no longer its to reschedule.
+ */
 export async function fail(sql: Sql, job: Job, error: string, retryInSeconds = backoffSeconds(job.attempts)): Promise<boolean> {
   const dead = job.attempts >= job.max_attempts
   await sql`
     update jobs set locked_by = null, locked_at = null, last_error = ${error.slice(0, 2000)},
            status = ${dead ? 'dead' : 'pending'},
            run_at = now() + make_interval(secs => ${retryInSeconds})
-     where id = ${job.id}`
+     where id = ${job.id} and locked_by = ${job.locked_by}`
   return dead
 }
 
-/** On shutdown: hands back jobs this worker claimed but did not finish, without counting the attempt. */
-export async function releaseClaimed(sql: Sql, workerId: string): Promise<number> {
-  const rows = await sql`
-    update jobs set locked_by = null, locked_at = null, attempts = greatest(attempts - 1, 0)
-     where locked_by = ${workerId} returning id`
-  return rows.length
+/**
+ * Hands back at once the jobs `holder` claimed and did not finish (a worker shutting down),
+ * without counting the attempt, and wakes the workers listening so another one claims them now.
+ */
+export async function releaseClaimed(sql: Sql, holder: string): Promise<number> {
+  const [row] = await sql<{ released: number }[]>`
+    with released as (
+      update jobs set locked_by = null, locked_at = null, attempts = greatest(attempts - 1, 0)
+       where locked_by = ${holder} returning kind)
+    select count(*)::int as released, ${notifyKinds(sql, 'released')}`
+  return row!.released
 }
 
-/** Frees jobs whose worker died mid-attempt (its lock is older than `staleSeconds`). */
-export async function reclaimStale(sql: Sql, staleSeconds: number): Promise<number> {
-  const rows = await sql`
-    update jobs set locked_by = null, locked_at = null
-     where locked_by is not null and locked_at < now() - make_interval(secs => ${staleSeconds}) returning id`
-  return rows.length
+/** One NOTIFY per distinct kind among the rows of the CTE `rows` (a `kind` column). */
+function notifyKinds(sql: Sql, rows: string) {
+  return sql`(select count(pg_notify(${JOBS_CHANNEL}, kind)) from (select distinct kind from ${sql(rows)}) k) as notified`
+}
+
+export interface Heartbeat {
+  /** leases of `holder` renewed */
+  renewed: number
+  /** jobs of dead holders freed to run again */
+  freed: number
+}
+
+/**
+ * One statement per holder and interval, however many jobs it holds: renews every lease of
+ * `holder`, and frees the jobs of other holders whose lease ran out (`leaseSeconds` without a
+ * renewal), so that a worker killed mid-attempt has its jobs run again. The attempt it was
+ * making stays counted; a job whose last attempt was lost that way is dead, as after a failed
+ * last attempt (a job that kills every worker that runs it must not run forever).
+ */
+export async function heartbeat(sql: Sql, holder: string, leaseSeconds: number): Promise<Heartbeat> {
+  const lost = 'the worker running this attempt stopped renewing its lease (it crashed or was killed)'
+  const [row] = await sql<Heartbeat[]>`
+    with renewed as (
+      update jobs set locked_at = now() where locked_by = ${holder} returning 1),
+    expired as (
+      update jobs set locked_by = null, locked_at = null,
+             status = case when attempts >= max_attempts then 'dead' else 'pending' end,
+             last_error = case when attempts >= max_attempts then ${lost} else last_error end
+       where locked_by is not null and locked_by <> ${holder} and locked_at < now() - make_interval(secs => ${leaseSeconds})
+      returning kind, status),
+    freed as (select kind from expired where status = 'pending')
+    select (select count(*)::int from renewed) as renewed, (select count(*)::int from freed) as freed, ${notifyKinds(sql, 'freed')}`
+  return { renewed: row!.renewed, freed: row!.freed }
 }

@@ -8,7 +8,7 @@ import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { log } from '../log'
 import type { JobKind } from './kind'
-import { claimById, deleteJobs, fail, type Job } from './queue'
+import { claimById, deleteJobs, fail, heartbeat, releaseClaimed, type Job } from './queue'
 
 /**
  * Jobs that finish while a delete is in flight go together in the next one (group commit): a
@@ -41,17 +41,42 @@ export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?:
   }
 }
 
+/** A holder renews its leases three times per lease: one late or failed renewal does not lose them. */
+export const renewEveryMs = (leaseSeconds: number) => Math.round((leaseSeconds * 1000) / 3)
+
+/**
+ * The lease holder of the jobs this process runs with `runNow`: one renewal statement per
+ * interval covers all of them, and it runs only while one of them runs.
+ */
+const inlineHolder = perProcess(() => ({ id: `inline_${randomUUIDv7()}`, running: 0, timer: undefined as Timer | undefined }))
+
 /**
  * Runs the job `jobId` of `kind` here and now, if no worker holds it (a request running the job it
  * has just committed, to answer with its outcome). `attempt`, when given, makes the attempt in
  * place of the kind's handler, from what the caller already holds; its result is returned when it
- * succeeded. A failure is recorded for the worker's retries, as any attempt's.
+ * succeeded. A failure is recorded for the worker's retries, as any attempt's. Should the process
+ * die meanwhile, the lease runs out and a worker runs the job again.
  */
 export async function runNow<T = void>(ctx: AppContext, kind: JobKind, jobId: string, attempt?: (job: Job) => Promise<T>): Promise<T | undefined> {
-  const job = await claimById(ctx.sql, `inline_${randomUUIDv7()}`, jobId)
+  const holder = inlineHolder(ctx)
+  const job = await claimById(ctx.sql, holder.id, jobId)
   if (!job) return undefined
+  if (holder.running++ === 0) {
+    const lease = ctx.config.JOB_LEASE_SECONDS
+    holder.timer = setInterval(() => void heartbeat(ctx.sql, holder.id, lease).catch(error => log.error('lease renewal failed', { holder: holder.id, error })), renewEveryMs(lease))
+    holder.timer.unref()
+  }
   let result: T | undefined
-  const attempted = attempt && Promise.resolve(job).then(attempt).then(r => void (result = r))
-  await runJob(ctx, kind, job, attempted)
+  try {
+    const attempted = attempt && Promise.resolve(job).then(attempt).then(r => void (result = r))
+    await runJob(ctx, kind, job, attempted)
+  } finally {
+    if (--holder.running === 0) clearInterval(holder.timer)
+  }
   return result
+}
+
+/** On shutdown, once requests had their grace: hands back the jobs `runNow` still holds. */
+export function releaseInline(ctx: AppContext): Promise<number> {
+  return releaseClaimed(ctx.sql, inlineHolder(ctx).id)
 }

@@ -1,14 +1,16 @@
 /**
  * The worker role: claims due jobs, runs them with bounded concurrency, records each outcome,
  * and logs one line per attempt. It sleeps until NOTIFY on the jobs channel or its poll timer,
- * whichever comes first, so a lost notification only delays work by one poll.
+ * whichever comes first, so a lost notification only delays work by one poll. Every third of
+ * JOB_LEASE_SECONDS its heartbeat renews the leases of all the jobs it holds and frees those
+ * of dead workers (queue.ts, docs/jobs.md).
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import { log } from '../log'
 import type { JobKind } from './kind'
-import { claim, enqueue, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
-import { runJob } from './run'
+import { claim, enqueue, heartbeat, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
+import { renewEveryMs, runJob } from './run'
 
 export interface WorkerOptions {
   concurrency?: number
@@ -19,6 +21,8 @@ export interface WorkerOptions {
   kinds: JobKind[]
   /** the time jobs are due against; default the database clock (tests pass a controllable one) */
   clock?: () => Date
+  /** default JOB_LEASE_SECONDS */
+  leaseSeconds?: number
 }
 
 /**
@@ -43,6 +47,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
   const kinds = new Map(opts.kinds.map(k => [k.kind, k]))
   const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY
   const pollMs = opts.pollMs ?? 1000
+  const leaseSeconds = opts.leaseSeconds ?? ctx.config.JOB_LEASE_SECONDS
   const running = new Set<Promise<void>>()
   let stopping = false
   // A wake-up is a flag as well as a resolver: one that arrives while the loop is claiming (a
@@ -118,8 +123,18 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
   const periodic = opts.kinds.filter(k => k.everyMs)
   await Promise.all(periodic.map(schedule))
   const timers = periodic.map(k => setInterval(() => void schedule(k), k.everyMs))
+
+  /** Renews this worker's leases; jobs freed from a dead worker are claimed at once. */
+  async function beat() {
+    const { freed } = await heartbeat(ctx.sql, id, leaseSeconds).catch(error => (log.error('lease renewal failed', { worker_id: id, error }), { freed: 0 }))
+    if (freed > 0) {
+      log.warn('jobs of a dead worker freed', { worker_id: id, freed })
+      wake()
+    }
+  }
+  const heartbeatTimer = setInterval(beat, renewEveryMs(leaseSeconds))
   const looping = loop()
-  log.info('worker started', { worker_id: id, concurrency, kinds: [...kinds.keys()] })
+  log.info('worker started', { worker_id: id, concurrency, kinds: [...kinds.keys()], lease_seconds: leaseSeconds })
 
   return {
     id,
@@ -136,6 +151,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
       wake()
       await looping
       await Promise.race([Promise.all(running), Bun.sleep(graceMs)])
+      clearInterval(heartbeatTimer)
       const released = await releaseClaimed(ctx.sql, id)
       await listener?.unlisten().catch(() => {})
       log.info('worker stopped', { worker_id: id, released_jobs: released })

@@ -1,17 +1,14 @@
 /**
- * Periodic housekeeping: expired idempotency records, past rate-limit windows, stale job locks,
- * and the expired rows of the identity flows (OAuth requests, codes and tokens, device logins,
- * signups, unclaimed invitations).
+ * Periodic housekeeping: expired idempotency records, past rate-limit windows, and the expired
+ * rows of the identity flows (OAuth requests, codes and tokens, device logins, signups,
+ * unclaimed invitations). (Jobs of dead workers are freed by the workers' lease heartbeat.)
  */
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
-import { reclaimStale } from '../jobs/queue'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
-/** A job lock older than this belongs to a dead worker: longer than the longest job (a 10-minute function run). */
-export const STALE_LOCK_SECONDS = 15 * 60
 
 /**
  * Rows past their expiry that nothing reads any more. Codes are kept a day past expiry, because
@@ -37,10 +34,9 @@ export async function cleanup(ctx: AppContext) {
   const { sql } = ctx
   const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
-  const reclaimed = await reclaimStale(sql, STALE_LOCK_SECONDS)
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, reclaimed_jobs: reclaimed, ...identity, expired_memories: memories })
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, ...identity, expired_memories: memories })
 }
 
 export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

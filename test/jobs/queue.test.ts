@@ -1,7 +1,7 @@
-/** The job queue on the real database: claiming, retries, dead letters, hand-backs and cleanup. */
+/** The job queue on the real database: claiming, retries, dead letters, leases, hand-backs and cleanup. */
 import { describe, expect, test } from 'bun:test'
 import { randomUUIDv7 } from 'bun'
-import { backoffSeconds, claim, claimById, deleteJobs, enqueue, fail, reclaimStale, releaseClaimed, type Job } from '../../src/jobs/queue'
+import { backoffSeconds, claim, claimById, deleteJobs, enqueue, fail, heartbeat, JOBS_CHANNEL, releaseClaimed } from '../../src/jobs/queue'
 import { cleanup } from '../../src/maintenance/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
@@ -14,6 +14,15 @@ async function jobRow(id: string) {
   const [row] = await sql<{ status: string; attempts: number; locked_by: string | null; last_error: string | null; run_at: Date }[]>`
     select status, attempts, locked_by, last_error, run_at from jobs where id = ${id}`
   return row
+}
+
+/** Listens on the jobs channel; `heard` resolves at the first NOTIFY for kind `k`. */
+async function notified(k: string): Promise<{ heard: Promise<void> }> {
+  const sql = await testSql()
+  let hear!: () => void
+  const heard = new Promise<void>(resolve => (hear = resolve))
+  const listener = await sql.listen(JOBS_CHANNEL, kind => kind === k && hear())
+  return { heard: heard.finally(() => listener.unlisten()) }
 }
 
 describe('the queue', () => {
@@ -69,21 +78,69 @@ describe('the queue', () => {
     expect(backoffSeconds(30)).toBeLessThanOrEqual(4500)
   })
 
-  test('jobs a stopping worker holds are handed back without counting the attempt; stale locks are freed', async () => {
+  test('jobs a stopping worker holds are handed back at once without counting the attempt, and listening workers are woken', async () => {
     const sql = await testSql()
     const k = kind()
     const id = (await sql.begin(tx => enqueue(tx, k, {})))!
-    await claim(sql, 'leaving', [k], 1)
-    expect(await releaseClaimed(sql, 'leaving')).toBe(1)
+    const leaving = `leaving_${randomUUIDv7()}`
+    expect((await claim(sql, leaving, [k], 1)).map(j => j.id)).toEqual([id])
+    const woken = await notified(k)
+    expect(await releaseClaimed(sql, leaving)).toBe(1)
+    await woken.heard
     expect(await jobRow(id)).toMatchObject({ attempts: 0, locked_by: null })
-    const job = await claimById(sql, 'crashed', id)
-    expect(job?.id).toBe(id)
+    const job = await claimById(sql, 'w', id)
+    expect(job).toMatchObject({ id, attempts: 1, locked_by: 'w' })
     expect(await claimById(sql, 'other', id)).toBeNull()
-    expect(await reclaimStale(sql, 3600)).toBe(0)
-    expect(await reclaimStale(sql, 0)).toBeGreaterThanOrEqual(1)
-    expect((await jobRow(id))!.locked_by).toBeNull()
-    await deleteJobs(sql, [(await claimById(sql, 'w', id))!.id])
+    await deleteJobs(sql, [job!.id])
     expect(await jobRow(id)).toBeUndefined()
+  })
+
+  /** A job of a fresh kind claimed by a fresh holder whose lease was last renewed `secondsAgo`. */
+  async function leased(secondsAgo: number, opts: { maxAttempts?: number } = {}) {
+    const sql = await testSql()
+    const k = kind()
+    const id = (await sql.begin(tx => enqueue(tx, k, {}, opts)))!
+    const holder = `holder_${randomUUIDv7()}`
+    const [job] = await claim(sql, holder, [k], 1)
+    await sql`update jobs set locked_at = now() - make_interval(secs => ${secondsAgo}) where id = ${id}`
+    return { k, id, holder, job: job! }
+  }
+
+  test('a heartbeat renews every lease of its holder in one statement, and frees only leases that ran out', async () => {
+    const sql = await testSql()
+    const mine = await leased(50)
+    const second = (await sql.begin(tx => enqueue(tx, mine.k, {})))!
+    await claim(sql, mine.holder, [mine.k], 1)
+    const live = await leased(10)
+    // renewed: both of mine, however old; the other holder's 10-second-old lease is not expired at 30
+    expect(await heartbeat(sql, mine.holder, 30)).toMatchObject({ renewed: 2 })
+    for (const id of [mine.id, second]) expect((await jobRow(id))!.locked_by).toBe(mine.holder)
+    const [fresh] = await sql<{ age: number }[]>`select extract(epoch from now() - locked_at)::float8 as age from jobs where id = ${mine.id}`
+    expect(fresh!.age).toBeLessThan(5)
+    expect((await jobRow(live.id))!.locked_by).toBe(live.holder)
+  })
+
+  test('a lease that ran out is freed by any heartbeat: the job runs again with its attempt counted and its payload unchanged', async () => {
+    const sql = await testSql()
+    const dead = await leased(120)
+    const woken = await notified(dead.k)
+    const beat = await heartbeat(sql, `live_${randomUUIDv7()}`, 60)
+    expect(beat.freed).toBeGreaterThanOrEqual(1)
+    await woken.heard
+    expect(await jobRow(dead.id)).toMatchObject({ status: 'pending', attempts: 1, locked_by: null })
+    const [again] = await claim(sql, 'next', [dead.k], 10)
+    expect(again).toMatchObject({ id: dead.id, attempts: 2 })
+    // the dead holder's late failure is not recorded over the new attempt
+    await fail(sql, dead.job, 'late')
+    expect(await jobRow(dead.id)).toMatchObject({ locked_by: 'next', attempts: 2, last_error: null })
+    await deleteJobs(sql, [again!.id])
+  })
+
+  test('a job whose last attempt was lost with its worker is dead, as after a failed last attempt', async () => {
+    const sql = await testSql()
+    const dead = await leased(120, { maxAttempts: 1 })
+    await heartbeat(sql, `live_${randomUUIDv7()}`, 60)
+    expect(await jobRow(dead.id)).toMatchObject({ status: 'dead', attempts: 1, locked_by: null, last_error: expect.stringContaining('stopped renewing its lease') })
   })
 
   test('a worker runs its kinds, retries a throwing handler, and stops cleanly', async () => {
@@ -104,6 +161,41 @@ describe('the queue', () => {
     await worker.stop(1000)
     expect(seen).toEqual([7, 7])
   })
+
+  test('a worker renews the lease of a job that runs longer than the lease, so no other worker runs it meanwhile', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    let runs = 0
+    const handle = async (_c: unknown, _p: unknown, job: { id: string }) => {
+      runs++
+      // outlive the lease twice over, measured on the database's clock
+      while ((await ctx.sql`select 1 from jobs where id = ${job.id} and created_at > now() - interval '4 seconds'`).length > 0) await Bun.sleep(100)
+    }
+    const a = await startWorker(ctx, { pollMs: 50, leaseSeconds: 2, kinds: [{ kind: k, handle }] })
+    const id = (await ctx.sql.begin(tx => enqueue(tx, k, {})))!
+    a.wake()
+    while (runs === 0) await Bun.sleep(20)
+    const b = await startWorker(ctx, { pollMs: 50, leaseSeconds: 2, kinds: [{ kind: k, handle }] })
+    await a.drain()
+    await Promise.all([a.stop(1000), b.stop(1000)])
+    expect(runs).toBe(1)
+    expect(await jobRow(id)).toBeUndefined()
+  }, 15_000)
+
+  test('a worker frees the job of a holder whose lease ran out and runs it again', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    const seen: number[] = []
+    const id = (await ctx.sql.begin(tx => enqueue(tx, k, {})))!
+    await claim(ctx.sql, `crashed_${randomUUIDv7()}`, [k], 1)
+    await ctx.sql`update jobs set locked_at = now() - interval '1 minute' where id = ${id}`
+    const worker = await startWorker(ctx, { pollMs: 50, leaseSeconds: 1, kinds: [{ kind: k, handle: async (_c, _p, job) => void seen.push(job.attempts) }] })
+    while (seen.length === 0) await Bun.sleep(20)
+    await worker.drain()
+    await worker.stop(1000)
+    expect(seen).toEqual([2])
+    expect(await jobRow(id)).toBeUndefined()
+  }, 10_000)
 
   /**
    * Enqueues jobs `{ n }` of a fresh kind handled by `handleMany` (retries at once), runs a worker of

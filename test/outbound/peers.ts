@@ -24,6 +24,8 @@ export interface RelayPeer {
   received: Received[]
   /** connections the server accepted */
   connections: number
+  /** messages whose data ended and got no answer (`data: 'hang'`): a client is waiting on each */
+  held: number
   stop(): Promise<void>
 }
 
@@ -46,7 +48,7 @@ export interface PeerOptions {
 export async function startRelayPeer(opts: PeerOptions = {}): Promise<RelayPeer> {
   const received: Received[] = []
   const tls = opts.starttls || opts.implicitTls
-  const peer = { received, connections: 0 } as RelayPeer
+  const peer = { received, connections: 0, held: 0 } as RelayPeer
   const options: SMTPServerOptions = {
     secure: opts.implicitTls ?? false,
     ...(tls ? { key: tlsKey, cert: tlsCert } : { disabledCommands: ['STARTTLS'] }),
@@ -72,7 +74,7 @@ export async function startRelayPeer(opts: PeerOptions = {}): Promise<RelayPeer>
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
       stream.on('end', () => {
-        if (opts.data === 'hang') return
+        if (opts.data === 'hang') return void peer.held++
         if (opts.data) return callback(reply(opts.data.code, opts.data.message))
         received.push({
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
