@@ -11,8 +11,9 @@ import { checksumOf, migrate, MigrationError } from '../../src/db/migrate'
 import { connectUrl, type Sql } from '../../src/db/client'
 import { startService } from '../../src/index'
 import { TEST_SECRET } from '../helpers/app'
+import { testDatabase } from '../helpers/database'
 
-const db = await globalThis.testDatabase!
+const db = await testDatabase()
 // The embedded fallback serves one connection: a scratch database needs a server.
 const onServer = db.kind === 'postgres'
 

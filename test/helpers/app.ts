@@ -9,6 +9,7 @@ import { createApiKey } from '../../src/auth/api-keys'
 import { addMember, ensureUser, insertOrg } from '../../src/account/orgs'
 import type { Plan } from '../../src/account/plans'
 import type { Role } from '../../src/auth/principal'
+import { testDatabase } from './database'
 
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef-0123456789'
 
@@ -25,7 +26,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 export async function testSql(): Promise<Sql> {
-  return (await globalThis.testDatabase!).sql
+  return (await testDatabase()).sql
 }
 
 export interface TestApp {

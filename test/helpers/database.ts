@@ -1,6 +1,7 @@
 /**
  * The test database: a fresh database per run on TEST_DATABASE_URL (default: the machine's
- * PostgreSQL), or embedded PGlite when no server answers, so `make test` passes anywhere.
+ * PostgreSQL), or embedded PGlite when no server answers, so `make test` passes anywhere. It is
+ * made when a test first asks for it, once per run (the test files of a run share one global).
  */
 import postgres from 'postgres'
 import { connectUrl, type Sql } from '../../src/db/client'
@@ -28,7 +29,23 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+declare global {
+  var testDatabasePromise: Promise<TestDatabase> | undefined
+}
+
+/** The run's database, made on first use. */
+export function testDatabase(): Promise<TestDatabase> {
+  return (globalThis.testDatabasePromise ??= createTestDatabase())
+}
+
+/** Drops the run's database, if a test made one. */
+export async function dropTestDatabase(): Promise<void> {
+  const made = globalThis.testDatabasePromise
+  globalThis.testDatabasePromise = undefined
+  await (await made)?.drop()
+}
+
+async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL || DEFAULT_URL
   if (await reachable(serverUrl)) {
     const name = `agent_mail_test_${process.pid}_${Date.now().toString(36)}`

@@ -3,9 +3,10 @@ import { describe, expect, test } from 'bun:test'
 import { mintCreditCode } from '../../src/credits/service'
 import { createOrg, testApp } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
+import { testDatabase } from '../helpers/database'
 
 const { ctx, request } = await testApp()
-const kind = (await globalThis.testDatabase!).kind
+const kind = (await testDatabase()).kind
 
 const balance = async (orgId: string) => {
   const [row] = await ctx.sql<{ b: number }[]>`select credit_balance_cents::int as b from orgs where id = ${orgId}`

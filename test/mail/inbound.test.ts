@@ -6,8 +6,9 @@ import { inboundHarness, managedAddress, rfc822, senderDomain, type InboundHarne
 import { signDownloadToken } from '../../src/emails/download-token'
 import { EMAILS_CHANNEL } from '../../src/mail/events'
 import { inboundCommits } from '../../src/mail/inbound/ingest'
+import { testDatabase } from '../helpers/database'
 
-const embedded = (await globalThis.testDatabase!).kind === 'pglite'
+const embedded = (await testDatabase()).kind === 'pglite'
 
 let h: InboundHarness
 let alice: TestOrg
@@ -709,7 +710,7 @@ describe('threads by reference before subject', () => {
     const { NO_VERDICTS } = await import('../../src/mail/inbound/authenticate')
     const postgres = (await import('postgres')).default
     const statements: string[] = []
-    const sql = postgres((await globalThis.testDatabase!).url, { max: 1, onnotice: () => {}, debug: (_connection, query) => statements.push(query) })
+    const sql = postgres((await testDatabase()).url, { max: 1, onnotice: () => {}, debug: (_connection, query) => statements.push(query) })
     try {
       const org = await createOrg()
       const store = async (headers: Record<string, string>) => {

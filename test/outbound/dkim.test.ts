@@ -9,6 +9,7 @@ import { managedDkimKey, managedDkimRecord } from '../../src/mail/outbound/manag
 import { RelayError } from '../../src/mail/outbound/relay'
 import { createOrg, TEST_SECRET, testApp, testSql } from '../helpers/app'
 import { fullMessage, verifyDkim } from './message'
+import { testDatabase } from '../helpers/database'
 
 const unique = (label: string) => `${label}-${crypto.randomUUID().slice(0, 8)}`
 
@@ -60,7 +61,7 @@ describe('the managed domain key', () => {
   })
 
   test('`bun run admin managed-dkim` prints {selector, name, value} of the same key', async () => {
-    const db = await globalThis.testDatabase!
+    const db = await testDatabase()
     if (db.kind !== 'postgres') return // PGlite serves one process at a time
     const domain = `${unique('cli')}.test.local`
     const proc = Bun.spawn([process.execPath, 'src/admin/cli.ts', 'managed-dkim'], {

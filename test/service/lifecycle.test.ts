@@ -13,8 +13,9 @@ import { startService } from '../../src/index'
 import { ConfigError } from '../../src/config'
 import { createOrg, TEST_SECRET } from '../helpers/app'
 import { mailEvents } from '../../src/mail/events'
+import { testDatabase } from '../helpers/database'
 
-const db = await globalThis.testDatabase!
+const db = await testDatabase()
 // The embedded fallback serves one connection: a second service cannot share it.
 const onServer = db.kind === 'postgres'
 
