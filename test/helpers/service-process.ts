@@ -4,6 +4,7 @@
  */
 import type { Subprocess } from 'bun'
 import { TEST_SECRET } from './app'
+import { testDatabase } from './database'
 
 export interface ServiceProcess {
   proc: Subprocess<'ignore', 'pipe', 'pipe'>
@@ -21,7 +22,7 @@ const root = `${import.meta.dir}/../..`
 
 /** Starts the service with the test configuration plus `env`; resolves once it logged `service started`. */
 export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
-  const db = await globalThis.testDatabase!
+  const db = await testDatabase()
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: root,
     env: {

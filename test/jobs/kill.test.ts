@@ -14,8 +14,9 @@ import type { JobKind } from '../../src/jobs/kind'
 import { deliverJob } from '../../src/webhooks/deliver.job'
 import { executeJob } from '../../src/sending/execute'
 import { relayOf } from '../../src/sending/relay'
+import { testDatabase } from '../helpers/database'
 
-const db = await globalThis.testDatabase!
+const db = await testDatabase()
 const LEASE = { JOB_LEASE_SECONDS: '2' }
 const cleanup: (() => unknown)[] = []
 afterAll(async () => {
