@@ -7,7 +7,7 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 .PHONY: dev test bench start typecheck install clean
 
 dev: install
-	WEBHOOK_ALLOW_LOOPBACK=$${WEBHOOK_ALLOW_LOOPBACK:-true} $(BUN) run src/dev.ts
+	$(BUN) run src/dev.ts
 
 test: install
 	$(BUN) test --timeout 30000

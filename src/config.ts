@@ -13,11 +13,11 @@ export const ConfigSchema = T.Object({
   NODE_ENV: T.Union([T.Literal('development'), T.Literal('production'), T.Literal('test')], { default: 'development' }),
   PORT: Port(3000, 'HTTP port of the api role'),
   SMTP_PORT: Port(2525, 'port of the inbound SMTP listener'),
-  HOST: T.String({ default: '0.0.0.0', description: 'address the HTTP and SMTP listeners bind to' }),
+  HOST: T.Optional(T.String({ minLength: 1, description: 'address the HTTP and SMTP listeners bind to; unset = 0.0.0.0 in production, 127.0.0.1 otherwise' })),
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL; unset = embedded PGlite under DATA_DIR' })),
   DATA_DIR: T.String({ default: '.data', description: 'where the embedded database and development files live' }),
   EMBEDDED_PG_PORT: Port(0, 'loopback port of the embedded PGlite socket; 0 = any free port'),
-  ROLES: T.String({ default: 'api,smtp,worker', pattern: '^(api|smtp|worker)(,(api|smtp|worker))*$', description: 'comma-separated roles this process runs' }),
+  ROLES: T.String({ default: 'api,smtp,worker', pattern: '^(api|smtp|worker)(,(api|smtp|worker))*$', description: 'comma-separated roles this process runs: api, smtp, worker' }),
   PUBLIC_URL: T.String({ default: 'http://localhost:3000', pattern: '^https?://[^/]+$', description: 'public origin of the HTTP API, without /v1' }),
   SITE_URL: T.Optional(T.String({ pattern: '^https?://[^/]+$', description: 'public site serving discovery documents; defaults to PUBLIC_URL' })),
   MANAGED_DOMAIN: T.String({ default: 'agents.localhost', pattern: '^[a-z0-9.-]+$', description: 'domain of managed agent inbox addresses' }),
@@ -52,7 +52,7 @@ export const ConfigSchema = T.Object({
   JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })
 
-export type Config = Static<typeof ConfigSchema> & { roles: Role[]; siteUrl: string }
+export type Config = Static<typeof ConfigSchema> & { HOST: string; roles: Role[]; siteUrl: string }
 
 /** Environment values are strings; numbers and booleans are converted only when they are well formed. */
 function coerce(type: string | undefined, value: string): unknown {
@@ -61,7 +61,41 @@ function coerce(type: string | undefined, value: string): unknown {
   return value
 }
 
-export class ConfigError extends Error {}
+/** One bad setting: its name, the value given (secrets hidden) and what is allowed. */
+export interface ConfigProblem {
+  key: string
+  value: string
+  allowed: string
+}
+
+/** Names every bad key with its value and what it accepts; no stack is worth printing for it. */
+export class ConfigError extends Error {
+  constructor(readonly problems: ConfigProblem[]) {
+    super(`invalid configuration:\n${problems.map(p => `  ${p.key}: got ${p.value}; allowed: ${p.allowed}`).join('\n')}`)
+  }
+}
+
+/** Settings whose value must not be echoed to a terminal or a log. */
+const SECRET_KEYS = new Set(['SECRET_KEY'])
+
+/** The value as a message may show it: secrets by length only, passwords in URLs masked. */
+function shown(key: string, value: string): string {
+  if (SECRET_KEYS.has(key)) return `a value of ${value.length} characters (hidden)`
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@'))
+}
+
+/** What a setting accepts, in words, from its schema. */
+function allowed(schema: Record<string, any>): string {
+  const about = schema.description ? `\n      (${schema.description})` : ''
+  if (schema.anyOf) return `one of ${schema.anyOf.map((s: { const: string }) => s.const).join(', ')}${about}`
+  if (schema.type === 'boolean') return `true, false, 1 or 0${about}`
+  if (schema.type === 'integer') {
+    const range = schema.maximum !== undefined ? `from ${schema.minimum ?? 0} to ${schema.maximum}` : `of at least ${schema.minimum ?? 0}`
+    return `an integer ${range}${about}`
+  }
+  const rules = [schema.minLength ? `at least ${schema.minLength} characters` : '', schema.pattern ? `matching ${schema.pattern}` : ''].filter(Boolean)
+  return `${rules.length ? `text ${rules.join(', ')}` : 'text'}${about}`
+}
 
 /** Checks the environment against `ConfigSchema`; throws one error naming every bad key. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -72,8 +106,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     raw[key] = coerce((schema as { type?: string }).type, value)
   }
   const withDefaults = Value.Default(ConfigSchema, raw) as Static<typeof ConfigSchema>
-  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map(e => `${e.path.slice(1) || '(root)'}: ${e.message}`)
-  if (problems.length) throw new ConfigError(`invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`)
+  const bad = new Set([...Value.Errors(ConfigSchema, withDefaults)].map(e => e.path.slice(1)))
+  if (bad.size) {
+    const properties = ConfigSchema.properties as Record<string, Record<string, any>>
+    throw new ConfigError([...bad].map(key => ({ key, value: shown(key, env[key] ?? ''), allowed: allowed(properties[key]!) })))
+  }
   const roles = [...new Set(withDefaults.ROLES.split(','))] as Role[]
-  return { ...withDefaults, roles, siteUrl: withDefaults.SITE_URL ?? withDefaults.PUBLIC_URL }
+  // A development machine's service answers this machine only, unless HOST says otherwise.
+  const HOST = withDefaults.HOST ?? (withDefaults.NODE_ENV === 'production' ? '0.0.0.0' : '127.0.0.1')
+  return { ...withDefaults, HOST, roles, siteUrl: withDefaults.SITE_URL ?? withDefaults.PUBLIC_URL }
 }

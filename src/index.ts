@@ -1,11 +1,12 @@
 /** Boot: configuration, database, migrations, then the roles; SIGTERM/SIGINT shut down gracefully. */
-import { ConfigError, loadConfig } from './config'
+import { loadConfig } from './config'
 import { createContext } from './context'
 import { loadServerKeys } from './crypto'
 import { openDatabase } from './db/client'
-import { migrate, MigrationError } from './db/migrate'
+import { migrate } from './db/migrate'
 import { log, setLogLevel } from './log'
 import { startRoles, type RunningRoles } from './roles'
+import { explainStartupFailure, startupExitCode } from './startup-failure'
 
 export interface Service {
   running: RunningRoles
@@ -52,9 +53,10 @@ if (import.meta.main) {
     exitOnSignals(await startService())
   } catch (error) {
     // the operator's to fix, and the message says how: no stack
-    if (error instanceof ConfigError || error instanceof MigrationError) {
-      console.error(error.message)
-      process.exit(2)
+    const message = explainStartupFailure(error, process.env, 'bun src/index.ts')
+    if (message) {
+      console.error(message)
+      process.exit(startupExitCode(error))
     }
     log.error('failed to start', { error })
     process.exit(1)

@@ -17,7 +17,7 @@ describe('loadConfig', () => {
     expect(c.NODE_ENV).toBe('development')
     expect(c.PORT).toBe(3000)
     expect(c.SMTP_PORT).toBe(2525)
-    expect(c.HOST).toBe('0.0.0.0')
+    expect(c.HOST).toBe('127.0.0.1')
     expect(c.DATABASE_URL).toBeUndefined()
     expect(c.ROLES).toBe('api,smtp,worker')
     expect(c.roles).toEqual(['api', 'smtp', 'worker'])

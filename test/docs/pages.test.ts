@@ -1,0 +1,32 @@
+/** The README and docs/ point only at what a checkout has, and the configuration page lists every setting. */
+import { describe, expect, test } from 'bun:test'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { ConfigSchema } from '../../src/config'
+import { REPO } from '../helpers/dev-process'
+
+const pages = ['README.md', ...readdirSync(join(REPO, 'docs')).filter(f => f.endsWith('.md')).map(f => `docs/${f}`)]
+const read = (page: string) => readFileSync(join(REPO, page), 'utf8')
+
+describe('README and docs/', () => {
+  test('every relative link leads to a file of the repository', () => {
+    const broken: string[] = []
+    for (const page of pages) {
+      for (const [, target] of read(page).matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue
+        if (!existsSync(join(REPO, dirname(page), target!))) broken.push(`${page}: ${target}`)
+      }
+    }
+    expect(broken).toEqual([])
+  })
+
+  test('the README links every page of docs/', () => {
+    const readme = read('README.md')
+    expect(pages.filter(p => p !== 'README.md' && !readme.includes(`](${p})`))).toEqual([])
+  })
+
+  test('the configuration page names every setting', () => {
+    const page = read('docs/configuration.md')
+    expect(Object.keys(ConfigSchema.properties).filter(key => !page.includes(`\`${key}\``))).toEqual([])
+  })
+})

@@ -1,0 +1,74 @@
+/**
+ * The README's walkthrough, run from the README text itself against a real `make dev` process,
+ * so it cannot go stale: its `sh` blocks, in order, in one bash with `set -e`, in a directory
+ * whose `.data/` is the process's data directory. Only the ports change (the test runs the
+ * service on free ones); nothing else of the text is touched.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { REPO, startDev, type DevProcess } from '../helpers/dev-process'
+
+/** The fenced `sh` blocks of one `## ` section of a markdown text. */
+export function shBlocks(markdown: string, section: string): string[] {
+  const start = markdown.indexOf(`\n## ${section}\n`)
+  if (start < 0) throw new Error(`no section "## ${section}"`)
+  const rest = markdown.slice(start + 1)
+  const end = rest.indexOf('\n## ', 1)
+  const body = end < 0 ? rest : rest.slice(0, end)
+  return [...body.matchAll(/```sh\n([\s\S]*?)```/g)].map(m => m[1]!)
+}
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+/** A PATH without Bun: the walkthrough promises to need only curl and node. */
+function pathWithoutBun(): string {
+  return (process.env.PATH ?? '').split(':').filter(dir => !Bun.file(join(dir, 'bun')).size).join(':')
+}
+
+describe('README walkthrough', () => {
+  let dev: DevProcess
+  beforeAll(async () => {
+    dev = await startDev()
+  })
+  afterAll(async () => {
+    await dev?.stop()
+  })
+
+  test('the pasted blocks create an inbox, receive over SMTP with the long-poll, deliver to a webhook and reply', async () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8')
+    const blocks = shBlocks(readme, 'Walkthrough')
+    expect(blocks.length).toBeGreaterThanOrEqual(4)
+    const receiverPort = freePort()
+    // the trap only cleans up after a failing run: a receiver still waiting, a long-poll still open
+    const script = ['set -euo pipefail', `trap 'kill $(jobs -p) 2>/dev/null' EXIT`, ...blocks]
+      .join('\n')
+      .replaceAll('localhost:3000', `localhost:${dev.apiPort}`)
+      .replaceAll('localhost:2525', `localhost:${dev.smtpPort}`)
+      .replaceAll('8787', String(receiverPort))
+    const run = Bun.spawn(['bash', '-c', script], {
+      cwd: dev.dir,
+      env: { PATH: pathWithoutBun(), HOME: process.env.HOME ?? dev.dir },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const timer = setTimeout(() => run.kill('SIGTERM'), 45_000)
+    const [stdout, stderr, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+    clearTimeout(timer)
+    if (code !== 0) console.error(stdout, stderr, dev.output())
+    expect(code).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines).toEqual([
+      expect.stringMatching(/^agent-[a-z0-9]+@agents\.localhost$/),
+      'Hello agent', // the long-poll's answer
+      'email.received Hello agent', // what the webhook receiver printed
+      'queued', // the reply
+      'Re: Hello agent', // the reply in the local outbox
+    ])
+  }, 60_000)
+})
