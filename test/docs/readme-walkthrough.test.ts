@@ -46,7 +46,7 @@ describe('README walkthrough', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(4)
     const receiverPort = freePort()
     // the trap only cleans up after a failing run: a receiver still waiting, a long-poll still open
-    const script = ['set -euo pipefail', `trap 'kill $(jobs -p) 2>/dev/null' EXIT`, ...blocks]
+    const script = ['set -euo pipefail', `trap 'status=$?; kill $(jobs -p) 2>/dev/null || true; exit $status' EXIT`, ...blocks]
       .join('\n')
       .replaceAll('localhost:3000', `localhost:${dev.apiPort}`)
       .replaceAll('localhost:2525', `localhost:${dev.smtpPort}`)
