@@ -11,9 +11,10 @@ import postgres from 'postgres'
 import { explainStartupFailure } from '../../src/startup-failure'
 import { startService } from '../../src/index'
 import { TEST_SECRET } from '../helpers/app'
+import { testDatabase } from '../helpers/database'
 import { runDevToExit, startDev, type DevProcess } from '../helpers/dev-process'
 
-const db = await globalThis.testDatabase!
+const db = await testDatabase()
 
 function freePort(): number {
   const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
