@@ -34,6 +34,7 @@ import { connectionRoutes } from './connections/routes'
 import { payoutRoutes } from './x402/payout.routes'
 import { challengeRoutes } from './x402/challenges.routes'
 import { memoryRoutes } from './memories/routes'
+import { changesRoutes } from './changes/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -118,6 +119,7 @@ export function createApp(ctx: AppContext) {
     .use(payoutRoutes(ctx))
     .use(challengeRoutes(ctx))
     .use(memoryRoutes(ctx))
+    .use(changesRoutes(ctx))
   return app
 }
 

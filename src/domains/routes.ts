@@ -1,4 +1,5 @@
 /** Custom domains: claim, list, read, verify by DNS, delete. */
+import { mailEvents } from '../mail/events'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
@@ -59,7 +60,9 @@ export function domainRoutes(ctx: AppContext) {
         const row = await getDomain(ctx.sql, auth.orgId, params.id)
         const decision = await rateLimiter(ctx).take(`domain-verify:${row.id}`, VERIFY_PER_MINUTE)
         if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'domain verification')
-        return present(await verifyDomain(ctx.sql, ctx, row))
+        const verified = await verifyDomain(ctx.sql, ctx, row)
+        mailEvents(ctx).emitChange(auth.orgId)
+        return present(verified)
       },
       {
         params: DomainId,

@@ -10,6 +10,7 @@ import type { Config } from '../config'
 import type { ServerKeys } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import type { Resolver } from '../dns/resolver'
+import { recordChanges } from '../changes/record'
 import { ApiError, errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
@@ -152,16 +153,27 @@ export async function verifyDomain(sql: Sql, deps: DomainDeps, row: DomainRow): 
   const checks = await checkRecords(deps.resolver, row, deps.config.SMTP_HOSTNAME)
   const passed = checks.verification.status === 'ok'
   try {
-    const [updated] = await sql<DomainRow[]>`
-      update domains
-         set checks = ${sql.json(checks as never)},
-             last_checked_at = now(),
-             status = case when ${passed} then 'verified' else status end,
-             verified_at = case when ${passed} then coalesce(verified_at, now()) else verified_at end
-       where id = ${row.id} and org_id = ${row.org_id}
-       returning ${sql(COLUMNS)}`
-    if (!updated) throw errors.notFound('domain')
-    return updated
+    return await sql.begin(async tx => {
+      const [updated] = await tx<DomainRow[]>`
+        update domains
+           set checks = ${tx.json(checks as never)},
+               last_checked_at = now(),
+               status = case when ${passed} then 'verified' else status end,
+               verified_at = case when ${passed} then coalesce(verified_at, now()) else verified_at end
+         where id = ${row.id} and org_id = ${row.org_id}
+         returning ${tx(COLUMNS)}`
+      if (!updated) throw errors.notFound('domain')
+      // the feed hears of a domain becoming verified, and of each failed verification of a pending one
+      if (updated.status !== 'verified' || row.status !== 'verified') {
+        await recordChanges(tx, [{
+          orgId: row.org_id,
+          type: passed ? 'domain.verified' : 'domain.verification_failed',
+          resource: { type: 'domain', id: row.id },
+          data: { name: row.name, status: updated.status, ...(!passed && { verification: checks.verification }) },
+        }])
+      }
+      return updated
+    })
   } catch (error) {
     // another organization verified the same name while we were looking up DNS
     if (isUniqueViolation(error, 'domains_verified_name_key')) throw verifiedElsewhere(row.name)

@@ -29,6 +29,8 @@ export const CONNECTION_KEY_ROUTES: readonly ConnectionRoute[] = [
   { method: 'GET', path: '/v1/emails', why: 'mail reads for the bound address' },
   { method: 'GET', path: '/v1/emails/:id', why: 'mail reads for the bound address' },
   { method: 'POST', path: '/v1/send-mail', why: 'sending as the bound address' },
+  { method: 'GET', path: '/v1/changes', why: 'the changes of the bound address (the route filters by it)' },
+  { method: 'GET', path: '/v1/changes/cursor', why: 'where the feed of the bound address starts now' },
   { method: 'DELETE', path: '/v1/agent-connections/:address', ownAddress: 'address', why: 'exact-address self-disconnect' },
 ]
 
@@ -73,5 +75,5 @@ export function checkConnectionScope(auth: Auth, request: Request): void {
     if (value !== null && value.trim().toLowerCase() === auth.boundAddress) return
     throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
   }
-  throw errors.forbidden(`connection key: may not call ${method} ${path}; it is limited to mail reads, sending and disconnecting for ${auth.boundAddress}`)
+  throw errors.forbidden(`connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed and disconnecting for ${auth.boundAddress}`)
 }

@@ -7,6 +7,7 @@ import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
+import { pruneChanges } from '../changes/feed'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 
@@ -36,7 +37,8 @@ export async function cleanup(ctx: AppContext) {
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, ...identity, expired_memories: memories })
+  const changes = await pruneChanges(sql)
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, ...identity, expired_memories: memories, pruned_changes: changes })
 }
 
 export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

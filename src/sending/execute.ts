@@ -5,6 +5,7 @@
  * re-runs the relay with the message already stored, so nothing is built twice. (The first
  * message of an immediate send is built by the request, with the send: see service.ts.)
  */
+import { mailEvents } from '../mail/events'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
@@ -15,6 +16,7 @@ import { parseMail, type ParsedMail } from '../mail/inbound/parse'
 import { NO_VERDICTS } from '../mail/inbound/authenticate'
 import { splitAddress } from '../mail/inbound/recipients'
 import { storeEmail, type StoredEmail } from '../mail/store'
+import { recordChanges, type ChangeInput } from '../changes/record'
 import { buildMime, type OutboundMessage } from '../mail/outbound/build'
 import { dkimSign, signingKeyFor, type SigningKey } from '../mail/outbound/dkim'
 import { RelayError } from '../mail/outbound/relay'
@@ -131,7 +133,7 @@ export function storeComposed(tx: Tx, send: SendRow, c: Composed, emailId?: stri
  */
 async function build(ctx: AppContext, send: SendRow): Promise<Built & { send: SendRow }> {
   const c = await compose(send, await sendingKeyFor(ctx, send))
-  return ctx.sql.begin(async tx => {
+  const built = await ctx.sql.begin(async tx => {
     const email = await storeComposed(tx, send, c)
     const [updated] = await tx<SendRow[]>`
       update sends set status = case when status = 'sending' then 'sending' else 'executing' end,
@@ -139,8 +141,34 @@ async function build(ctx: AppContext, send: SendRow): Promise<Built & { send: Se
              ticks = ticks + 1, updated_at = now()
        where id = ${send.id}
       returning *`
+    await recordChanges(tx, [sentChange(send, email, c.mail.subject)])
     return { emailId: email.id, raw: c.raw, text: c.text, send: updated ?? send }
   })
+  mailEvents(ctx).emitChange(send.org_id)
+  return built
+}
+
+/** The feed's record of a message stored as sent, in the transaction that stores it. */
+export function sentChange(send: Pick<SendRow, 'id' | 'org_id' | 'request'>, email: StoredEmail, subject: string): ChangeInput {
+  return {
+    orgId: send.org_id,
+    type: 'email.sent',
+    resource: { type: 'email', id: email.id },
+    addresses: [send.request.from],
+    data: { email_id: email.id, send_id: send.id, thread_id: email.threadId, from: send.request.from, to: email.rcptTo, subject },
+  }
+}
+
+/** The feed's record of a send's new state, in the transaction that sets it. */
+async function recordSendState(tx: Tx, row: SendRow | undefined) {
+  if (!row) return
+  await recordChanges(tx, [{
+    orgId: row.org_id,
+    type: 'send.status_changed',
+    resource: { type: 'send', id: row.id },
+    addresses: [row.from_address],
+    data: { status: row.status, email_id: row.last_email_id, error_code: row.error_code },
+  }])
 }
 
 /** The message built before a crash, as stored. */
@@ -189,24 +217,29 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
              repeat_next_at = ${next}
        where id = ${send.id}
       returning *`
-    // one statement needs no transaction; the next tick is enqueued with it
-    const [final] = next
-      ? await ctx.sql.begin(async tx => {
-          const rows = await record(tx)
-          await enqueue(tx, EXECUTE_KIND, { send_id: send.id }, { runAt: next })
-          return rows
-        })
-      : await record(ctx.sql)
+    // the next tick is enqueued with the outcome
+    const [final] = await ctx.sql.begin(async tx => {
+      const rows = await record(tx)
+      if (next) await enqueue(tx, EXECUTE_KIND, { send_id: send.id }, { runAt: next })
+      await recordSendState(tx, rows[0])
+      return rows
+    })
+    mailEvents(ctx).emitChange(send.org_id)
     log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
     return final ?? null
   } catch (error) {
     if (!(error instanceof RelayError)) throw error
     // The relay's verdict is final for this execution; the client decides whether to retry.
-    const [final] = await ctx.sql<SendRow[]>`
-      update sends set status = 'failed', error_code = ${error.code}, error_message = ${error.message},
-             relay_response = ${error.maybeSent ? 'unknown: the message may have been accepted' : null}, updated_at = now()
-       where id = ${send.id}
-      returning *`
+    const [final] = await ctx.sql.begin(async tx => {
+      const rows = await tx<SendRow[]>`
+        update sends set status = 'failed', error_code = ${error.code}, error_message = ${error.message},
+               relay_response = ${error.maybeSent ? 'unknown: the message may have been accepted' : null}, updated_at = now()
+         where id = ${send.id}
+        returning *`
+      await recordSendState(tx, rows[0])
+      return rows
+    })
+    mailEvents(ctx).emitChange(send.org_id)
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
     return final ?? null
   }

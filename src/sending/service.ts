@@ -15,7 +15,9 @@ import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { enqueueWith } from '../jobs/queue'
 import { runNow } from '../jobs/run'
-import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
+import { recordChanges } from '../changes/record'
+import { mailEvents } from '../mail/events'
+import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
 import type { SendMailRequest } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
@@ -195,14 +197,17 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
       maxAttempts: 5,
     })
     // For running an immediate send inline: its job, its row as inserted, the message stored with it.
-    const local = Promise.all([stored, job]).then(([email, jobId]): Inline => {
+    const local = Promise.all([stored, job]).then(async ([email, jobId]): Promise<Inline> => {
       if (!email || !composed) return { jobId, row }
       Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+      // last in the transaction, as recordChanges must be
+      await recordChanges(tx, [sentChange(row, email, composed.mail.subject)])
       return { jobId, row, built: { emailId: email.id, raw: composed.raw, text: composed.text } }
     })
     return { status: 200, data: { send_id: id, inline: !future }, local }
   })
   const { send_id: sendId, inline } = outcome.data
+  if (!outcome.replayed) mailEvents(ctx).emitChange(auth.orgId)
   const written = inline ? outcome.local : undefined
   // The send's job, run here: it starts from what was just written and hands back the final row.
   let send = written?.jobId ? await runNow(ctx, executeJob, written.jobId, () => executeSend(ctx, sendId, written.row, written.built)) : null

@@ -6,6 +6,8 @@
  */
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
+import { recordChanges } from '../changes/record'
+import { mailEvents } from '../mail/events'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from './dispatch'
 import { attemptBody, type EmailEvent } from './payload'
@@ -110,18 +112,32 @@ interface Outcome {
  * outcomes of one delivery in a batch (a replay beside its job's attempt): the later one stands.
  */
 const recorders = perProcess(
-  ({ sql }) =>
+  ctx =>
     new GroupCommit<Outcome, void>(async outcomes => {
+      const { sql } = ctx
       const latest = [...new Map(outcomes.map(o => [o.id, o])).values()]
       const column = <T>(pick: (o: Outcome) => T | undefined) => latest.map(o => pick(o) ?? null)
-      await sql`
-        update webhook_deliveries w
-           set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
-               last_error = v.last_error, last_error_code = v.last_error_code, updated_at = now()
-          from unnest(${column(o => o.id)}::uuid[], ${column(o => o.status)}::text[], ${column(o => o.durationMs)}::int[],
-                      ${column(o => o.responseStatus)}::int[], ${column(o => o.error)}::text[], ${column(o => o.code)}::text[])
-               as v(id, status, duration_ms, response_status, last_error, last_error_code)
-         where w.id = v.id`
+      // The outcomes and their changes in the feed commit together; a retry still pending is not a change.
+      const settled = await sql.begin(async tx => {
+        const rows = await tx<{ id: string; org_id: string; email_id: string; endpoint_id: string; event_id: string; status: string; last_error_code: string | null; attempt_count: number }[]>`
+          update webhook_deliveries w
+             set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
+                 last_error = v.last_error, last_error_code = v.last_error_code, updated_at = now()
+            from unnest(${column(o => o.id)}::uuid[], ${column(o => o.status)}::text[], ${column(o => o.durationMs)}::int[],
+                        ${column(o => o.responseStatus)}::int[], ${column(o => o.error)}::text[], ${column(o => o.code)}::text[])
+                 as v(id, status, duration_ms, response_status, last_error, last_error_code)
+           where w.id = v.id
+          returning w.id, w.org_id, w.email_id, w.endpoint_id, w.event_id, w.status, w.last_error_code, w.attempt_count`
+        const final = rows.filter(r => r.status !== 'pending')
+        await recordChanges(tx, final.map(r => ({
+          orgId: r.org_id,
+          type: 'delivery.status_changed',
+          resource: { type: 'delivery', id: r.id },
+          data: { status: r.status, email_id: r.email_id, endpoint_id: r.endpoint_id, event_id: r.event_id, attempt_count: r.attempt_count, last_error_code: r.last_error_code },
+        })))
+        return final
+      })
+      for (const org of new Set(settled.map(r => r.org_id))) mailEvents(ctx).emitChange(org)
       return outcomes.map(() => undefined)
     }),
 )

@@ -20,6 +20,7 @@ import type { FilterRow as FullFilterRow } from './filters.service'
 import { matchingRoute, type ActiveRoute } from './recipient-routes.service'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
+import { eventId } from '../changes/record'
 
 type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
 
@@ -124,15 +125,16 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     attachmentBytes: mail.attachments.reduce((n, a) => n + a.size_bytes, 0),
     attachmentCount: mail.attachments.length,
   }
+  // One event, one id: every endpoint's delivery of this email and its change in the feed share it.
+  const event = eventId(email.id)
   for (const endpoint of targets.values()) {
     const id = randomUUIDv7()
-    const eventId = `evt_${id.replaceAll('-', '')}`
     const skipped = filtered ?? rulesVerdict(endpoint.rules, facts)
     const status = skipped ? 'skipped_by_rules' : 'pending'
     const delivery = tx`
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
-      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${eventId},
-              ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(eventId, email, mail) as never)})`
+      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event},
+              ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(event, email, mail) as never)})`
     // Function endpoints are dispatched by the functions feature; until then their deliveries wait as pending.
     if (!skipped && endpoint.kind === 'http') await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery

@@ -151,11 +151,13 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, send-mail and self-disconnect', () => {
+  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address and self-disconnect', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
       'POST /v1/send-mail',
+      'GET /v1/changes',
+      'GET /v1/changes/cursor',
       'DELETE /v1/agent-connections/:address',
     ])
   })

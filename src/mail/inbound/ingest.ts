@@ -23,6 +23,7 @@ import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents } from '../events'
+import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -88,13 +89,14 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
   const results = await ctx.sql.begin(async tx => {
     const routing = routingCache()
     const counted: StorageCounts = new Map()
+    const changes: ChangeInput[] = []
     // sent now, so it is in force before the first store
     const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
     // Every message's chain of statements settles before the transaction ends: with the first
     // failure postgres.js rolls back, and a statement a chain sent after that would run outside
     // the transaction and commit on its own. Once one statement failed, every later one of the
     // transaction fails too, so waiting for all of them is short.
-    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing, counted))])
+    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing, counted, changes))])
     const failed = settled.find(r => r.status === 'rejected')
     if (failed) throw failed.reason
     const results = settled.slice(1).map(r => (r as PromiseFulfilledResult<IngestResult>).value)
@@ -102,14 +104,26 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     // rows are locked only from then to the commit.
     const notified = new Set(results.flatMap(r => r.stored.map(e => e.orgId)))
     if (notified.size) await countStored(tx, counted, notified)
+    // last: the changes feed's counter rows stay locked only from here to the commit
+    await recordChanges(tx, changes)
     return results
   })
-  for (const { stored } of results) for (const email of stored) mailEvents(ctx).emit(email.orgId)
+  for (const { stored } of results) {
+    for (const email of stored) {
+      mailEvents(ctx).emit(email.orgId)
+      mailEvents(ctx).emitChange(email.orgId)
+    }
+  }
   return results
 }
 
-/** `counted` collects the copies of organizations without a storage limit, for countStored. */
-async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>, counted: StorageCounts): Promise<IngestResult> {
+/**
+ * `counted` collects the copies of organizations without a storage limit, for countStored;
+ * `changes` the feed's record of each copy, written at the end of the batch.
+ */
+async function storeCopies(
+  tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>, counted: StorageCounts, changes: ChangeInput[],
+): Promise<IngestResult> {
   const out: IngestResult = { stored: [], refused: [] }
   const bytes = p.msg.raw.byteLength
   for (const { orgId, rcptTo, storageLimit } of p.copies) {
@@ -128,9 +142,22 @@ async function storeCopies(tx: Tx, ctx: AppContext, p: PreparedMessage, routing:
       counted.set(orgId, { bytes: c.bytes + bytes, emails: c.emails + 1 })
     }
     await enqueueDeliveries(tx, ctx, email, p.mail, routing)
+    changes.push(receivedChange(email, p))
     out.stored.push(email)
   }
   return out
+}
+
+/** The feed's record of a stored copy; its id is the webhook event id of the email (selection.ts). */
+function receivedChange(email: StoredEmail, p: PreparedMessage): ChangeInput {
+  return {
+    orgId: email.orgId,
+    id: eventId(email.id),
+    type: email.eventType,
+    resource: { type: 'email', id: email.id },
+    addresses: email.rcptTo,
+    data: { email_id: email.id, thread_id: email.threadId, from: p.mail.from?.address ?? email.mailFrom, to: email.rcptTo, subject: p.mail.subject, size_bytes: email.sizeBytes },
+  }
 }
 
 /** The group commit that stores this process's inbound mail. */

@@ -1,0 +1,82 @@
+/** GET /v1/changes: the replayable long-poll of everything that happened in an organization. */
+import { mailEvents } from '../mail/events'
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../context'
+import { authenticated } from '../http/auth'
+import { Page, Paged } from '../http/envelope'
+import { errors } from '../http/errors'
+import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
+
+export const MAX_CHANGES_WAIT_SECONDS = 30
+
+const Change = t.Object({
+  id: t.String({ description: 'evt_<32 hex>; a mail event has the id of its webhook event, so clients can dedupe across both' }),
+  seq: t.Integer({ description: "position in the organization's total order; increases by one per change" }),
+  type: t.String({ description: 'email.received (and the machine-mail types), email.sent, send.status_changed, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, ...' }),
+  occurred_at: t.String({ format: 'date-time' }),
+  resource: t.Object({ type: t.String({ description: 'email, send, delivery, domain, memory, ...' }), id: t.String() }),
+  data: t.Record(t.String(), t.Unknown(), { description: 'a summary of the change; read the resource for the rest' }),
+})
+
+const Cursor = t.Object({ cursor: t.String({ description: 'where to resume; pass it as `cursor` (also in meta.cursor of every page)' }), seq: t.Integer() })
+
+export function changesRoutes(ctx: AppContext) {
+  return new Elysia({ prefix: '/v1/changes', tags: ['Changes'] })
+    .use(authenticated(ctx))
+    .get(
+      '/',
+      async ({ auth, query, request }) => {
+        const types = parseTypes(query.types)
+        const address = query.address?.trim().toLowerCase() ?? null
+        if (auth.boundAddress && address !== null && address !== auth.boundAddress) throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
+        const filter = { ...types, address: auth.boundAddress ?? address }
+        const limit = query.limit ?? 100
+        // Without a cursor the feed starts now: at the committed head.
+        let after = query.cursor === undefined ? (await feedBounds(ctx.sql, auth.orgId)).head : decodeCursor(ctx, auth.orgId, query.cursor)
+        const deadline = Date.now() + (query.wait ?? 0) * 1000
+        const abort = new AbortController()
+        let page: FeedPage
+        try {
+          for (;;) {
+            // Subscribe before reading, so a change committed between the read and the wait still wakes us.
+            const remaining = deadline - Date.now()
+            const woken = remaining > 0 ? mailEvents(ctx).waitForChange(auth.orgId, remaining, AbortSignal.any([abort.signal, request.signal])) : null
+            page = await readFeed(ctx, auth.orgId, after, limit, filter)
+            // A change that does not match the filters moves the cursor and the wait goes on.
+            after = page.next
+            if (page.changes.length || !woken || !(await woken)) break
+          }
+        } finally {
+          abort.abort()
+        }
+        return new Page(page.changes.map(presentChange), { total: page.total, limit, cursor: encodeCursor(ctx, auth.orgId, page.next) })
+      },
+      {
+        query: t.Object({
+          cursor: t.Optional(t.String({ maxLength: 200, description: `meta.cursor of the previous page, or \`${EARLIEST}\` to replay the retained window (${CHANGES_RETENTION_DAYS} days); omitted = start now` })),
+          wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_CHANGES_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_CHANGES_WAIT_SECONDS}) for a matching change` })),
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 100, description: 'page size, 1 to 500' })),
+          types: t.Optional(t.String({ maxLength: 1000, description: 'comma-separated types (email.received) or prefixes (email.*)' })),
+          address: t.Optional(t.String({ maxLength: 320, description: 'only changes about this mailbox address (connection keys: always their bound address)' })),
+        }),
+        response: { 200: Paged(Change) },
+        detail: {
+          summary: 'Changes in order, resumable; long-poll with wait',
+          description:
+            `A total order per organization of what happened: mail received and sent, send state changes, delivery outcomes, domain verification, memories. ` +
+            `meta.cursor is never null: it is where to resume, even after an empty page, and it moves past changes the filters skip, so filters never create gaps. ` +
+            `meta.total counts the matching changes after the cursor given, this page included. ` +
+            `Changes are kept ${CHANGES_RETENTION_DAYS} days; a cursor older than that is 410 cursor_expired with details.earliest_cursor. ` +
+            `Delivery is exactly once by position: a page never repeats a change of an earlier page resumed from its cursor. A change commits with what it records.`,
+        },
+      },
+    )
+    .get(
+      '/cursor',
+      async ({ auth }) => {
+        const { head } = await feedBounds(ctx.sql, auth.orgId)
+        return { cursor: encodeCursor(ctx, auth.orgId, head), seq: head }
+      },
+      { response: { 200: Cursor }, detail: { summary: 'The cursor of now', description: 'Resuming from it returns only changes committed after this call.' } },
+    )
+}
