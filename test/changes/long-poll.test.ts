@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import nodemailer from 'nodemailer'
 import { Resolver } from 'node:dns/promises'
 import { createOrg, TEST_SECRET, type TestOrg } from '../helpers/app'
+import { testDatabase } from '../helpers/database'
 import { expectOk } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { startService, type Service } from '../../src/index'
 
-const db = await globalThis.testDatabase!
+const db = await testDatabase()
 
 let h: InboundHarness
 let org: TestOrg
