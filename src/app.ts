@@ -8,6 +8,7 @@ import type { AppContext } from './context'
 import { envelope, Page } from './http/envelope'
 import { MAX_JSON_VALUES, badText, bodyRules, checkHeaders, checkParams, parseBody, type BodyRule } from './http/boundary'
 import { errors } from './http/errors'
+import { methodsOf } from './http/methods'
 import { oauthErrorBody, toApiError } from './http/render-error'
 import { beginRequest, requestFacts } from './http/request-context'
 import { log } from './log'
@@ -40,6 +41,7 @@ export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
   // built on first use: the routes are added below, after these hooks
   let rules: Map<string, BodyRule> | undefined
+  let allowed: ((path: string) => string[]) | undefined
   const ruleOf = (method: string, route: string): BodyRule =>
     (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ?? { limit: defaultLimit, maxValues: MAX_JSON_VALUES, ownParser: false }
 
@@ -71,13 +73,17 @@ export function createApp(ctx: AppContext) {
     })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
       const facts = requestFacts(request)
-      const apiError = toApiError(code, error, request, path)
+      let apiError = toApiError(code, error, request, path)
+      if (code === 'NOT_FOUND') {
+        const allow = (allowed ??= methodsOf(app))(path)
+        if (allow.length) apiError = errors.methodNotAllowed(request.method, path, allow)
+      }
       if (apiError.status >= 500) log.error('request failed', { request_id: facts.id, path, error })
       facts.status = apiError.status
       const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': facts.id })
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === 'string') headers.set(k, v)
-      for (const [k, v] of Object.entries(apiError.headers ?? {})) headers.set(k, v)
-      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : apiError.toBody()
+      for (const [k, v] of Object.entries(apiError.headers)) headers.set(k, v)
+      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : apiError.toBody(ctx.config.siteUrl)
       return new Response(JSON.stringify(body), { status: apiError.status, headers })
     })
     // Response validation may hand mapResponse a copy of the value, so note before it whether it was a Page.

@@ -76,11 +76,11 @@ export async function limitPerEmail(ctx: AppContext, email: string) {
 }
 
 function tooSoon(retryAfter: number, message: string): ApiError {
-  return new ApiError('rate_limit_exceeded', `${message}; retry after ${retryAfter} seconds`, undefined, { 'retry-after': String(retryAfter) })
+  return errors.retryLater('rate_limit_exceeded', message, retryAfter)
 }
 
 const unusable = () =>
-  new ApiError('validation_error', 'signup_token: unknown, expired or no longer usable; start the signup again', { reason: 'signup_token_invalid' })
+  errors.validation('signup_token', 'unknown, expired or no longer usable; start the signup again', { reason: 'signup_token_invalid' })
 
 /** Creates a signup and queues its first code mail; returns the signup token (shown once) and the mail job. */
 export async function startSignup(
@@ -152,10 +152,10 @@ export async function checkSignupCode(ctx: AppContext, sql: Sql, kind: SignupKin
       await tx`update signups set failed_attempts = failed_attempts + 1 where id = ${row.id}`
       const left = SIGNUP_LIMITS.maxFailedAttempts - row.failed_attempts - 1
       return left > 0
-        ? new ApiError('validation_error', `verification_code: is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, { reason: 'code_incorrect', attempts_remaining: left })
-        : new ApiError('validation_error', 'verification_code: is incorrect; too many wrong codes, so this signup has ended; start again', { reason: 'signup_token_invalid', attempts_remaining: 0 })
+        ? errors.validation('verification_code', `is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, { reason: 'code_incorrect', attempts_remaining: left })
+        : errors.validation('verification_code', 'is incorrect; too many wrong codes, so this signup has ended; start again', { reason: 'signup_token_invalid', attempts_remaining: 0 })
     }
-    return new ApiError('validation_error', 'verification_code: has expired; ask for a new one with resend', { reason: 'code_expired' })
+    return errors.validation('verification_code', 'has expired; ask for a new one with resend', { reason: 'code_expired' })
   })
   if (outcome instanceof ApiError) throw outcome
   return outcome

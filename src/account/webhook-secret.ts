@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache'
 import type { ServerKeys } from '../crypto'
 import { perProcess, type AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
-import { ApiError } from '../http/errors'
+import { errors } from '../http/errors'
 
 export const ROTATION_INTERVAL_MINUTES = 60
 /** How long deliveries stay signed with the previous secret as well after a rotation. */
@@ -41,9 +41,7 @@ export async function rotateWebhookSecret(ctx: AppContext, orgId: string): Promi
         from webhook_secrets where org_id = ${orgId} for update`
     const wait = row!.wait_seconds
     if (wait !== null && wait > 0) {
-      throw new ApiError('rate_limit_exceeded', `webhook secret: can be rotated once per ${ROTATION_INTERVAL_MINUTES} minutes; retry after ${wait} seconds`, undefined, {
-        'retry-after': String(wait),
-      })
+      throw errors.retryLater('rate_limit_exceeded', `webhook secret: can be rotated once per ${ROTATION_INTERVAL_MINUTES} minutes`, wait)
     }
     const secret = newSecret()
     await tx`

@@ -11,7 +11,7 @@ import { randomInt } from 'node:crypto'
 import type { AppContext } from '../context'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { ApiError } from '../http/errors'
+import { ApiError, errors } from '../http/errors'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
 import { roleIn } from '../oauth/queries'
 
@@ -122,7 +122,7 @@ export function pollError(state: PollState): ApiError {
     case 'consumed':
       return new ApiError('expired_token', 'device_code: already exchanged for tokens; start a new login')
     case 'slow_down':
-      return new ApiError('slow_down', `polling too fast; wait ${state.interval} seconds between polls`, { interval: state.interval }, { 'retry-after': String(state.interval) })
+      return errors.retryLater('slow_down', `polling too fast; wait ${state.interval} seconds between polls`, state.interval, { details: { interval: state.interval } })
     case 'denied':
       return new ApiError('access_denied', 'the login was denied in the browser')
     case 'pending':

@@ -4,7 +4,9 @@ import pkg from '../../package.json'
 import type { AppContext } from '../context'
 import { publicAccess } from '../http/auth'
 import { Bare, Ok } from '../http/envelope'
+import { errors } from '../http/errors'
 import { buildOpenApi } from '../http/openapi'
+import { DATABASE_RETRY_SECONDS } from '../http/render-error'
 import { EmailEventSchema } from '../webhooks/payload'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 
@@ -75,13 +77,17 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
         const ok = database.status === 'up'
         const data = { status: ok ? ('ok' as const) : ('unavailable' as const), version: pkg.version, uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000), dependencies: { database } }
         if (ok) return data
-        // The 503 is documented as Bare below; Elysia's handler type cannot express "data or a Response".
-        return Response.json({ success: false, data }, { status: 503, headers: { 'cache-control': 'no-store' } }) as unknown as typeof data
+        throw errors.retryLater('database_unavailable', `database: ${database.error ?? 'unreachable'}`, DATABASE_RETRY_SECONDS, { details: data, headers: { 'cache-control': 'no-store' } })
       },
       {
         response: {
           200: Ok(Health),
-          503: Bare(t.Object({ success: t.Literal(false), data: Health }, { description: 'a dependency is unreachable; data says which' })),
+          503: Bare(
+            t.Object(
+              { success: t.Literal(false), error: t.Object({ code: t.Literal('database_unavailable'), message: t.String(), details: Health }) },
+              { description: 'a dependency is unreachable: the error envelope, with Retry-After; error.details is the health payload and says which' },
+            ),
+          ),
         },
         detail: { summary: 'Health check', security: [] },
       },

@@ -43,10 +43,10 @@ async function limit(ctx: AppContext, set: { headers: Headers }, bucket: string,
 }
 
 function unauthorized(ctx: AppContext): ApiError {
-  const e = errors.unauthorized()
-  return new ApiError(e.code, e.message, undefined, {
-    'www-authenticate': `Bearer realm="${new URL(ctx.config.PUBLIC_URL).host}", resource_metadata="${ctx.config.siteUrl}/.well-known/oauth-protected-resource"`,
-  })
+  return errors.unauthorized(
+    undefined,
+    `Bearer realm="${new URL(ctx.config.PUBLIC_URL).host}", resource_metadata="${ctx.config.siteUrl}/.well-known/oauth-protected-resource"`,
+  )
 }
 
 /**

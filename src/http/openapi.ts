@@ -5,6 +5,7 @@
  */
 import type { AnyElysia } from 'elysia'
 import { OptionalKind } from '@sinclair/typebox'
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from './boundary'
 import { ERROR_STATUS } from './errors'
 import { ENVELOPE, ErrorSchema } from './envelope'
 
@@ -65,13 +66,18 @@ function parameters(where: 'query' | 'path', schema: unknown): Json[] {
   }))
 }
 
-function errorResponses(isPublic: boolean, hasInput: boolean): Json {
+function errorResponses(isPublic: boolean, hasInput: boolean, hasBody: boolean): Json {
   const ref = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
   return {
     ...(hasInput && { '400': { description: 'validation_error: a field failed validation (`field: reason`)', ...ref } }),
     ...(!isPublic && { '401': { description: 'unauthorized: missing or invalid bearer credential', ...ref } }),
+    ...(hasBody && {
+      '413': { description: 'payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default)', ...ref },
+      '415': { description: 'unsupported_media_type: the body is not application/json', ...ref },
+    }),
     '429': { description: 'rate_limited: too many requests; see Retry-After', ...ref },
     '500': { description: 'internal_error', ...ref },
+    '503': { description: 'database_unavailable: the database cannot be reached at the moment; see Retry-After', ...ref },
   }
 }
 
@@ -98,7 +104,7 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
       parameters: [...parameters('path', params), ...parameters('query', query)],
       // a body declared t.Optional(...) may be left out entirely
       ...(body ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } } : {}),
-      responses: { ...responses, ...errorResponses(isPublic, Boolean(body || query || params)) },
+      responses: { ...errorResponses(isPublic, Boolean(body || query || params), Boolean(body)), ...responses },
     }
   }
   return {
@@ -108,6 +114,7 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
       version: info.version,
       description:
         'Email infrastructure for AI agents. Every response is an envelope: `{success: true, data, meta?}` or `{success: false, error: {code, message, details?, gates?}}`. ' +
+        `Request bodies are JSON (415 otherwise), nested at most ${MAX_JSON_DEPTH} levels and holding at most ${MAX_JSON_VALUES} values unless the operation says more (x-max-json-values), within the operation's x-max-body-bytes (default: the MAX_BODY_BYTES setting); no string, query parameter or header may contain NUL or an unpaired UTF-16 surrogate (400 naming the field). A known path called with another method answers 405 method_not_allowed with Allow. ` +
         `Error codes: ${Object.entries(ERROR_STATUS).map(([c, s]) => `${c} (${s})`).join(', ')}.`,
     },
     servers: [{ url: info.serverUrl }],

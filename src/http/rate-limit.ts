@@ -7,7 +7,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
 import { log } from '../log'
-import { ApiError } from './errors'
+import { errors, type ApiError } from './errors'
 import { perProcess } from '../context'
 
 export const WINDOW_SECONDS = 60
@@ -105,10 +105,7 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
 /** A 429 for a refused decision; `code` is rate_limited for org/IP limits, rate_limit_exceeded per resource. */
 export function rateLimitError(d: RateDecision, code: 'rate_limited' | 'rate_limit_exceeded', what: string): ApiError {
   const retryAfter = Math.max(1, Math.ceil((d.resetAt - Date.now()) / 1000))
-  return new ApiError(code, `${what}: rate limit of ${d.limit} per ${WINDOW_SECONDS} seconds exceeded; retry after ${retryAfter} seconds`, undefined, {
-    ...rateLimitHeaders(d),
-    'retry-after': String(retryAfter),
-  })
+  return errors.retryLater(code, `${what}: rate limit of ${d.limit} per ${WINDOW_SECONDS} seconds exceeded`, retryAfter, { headers: rateLimitHeaders(d) })
 }
 
 /** This process's leases of the shared rate-limit counters. */

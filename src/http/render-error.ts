@@ -5,8 +5,12 @@
  * `internal_error` that leaks no stack or SQL. /oauth/* answers in the OAuth error shape.
  */
 import { ValueErrorType } from '@sinclair/typebox/value'
+import { isDatabaseUnavailable } from '../db/errors'
 import { ApiError, errors } from './errors'
-import { fieldName, reasonOf } from './validation'
+
+/** How long a client should wait while the database is unreachable: a restart or failover takes seconds. */
+export const DATABASE_RETRY_SECONDS = 5
+import { explainUnions, fieldName, reasonOf } from './validation'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -22,7 +26,7 @@ function coercedName(request: Request, value: unknown): string {
 
 /** RFC 6749 section 5.2: the /oauth/* endpoints answer `{error, error_description}`, never the v1 envelope. */
 export function oauthErrorBody(e: ApiError) {
-  const error = e.status === 429 ? 'slow_down' : e.status >= 500 ? 'server_error' : e.status === 404 ? 'not_found' : 'invalid_request'
+  const error = e.status === 429 ? 'slow_down' : e.status === 503 ? 'temporarily_unavailable' : e.status >= 500 ? 'server_error' : e.status === 404 ? 'not_found' : 'invalid_request'
   return { error, error_description: e.message }
 }
 
@@ -39,7 +43,7 @@ export function toApiError(code: string | number, error: unknown, request: Reque
     const v = error as { type: string; all: Issue[]; value: unknown }
     const part =
       v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : v.type === 'property' ? coercedName(request, v.value) : 'body'
-    const issues = v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]
+    const issues = explainUnions((v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]) as never, v.value) as Issue[]
     // a missing field is reported once, as missing, not also as the wrong type
     const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
     const relevant = issues.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
@@ -48,6 +52,7 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   }
   if (code === 'PARSE') return errors.validation('body', 'is not valid JSON')
   if (code === 'NOT_FOUND') return new ApiError('not_found', `${request.method} ${path}: no such route`)
+  if (isDatabaseUnavailable(error)) return errors.retryLater('database_unavailable', 'database: unreachable at the moment', DATABASE_RETRY_SECONDS)
   return new ApiError('internal_error', 'internal error; the request id identifies it in our logs')
 }
 

@@ -1,5 +1,6 @@
 /** Turns TypeBox/Elysia validation issues into the contract's `field: reason` messages. */
-import { ValueErrorType, type ValueError } from '@sinclair/typebox/value'
+import type { TSchema } from '@sinclair/typebox'
+import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
 
 /** `/rules/event_types/0` → `rules.event_types[0]`; the root of a part is the part's name. */
 export function fieldName(part: string, path: string): string {
@@ -71,4 +72,47 @@ export function reasonOf(issue: Pick<ValueError, 'type' | 'schema' | 'message'>)
       return expected ? `must be ${expected}` : issue.message.toLowerCase()
     }
   }
+}
+
+type Issue = Pick<ValueError, 'path' | 'type' | 'schema' | 'message'>
+
+function kindOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'number' && Number.isInteger(value) ? 'integer' : typeof value
+}
+
+function accepts(schema: Record<string, unknown>, kind: string): boolean {
+  const type = schema.type
+  if ('const' in schema) return kindOf(schema.const) === kind || (kind === 'integer' && typeof schema.const === 'number')
+  return type === kind || (type === 'number' && kind === 'integer')
+}
+
+function at(root: unknown, path: string): unknown {
+  let value = root
+  for (const seg of path.split('/').slice(1)) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Record<string, unknown>)[seg.replace(/~1/g, '/').replace(/~0/g, '~')]
+  }
+  return value
+}
+
+/**
+ * A union failure says "must be a string or an array", which helps nobody who sent a string:
+ * when the value has the type of one of the variants, report that variant's own failures
+ * instead (`to: must be an email address`, `to[1]: must be an email address`).
+ */
+export function explainUnions(issues: Issue[], root: unknown, depth = 0): Issue[] {
+  return issues.flatMap(issue => {
+    const schema = issue.schema as unknown as Record<string, unknown>
+    const variants = schema.anyOf as Record<string, unknown>[] | undefined
+    if (issue.type !== ValueErrorType.Union || !variants || typeof schema.error === 'string' || depth > 4) return [issue]
+    // a list of literals already reads well ("must be one of a, b"); a query coercion is named by expectedType
+    if (variants.every(v => 'const' in v) || variants.some(v => v.type === 'string' && ['integer', 'numeric', 'boolean'].includes(v.format as string))) return [issue]
+    const value = at(root, issue.path)
+    const kind = kindOf(value)
+    const matching = variants.filter(v => accepts(v, kind))
+    if (matching.length !== 1) return [issue]
+    const variant = matching[0]!
+    const inner = [...Value.Errors(variant as unknown as TSchema, value)].map(e => ({ ...e, path: issue.path + e.path }))
+    return inner.length ? explainUnions(inner, root, depth + 1) : [issue]
+  })
 }

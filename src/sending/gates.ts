@@ -5,11 +5,11 @@
  * to us). Each refused recipient becomes one entry of `error.gates[]`.
  */
 import type { Tx } from '../db/client'
-import { ApiError, type Gate } from '../http/errors'
+import { docsPath, errors, type Gate } from '../http/errors'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
 
 const GATE = 'send_to_known_addresses'
-const DOCS = '/docs#send-gates'
+const DOCS = docsPath('send-gates')
 
 type Reason = 'recipient_not_known' | 'recipient_only_sent_reports' | 'recipient_unauthenticated' | 'recipient_weak_binding'
 
@@ -45,6 +45,6 @@ export async function enforceKnownRecipients(sql: Tx, orgId: string, recipients:
     gates.push({ name: GATE, reason, message: r.message(address), subject: address, fix: { action: r.fix, subject: address }, docs_url: DOCS })
   }
   if (gates.length) {
-    throw new ApiError('recipient_not_allowed', `to: ${gates.length} recipient(s) refused by the ${GATE} gate of the reply-only plan`, undefined, undefined, gates)
+    throw errors.recipientsRefused(`to: ${gates.length} recipient(s) refused by the ${GATE} gate of the reply-only plan`, gates)
   }
 }

@@ -10,7 +10,7 @@ import type { Tx } from '../db/client'
 import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
 import { sha256 } from '../crypto'
-import { ApiError, errors, type ErrorCode } from '../http/errors'
+import { ApiError, errors, type PlainCode } from '../http/errors'
 import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { enqueueWith } from '../jobs/queue'
@@ -106,7 +106,7 @@ async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFa
   const send_per_day = facts.per_day ?? plan.limits.send_per_day
   if (facts.hour >= send_per_hour || facts.day >= send_per_day) {
     const which = facts.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
-    throw new ApiError('rate_limited', `send-mail: at most ${which} per organization`, undefined, { 'retry-after': facts.hour >= send_per_hour ? '3600' : '86400' })
+    throw errors.retryLater('rate_limited', `send-mail: at most ${which} per organization`, facts.hour >= send_per_hour ? 3600 : 86400)
   }
 }
 
@@ -157,7 +157,7 @@ interface Inline {
 
 /** The error a failed immediate send answers with (the relay's verdict). */
 function relayFailure(send: SendRow): ApiError {
-  return new ApiError((send.error_code as ErrorCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
+  return new ApiError((send.error_code as PlainCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
 }
 
 export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined) {

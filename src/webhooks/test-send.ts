@@ -19,7 +19,7 @@ export const TESTS_PER_HOUR = 30
 const BODY_PREVIEW_BYTES = 1024
 
 function limited(what: string, retryAfter: number): ApiError {
-  return new ApiError('rate_limited', `endpoint tests: at most ${what}; retry after ${retryAfter} seconds`, undefined, { 'retry-after': String(retryAfter) })
+  return errors.retryLater('rate_limited', `endpoint tests: at most ${what}`, retryAfter)
 }
 
 /** Takes a test slot (counted per minute until the test proves it should not be), or throws 429. */

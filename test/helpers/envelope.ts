@@ -27,6 +27,23 @@ export function expectError(res: TestResponse, status: number, code: string, mes
   expect(res.headers.get('content-type')).toStartWith('application/json')
   expectRequestId(res)
   expectNoLeak(res)
+  expectConsistent(res)
+}
+
+/**
+ * What the one way of making errors guarantees: a "not now" error carries Retry-After and its
+ * message says the same number of seconds; every docs_url is an absolute URL.
+ */
+function expectConsistent(res: TestResponse) {
+  const error = res.body.error
+  if (res.status === 429 || ['slow_down', 'database_unavailable'].includes(error.code)) {
+    const seconds = res.headers.get('retry-after')
+    expect(seconds).toMatch(/^[1-9]\d*$/)
+    expect(error.message).toEndWith(`; retry after ${seconds} second${seconds === '1' ? '' : 's'}`)
+  }
+  for (const url of [error.details?.docs_url, ...(error.gates ?? []).map((g: { docs_url?: string }) => g.docs_url)]) {
+    if (url !== undefined) expect(url).toMatch(/^https?:\/\/[^/]+\/docs/)
+  }
 }
 
 /** `{success: true, data}` with the given status; returns data. */

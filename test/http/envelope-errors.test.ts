@@ -62,8 +62,14 @@ describe('unknown routes', () => {
     expectError(await app.request('GET', '/v2/whoami'), 404, 'not_found')
   })
 
-  test('an unknown method on a known path is 404 not_found', async () => {
-    expectError(await request('PUT', '/v1/whoami'), 404, 'not_found')
+  test('a known path with another method is 405 method_not_allowed with Allow, in the envelope', async () => {
+    const res = await request('PUT', '/v1/whoami')
+    expectError(res, 405, 'method_not_allowed', 'PUT /v1/whoami: method not allowed; allowed: GET')
+    expect(res.headers.get('allow')).toBe('GET')
+    const withId = await request('POST', `/v1/api-keys/${crypto.randomUUID()}`)
+    expectError(withId, 405, 'method_not_allowed')
+    expect(withId.headers.get('allow')).toBe('DELETE')
+    expect((await request('PATCH', '/v1/api-keys')).headers.get('allow')).toBe('GET, POST')
   })
 })
 
@@ -125,6 +131,14 @@ describe('schema validation names the field', () => {
     expectError(await request('GET', '/v1/api-keys?limit=ten'), 400, 'validation_error', 'limit: must be an integer')
   })
 
+  test('a value of the right type inside a union is explained by that variant: which address, and what it must be', async () => {
+    const mail = { from: 'a@agents.test.local', subject: 's', body_text: 'x' }
+    const demo = (body: unknown) => app.request('POST', '/v1/send-mail/demo', { body })
+    expectError(await demo({ ...mail, to: 'not-an-email' }), 400, 'validation_error', 'to: must be an email address')
+    expectError(await demo({ ...mail, to: ['ok@example.test', 'not-an-email'] }), 400, 'validation_error', 'to[1]: must be an email address')
+    expectError(await demo({ ...mail, to: 42 }), 400, 'validation_error', 'to: must be a string or an array')
+  })
+
   test('a missing required field is reported once, as missing', async () => {
     expectError(await request('POST', '/v1/api-keys', { body: {} }), 400, 'validation_error', 'name: is required')
   })
@@ -156,15 +170,15 @@ describe('schema validation names the field', () => {
 })
 
 describe('server faults', () => {
-  test('a database failure is 500 internal_error with no stack or SQL', async () => {
+  test('an unreachable database is 503 database_unavailable with Retry-After, no stack or address', async () => {
     const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET))
     const dead = createApp(ctx)
     try {
       const res = await dead.handle(new Request('http://api.test.local/v1/whoami', { headers: { authorization: `Bearer ${org.key}` } }))
       const text = await res.text()
       const parsed: TestResponse = { status: res.status, headers: res.headers, body: JSON.parse(text) }
-      expectError(parsed, 500, 'internal_error')
-      expectNoLeak(parsed)
+      expectError(parsed, 503, 'database_unavailable', /^database: unreachable at the moment; retry after \d+ seconds$/)
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
       expect(text).not.toContain('ECONNREFUSED')
       expect(text).not.toContain('127.0.0.1')
     } finally {

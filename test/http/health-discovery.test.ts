@@ -6,7 +6,7 @@ import { ServerKeys } from '../../src/crypto'
 import { connectUrl } from '../../src/db/client'
 import pkg from '../../package.json'
 import { testApp, testConfig, TEST_SECRET } from '../helpers/app'
-import { expectOk, expectRequestId } from '../helpers/envelope'
+import { expectError, expectOk } from '../helpers/envelope'
 
 const { request } = await testApp()
 
@@ -22,20 +22,21 @@ describe('GET /v1/health', () => {
     expect(data.dependencies.database.error).toBeUndefined()
   })
 
-  test('503 with the database down, success false and a typed payload', async () => {
+  test('503 with the database down: the error envelope, Retry-After, and the typed payload in details', async () => {
     const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET))
     const app = createApp(ctx)
     try {
       const res = await app.handle(new Request('http://api.test.local/v1/health', { headers: { 'x-forwarded-for': '192.0.2.200' } }))
       const body = (await res.json()) as any
-      expect(res.status).toBe(503)
-      expect(body.success).toBe(false)
-      expect(body.data.status).toBe('unavailable')
-      expect(body.data.dependencies.database.status).toBe('down')
-      expect(body.data.dependencies.database.error).toBe('unreachable')
+      expectError({ status: res.status, headers: res.headers, body }, 503, 'database_unavailable', 'database: unreachable; retry after 5 seconds')
+      expect(res.headers.get('retry-after')).toBe('5')
+      const details = body.error.details
+      expect(details.status).toBe('unavailable')
+      expect(details.version).toBe(pkg.version)
+      expect(details.dependencies.database.status).toBe('down')
+      expect(details.dependencies.database.error).toBe('unreachable')
       expect(JSON.stringify(body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres:/)
       expect(res.headers.get('cache-control')).toBe('no-store')
-      expectRequestId({ status: res.status, headers: res.headers, body })
     } finally {
       await ctx.sql.end({ timeout: 1 })
     }

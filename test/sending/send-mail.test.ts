@@ -250,10 +250,10 @@ describe('who may send', () => {
     // an override may also be stricter than the plan: the day limit is the one hit here
     await setSendLimitsCommand(sql, busy.orgId, '5000', '1001')
     const res = await send(body(), { org: busy })
-    expectError(res, 429, 'rate_limited', 'send-mail: at most 1001 per day per organization')
+    expectError(res, 429, 'rate_limited', 'send-mail: at most 1001 per day per organization; retry after 86400 seconds')
     expect(res.headers.get('retry-after')).toBe('86400')
     expect(await setSendLimitsCommand(sql, busy.orgId, 'plan', 'plan')).toEqual({ org_id: busy.orgId, send_per_hour: 'plan', send_per_day: 'plan' })
-    expectError(await send(body(), { org: busy }), 429, 'rate_limited', 'send-mail: at most 1000 per hour per organization')
+    expectError(await send(body(), { org: busy }), 429, 'rate_limited', 'send-mail: at most 1000 per hour per organization; retry after 3600 seconds')
     expect((await app.request('GET', '/v1/account', { key: busy.key })).body.data.limits).toMatchObject({ send_per_hour: 1000, send_per_day: 10000 })
   })
 

@@ -1,0 +1,138 @@
+/**
+ * While PostgreSQL cannot be reached the API answers 503 database_unavailable with Retry-After,
+ * and it recovers by itself when the database comes back. The outage is a TCP proxy on
+ * 127.0.0.1 in front of the test database that the test closes (cutting every connection)
+ * and opens again on the same port; the machine's PostgreSQL itself keeps running.
+ */
+import { afterAll, expect, test } from 'bun:test'
+import type { Socket, TCPSocketListener } from 'bun'
+import { createApp } from '../../src/app'
+import { createContext } from '../../src/context'
+import { ServerKeys } from '../../src/crypto'
+import { connectUrl } from '../../src/db/client'
+import { createOrg, testConfig, TEST_SECRET, type TestResponse } from '../helpers/app'
+import { testDatabase } from '../helpers/database'
+import { expectError, expectOk } from '../helpers/envelope'
+
+interface Pipe {
+  peer?: Socket<Pipe>
+  /** bytes the peer could not take yet */
+  pending: Uint8Array[]
+}
+
+function send(socket: Socket<Pipe>, bytes: Uint8Array) {
+  if (socket.data.pending.length) return void socket.data.pending.push(bytes)
+  const written = socket.write(bytes)
+  if (written < bytes.byteLength) socket.data.pending.push(bytes.subarray(written))
+}
+
+function flush(socket: Socket<Pipe>) {
+  while (socket.data.pending.length) {
+    const next = socket.data.pending[0]!
+    const written = socket.write(next)
+    if (written < next.byteLength) {
+      socket.data.pending[0] = next.subarray(written)
+      return
+    }
+    socket.data.pending.shift()
+  }
+}
+
+/** A byte-for-byte TCP relay to `target` that can be cut (closing every connection) and reopened. */
+function tcpProxy(target: { hostname: string; port: number }) {
+  let listener: TCPSocketListener<Pipe> | undefined
+  const sockets = new Set<Socket<Pipe>>()
+  let port = 0
+  const handlers = {
+    open(s: Socket<Pipe>) {
+      sockets.add(s)
+    },
+    data(s: Socket<Pipe>, bytes: Uint8Array) {
+      if (s.data.peer) send(s.data.peer, bytes)
+      else s.data.pending.push(new Uint8Array(bytes))
+    },
+    drain: flush,
+    close(s: Socket<Pipe>) {
+      sockets.delete(s)
+      s.data.peer?.end()
+    },
+    error(s: Socket<Pipe>) {
+      s.data.peer?.end()
+    },
+  }
+  return {
+    get port() {
+      return port
+    },
+    open() {
+      listener = Bun.listen<Pipe>({
+        hostname: '127.0.0.1',
+        port,
+        data: { pending: [] } as unknown as Pipe,
+        socket: {
+          ...handlers,
+          async open(client) {
+            client.data = { pending: [] }
+            sockets.add(client)
+            const upstream = await Bun.connect<Pipe>({ ...target, data: { pending: [], peer: client }, socket: handlers }).catch(() => undefined)
+            if (!upstream) return void client.end()
+            sockets.add(upstream)
+            // what the client sent while the upstream connection was being made
+            const early = client.data.pending
+            client.data = { pending: [], peer: upstream }
+            for (const b of early) send(upstream, b)
+          },
+        },
+      })
+      port = listener.port
+    },
+    cut() {
+      listener?.stop(true)
+      listener = undefined
+      for (const s of sockets) s.terminate()
+      sockets.clear()
+    },
+  }
+}
+
+const db = await testDatabase()
+const dbUrl = new URL(db.url)
+const proxy = tcpProxy({ hostname: dbUrl.hostname, port: Number(dbUrl.port || 5432) })
+proxy.open()
+const proxiedUrl = new URL(db.url)
+proxiedUrl.hostname = '127.0.0.1'
+proxiedUrl.port = String(proxy.port)
+const ctx = createContext(testConfig(), connectUrl(proxiedUrl.toString(), 2), new ServerKeys(TEST_SECRET))
+const app = createApp(ctx)
+const org = await createOrg()
+
+afterAll(async () => {
+  proxy.cut()
+  await ctx.sql.end({ timeout: 1 })
+})
+
+async function get(path: string, key?: string): Promise<TestResponse> {
+  const headers: Record<string, string> = { 'x-forwarded-for': '192.0.2.41' }
+  if (key) headers.authorization = `Bearer ${key}`
+  const res = await app.handle(new Request(`http://api.test.local${path}`, { headers }))
+  return { status: res.status, headers: res.headers, body: await res.json() }
+}
+
+test.skipIf(db.kind !== 'postgres')('503 database_unavailable with Retry-After while the database is cut off, then recovery by itself', async () => {
+  expectOk(await get('/v1/inboxes', org.key))
+  expectOk(await get('/v1/health'))
+
+  proxy.cut()
+  for (const res of [await get('/v1/inboxes', org.key), await get('/v1/inboxes', org.key)]) {
+    expectError(res, 503, 'database_unavailable', 'database: unreachable at the moment; retry after 5 seconds')
+    expect(res.headers.get('retry-after')).toBe('5')
+  }
+  const health = await get('/v1/health')
+  expectError(health, 503, 'database_unavailable')
+  expect(health.headers.get('retry-after')).toBe('5')
+  expect(health.body.error.details.dependencies.database.status).toBe('down')
+
+  proxy.open()
+  expectOk(await get('/v1/inboxes', org.key))
+  expect(expectOk(await get('/v1/health')).status).toBe('ok')
+})
