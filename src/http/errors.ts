@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   mx_conflict: 409,
   conflict: 409,
   precondition_failed: 412,
+  cursor_expired: 410,
   quota_exceeded: 403,
   rate_limited: 429,
   rate_limit_exceeded: 429,
