@@ -1,11 +1,13 @@
 /**
- * Starts the roles a process runs (api, smtp, worker) and stops them in the order a graceful
- * shutdown needs: stop accepting, finish what is in flight, hand back claimed jobs.
+ * Starts the roles a process runs (api, smtp, worker) and stops them gracefully: every role stops
+ * taking new work at once, what is in flight shares one grace period (SHUTDOWN_GRACE_MS), and
+ * the jobs still running at its end are handed back (docs/jobs.md).
  */
 import type { AppContext } from './context'
 import { createApp } from './app'
 import { JOB_KINDS } from './job-kinds'
 import { largestBodyLimit } from './http/boundary'
+import { releaseInline } from './jobs/run'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
@@ -52,11 +54,10 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   if (roles.includes('smtp')) {
     const smtp = await startSmtpServer(smtpOptions(ctx.config), inboundHooks(ctx))
     running.smtpPort = smtp.port
-    stops.unshift(() => smtp.stop(grace))
+    stops.push(() => smtp.stop(grace))
   }
   if (roles.includes('api')) {
     if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
-    stops.push(() => mailEvents(ctx).close())
     const app = createApp(ctx)
     app.listen({
       port: ctx.config.PORT,
@@ -66,13 +67,21 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
     })
     running.apiPort = app.server!.port
     log.info('api listening', { port: running.apiPort })
-    // stop(false): stop accepting, let in-flight requests finish
-    stops.unshift(async () => {
-      await Promise.race([app.server!.stop(false), Bun.sleep(grace)])
+    stops.push(async () => {
+      // stop(false): stop accepting, let in-flight requests finish; past the grace, cut them off
+      const finished = await Promise.race([app.server!.stop(false).then(() => true), Bun.sleep(grace).then(() => false)])
+      if (!finished) await app.server!.stop(true)
+      // long-polls are answered by now: their wake-ups can go
+      await mailEvents(ctx).close()
+      // a request cut off while running its job (runNow) hands it back like the worker does
+      const released = await releaseInline(ctx)
+      if (released > 0) log.info('inline jobs handed back', { released_jobs: released })
     })
   }
+  // In parallel, not one role after another: the SMTP listener must not accept sessions, nor the
+  // worker claim jobs, while HTTP requests drain; and the whole stop takes one grace period.
   running.stop = async () => {
-    for (const stop of stops) await stop()
+    await Promise.all(stops.map(stop => stop()))
   }
   return running
 }

@@ -125,7 +125,7 @@ export async function releaseClaimed(sql: Sql, holder: string): Promise<number> 
     with released as (
       update jobs set locked_by = null, locked_at = null, attempts = greatest(attempts - 1, 0)
        where locked_by = ${holder} returning kind)
-    select count(*)::int as released, ${notifyKinds(sql, 'released')}`
+    select (select count(*)::int from released) as released, ${notifyKinds(sql, 'released')}`
   return row!.released
 }
 

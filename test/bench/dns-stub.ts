@@ -5,7 +5,7 @@
  * lowercase name -> type -> answers; TXT answers are arrays of strings, A answers dotted quads).
  * An unknown name is NXDOMAIN, a known name without records of the type an empty answer. No
  * recursion, no TCP, no EDNS: the answers fit in 512 bytes. Every answer has a TTL of
- * BENCH_DNS_TTL seconds (default 300). Runs until killed.
+ * BENCH_DNS_TTL seconds (default 300). Prints `ready` once it listens; runs until killed.
  */
 import type { MemoryRecords } from '../../src/dns/resolver'
 
@@ -84,3 +84,4 @@ await Bun.udpSocket({
     },
   },
 })
+console.log('ready')

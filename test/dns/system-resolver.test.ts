@@ -6,29 +6,16 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { defaultResolver } from '../../src/context'
 import { rejoinTxt, systemResolver } from '../../src/dns/resolver'
 import { testConfig } from '../helpers/app'
+import { startDnsStub } from '../helpers/dns-stub'
 
 const key = `v=DKIM1; k=rsa; p=${'M'.repeat(392)}`
 const records = { 'sel._domainkey.long.test': { TXT: [[key]] }, 'two.test': { TXT: [['first'], ['second']] } }
-
-/** The DNS stub on `port` (a free one by default), answering `answers` with a TTL of `ttl` seconds. */
-async function startStub(opts: { ttl?: number; answers?: object; port?: number } = {}): Promise<{ port: number; server: Bun.Subprocess }> {
-  let port = opts.port
-  if (port === undefined) {
-    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-    port = probe.port
-    probe.stop(true)
-  }
-  const env = { ...process.env, BENCH_DNS: JSON.stringify(opts.answers ?? records), BENCH_DNS_TTL: String(opts.ttl ?? 300) }
-  const server = Bun.spawn([process.execPath, `${import.meta.dir}/../bench/dns-stub.ts`, String(port)], { env, stdout: 'ignore' })
-  await Bun.sleep(300)
-  return { port, server }
-}
 
 let port: number
 let server: Bun.Subprocess
 
 beforeAll(async () => {
-  ;({ port, server } = await startStub())
+  ;({ port, server } = await startDnsStub({ answers: records }))
 })
 afterAll(() => server.kill())
 
@@ -50,7 +37,7 @@ test('rejoinTxt joins only after a string of exactly 255 bytes', () => {
 
 test('DNS_CACHE_SECONDS keeps answers for the service; 0 asks the servers every time', async () => {
   // TTL 0: the system resolver (c-ares) keeps answers for their TTL on its own
-  const first = await startStub({ ttl: 0 })
+  const first = await startDnsStub({ ttl: 0, answers: records })
   const env = { DNS_SERVERS: `127.0.0.1:${first.port}` }
   const cached = defaultResolver(testConfig({ ...env, DNS_CACHE_SECONDS: '30' }))
   const uncached = defaultResolver(testConfig({ ...env, DNS_CACHE_SECONDS: '0' }))
@@ -59,7 +46,7 @@ test('DNS_CACHE_SECONDS keeps answers for the service; 0 asks the servers every 
   // the record changes
   first.server.kill()
   await first.server.exited
-  const second = await startStub({ ttl: 0, port: first.port, answers: { 'two.test': { TXT: [['changed']] } } })
+  const second = await startDnsStub({ ttl: 0, port: first.port, answers: { 'two.test': { TXT: [['changed']] } } })
   try {
     expect(await cached('two.test', 'TXT')).toEqual([['first'], ['second']])
     expect(await uncached('two.test', 'TXT')).toEqual([['changed']])

@@ -87,6 +87,7 @@ describe('the queue', () => {
     const woken = await notified(k)
     expect(await releaseClaimed(sql, leaving)).toBe(1)
     await woken.heard
+    expect(await releaseClaimed(sql, leaving)).toBe(0)
     expect(await jobRow(id)).toMatchObject({ attempts: 0, locked_by: null })
     const job = await claimById(sql, 'w', id)
     expect(job).toMatchObject({ id, attempts: 1, locked_by: 'w' })
