@@ -36,6 +36,7 @@ import { payoutRoutes } from './x402/payout.routes'
 import { challengeRoutes } from './x402/challenges.routes'
 import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
+import { mcpRoutes } from './mcp/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -43,7 +44,9 @@ export function createApp(ctx: AppContext) {
   let rules: Map<string, BodyRule> | undefined
   let allowed: ((path: string) => string[]) | undefined
   const ruleOf = (method: string, route: string): BodyRule =>
-    (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ?? { limit: defaultLimit, maxValues: MAX_JSON_VALUES, ownParser: false }
+    (rules ??= bodyRules(app, defaultLimit)).get(`${method} ${route}`) ??
+    // a route registered for every method (.all: /mcp) has its rule under ALL
+    rules.get(`ALL ${route}`) ?? { limit: defaultLimit, maxValues: MAX_JSON_VALUES, ownParser: false }
 
   const app: AnyElysia = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
@@ -126,6 +129,7 @@ export function createApp(ctx: AppContext) {
     .use(challengeRoutes(ctx))
     .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))
+    .use(mcpRoutes(ctx))
   return app
 }
 

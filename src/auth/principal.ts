@@ -18,4 +18,8 @@ export interface Auth {
   boundAddress?: string
   plan: Plan
   apiPerMinute: number
+  /** OAuth access tokens only: the resource (RFC 8707 audience) the token was issued for */
+  resource?: string
+  /** OAuth access tokens only: the scopes granted (service:api, or the read-only service:read) */
+  scopes?: string[]
 }

@@ -9,8 +9,9 @@ import { ApiError } from '../http/errors'
 export const DOWNLOAD_TOKEN_TTL_SECONDS = 24 * 60 * 60
 const PURPOSE = 'download-token'
 
-export function signDownloadToken(keys: ServerKeys, emailId: string, orgId: string, now = Date.now()): string {
-  const body = Buffer.from(JSON.stringify({ e: emailId, o: orgId, x: Math.floor(now / 1000) + DOWNLOAD_TOKEN_TTL_SECONDS })).toString('base64url')
+/** `ttlSeconds`: 24 hours for webhook payloads; the MCP tools hand out shorter-lived links. */
+export function signDownloadToken(keys: ServerKeys, emailId: string, orgId: string, now = Date.now(), ttlSeconds = DOWNLOAD_TOKEN_TTL_SECONDS): string {
+  const body = Buffer.from(JSON.stringify({ e: emailId, o: orgId, x: Math.floor(now / 1000) + ttlSeconds })).toString('base64url')
   return `${body}.${keys.sign(PURPOSE, body)}`
 }
 
@@ -27,7 +28,7 @@ export function verifyDownloadToken(keys: ServerKeys, token: string, emailId: st
   }
   if (claims.e !== emailId || typeof claims.o !== 'string' || typeof claims.x !== 'number') throw invalid
   if (claims.x * 1000 < now) {
-    throw new ApiError('download_token_expired', 'token: expired (signed download URLs are valid for 24 hours)', {
+    throw new ApiError('download_token_expired', 'token: expired (signed download URLs are valid for 24 hours, or less when a tool issued them)', {
       remediation: 'Request the same URL without the token parameter, with your API key in the Authorization header; that does not expire.',
     })
   }

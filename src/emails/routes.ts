@@ -4,6 +4,7 @@ import type { AppContext } from '../context'
 import { authenticated, authenticateRequest } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
+import { errors } from '../http/errors'
 import { OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
@@ -20,7 +21,7 @@ export const MAX_WAIT_SECONDS = 60
 
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })
 const Address = t.Object({ address: t.String(), name: t.String() })
-const Summary = t.Object({
+export const Summary = t.Object({
   id: t.String({ format: 'uuid' }),
   thread_id: t.String({ format: 'uuid' }),
   direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
@@ -35,7 +36,7 @@ const Summary = t.Object({
   content_discarded: t.Boolean(),
 })
 const Verdict = t.Object({ result: t.String() }, { additionalProperties: true })
-const Email = t.Composite([
+export const Email = t.Composite([
   Summary,
   t.Object({
     message_id: t.Union([t.String(), t.Null()]),
@@ -70,7 +71,7 @@ const Email = t.Composite([
     content_discarded_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   }),
 ])
-const Thread = t.Object({
+export const Thread = t.Object({
   id: t.String({ format: 'uuid' }),
   subject: t.String(),
   participants: t.Array(t.String()),
@@ -113,6 +114,31 @@ export function emailRoutes(ctx: AppContext) {
         })
       },
       { params: Id, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The attachments of a message as a tar.gz') },
+    )
+    .get(
+      '/:id/attachments/:index',
+      async ({ params, query, request, set, server }) => {
+        const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
+        // read after the credential, so that a caller without one learns nothing from a 400
+        const index = /^\d{1,4}$/.test(params.index) ? Number(params.index) : -1
+        const file = (await attachmentContents(await rawMessage(ctx.sql, orgId, params.id)))[index]
+        if (!file) throw errors.notFound('attachment')
+        // never rendered by the browser as a page of ours, whatever type the sender claimed
+        const name = (file.filename ?? `attachment-${index}`).replace(/["\\\r\n]/g, '_')
+        return new Response(file.content, {
+          headers: {
+            'content-type': /^[\w.+-]+\/[\w.+-]+$/.test(file.contentType) ? file.contentType : 'application/octet-stream',
+            'content-disposition': `attachment; filename="${name}"`,
+            'x-content-type-options': 'nosniff',
+            'cache-control': 'private, no-store',
+          },
+        })
+      },
+      {
+        params: t.Object({ id: t.String({ format: 'uuid' }), index: t.String({ maxLength: 100, description: 'the attachment index of the message (0, 1, ...)' }) }),
+        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
+        detail: downloadDetail('One attachment of a message, by index'),
+      },
     )
 
   const reads = new Elysia({ prefix: '/v1' })

@@ -42,29 +42,48 @@ async function limit(ctx: AppContext, set: { headers: Headers }, bucket: string,
   Object.assign(set.headers, rateLimitHeaders(decision))
 }
 
-function unauthorized(ctx: AppContext): ApiError {
-  return errors.unauthorized(
-    undefined,
-    `Bearer realm="${new URL(ctx.config.PUBLIC_URL).host}", resource_metadata="${ctx.config.siteUrl}/.well-known/oauth-protected-resource"`,
-  )
+/** The protected-resource metadata document of the REST API (RFC 9728). */
+export const apiResourceMetadataUrl = (ctx: AppContext) => `${ctx.config.siteUrl}/.well-known/oauth-protected-resource`
+
+function unauthorized(ctx: AppContext, resourceMetadata: string): ApiError {
+  return errors.unauthorized(undefined, `Bearer realm="${new URL(ctx.config.PUBLIC_URL).host}", resource_metadata="${resourceMetadata}"`)
 }
+
+export interface BearerOptions {
+  /**
+   * The RFC 8707 resource an OAuth access token must have been issued for (its audience); a token
+   * minted for another resource is refused like an unknown one. Default: this API (`/v1`).
+   */
+  resource?: string
+  /** the protected-resource metadata a 401 points at; default the API's */
+  resourceMetadata?: string
+  /**
+   * Confine connection keys to the REST allow-list by the request's own route (default). The MCP
+   * endpoint passes false and checks each tool against the REST operation it stands for.
+   */
+  routeScope?: boolean
+}
+
+/** The audience of the REST API: what OAuth tokens issued without a `resource` are for. */
+export const apiResource = (ctx: AppContext) => `${ctx.config.PUBLIC_URL}/v1`
 
 /**
  * The organization credential of a request's bearer, rate limited; 401 (counted against the
  * address) without one. Every authenticated route passes here, so this is also where agent
  * connection keys are confined to their allow-list (403 forbidden elsewhere).
  */
-export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null): Promise<Auth> {
+export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-  const auth = token ? await credentialCache(ctx).resolve(token) : null
+  let auth = token ? await credentialCache(ctx).resolve(token) : null
+  if (auth?.method === 'oauth' && (auth.resource ?? apiResource(ctx)) !== (opts.resource ?? apiResource(ctx))) auth = null
   if (!auth) {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
-    throw unauthorized(ctx)
+    throw unauthorized(ctx, opts.resourceMetadata ?? apiResourceMetadataUrl(ctx))
   }
   requestFacts(request).orgId = auth.orgId
   await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
-  checkConnectionScope(auth, request)
+  if (opts.routeScope !== false) checkConnectionScope(auth, request)
   return auth
 }
 

@@ -61,6 +61,14 @@ function decode(segment: string): string | null {
   }
 }
 
+/**
+ * Whether a connection key may call the operation `method path` at all, its address aside: the
+ * MCP tools ask this of the REST operation each one is, so both surfaces share one allow-list.
+ */
+export function connectionMayCall(method: string, path: string): boolean {
+  return compiled.some(c => c.route.method === method && c.pattern.test(path))
+}
+
 /** Throws 403 forbidden unless a connection key may make this request; other credentials pass. */
 export function checkConnectionScope(auth: Auth, request: Request): void {
   if (auth.method !== 'connection') return

@@ -6,7 +6,7 @@ import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { createInbox, deleteInbox, getInbox, listInboxes, presentManagedInbox } from './service'
 
-const Inbox = t.Object({
+export const Inbox = t.Object({
   id: t.String({ format: 'uuid' }),
   address: t.String({ description: 'the full address, lowercase' }),
   display_name: t.Union([t.String(), t.Null()], { description: 'the name shown in the From header of mail sent as this inbox' }),

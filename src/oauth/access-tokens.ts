@@ -16,12 +16,14 @@ interface AccessRow {
   role: Role
   plan: Plan
   api_per_minute_override: number | null
+  resource: string | null
+  scope: string
 }
 
 export async function resolveAccessToken(sql: Sql, token: string): Promise<Auth | null> {
   const hash = sha256(token)
   const [row] = await sql<AccessRow[]>`
-    select t.hash, g.id as grant_id, g.org_id, g.user_id, m.role, o.plan, o.api_per_minute_override
+    select t.hash, g.id as grant_id, g.org_id, g.user_id, m.role, o.plan, o.api_per_minute_override, g.resource, g.scope
       from oauth_tokens t
       join oauth_grants g on g.id = t.grant_id
       join memberships m on m.org_id = g.org_id and m.user_id = g.user_id
@@ -36,5 +38,8 @@ export async function resolveAccessToken(sql: Sql, token: string): Promise<Auth 
     method: 'oauth',
     plan: row.plan,
     apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
+    // null: issued without a resource indicator, for the REST API (the caller knows its URL)
+    ...(row.resource !== null && { resource: row.resource }),
+    scopes: row.scope.split(' '),
   }
 }

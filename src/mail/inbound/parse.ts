@@ -89,7 +89,7 @@ export async function parseMail(raw: Uint8Array): Promise<ParsedMail> {
 }
 
 /** The attachments with their bytes, for downloads (parsed again from the stored raw message). */
-export async function attachmentContents(raw: Uint8Array): Promise<{ filename: string | null; content: Uint8Array }[]> {
+export async function attachmentContents(raw: Uint8Array): Promise<{ filename: string | null; contentType: string; content: Uint8Array }[]> {
   const email = await PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })
-  return email.attachments.map(a => ({ filename: a.filename ?? null, content: new Uint8Array(a.content as ArrayBuffer) }))
+  return email.attachments.map(a => ({ filename: a.filename ?? null, contentType: a.mimeType, content: new Uint8Array(a.content as ArrayBuffer) }))
 }

@@ -1,0 +1,58 @@
+/**
+ * TypeBox schemas as the plain JSON Schema an MCP client reads: a deep copy without TypeBox's
+ * symbols, without our own annotation keywords (`error` messages, `x-` marks), which strict
+ * JSON Schema validators refuse as unknown keywords, and without Elysia's string coercions.
+ */
+import { Type, type TObject, type TSchema } from '@sinclair/typebox'
+import type { Page } from '../http/envelope'
+
+const OWN_KEYWORDS = new Set(['error'])
+
+/**
+ * Elysia's t.Integer and t.Numeric also accept a numeric string (for query strings): `anyOf` of
+ * that string and the number. Tool arguments are JSON, so publish the number alone.
+ */
+function coercion(schema: Record<string, unknown>): Record<string, unknown> | null {
+  const anyOf = schema.anyOf as Record<string, unknown>[] | undefined
+  if (!Array.isArray(anyOf) || anyOf.length !== 2) return null
+  const [text, number] = anyOf
+  if (text?.type !== 'string' || (text.format !== 'integer' && text.format !== 'numeric')) return null
+  const { anyOf: _, ...rest } = schema
+  return { ...rest, ...number }
+}
+
+export function jsonSchema(schema: TSchema): Record<string, unknown> {
+  const strip = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(strip)
+    if (!value || typeof value !== 'object') return value
+    const coerced = coercion(value as Record<string, unknown>)
+    if (coerced) return strip(coerced)
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) {
+      if (OWN_KEYWORDS.has(k) || k.startsWith('x-')) continue
+      out[k] = k === 'properties' || k === 'patternProperties' || k === '$defs' ? Object.fromEntries(Object.entries(v as object).map(([n, s]) => [n, strip(s)])) : strip(v)
+    }
+    return out
+  }
+  return strip(JSON.parse(JSON.stringify(schema))) as Record<string, unknown>
+}
+
+/** `limit` and `cursor`, as every list of the REST API takes them. */
+export const PageInput = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'page size, 1 to 100 (default 20)' })),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'the `cursor` of the previous page' })),
+}
+
+/** A page of items with the REST API's paging facts. */
+export const PageOf = <T extends TSchema>(item: T): TObject =>
+  Type.Object({
+    items: Type.Array(item),
+    total: Type.Integer({ description: 'how many match, across all pages' }),
+    limit: Type.Integer(),
+    cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass it back as `cursor` for the next page; null when there is none' }),
+  })
+
+export const pageResult = <T>(page: Page<T>) => ({ items: page.data, total: page.meta.total, limit: page.meta.limit, cursor: page.meta.cursor })
+
+/** The default page size of a tool: smaller than the REST default, since every item lands in a model's context. */
+export const TOOL_PAGE = 20

@@ -1,0 +1,214 @@
+/**
+ * The MCP server through the official SDK's client, in both protocol revisions it serves
+ * (2026-07-28 and 2025-11-25): the tool list, one call of each family, and every result's
+ * structuredContent checked against the tool's published output schema by ajv, a validator
+ * the server does not use for its own checks (it validates with its SDK's default).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Ajv2020 from 'ajv/dist/2020'
+import addFormats from 'ajv-formats'
+import type { Client } from '@modelcontextprotocol/client'
+import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
+import { managedAddress, rfc822 } from '../helpers/mail'
+import { startTestRelay, type TestRelay } from '../helpers/relay'
+import { memoryResolver } from '../../src/dns/resolver'
+import { ingest } from '../../src/mail/inbound/ingest'
+import { relayOf } from '../../src/sending/relay'
+import { appFetch, ERAS, mcpClient } from './helpers'
+
+let relay: TestRelay
+let t: TestApp
+let org: TestOrg
+let inbox: string
+const unique = () => crypto.randomUUID().slice(0, 8)
+
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+addFormats(ajv)
+
+async function inbound(to: string, subject: string, attachment?: { name: string; text: string }) {
+  const boundary = `b${unique()}`
+  const headers: Record<string, string> = { From: 'Sam <sam@sender.example>', To: to, Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }
+  let body = 'hello from sam'
+  if (attachment) {
+    headers['MIME-Version'] = '1.0'
+    headers['Content-Type'] = `multipart/mixed; boundary="${boundary}"`
+    body = [
+      `--${boundary}`, 'Content-Type: text/plain; charset=utf-8', '', 'hello from sam', `--${boundary}`,
+      `Content-Type: text/plain; name="${attachment.name}"`, `Content-Disposition: attachment; filename="${attachment.name}"`, 'Content-Transfer-Encoding: base64', '',
+      Buffer.from(attachment.text).toString('base64'), `--${boundary}--`, '',
+    ].join('\r\n')
+  }
+  const raw = new TextEncoder().encode(rfc822(headers, body))
+  const result = await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [to], remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
+  return result.stored.find(s => s.orgId === org.orgId)!.id
+}
+
+beforeAll(async () => {
+  relay = await startTestRelay()
+  // a public address for the webhook host; nothing else of DNS is needed
+  t = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000' }, { resolver: memoryResolver({ 'hooks.example.com': { A: ['93.184.216.34'] } }) })
+  org = await createOrg()
+  inbox = await managedAddress(t.ctx, org.orgId)
+})
+afterAll(async () => {
+  await relayOf(t.ctx).close()
+  await relay.stop()
+})
+
+for (const { era, version } of ERAS) {
+  describe(`MCP ${version}`, () => {
+    let client: Client
+    const schemas = new Map<string, ReturnType<typeof ajv.compile>>()
+
+    /** Calls a tool and checks the result: an object structuredContent valid against the output schema, and the same JSON as text. */
+    async function call(name: string, args: Record<string, unknown>) {
+      const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] }
+      expect(typeof result.structuredContent).toBe('object')
+      expect(JSON.parse(result.content[0]!.text)).toEqual(result.structuredContent)
+      if (!result.isError) {
+        const validate = schemas.get(name)!
+        if (!validate(result.structuredContent)) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}`)
+      }
+      return result
+    }
+    const ok = async (name: string, args: Record<string, unknown>) => {
+      const result = await call(name, args)
+      if (result.isError) throw new Error(`${name}: ${result.content[0]!.text}`)
+      return result.structuredContent
+    }
+    const fails = async (name: string, args: Record<string, unknown>) => {
+      const result = await call(name, args)
+      expect(result.isError).toBe(true)
+      return result.structuredContent.error as { code: string; message: string }
+    }
+
+    beforeAll(async () => {
+      client = await mcpClient(t, org.key, era)
+      expect(client.getNegotiatedProtocolVersion()).toBe(version)
+    })
+    afterAll(() => client.close())
+
+    test('tools/list: snake_case names in a stable order, each with input and output schemas and all four annotations', async () => {
+      const { tools } = await client.listTools()
+      const names = tools.map(tool => tool.name)
+      expect(names).toEqual([...names].sort())
+      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge']))
+      for (const tool of tools) {
+        expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/)
+        expect(tool.inputSchema.type).toBe('object')
+        expect(tool.outputSchema?.type).toBe('object')
+        for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) expect(typeof tool.annotations?.[hint]).toBe('boolean')
+        schemas.set(tool.name, ajv.compile(tool.outputSchema!))
+      }
+      expect((await client.listTools()).tools.map(tool => tool.name)).toEqual(names)
+    })
+
+    test('inboxes: create, list with paging, get; another organization\'s inbox is not_found', async () => {
+      const created = await ok('create_inbox', { local_part: `mcp-${era}-${unique()}`, display_name: 'MCP' })
+      expect(created.display_name).toBe('MCP')
+      const first = await ok('list_inboxes', { limit: 1 })
+      expect(first.items).toHaveLength(1)
+      expect(first.total).toBeGreaterThanOrEqual(2)
+      const second = await ok('list_inboxes', { limit: 1, cursor: first.cursor })
+      expect(second.items[0].id).not.toBe(first.items[0].id)
+      expect((await ok('get_inbox', { inbox_id: created.id })).address).toBe(created.address)
+      const other = await createOrg()
+      const foreign = await managedAddress(t.ctx, other.orgId)
+      const foreignId = (await t.request('GET', '/v1/inboxes', { key: other.key })).body.data.find((i: { address: string }) => i.address === foreign).id
+      expect((await fails('get_inbox', { inbox_id: foreignId })).code).toBe('not_found')
+    })
+
+    test('bad arguments are tool errors with validation_error and field: reason', async () => {
+      const error = await fails('get_inbox', { inbox_id: 'not-a-uuid' })
+      expect(error).toMatchObject({ code: 'validation_error' })
+      expect(error.message).toStartWith('inbox_id: ')
+      expect((await fails('send_email', { from: inbox, to: 'a@example.com', subject: 's', body_text: 'b' })).message).toContain('idempotency_key: is required')
+    })
+
+    test('mail: list, search, read with attachment download URLs (no bytes), threads', async () => {
+      const subject = `Invoice ${era} ${unique()}`
+      const id = await inbound(inbox, subject, { name: 'invoice.txt', text: `amount due ${era}` })
+      const listed = await ok('list_emails', { direction: 'inbound', limit: 5 })
+      expect(listed.items.map((e: { id: string }) => e.id)).toContain(id)
+      expect((await ok('search_emails', { query: subject })).items.map((e: { id: string }) => e.id)).toEqual([id])
+      const email = await ok('get_email', { email_id: id })
+      expect(email.subject).toBe(subject)
+      expect(email.attachments).toHaveLength(1)
+      expect(JSON.stringify(email)).not.toContain(Buffer.from(`amount due ${era}`).toString('base64'))
+      const download = await appFetch(t)(email.attachments[0].download_url)
+      expect(download.status).toBe(200)
+      expect(await download.text()).toBe(`amount due ${era}`)
+      expect(new Date(email.links_expire_at).getTime() - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000)
+      expect((await appFetch(t)(email.raw_url)).status).toBe(200)
+      const thread = await ok('get_thread', { thread_id: email.thread_id })
+      expect(thread.emails.map((e: { id: string }) => e.id)).toContain(id)
+      expect((await ok('list_threads', { limit: 50 })).items.map((th: { id: string }) => th.id)).toContain(email.thread_id)
+    })
+
+    test('wait_for_email blocks until mail for the address arrives', async () => {
+      const since = new Date().toISOString()
+      const waiting = ok('wait_for_email', { address: inbox, since, timeout_seconds: 20 })
+      const id = await inbound(inbox, `wake ${era}`)
+      const woke = await waiting
+      expect(woke.timed_out).toBe(false)
+      expect(woke.emails.map((e: { id: string }) => e.id)).toContain(id)
+      const quiet = await ok('wait_for_email', { address: inbox, since: woke.next_since, timeout_seconds: 1 })
+      expect(quiet).toMatchObject({ emails: [], timed_out: true })
+    })
+
+    test('send_email: a retry with the same idempotency key returns the first result and sends once', async () => {
+      const before = relay.messages.length
+      const args = { from: inbox, to: 'alice@example.com', subject: `once ${era} ${unique()}`, body_text: 'hi', idempotency_key: `key-${unique()}` }
+      const first = await ok('send_email', args)
+      expect(first).toMatchObject({ status: 'queued', idempotent_replay: false })
+      const retry = await ok('send_email', args)
+      expect(retry).toMatchObject({ id: first.id, idempotent_replay: true })
+      expect(relay.messages.length - before).toBe(1)
+      // the same key with another payload is a conflict, never a second send
+      expect((await fails('send_email', { ...args, body_text: 'changed' })).code).toBe('conflict')
+      expect(relay.messages.length - before).toBe(1)
+      expect((await ok('get_sent_email', { send_id: first.id })).status).toBe('queued')
+    })
+
+    test('reply_to_email and forward_email thread and quote the original', async () => {
+      const id = await inbound(inbox, `question ${era}`, { name: 'q.txt', text: 'attached question' })
+      const before = relay.messages.length
+      const reply = await ok('reply_to_email', { email_id: id, from: inbox, body_text: 'the answer', idempotency_key: `r-${unique()}` })
+      expect(relay.messages.length - before).toBe(1)
+      expect(relay.messages.at(-1)!.to).toEqual(['sam@sender.example'])
+      expect(relay.messages.at(-1)!.raw).toMatch(/^Subject: Re: question/m)
+      expect(reply.thread_id).toBe((await ok('get_email', { email_id: id })).thread_id)
+      await ok('forward_email', { email_id: id, from: inbox, to: 'boss@example.com', note: 'FYI', idempotency_key: `f-${unique()}` })
+      const forwarded = relay.messages.at(-1)!
+      expect(forwarded.to).toEqual(['boss@example.com'])
+      expect(forwarded.raw).toMatch(/^Subject: Fwd: question/m)
+      expect(forwarded.raw).toContain('q.txt')
+    })
+
+    test('scheduled sends: schedule, reschedule, cancel; cancelling twice is not_scheduled', async () => {
+      const at = new Date(Date.now() + 3600_000).toISOString()
+      const scheduled = await ok('send_email', { from: inbox, to: 'later@example.com', subject: 'later', body_text: 'x', scheduled_at: at, idempotency_key: `s-${unique()}` })
+      expect(scheduled.status).toBe('scheduled')
+      const moved = await ok('reschedule_email', { send_id: scheduled.id, scheduled_at: new Date(Date.now() + 7200_000).toISOString() })
+      expect(moved.status).toBe('scheduled')
+      expect((await ok('cancel_scheduled_email', { send_id: scheduled.id })).status).toBe('canceled')
+      expect((await fails('cancel_scheduled_email', { send_id: scheduled.id })).code).toBe('not_scheduled')
+    })
+
+    test('webhook endpoints: create, list, get, update, delete; a private URL is validation_error', async () => {
+      expect((await fails('create_webhook_endpoint', { url: 'https://127.0.0.1/hook' })).code).toBe('validation_error')
+      const endpoint = await ok('create_webhook_endpoint', { url: `https://hooks.example.com/${era}`, is_route_target: true })
+      expect((await ok('list_webhook_endpoints', {})).items.map((e: { id: string }) => e.id)).toContain(endpoint.id)
+      expect((await ok('get_webhook_endpoint', { endpoint_id: endpoint.id })).url).toBe(endpoint.url)
+      expect((await ok('update_webhook_endpoint', { endpoint_id: endpoint.id, enabled: false })).enabled).toBe(false)
+      expect((await ok('delete_webhook_endpoint', { endpoint_id: endpoint.id })).deactivated_at).toBeString()
+      expect((await fails('get_webhook_endpoint', { endpoint_id: endpoint.id })).code).toBe('not_found')
+    })
+
+    test('payment challenges: the x402_payments entitlement gates them like the REST routes', async () => {
+      const error = await fails('create_payment_challenge', { amount: '10000', network: 'base-sepolia', idempotency_key: `p-${unique()}` })
+      expect(error.code).toBe('feature_disabled')
+      expect((await fails('get_payment_challenge', { challenge_id: crypto.randomUUID() })).code).toBe('feature_disabled')
+    })
+  })
+}
