@@ -8,7 +8,8 @@ import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { log } from '../log'
 import type { JobKind } from './kind'
-import { claimById, deleteJobs, fail, heartbeat, releaseClaimed, type Job } from './queue'
+import { keepLeases, type LeaseKeeper } from './lease'
+import { claimById, deleteJobs, fail, releaseClaimed, type Job } from './queue'
 
 /**
  * Jobs that finish while a delete is in flight go together in the next one (group commit): a
@@ -41,14 +42,11 @@ export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?:
   }
 }
 
-/** A holder renews its leases three times per lease: one late or failed renewal does not lose them. */
-export const renewEveryMs = (leaseSeconds: number) => Math.round((leaseSeconds * 1000) / 3)
-
 /**
  * The lease holder of the jobs this process runs with `runNow`: one renewal statement per
  * interval covers all of them, and it runs only while one of them runs.
  */
-const inlineHolder = perProcess(() => ({ id: `inline_${randomUUIDv7()}`, running: 0, timer: undefined as Timer | undefined }))
+const inlineHolder = perProcess(() => ({ id: `inline_${randomUUIDv7()}`, running: 0, leases: undefined as LeaseKeeper | undefined }))
 
 /**
  * Runs the job `jobId` of `kind` here and now, if no worker holds it (a request running the job it
@@ -61,17 +59,13 @@ export async function runNow<T = void>(ctx: AppContext, kind: JobKind, jobId: st
   const holder = inlineHolder(ctx)
   const job = await claimById(ctx.sql, holder.id, jobId)
   if (!job) return undefined
-  if (holder.running++ === 0) {
-    const lease = ctx.config.JOB_LEASE_SECONDS
-    holder.timer = setInterval(() => void heartbeat(ctx.sql, holder.id, lease).catch(error => log.error('lease renewal failed', { holder: holder.id, error })), renewEveryMs(lease))
-    holder.timer.unref()
-  }
+  if (holder.running++ === 0) holder.leases = keepLeases(ctx.sql, holder.id, ctx.config.JOB_LEASE_SECONDS)
   let result: T | undefined
   try {
     const attempted = attempt && Promise.resolve(job).then(attempt).then(r => void (result = r))
     await runJob(ctx, kind, job, attempted)
   } finally {
-    if (--holder.running === 0) clearInterval(holder.timer)
+    if (--holder.running === 0) holder.leases?.stop()
   }
   return result
 }

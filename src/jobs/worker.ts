@@ -9,8 +9,9 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import { log } from '../log'
 import type { JobKind } from './kind'
-import { claim, enqueue, heartbeat, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
-import { renewEveryMs, runJob } from './run'
+import { keepLeases } from './lease'
+import { claim, enqueue, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
+import { runJob } from './run'
 
 export interface WorkerOptions {
   concurrency?: number
@@ -124,15 +125,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
   await Promise.all(periodic.map(schedule))
   const timers = periodic.map(k => setInterval(() => void schedule(k), k.everyMs))
 
-  /** Renews this worker's leases; jobs freed from a dead worker are claimed at once. */
-  async function beat() {
-    const { freed } = await heartbeat(ctx.sql, id, leaseSeconds).catch(error => (log.error('lease renewal failed', { worker_id: id, error }), { freed: 0 }))
-    if (freed > 0) {
-      log.warn('jobs of a dead worker freed', { worker_id: id, freed })
-      wake()
-    }
-  }
-  const heartbeatTimer = setInterval(beat, renewEveryMs(leaseSeconds))
+  // jobs freed from a dead worker are claimed at once
+  const leases = keepLeases(ctx.sql, id, leaseSeconds, freed => {
+    log.warn('jobs of a dead worker freed', { worker_id: id, freed })
+    wake()
+  })
   const looping = loop()
   log.info('worker started', { worker_id: id, concurrency, kinds: [...kinds.keys()], lease_seconds: leaseSeconds })
 
@@ -151,7 +148,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
       wake()
       await looping
       await Promise.race([Promise.all(running), Bun.sleep(graceMs)])
-      clearInterval(heartbeatTimer)
+      leases.stop()
       const released = await releaseClaimed(ctx.sql, id)
       await listener?.unlisten().catch(() => {})
       log.info('worker stopped', { worker_id: id, released_jobs: released })
