@@ -9,6 +9,9 @@ import { OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
+import { SENT_EVENT_TYPES } from '../mail/store'
+import { getInbox } from '../inboxes/service'
+import { ADDRESS } from '../sending/model'
 import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
 import {
@@ -25,7 +28,9 @@ export const Summary = t.Object({
   id: t.String({ format: 'uuid' }),
   thread_id: t.String({ format: 'uuid' }),
   direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
-  event_type: t.String({ description: 'email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail' }),
+  event_type: t.String({
+    description: 'inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender\'s copy): email.sent, or email.replied for an answer (in_reply_to_email_id)',
+  }),
   from: t.Union([Address, t.Null()]),
   to: t.Array(Address),
   cc: t.Array(Address),
@@ -146,21 +151,24 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/emails',
       async ({ auth, query, request }) => {
-        const page = cursors(ctx).request('emails', query)
+        const inbox = query.inbox_id ? await getInbox(ctx.sql, auth.orgId, query.inbox_id) : undefined
         const filters = {
           since: query.since ? parseTimestamp('since', query.since) : null,
           direction: query.direction,
           threadId: query.thread_id,
           eventType: query.event_type,
-          address: auth.boundAddress,
+          addresses: [auth.boundAddress, inbox?.address, query.address?.toLowerCase()].filter(a => a !== undefined),
         }
+        // A cursor continues the list it came from: it is signed for these filters and refused with others.
+        const scope = `emails?${JSON.stringify([query.since ?? null, query.direction ?? null, query.thread_id ?? null, query.event_type ?? null, query.inbox_id ?? null, query.address?.toLowerCase() ?? null])}`
+        const page = cursors(ctx).request(scope, query)
         // Subscribe before reading, so mail stored between the read and the wait still wakes us.
         const abort = new AbortController()
         const wait = query.wait && !page.after ? mailEvents(ctx).waitForMail(auth.orgId, query.wait * 1000, AbortSignal.any([abort.signal, request.signal])) : null
         let result = await listEmails(ctx.sql, auth.orgId, page, filters)
         if (wait && result.rows.length === 0 && (await wait)) result = await listEmails(ctx.sql, auth.orgId, page, filters)
         abort.abort()
-        return cursors(ctx).page('emails', result.rows, page, result.total, presentSummary)
+        return cursors(ctx).page(scope, result.rows, page, result.total, presentSummary)
       },
       {
         query: t.Object({
@@ -169,10 +177,18 @@ export function emailRoutes(ctx: AppContext) {
           wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail` })),
           direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
           thread_id: t.Optional(t.String({ format: 'uuid' })),
-          event_type: t.Optional(OneOf(EMAIL_EVENT_TYPES)),
+          event_type: t.Optional(OneOf([...EMAIL_EVENT_TYPES, ...SENT_EVENT_TYPES])),
+          inbox_id: t.Optional(t.String({ format: 'uuid', description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)" })),
+          address: t.Optional(
+            t.String({ pattern: ADDRESS, maxLength: 320, error: 'must be an email address', description: 'only mail received at this address (an envelope recipient) or sent from it' }),
+          ),
         }),
         response: { 200: Paged(Summary) },
-        detail: { tags: ['Emails'], summary: 'List mail, newest first; long-poll with wait' },
+        detail: {
+          tags: ['Emails'],
+          summary: 'List mail, newest first; long-poll with wait',
+          description: 'The filters combine (all must hold). A cursor continues the list it came from: with other filters it is a validation_error.',
+        },
       },
     )
     .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id, auth.boundAddress)), {

@@ -81,8 +81,8 @@ export interface EmailFilters {
   direction?: string
   threadId?: string
   eventType?: string
-  /** only the mail of this address (a connection key's bound address) */
-  address?: string
+  /** only the mail of every one of these addresses (a connection key's bound address, an inbox, the `address` filter) */
+  addresses: string[]
 }
 
 /** Mail of one address: inbound copies it was an envelope recipient of, outbound mail it sent. */
@@ -95,7 +95,7 @@ function ofAddress(sql: Sql, address: string | undefined) {
 export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
   const matching = sql`
     org_id = ${orgId}
-    ${ofAddress(sql, f.address)}
+    ${f.addresses.reduce((all, a) => sql`${all} ${ofAddress(sql, a)}`, sql``)}
     ${f.since ? sql`and received_at > ${f.since}` : sql``}
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}

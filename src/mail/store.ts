@@ -12,10 +12,17 @@ import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
 
+/**
+ * The event types of the sender's copy of mail sent through the API (the names of the outbound
+ * events): a new message, or an answer to a message the organization received.
+ */
+export const SENT_EVENT_TYPES = ['email.sent', 'email.replied'] as const
+export type StoredEventType = EmailEventType | (typeof SENT_EVENT_TYPES)[number]
+
 export interface StoreInput {
   orgId: string
   direction: 'inbound' | 'outbound'
-  eventType: EmailEventType
+  eventType: StoredEventType
   mail: ParsedMail
   raw: Uint8Array
   mailFrom: string
@@ -37,7 +44,7 @@ export interface StoredEmail {
   id: string
   orgId: string
   threadId: string
-  eventType: EmailEventType
+  eventType: StoredEventType
   /** the envelope recipients of this organization's copy */
   rcptTo: string[]
   mailFrom: string

@@ -117,7 +117,8 @@ export function storeComposed(tx: Tx, send: SendRow, c: Composed, emailId?: stri
     id: emailId,
     orgId: send.org_id,
     direction: 'outbound',
-    eventType: 'email.received',
+    // every message of a send made with in_reply_to_email_id answers received mail, repeat ticks included
+    eventType: send.request.reply ? 'email.replied' : 'email.sent',
     mail: c.mail,
     raw: c.raw,
     mailFrom: send.request.from,

@@ -8,7 +8,7 @@ import { Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
 
 const SINGLE_LINE = '^[^\\r\\n]*$'
-const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
+export const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
 
 export const Address = t.String({ pattern: ADDRESS, maxLength: 320, description: 'an email address such as agent@example.com', error: 'must be an email address' })
 const Addresses = (max: number, description: string) => t.Array(Address, { minItems: 1, maxItems: max, description })

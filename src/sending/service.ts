@@ -67,9 +67,13 @@ async function loadSend(ctx: AppContext, orgId: string, id: string): Promise<Sen
 
 export const getSend = async (ctx: AppContext, orgId: string, id: string) => presentSend(await loadSend(ctx, orgId, id))
 
-/** What the checks of a send need, in one statement: is `from` a sender of the organization, its send counts and own limits. */
+/**
+ * What the checks of a send need, in one statement: is `from` a sender of the organization, its
+ * send counts and own limits; and the display name of the inbox `from` is, if it is one.
+ */
 interface SendFacts {
   sender: boolean
+  display_name: string | null
   hour: number
   day: number
   per_hour: number | null
@@ -81,6 +85,7 @@ async function sendFacts(tx: Tx, orgId: string, from: string): Promise<SendFacts
   const [facts] = await tx<SendFacts[]>`
     select exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
              or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
+           (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
            c.hour, c.day, o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
       from orgs o,
            lateral (select count(*) filter (where s.created_at > now() - interval '1 hour')::int as hour, count(*)::int as day
@@ -179,7 +184,10 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
       request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
       if (!request.to.length) request.to = [reply.to]
     }
-    await authorize(tx, auth, request, await sendFacts(tx, auth.orgId, request.from))
+    const facts = await sendFacts(tx, auth.orgId, request.from)
+    await authorize(tx, auth, request, facts)
+    // Mail sent as an inbox shows the inbox's name, unless the request names the sender itself.
+    if (request.from_name === undefined && facts.display_name) request.from_name = facts.display_name
     const id = randomUUIDv7()
     const future = scheduledAt && scheduledAt.getTime() > Date.now()
     const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
