@@ -34,7 +34,16 @@ try {
 }
 
 const { sql, keys, config } = service.ctx
-const admin = config.DATABASE_URL ? undefined : serveAdminSocket(sql, keys, config)
+/** Without the socket (a path too long for one, say) bin/admin refuses while this runs, and says so. */
+function adminSocket() {
+  try {
+    return serveAdminSocket(sql, keys, config)
+  } catch (error) {
+    log.warn('no admin socket: bin/admin will ask to stop this process first', { error: (error as Error).message })
+    return undefined
+  }
+}
+const admin = config.DATABASE_URL ? undefined : adminSocket()
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     admin?.stop()

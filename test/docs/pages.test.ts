@@ -30,3 +30,16 @@ describe('README and docs/', () => {
     expect(Object.keys(ConfigSchema.properties).filter(key => !page.includes(`\`${key}\``))).toEqual([])
   })
 })
+
+test('no command to paste needs Bun on the PATH (make installs it into .tools/)', () => {
+  const needsBun: string[] = []
+  for (const page of pages) {
+    for (const [, block] of read(page).matchAll(/```(?:sh|bash|shell)\n([\s\S]*?)```/g)) {
+      for (const line of block!.split('\n')) {
+        const command = line.replace(/#.*/, '').trim() // a comment is not a command
+        if (/(^|[;&|(]\s*|\$\()bunx?\s/.test(command)) needsBun.push(`${page}: ${line.trim()}`)
+      }
+    }
+  }
+  expect(needsBun).toEqual([])
+})
