@@ -70,7 +70,7 @@ export const mailTools = [
     rest: { method: 'GET', path: '/v1/emails' },
     handle: async ({ ctx, auth }, args) => {
       const page = cursors(ctx).request('emails', args, TOOL_PAGE)
-      const filters = { since: args.since ? parseTimestamp('since', args.since) : null, direction: args.direction, threadId: args.thread_id, address: auth.boundAddress }
+      const filters = { since: args.since ? parseTimestamp('since', args.since) : null, direction: args.direction, threadId: args.thread_id, addresses: auth.boundAddress ? [auth.boundAddress] : [] }
       const { rows, total } = await listEmails(ctx.sql, auth.orgId, page, filters)
       return pageResult(cursors(ctx).page('emails', rows, page, total, presentSummary))
     },
@@ -150,7 +150,7 @@ export const mailTools = [
         const stop = new AbortController()
         const remaining = deadline - Date.now()
         const woken = remaining > 0 ? mailEvents(ctx).waitForMail(auth.orgId, remaining, AbortSignal.any([stop.signal, signal])) : Promise.resolve(false)
-        const { rows } = await listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', address })
+        const { rows } = await listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
         if (rows.length) {
           stop.abort()
           const emails = rows.slice(0, TOOL_PAGE).map(presentSummary)
