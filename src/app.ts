@@ -37,6 +37,7 @@ import { challengeRoutes } from './x402/challenges.routes'
 import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
+import { functionRoutes } from './functions/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -130,6 +131,7 @@ export function createApp(ctx: AppContext) {
     .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
+    .use(functionRoutes(ctx))
   return app
 }
 

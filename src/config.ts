@@ -48,6 +48,9 @@ export const ConfigSchema = T.Object({
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)' }),
   RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once' }),
+  FUNCTION_CPU_MS: T.Integer({ minimum: 10, maximum: 600_000, default: 30_000, description: 'CPU time one function invocation may use (time spent running guest code)' }),
+  FUNCTION_WALL_CLOCK_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 600_000, description: 'wall-clock time of one function invocation, I/O waits included; beyond it the run is canceled (function_timeout)' }),
+  FUNCTION_THREADS: T.Integer({ minimum: 1, maximum: 64, default: 2, description: 'sandbox threads per process running function invocations' }),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
   JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })

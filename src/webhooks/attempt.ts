@@ -13,6 +13,7 @@ import { postWebhook, type AttemptOutcome } from './dispatch'
 import { attemptBody, type EmailEvent } from './payload'
 import { signedHeaders } from './signing'
 import { checkWebhookUrl } from './url-safety'
+import { FUNCTION_URL_PREFIX, invokeForDelivery } from '../functions/delivery'
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'header_confirmed' | 'failed' | 'skipped_by_rules'
 
@@ -68,6 +69,7 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
     await record(ctx, { id: d.id, status: 'failed', error: 'the message content was discarded before delivery', code: 'content_discarded' })
     return { status: 'failed' }
   }
+  if (d.endpoint_url.startsWith(FUNCTION_URL_PREFIX)) return sendToFunction(ctx, d, opts)
   let target
   try {
     target = await checkWebhookUrl(d.endpoint_url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
@@ -90,6 +92,25 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
   const code = outcome.status !== null ? `http_${outcome.status}` : opts.last ? 'queue_dead_letter' : outcome.error ?? 'connection_failed'
   await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status, error, code })
   return { status, outcome }
+}
+
+/**
+ * An attempt at a function endpoint: the function receives the body and signature headers an
+ * HTTP endpoint gets. A 2xx answer delivers; a non-2xx one is `http_<status>`; a run that
+ * exceeded its wall clock is `function_timeout`, any other failed run `function_<outcome>`.
+ */
+async function sendToFunction(ctx: AppContext, d: DeliveryRow, opts: AttemptOptions): Promise<AttemptResult> {
+  const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
+  const headers = signedHeaders(await cachedSigningSecrets(ctx, d.org_id), d.event_id, body)
+  const outcome = await invokeForDelivery(ctx, { id: d.id, orgId: d.org_id, endpointUrl: d.endpoint_url, eventId: d.event_id, emailId: d.payload.email.id }, body, headers)
+  if (outcome.ok) {
+    const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
+    await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status })
+    return { status }
+  }
+  const status = opts.last ? 'failed' : 'pending'
+  await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status, error: outcome.error, code: outcome.code })
+  return { status }
 }
 
 /** One attempt at one delivery, now (replays). */

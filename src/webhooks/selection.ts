@@ -135,8 +135,8 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
       values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event},
               ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(event, email, mail) as never)})`
-    // Function endpoints are dispatched by the functions feature; until then their deliveries wait as pending.
-    if (!skipped && endpoint.kind === 'http') await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+    // HTTP and function endpoints alike: the attempt invokes a function in a sandbox (src/functions/delivery.ts).
+    if (!skipped) await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery
   }
 }

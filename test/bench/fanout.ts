@@ -25,6 +25,7 @@ import type { Sql } from '../../src/db/client'
 import { systemResolver, type MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
+import { createApiKey } from '../../src/auth/api-keys'
 import { DEFAULT_CONCURRENCY } from '../../src/jobs/worker'
 import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, refreshStatistics, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
@@ -149,7 +150,37 @@ interface Run {
   arrivalSpan: [number, number]
 }
 
-export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
+export interface FanoutOptions {
+  /** http: an HTTP endpoint on the receiver; function: a routed function that forwards each event to it */
+  target?: 'http' | 'function'
+  rates?: number[]
+}
+
+/** A function that forwards each delivery to the receiver: its arrival marks the function's completion. */
+const forwardingFunction = (receiverUrl: string) => `export default {
+  async fetch(request) {
+    const res = await fetch(${JSON.stringify(`${receiverUrl}/hook`)}, { method: 'POST', body: await request.text(), headers: { 'content-type': 'application/json' } })
+    return new Response(null, { status: res.ok ? 200 : 502 })
+  },
+}`
+
+/** Deploys the forwarding function through the API and routes it to the org-wide fallback. */
+async function deployForwarder(sql: Sql, orgId: string, apiUrl: string, receiverUrl: string) {
+  const key = await sql.begin(tx => createApiKey(tx, orgId, null, 'bench'))
+  const call = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(`${apiUrl}${path}`, { method, headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const json = (await res.json()) as { data?: { id: string; deploy_status?: string } }
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+    return json.data!
+  }
+  const fn = await call('POST', '/v1/functions', { name: 'fanout-forwarder', code: forwardingFunction(receiverUrl) })
+  if (fn.deploy_status !== 'deployed') throw new Error(`the bench function did not deploy: ${JSON.stringify(fn)}`)
+  await call('PUT', `/v1/functions/${fn.id}/route`, { domain_id: null })
+}
+
+export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions = {}): Promise<void> {
+  const target = opts.target ?? 'http'
+  const rates = opts.rates ?? RATES
   const org = await createOrgCommand(sql, { plan: 'developer', name: 'fanout bench' })
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
@@ -171,9 +202,11 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     const receiverUrl = `http://127.0.0.1:${receiverPort}`
     children.push(Bun.spawn([process.execPath, `${dir}/fanout-receiver.ts`, String(receiverPort)], { stdout: 'ignore', stderr: 'inherit' }))
     await waitForHttp(`${receiverUrl}/health`)
-    await sql`
-      insert into endpoints (id, org_id, kind, url, enabled, domain_id, is_route_target, rules)
-      values (${randomUUIDv7()}, ${org.org_id}, 'http', ${`${receiverUrl}/hook`}, true, null, false, '{}')`
+    if (target === 'http') {
+      await sql`
+        insert into endpoints (id, org_id, kind, url, enabled, domain_id, is_route_target, rules)
+        values (${randomUUIDv7()}, ${org.org_id}, 'http', ${`${receiverUrl}/hook`}, true, null, false, '{}')`
+    }
 
     const dnsPort = await freePort()
     children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
@@ -194,7 +227,13 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
     }
     const roles = LAYOUT === 'split' ? ['api,smtp', 'api,worker'] : ['api,smtp,worker']
     const services: Bun.Subprocess[] = []
-    for (const ROLES of roles) services.push(await startService(children, { ...serviceEnv, ROLES, PORT: String(await freePort()) }))
+    const apiPorts: number[] = []
+    for (const ROLES of roles) {
+      const port = await freePort()
+      apiPorts.push(port)
+      services.push(await startService(children, { ...serviceEnv, ROLES, PORT: String(port) }))
+    }
+    if (target === 'function') await deployForwarder(sql, org.org_id, `http://127.0.0.1:${apiPorts[0]}`, receiverUrl)
     await waitForSmtpGreeting(smtpPort)
     const serviceCpu = () => {
       const each = services.map(s => processCpuMicros(s.pid))
@@ -206,17 +245,17 @@ export async function fanoutBench(sql: Sql, dbUrl: string): Promise<void> {
 
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
-        `1 organization, 1 managed inbox, 1 HTTP endpoint on a loopback receiver; ` +
+        `1 organization, 1 managed inbox, ${target === 'http' ? '1 HTTP endpoint on a loopback receiver' : '1 function (QuickJS) that forwards each event to a loopback receiver with fetch'}; ` +
         `${LAYOUT === 'split' ? 'two service processes, roles api+smtp and api+worker' : 'one service process with roles api, smtp and worker'} ` +
         `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages, statistics refreshed before each; ` +
-        `latency = the sender's 250 to the webhook's arrival; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
+        `latency = the sender's 250 to the ${target === 'http' ? "webhook's arrival" : "function's forward arriving (the function completed)"}; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
 
     // warm-up: connections, JIT, the webhook secret, and a history of messages and deliveries
     const warm = await send(200, WARMUP_MESSAGES, 'warmup')
     await waitForArrivals(receiverUrl, warm.acked)
 
-    for (const rate of RATES) {
+    for (const rate of rates) {
       await fetch(`${receiverUrl}/reset`, { method: 'POST' })
       await refreshStatistics(sql)
       const prefix = `r${rate}`

@@ -9,10 +9,12 @@
  *   receiver), 250-to-arrival latency and deliveries/s at steady SMTP rates, next to fetch
  *   POSTing straight to the receiver;
  * - outbound.ts: sustained POST /v1/send-mail through an SMTP relay, next to nodemailer sending
- *   prebuilt messages straight to the same relay.
+ *   prebuilt messages straight to the same relay;
+ * - functions.ts: function invocation latency and throughput next to a bare `new Function`, and
+ *   SMTP 250 to function completed at 100 msg/s.
  *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout or outbound runs one section.
+ * fanout, outbound or functions runs one section.
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
@@ -21,6 +23,7 @@ import { httpBench } from './http'
 import { smtpBench } from './smtp'
 import { fanoutBench } from './fanout'
 import { outboundBench } from './outbound'
+import { functionsBench } from './functions'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const only = process.env.BENCH_ONLY
@@ -36,6 +39,7 @@ try {
   if (!only || only === 'smtp') await smtpBench(sql, dbUrl)
   if (!only || only === 'fanout') await fanoutBench(sql, dbUrl)
   if (!only || only === 'outbound') await outboundBench(sql, dbUrl)
+  if (!only || only === 'functions') await functionsBench(sql, dbUrl)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)

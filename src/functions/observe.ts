@@ -1,0 +1,296 @@
+/**
+ * What a developer reads about their functions: invocations, logs, usage, the invocation
+ * series, outbound activity; the test run (a real email through the inbound path) with its
+ * trace; and the dry run, which runs a stored email through a deployment with no side effects.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import type { Sql } from '../db/client'
+import { errors } from '../http/errors'
+import { listPage, type PageRequest } from '../http/pagination'
+import { iso } from '../http/timestamps'
+import { ingest } from '../mail/inbound/ingest'
+import { parseMail } from '../mail/inbound/parse'
+import { emailEvent } from '../webhooks/payload'
+import { signedHeaders } from '../webhooks/signing'
+import { cachedSigningSecrets } from '../account/webhook-secret'
+import { deliveryUrl } from './delivery'
+import { invokeFunction } from './run'
+import { getFunction } from './service'
+import type { Outcome } from './sandbox/protocol'
+
+interface InvocationRow {
+  id: string
+  function_id: string
+  deployment_id: string
+  delivery_id: string | null
+  email_id: string | null
+  outcome: Outcome
+  cpu_ms: number
+  wall_ms: number
+  request_method: string
+  request_url: string
+  response_status: number | null
+  exception_name: string | null
+  exception_message: string | null
+  exception_stack: string | null
+  logs_truncated: boolean
+  subrequests: number
+  created_at: Date
+}
+
+export const presentInvocation = (r: InvocationRow) => ({
+  id: r.id,
+  function_id: r.function_id,
+  deployment_id: r.deployment_id,
+  delivery_id: r.delivery_id,
+  email_id: r.email_id,
+  outcome: r.outcome,
+  cpu_ms: r.cpu_ms,
+  wall_ms: r.wall_ms,
+  request_method: r.request_method,
+  request_url: r.request_url,
+  response_status: r.response_status,
+  exception_name: r.exception_name,
+  exception_message: r.exception_message,
+  logs_truncated: r.logs_truncated,
+  subrequests: r.subrequests,
+  created_at: iso(r.created_at)!,
+})
+
+interface LogRow {
+  id: string
+  invocation_id: string
+  level: string
+  message: string
+  logged_at: Date
+}
+
+export const presentLog = (r: LogRow) => ({ id: r.id, invocation_id: r.invocation_id, level: r.level, message: r.message, logged_at: iso(r.logged_at)! })
+
+export async function listInvocations(sql: Sql, orgId: string, functionId: string, page: PageRequest, f: { outcome?: Outcome; since?: Date }) {
+  await getFunction(sql, orgId, functionId)
+  return listPage<InvocationRow>(sql, {
+    columns: sql`*`,
+    from: sql`function_invocations`,
+    where: sql`org_id = ${orgId} and function_id = ${functionId}
+      ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``} ${f.since ? sql`and created_at >= ${f.since}` : sql``}`,
+    page,
+  })
+}
+
+export async function getInvocation(sql: Sql, orgId: string, functionId: string, id: string) {
+  await getFunction(sql, orgId, functionId)
+  const [row] = await sql<InvocationRow[]>`select * from function_invocations where id = ${id} and function_id = ${functionId} and org_id = ${orgId}`
+  if (!row) throw errors.notFound('invocation')
+  const logs = await sql<LogRow[]>`select id, invocation_id, level, message, logged_at from function_logs where invocation_id = ${id} order by id`
+  return { ...presentInvocation(row), exception_stack: row.exception_stack, logs: logs.map(presentLog) }
+}
+
+export async function listLogs(sql: Sql, orgId: string, functionId: string, page: PageRequest) {
+  await getFunction(sql, orgId, functionId)
+  return listPage<LogRow>(sql, {
+    columns: sql`id, invocation_id, level, message, logged_at`,
+    from: sql`function_logs`,
+    where: sql`org_id = ${orgId} and function_id = ${functionId}`,
+    page,
+  })
+}
+
+interface ActivityRow {
+  id: string
+  function_id: string
+  type: 'email.sent' | 'email.replied'
+  email_id: string
+  delivery_id: string | null
+  invocation_id: string | null
+  created_at: Date
+}
+
+export const presentActivity = (r: ActivityRow) => ({ ...r, created_at: iso(r.created_at)! })
+
+export async function listActivity(sql: Sql, orgId: string, functionId: string, page: PageRequest, f: { type?: string; emailId?: string; deliveryId?: string }) {
+  await getFunction(sql, orgId, functionId)
+  return listPage<ActivityRow>(sql, {
+    columns: sql`id, function_id, type, email_id, delivery_id, invocation_id, created_at`,
+    from: sql`function_activity`,
+    where: sql`org_id = ${orgId} and function_id = ${functionId}
+      ${f.type ? sql`and type = ${f.type}` : sql``} ${f.emailId ? sql`and email_id = ${f.emailId}` : sql``}
+      ${f.deliveryId ? sql`and delivery_id = ${f.deliveryId}` : sql``}`,
+    page,
+  })
+}
+
+const DAY_MS = 86_400_000
+
+/** Invocations, outcomes and time used since `since` (default 30 days), for one function or all. */
+export async function usage(sql: Sql, orgId: string, functionId: string | null, since?: Date) {
+  if (functionId) await getFunction(sql, orgId, functionId)
+  const from = since ?? new Date(Date.now() - 30 * DAY_MS)
+  const rows = await sql<{ outcome: Outcome; n: number; cpu: number; wall: number }[]>`
+    select outcome, count(*)::int as n, coalesce(sum(cpu_ms), 0)::float8 as cpu, coalesce(sum(wall_ms), 0)::float8 as wall
+      from function_invocations
+     where org_id = ${orgId} and created_at >= ${from} ${functionId ? sql`and function_id = ${functionId}` : sql``}
+     group by outcome`
+  const [logs] = await sql<{ n: number }[]>`
+    select count(*)::int as n from function_logs l
+     where l.org_id = ${orgId} and l.logged_at >= ${from} ${functionId ? sql`and l.function_id = ${functionId}` : sql``}`
+  const byOutcome = Object.fromEntries(rows.map(r => [r.outcome, r.n]))
+  return {
+    function_id: functionId,
+    since: iso(from)!,
+    invocations: rows.reduce((n, r) => n + r.n, 0),
+    by_outcome: byOutcome,
+    cpu_ms: Math.round(rows.reduce((n, r) => n + r.cpu, 0) * 100) / 100,
+    wall_ms: Math.round(rows.reduce((n, r) => n + r.wall, 0) * 100) / 100,
+    log_lines: logs!.n,
+  }
+}
+
+/** Invocations per bucket (hour or day) from `since` (default 30 days ago) to now, empty buckets included. */
+export async function invocationSeries(sql: Sql, orgId: string, q: { functionId?: string; since?: Date; bucket?: 'hour' | 'day' }) {
+  if (q.functionId) await getFunction(sql, orgId, q.functionId)
+  const bucket = q.bucket ?? 'day'
+  const from = q.since ?? new Date(Date.now() - 30 * DAY_MS)
+  const rows = await sql<{ start: Date; invocations: number; ok: number; failed: number; cpu_ms: number }[]>`
+    with buckets as (
+      select generate_series(date_trunc(${bucket}, ${from}::timestamptz), date_trunc(${bucket}, now()), ${`1 ${bucket}`}::interval) as start)
+    select b.start, count(i.id)::int as invocations, count(i.id) filter (where i.outcome = 'ok')::int as ok,
+           count(i.id) filter (where i.outcome <> 'ok')::int as failed, coalesce(sum(i.cpu_ms), 0)::float8 as cpu_ms
+      from buckets b
+      left join function_invocations i on i.org_id = ${orgId} and date_trunc(${bucket}, i.created_at) = b.start and i.created_at >= ${from}
+           ${q.functionId ? sql`and i.function_id = ${q.functionId}` : sql``}
+     group by b.start order by b.start`
+  return { function_id: q.functionId ?? null, bucket, since: iso(from)!, points: rows.map(r => ({ ...r, start: iso(r.start)! })) }
+}
+
+/** An address whose mail reaches the function's endpoint, for its test email. */
+async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionId: string): Promise<string> {
+  const [row] = await sql<{ domain: string | null; route: string | null; inbox: string | null; free_domain: string | null; is_route_target: boolean; enabled: boolean }[]>`
+    select d.name as domain, e.is_route_target, e.enabled,
+           (select r.pattern from recipient_routes r where r.endpoint_id = e.id and r.pattern not like '%*%' order by r.id limit 1) as route,
+           (select i.address from managed_inboxes i where i.org_id = e.org_id
+              and not exists (select from recipient_routes r where r.org_id = e.org_id and r.pattern = i.address) order by i.id limit 1) as inbox,
+           (select v.name from domains v where v.org_id = e.org_id and v.status = 'verified'
+              and not exists (select from endpoints o where o.org_id = e.org_id and o.domain_id = v.id and o.enabled and o.deactivated_at is null and not o.is_route_target)
+              order by v.id limit 1) as free_domain
+      from endpoints e left join domains d on d.id = e.domain_id
+     where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
+  const none = () => errors.conflict('function: no address routes to it; route it first (PUT /v1/functions/{id}/route) to a domain, or to the fallback with a managed inbox or a verified domain without its own endpoint')
+  if (!row || !row.enabled) throw none()
+  if (row.is_route_target) {
+    if (row.route) return row.route
+    throw none()
+  }
+  if (row.domain) return `function-test@${row.domain}`
+  if (row.inbox) return row.inbox
+  if (row.free_domain) return `function-test@${row.free_domain}`
+  void ctx
+  throw none()
+}
+
+/** POST /functions/{id}/test: a real email through the inbound path (parse, authenticate, store, route, deliver). */
+export async function startTestRun(ctx: AppContext, orgId: string, functionId: string) {
+  const fn = await getFunction(ctx.sql, orgId, functionId)
+  if (!fn.current_deployment_id) throw errors.conflict('function: it has no current deployment; deploy it first')
+  const recipient = await testRecipient(ctx.sql, ctx, orgId, functionId)
+  const runId = randomUUIDv7()
+  const sender = `function-test@${ctx.config.SMTP_HOSTNAME}`
+  const raw = [
+    `From: Function test <${sender}>`,
+    `To: ${recipient}`,
+    `Subject: Test of function ${fn.name}`,
+    `Date: ${new Date().toUTCString()}`,
+    `Message-ID: <test-${runId}@${ctx.config.SMTP_HOSTNAME}>`,
+    `X-Function-Test-Run: ${runId}`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    `This is a test email for function ${fn.name} (run ${runId}).`,
+    '',
+  ].join('\r\n')
+  await ctx.sql`insert into function_test_runs (id, org_id, function_id, recipient) values (${runId}, ${orgId}, ${functionId}, ${recipient})`
+  const result = await ingest(ctx, { raw: new TextEncoder().encode(raw), mailFrom: sender, rcptTo: [recipient], remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false })
+  const email = result.stored.find(e => e.orgId === orgId)
+  if (!email) throw errors.conflict(`function: the test email to ${recipient} was not stored${result.refused.length ? ' (storage full)' : ''}`)
+  await ctx.sql`update function_test_runs set email_id = ${email.id} where id = ${runId}`
+  return { run_id: runId, email_id: email.id, recipient, trace_url: `/v1/functions/${functionId}/test-runs/${runId}/trace` }
+}
+
+/** The trace of a test run: each step with its time, in causal order, as far as it has got. */
+export async function testRunTrace(sql: Sql, orgId: string, functionId: string, runId: string) {
+  await getFunction(sql, orgId, functionId)
+  const [run] = await sql<{ id: string; email_id: string | null; recipient: string; created_at: Date }[]>`
+    select id, email_id, recipient, created_at from function_test_runs where id = ${runId} and function_id = ${functionId} and org_id = ${orgId}`
+  if (!run) throw errors.notFound('test run')
+  const steps: { step: string; at: string; [k: string]: unknown }[] = [{ step: 'received', at: iso(run.created_at)!, recipient: run.recipient }]
+  let done = false
+  if (run.email_id) {
+    const [email] = await sql<{ received_at: Date }[]>`select received_at from emails where id = ${run.email_id}`
+    if (email) steps.push({ step: 'stored', at: iso(email.received_at)!, email_id: run.email_id })
+    const deliveries = await sql<{ id: string; status: string; created_at: Date; updated_at: Date; last_error_code: string | null; attempt_count: number }[]>`
+      select d.id, d.status, d.created_at, d.updated_at, d.last_error_code, d.attempt_count from webhook_deliveries d
+        join endpoints e on e.id = d.endpoint_id
+       where d.email_id = ${run.email_id} and e.function_id = ${functionId} order by d.id`
+    for (const d of deliveries) steps.push({ step: 'routed', at: iso(d.created_at)!, delivery_id: d.id })
+    const invocations = await sql<InvocationRow[]>`select * from function_invocations where email_id = ${run.email_id} and function_id = ${functionId} order by id`
+    for (const i of invocations) {
+      const ended = i.created_at.getTime()
+      steps.push({ step: 'invoked', at: iso(new Date(ended - i.wall_ms))!, invocation_id: i.id, delivery_id: i.delivery_id })
+      const logs = await sql<LogRow[]>`select id, invocation_id, level, message, logged_at from function_logs where invocation_id = ${i.id} order by id`
+      for (const l of logs) steps.push({ step: 'log', at: iso(l.logged_at)!, invocation_id: i.id, level: l.level, message: l.message })
+      const activity = await sql<ActivityRow[]>`select * from function_activity where invocation_id = ${i.id} order by id`
+      for (const a of activity) steps.push({ step: 'outbound', at: iso(a.created_at)!, invocation_id: i.id, type: a.type, email_id: a.email_id })
+      steps.push({ step: 'outcome', at: iso(i.created_at)!, invocation_id: i.id, outcome: i.outcome, response_status: i.response_status, exception_message: i.exception_message })
+    }
+    const last = deliveries.at(-1)
+    if (last && last.status !== 'pending') {
+      steps.push({ step: 'delivery', at: iso(last.updated_at)!, delivery_id: last.id, status: last.status, last_error_code: last.last_error_code, attempt_count: last.attempt_count })
+      done = true
+    }
+  }
+  return { run_id: run.id, email_id: run.email_id, complete: done, steps }
+}
+
+/**
+ * POST /functions/{id}/dry-run: the stored email as the function would receive it, run through a
+ * deployment (default current) with no side effects: sends are captured and returned, nothing is
+ * recorded as a delivery or an invocation.
+ */
+export async function dryRun(ctx: AppContext, orgId: string, functionId: string, emailId: string, deploymentId?: string) {
+  await getFunction(ctx.sql, orgId, functionId)
+  const [row] = await ctx.sql<{ id: string; thread_id: string; event_type: string; rcpt_to: string[]; mail_from: string | null; size_bytes: number; received_at: Date; auth: never; raw: Buffer | null }[]>`
+    select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
+      from emails e left join email_contents c on c.email_id = e.id
+     where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
+  if (!row || !row.raw) throw errors.notFound('email_id')
+  if (deploymentId) {
+    const [d] = await ctx.sql`select status from function_deployments where id = ${deploymentId} and function_id = ${functionId} and org_id = ${orgId}`
+    if (!d) throw errors.notFound('deployment_id')
+    if (d.status !== 'deployed') throw errors.validation('deployment_id', 'is a failed deployment; it cannot run')
+  }
+  const mail = await parseMail(new Uint8Array(row.raw))
+  const eventId = `evt_dry_${randomUUIDv7().replaceAll('-', '')}`
+  const event = emailEvent(eventId, {
+    id: row.id, orgId, threadId: row.thread_id, eventType: row.event_type as never, rcptTo: row.rcpt_to, mailFrom: row.mail_from ?? '',
+    sizeBytes: row.size_bytes, receivedAt: row.received_at, auth: row.auth,
+  }, mail)
+  const body = JSON.stringify({ ...event, delivery: { attempt: 1 }, dry_run: true })
+  const headers = signedHeaders(await cachedSigningSecrets(ctx, orgId), eventId, body)
+  const invocation = await invokeFunction(ctx, {
+    orgId, functionId, deploymentId, dryRun: true,
+    request: { method: 'POST', url: deliveryUrl(functionId), headers: [['content-type', 'application/json'], ...Object.entries(headers)], body: Buffer.from(body).toString('base64') },
+  })
+  if (!invocation) throw errors.conflict('function: it has no current deployment')
+  const r = invocation.result
+  return {
+    deployment_id: invocation.deploymentId,
+    outcome: r.outcome,
+    cpu_ms: r.cpuMs,
+    wall_ms: r.wallMs,
+    response: r.response ? { status: r.response.status, headers: Object.fromEntries(r.response.headers), body: Buffer.from(r.response.body, 'base64').toString('utf8').slice(0, 64 * 1024) } : null,
+    exception: r.error ? { name: r.error.name, message: r.error.message, stack: r.error.stack } : null,
+    logs: r.logs,
+    captured_sends: invocation.scope.captured.map(c => c.request),
+  }
+}

@@ -1,0 +1,48 @@
+/** Where a function receives mail: its one `kind: function` endpoint, and the topology read. */
+import type { AppContext } from '../context'
+import type { Sql } from '../db/client'
+import { errors } from '../http/errors'
+import { createEndpoint, functionEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
+import { getFunction, presentFunction } from './service'
+
+/**
+ * PUT /functions/{id}/route: the function's endpoint, created or moved to the slot (a domain's
+ * default, or the fallback with empty rules), through the endpoints' own rules (plan limits,
+ * entitlement, slot conflicts).
+ */
+export async function routeFunction(ctx: AppContext, orgId: string, functionId: string, domainId: string | null) {
+  await getFunction(ctx.sql, orgId, functionId)
+  const existing = await functionEndpoint(ctx.sql, orgId, functionId)
+  if (!existing) {
+    await createEndpoint(ctx.sql, ctx, orgId, { kind: 'function', function_id: functionId, domain_id: domainId, rules: {} })
+  } else {
+    if (existing.is_route_target) {
+      throw errors.conflict(`function: it is reached through recipient routes (endpoint ${existing.id} is a route target); delete those routes first`, { conflicting_endpoint_id: existing.id })
+    }
+    await updateEndpoint(ctx.sql, ctx, orgId, existing.id, { domain_id: domainId, enabled: true, ...(domainId === null ? { rules: {} } : {}) })
+  }
+  return presentFunction(await getFunction(ctx.sql, orgId, functionId))
+}
+
+export async function routingTopology(sql: Sql, orgId: string) {
+  const rows = await sql<{ function_id: string; name: string; endpoint_id: string | null; enabled: boolean | null; domain_id: string | null; domain: string | null; route_target: boolean | null; recipient_routes: string[] }[]>`
+    select f.id as function_id, f.name, e.id as endpoint_id, e.enabled, e.domain_id, d.name as domain, e.is_route_target as route_target,
+           coalesce((select array_agg(r.pattern order by r.pattern) from recipient_routes r where r.endpoint_id = e.id), '{}') as recipient_routes
+      from functions f
+      left join endpoints e on e.org_id = f.org_id and e.function_id = f.id and e.deactivated_at is null
+      left join domains d on d.id = e.domain_id
+     where f.org_id = ${orgId} and f.deleted_at is null
+     order by f.name`
+  return {
+    functions: rows.map(r => ({
+      function_id: r.function_id,
+      name: r.name,
+      endpoint_id: r.endpoint_id,
+      enabled: r.enabled ?? false,
+      slot: !r.endpoint_id ? 'none' : r.route_target ? 'route_target' : r.domain_id ? 'domain' : 'fallback',
+      domain_id: r.domain_id,
+      domain: r.domain,
+      recipient_routes: r.recipient_routes,
+    })),
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Running functions: the deploy check, and invocations with their env, records and logs. The
+ * sandboxes themselves run in the process's sandbox threads (sandbox/pool.ts).
+ */
+import { randomUUIDv7 } from 'bun'
+import { LRUCache } from 'lru-cache'
+import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
+import { cachedSigningSecrets } from '../account/webhook-secret'
+import { runLimits } from './limits'
+import { serveGuestFetch, type FetchScope } from './guest-fetch'
+import { sandboxPool } from './sandbox/pool'
+import type { GuestRequest, RunResult } from './sandbox/protocol'
+import { secretsForInvocation } from './secrets'
+
+const pool = sandboxPool
+
+/** Evaluates the module once and checks its default export; `ms` is the time the check took. */
+export async function checkModule(ctx: AppContext, code: string) {
+  const started = performance.now()
+  const result = await pool(ctx).run({ kind: 'check', code, limits: runLimits(ctx.config) }, async () => ({ error: 'fetch is not available while a module is deployed' }))
+  return { ok: result.outcome === 'ok', error: result.outcome === 'ok' ? null : (result.error ?? { name: 'Error', message: result.outcome, line: null, column: null, stack: null }), ms: Math.round((performance.now() - started) * 100) / 100 }
+}
+
+/** Deployed code by deployment id (immutable), bounded by total size: a bundle may be 64 MiB. */
+const codeCache = new LRUCache<string, string>({ maxSize: 256 * 1024 * 1024, sizeCalculation: code => Math.max(1, code.length) })
+
+interface Target {
+  function_id: string
+  org_id: string
+  deployment_id: string
+  runtime_key_sealed: Buffer
+}
+
+/** The function's deployment to run (the current one unless named), or null when it has none or was deleted. */
+async function target(sql: Tx, orgId: string, functionId: string, deploymentId?: string): Promise<(Target & { code: string }) | null> {
+  const [row] = await sql<Target[]>`
+    select f.id as function_id, f.org_id, d.id as deployment_id, f.runtime_key_sealed
+      from functions f join function_deployments d on d.id = coalesce(${deploymentId ?? null}::uuid, f.current_deployment_id)
+     where f.id = ${functionId} and f.org_id = ${orgId} and f.deleted_at is null and d.function_id = f.id and d.status = 'deployed'`
+  if (!row) return null
+  let code = codeCache.get(row.deployment_id)
+  if (code === undefined) {
+    const [d] = await sql<{ code: string }[]>`select code from function_deployments where id = ${row.deployment_id}`
+    code = d!.code
+    codeCache.set(row.deployment_id, code)
+  }
+  return { ...row, code }
+}
+
+export interface InvokeInput {
+  orgId: string
+  functionId: string
+  request: GuestRequest
+  deploymentId?: string
+  deliveryId?: string
+  emailId?: string
+  /** no side effects and no records: sends are captured, the invocation is not stored */
+  dryRun?: boolean
+}
+
+export interface Invocation {
+  invocationId: string
+  deploymentId: string
+  result: RunResult
+  scope: FetchScope
+}
+
+/** Runs the function on a request and records the invocation; null when there is nothing to run. */
+export async function invokeFunction(ctx: AppContext, input: InvokeInput): Promise<Invocation | null> {
+  const t = await target(ctx.sql, input.orgId, input.functionId, input.deploymentId)
+  if (!t) return null
+  const [secrets, signing] = await Promise.all([secretsForInvocation(ctx, input.orgId, input.functionId), cachedSigningSecrets(ctx, input.orgId)])
+  const env = {
+    ...secrets,
+    SERVICE_API_KEY: ctx.keys.decrypt(t.runtime_key_sealed),
+    SERVICE_WEBHOOK_SECRET: signing[0]!,
+    SERVICE_API_BASE_URL: `${ctx.config.PUBLIC_URL}/v1`,
+  }
+  const scope: FetchScope = { dryRun: input.dryRun ?? false, activity: [], captured: [] }
+  const result = await pool(ctx).run({ kind: 'invoke', code: t.code, request: input.request, env, limits: runLimits(ctx.config) }, arg => serveGuestFetch(ctx, scope, arg))
+  const invocationId = randomUUIDv7()
+  if (!input.dryRun) await recordInvocation(ctx, invocationId, t, input, result, scope)
+  return { invocationId, deploymentId: t.deployment_id, result, scope }
+}
+
+async function recordInvocation(ctx: AppContext, id: string, t: Target, input: InvokeInput, r: RunResult, scope: FetchScope) {
+  await ctx.sql.begin(async tx => {
+    await tx`
+      insert into function_invocations (id, org_id, function_id, deployment_id, delivery_id, email_id, outcome, cpu_ms, wall_ms,
+                                        request_method, request_url, response_status, exception_name, exception_message, exception_stack, logs_truncated, subrequests)
+      values (${id}, ${input.orgId}, ${input.functionId}, ${t.deployment_id}, ${input.deliveryId ?? null}, ${input.emailId ?? null},
+              ${r.outcome}, ${r.cpuMs}, ${r.wallMs}, ${input.request.method}, ${input.request.url}, ${r.response?.status ?? null},
+              ${r.error?.name ?? null}, ${r.error?.message ?? null}, ${r.error?.stack ?? null}, ${r.logsTruncated}, ${r.subrequests})`
+    if (r.logs.length) {
+      const ids = r.logs.map(() => randomUUIDv7())
+      await tx`
+        insert into function_logs (id, org_id, function_id, invocation_id, level, message, logged_at)
+        select l.id, ${input.orgId}, ${input.functionId}, ${id}, l.level, l.message, l.logged_at
+          from unnest(${ids}::uuid[], ${r.logs.map(l => l.level)}::text[], ${r.logs.map(l => l.message)}::text[], ${r.logs.map(l => l.at)}::timestamptz[])
+            as l(id, level, message, logged_at)`
+    }
+    for (const a of scope.activity) {
+      await tx`
+        insert into function_activity (id, org_id, function_id, invocation_id, delivery_id, type, email_id, created_at)
+        values (${randomUUIDv7()}, ${input.orgId}, ${input.functionId}, ${id}, ${input.deliveryId ?? null}, ${a.type}, ${a.email_id}, ${a.at})`
+    }
+  })
+}

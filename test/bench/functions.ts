@@ -1,0 +1,123 @@
+/**
+ * Functions section of `make bench`.
+ *
+ * 1. Invocation latency and throughput of two functions (a trivial one, and one that parses the
+ *    delivery payload and answers with JSON), through the sandbox pool as deliveries use it: a
+ *    fresh QuickJS instance with its own 128 MiB-capped memory per run, in a sandbox thread.
+ *    "cold" is a run's first invocation (every run, today: there is no warm reuse); "engine" is
+ *    the same run on this thread without the thread hop. Beside them, in the same process and
+ *    run: the same code as a bare `new Function` in Bun, compiled once per call ("cold") and
+ *    called again ("warm").
+ * 2. SMTP 250 to function completed at 100 msg/s: the fan-out section with a routed function
+ *    that forwards each event to the loopback receiver (fanout.ts, target function).
+ *
+ * Targets (printed, not asserted): cold p50 < 10 ms with the hard memory cap, warm p50 < 0.5 ms,
+ * 250-to-completed p50 < 50 ms and p99 < 250 ms.
+ */
+import { loadavg } from 'node:os'
+import type { Sql } from '../../src/db/client'
+import { runLimits } from '../../src/functions/limits'
+import { runInSandbox } from '../../src/functions/sandbox/engine'
+import { SandboxPool } from '../../src/functions/sandbox/pool'
+import type { GuestRequest, RunRequest } from '../../src/functions/sandbox/protocol'
+import { loadConfig } from '../../src/config'
+import { fanoutBench } from './fanout'
+import { percentile } from './common'
+
+const ITERATIONS = Number(process.env.BENCH_FUNCTION_ITERATIONS ?? 300)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+
+const TRIVIAL = `export default { async fetch(request, env) { return new Response('ok') } }`
+const PARSING = `export default {
+  async fetch(request, env) {
+    const event = await request.json()
+    const words = (event.email.parsed.body_text || '').split(/\\s+/).length
+    return Response.json({ id: event.id, from: event.email.headers.from, subject: event.email.headers.subject, words })
+  },
+}`
+
+const payload = JSON.stringify({
+  event: 'email.received',
+  id: 'evt_bench',
+  email: {
+    id: crypto.randomUUID(),
+    headers: { from: 'Bench <bench@sender.example>', subject: 'Status update' },
+    parsed: { body_text: 'Status update from the build agent: all checks passed, the report is attached below. '.repeat(20) },
+  },
+})
+const request: GuestRequest = { method: 'POST', url: 'https://functions.internal/bench', headers: [['content-type', 'application/json']], body: Buffer.from(payload).toString('base64') }
+const limits = runLimits(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32) }))
+const noFetch = async () => ({ error: 'no fetch in the benchmark' })
+
+interface Figures {
+  p50: number
+  p99: number
+  perSecond: number
+}
+
+async function sequential(run: () => Promise<unknown>, n = ITERATIONS): Promise<number[]> {
+  const times: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t = performance.now()
+    await run()
+    times.push(performance.now() - t)
+  }
+  return times.sort((a, b) => a - b)
+}
+
+/** Invocations completed per second with `parallel` in flight, for SECONDS. */
+async function throughput(run: () => Promise<unknown>, parallel: number): Promise<number> {
+  const end = performance.now() + SECONDS * 1000
+  let done = 0
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (performance.now() < end) {
+        await run()
+        done++
+      }
+    }),
+  )
+  return Math.round(done / SECONDS)
+}
+
+/** The module as a bare function: `export default` becomes a return value. */
+function bare(code: string) {
+  return new Function(code.replace('export default', 'return'))() as { fetch(r: Request, env: object): Promise<Response> }
+}
+
+async function bareCall(handler: { fetch(r: Request, env: object): Promise<Response> }) {
+  const res = await handler.fetch(new Request(request.url, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' } }), {})
+  await res.text()
+}
+
+export async function functionsBench(sql: Sql, dbUrl: string): Promise<void> {
+  const pool = new SandboxPool(2)
+  const rows: [string, Figures][] = []
+  const n = (v: number | string) => String(v).padStart(10)
+  console.log(`\nfunctions: ${ITERATIONS} sequential invocations per row, then ${SECONDS} s with 8 in flight; load average ${loadavg()[0]!.toFixed(2)}\n`)
+  for (const [name, code] of [['trivial', TRIVIAL], ['parse payload, answer JSON', PARSING]] as const) {
+    const invoke: RunRequest = { kind: 'invoke', code, request, env: {}, limits }
+    const check = await pool.run(invoke, noFetch)
+    if (check.outcome !== 'ok') throw new Error(`bench function ${name}: ${check.outcome} ${check.error?.message}`)
+    const viaPool = () => pool.run(invoke, noFetch)
+    const engine = () => runInSandbox(invoke, { request: noFetch })
+    const cold = await sequential(viaPool)
+    rows.push([`${name}: sandbox thread, fresh instance`, { p50: percentile(cold, 50), p99: percentile(cold, 99), perSecond: await throughput(viaPool, 8) }])
+    const inThread = await sequential(engine)
+    rows.push([`${name}: engine on this thread`, { p50: percentile(inThread, 50), p99: percentile(inThread, 99), perSecond: await throughput(engine, 1) }])
+    const bareCold = await sequential(() => bareCall(bare(code)))
+    rows.push([`${name}: new Function, compiled per call`, { p50: percentile(bareCold, 50), p99: percentile(bareCold, 99), perSecond: await throughput(() => bareCall(bare(code)), 1) }])
+    const handler = bare(code)
+    const bareWarm = await sequential(() => bareCall(handler))
+    rows.push([`${name}: new Function, warm`, { p50: percentile(bareWarm, 50), p99: percentile(bareWarm, 99), perSecond: await throughput(() => bareCall(handler), 1) }])
+  }
+  pool.stop()
+  console.log(`${'invocation'.padEnd(52)}${n('p50 ms')}${n('p99 ms')}${n('inv/s')}`)
+  for (const [name, f] of rows) console.log(`${name.padEnd(52)}${n(f.p50.toFixed(3))}${n(f.p99.toFixed(3))}${n(f.perSecond)}`)
+  const cold = rows[0]![1]
+  console.log(
+    `\ncold start (fresh capped instance, through a sandbox thread) p50 ${cold.p50.toFixed(2)} ms (target < 10); ` +
+      'warm invocations: not measured, every invocation runs in a fresh instance (no warm reuse yet; target < 0.5 ms)',
+  )
+  await fanoutBench(sql, dbUrl, { target: 'function', rates: [100] })
+}

@@ -1,0 +1,291 @@
+/**
+ * Functions end to end: real mail through the inbound path, real deliveries as jobs, real QuickJS
+ * sandboxes, a real loopback HTTP receiver, and the reply landing in the sender's inbox.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createOrg, type TestOrg } from '../helpers/app'
+import { expectError } from '../helpers/envelope'
+import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
+import { startReceiver, type Receiver } from '../helpers/receiver'
+import { startWorker, type Worker } from '../../src/jobs/worker'
+import { JOB_KINDS } from '../../src/job-kinds'
+import { sandboxPool } from '../../src/functions/sandbox/pool'
+
+const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', FUNCTION_WALL_CLOCK_MS: '3000', FUNCTION_CPU_MS: '1500' }
+
+let h: InboundHarness
+let worker: Worker
+let receiver: Receiver
+
+beforeAll(async () => {
+  h = await inboundHarness(ENV)
+  worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
+  receiver = startReceiver()
+})
+afterAll(async () => {
+  await worker.stop(1000)
+  receiver.stop()
+  await h.stop()
+})
+
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await read()
+    if (done(v) || Date.now() > deadline) return v
+    await Bun.sleep(50)
+  }
+}
+
+let n = 0
+async function routedFunction(org: TestOrg, code: string) {
+  const fn = await h.request('POST', '/v1/functions', { key: org.key, body: { name: `fn-${++n}`, code } })
+  expect(fn.body.data?.deploy_status).toBe('deployed')
+  const routed = await h.request('PUT', `/v1/functions/${fn.body.data.id}/route`, { key: org.key, body: { domain_id: null } })
+  expect(routed.status).toBe(200)
+  return routed.body.data
+}
+
+async function orgWithFunction(code: string, plan: 'developer' | 'power' = 'developer') {
+  const org = await createOrg({ plan })
+  const address = await managedAddress(h.ctx, org.orgId)
+  const fn = await routedFunction(org, code)
+  return { org, address, fn }
+}
+
+const deliveriesOf = (org: TestOrg) => h.request('GET', '/v1/webhooks/deliveries', { key: org.key }).then(r => r.body.data as any[])
+const invocationsOf = (org: TestOrg, fnId: string) => h.request('GET', `/v1/functions/${fnId}/invocations`, { key: org.key }).then(r => r.body.data as any[])
+
+/** Mail to `address`; resolves with the function's finished delivery. */
+async function mailAndWait(org: TestOrg, address: string, subject = 'hello') {
+  await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject, text: 'body' })
+  const ds = await until(() => deliveriesOf(org), ds => ds.some(d => d.email.subject === subject && d.status !== 'pending'))
+  return ds.find(d => d.email.subject === subject)
+}
+
+const REPLYING_FUNCTION = (receiverUrl: string) => `
+const hex = buf => [...new Uint8Array(buf)].map(b => b.toString(16).padStart(2, '0')).join('')
+export default {
+  async fetch(request, env) {
+    const body = await request.text()
+    const header = request.headers.get('service-signature')
+    const t = header.split(',')[0].slice(2)
+    const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(env.SERVICE_WEBHOOK_SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+    const expected = hex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(t + '.' + body)))
+    if (!header.split(',').slice(1).some(v => v === 'v1=' + expected)) return new Response('bad signature', { status: 401 })
+    const event = JSON.parse(body)
+    console.log('event', event.id, 'for', event.email.headers.subject)
+    const seen = await fetch(${JSON.stringify(receiverUrl)}, { method: 'POST', body: JSON.stringify({ id: event.id, greeting: env.GREETING }) })
+    const reply = await fetch(env.SERVICE_API_BASE_URL + '/send-mail', {
+      method: 'POST',
+      headers: { authorization: 'Bearer ' + env.SERVICE_API_KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ from: event.email.envelope.rcpt_to[0], in_reply_to_email_id: event.email.id, subject: 'Re: ' + event.email.headers.subject, body_text: env.GREETING + ' (receiver said ' + (await seen.text()) + ')' }),
+    })
+    const sent = await reply.json()
+    console.log('reply', reply.status, sent.data && sent.data.id)
+    return Response.json({ ok: reply.ok })
+  },
+}`
+
+describe('a function on the inbound path', () => {
+  test('verifies the signature, reads secrets (function over org), fetches a loopback receiver and replies through the API', async () => {
+    const sender = await createOrg()
+    const senderAddress = await managedAddress(h.ctx, sender.orgId)
+    const { org, address, fn } = await orgWithFunction(REPLYING_FUNCTION(receiver.url('/fn-seen')))
+    await h.request('POST', '/v1/org/secrets', { key: org.key, body: { key: 'GREETING', value: 'org says hi' } })
+    await h.request('POST', `/v1/functions/${fn.id}/secrets`, { key: org.key, body: { key: 'GREETING', value: 'function says hi' } })
+    const sent = await h.request('POST', '/v1/send-mail', { key: sender.key, body: { from: senderAddress, to: address, subject: 'Question', body_text: 'Can you help?' } })
+    expect(sent.status).toBe(200)
+
+    const [seen] = await receiver.waitFor(1, '/fn-seen')
+    expect(seen!.json.greeting).toBe('function says hi')
+    const [delivery] = await until(() => deliveriesOf(org), ds => ds[0]?.status === 'delivered')
+    expect(delivery).toMatchObject({ status: 'delivered', endpoint_url: `function://${fn.id}`, attempt_count: 1, response_status: 200, last_error_code: null })
+
+    const inbox = await until(() => h.request('GET', '/v1/emails', { key: sender.key }).then(r => r.body.data as any[]), es => es.some(e => e.subject === 'Re: Question'))
+    const reply = inbox.find(e => e.subject === 'Re: Question')
+    expect(reply).toBeDefined()
+    const full = await h.request('GET', `/v1/emails/${reply.id}`, { key: sender.key })
+    expect(full.body.data.text).toContain('function says hi (receiver said ok)')
+
+    const activity = await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })
+    expect(activity.body.data).toHaveLength(1)
+    expect(activity.body.data[0]).toMatchObject({ type: 'email.replied', delivery_id: delivery.id })
+    const sentByFunction = await h.request('GET', `/v1/sent-emails/${activity.body.data[0].email_id}`, { key: org.key })
+    expect(sentByFunction.status).toBe(200)
+    expect((await h.request('GET', `/v1/functions/${fn.id}/activity?type=email.sent`, { key: org.key })).body.data).toHaveLength(0)
+
+    const [inv] = await invocationsOf(org, fn.id)
+    expect(inv).toMatchObject({ outcome: 'ok', response_status: 200, delivery_id: delivery.id, request_method: 'POST', subrequests: 2 })
+    const one = await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })
+    expect(one.body.data.logs.map((l: any) => l.message)).toEqual([expect.stringMatching(/^event evt_\w+ for Question$/), expect.stringMatching(/^reply 200 [0-9a-f-]{36}$/)])
+    const logs = await h.request('GET', `/v1/functions/${fn.id}/logs?limit=1`, { key: org.key })
+    expect(logs.body.data.logs).toHaveLength(1)
+    expect(logs.body.data.next_cursor).toBe(logs.body.meta.cursor)
+    const older = await h.request('GET', `/v1/functions/${fn.id}/logs?limit=1&cursor=${encodeURIComponent(logs.body.meta.cursor)}`, { key: org.key })
+    expect(older.body.data.logs[0].message).toStartWith('event ')
+    const usage = await h.request('GET', `/v1/functions/${fn.id}/usage`, { key: org.key })
+    expect(usage.body.data).toMatchObject({ invocations: 1, by_outcome: { ok: 1 }, log_lines: 2 })
+    const series = await h.request('GET', `/v1/functions/invocation-series?function_id=${fn.id}&bucket=hour&since=${encodeURIComponent(new Date(Date.now() - 3600_000).toISOString())}`, { key: org.key })
+    expect(series.body.data.points.reduce((s: number, p: any) => s + p.invocations, 0)).toBe(1)
+  })
+
+  test("the runtime key has no creator: owner-only writes are 403, and it stops working when the function is deleted", async () => {
+    const code = `export default { async fetch(request, env) {
+      const who = await fetch(env.SERVICE_API_BASE_URL + '/whoami', { headers: { authorization: 'Bearer ' + env.SERVICE_API_KEY } })
+      console.log(env.SERVICE_API_KEY)
+      return new Response(await who.text(), { status: who.status }) } }`
+    // power: x402 is included, so the 403 is about the key, not the plan
+    const { org, address, fn } = await orgWithFunction(code, 'power')
+    const d = await mailAndWait(org, address, 'who')
+    expect(d.status).toBe('delivered')
+    const [inv] = await invocationsOf(org, fn.id)
+    const runtimeKey = (await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })).body.data.logs[0].message
+    const whoami = await h.request('GET', '/v1/whoami', { key: runtimeKey })
+    expect(whoami.body.data).toMatchObject({ org_id: org.orgId, user_id: null })
+    const payout = { network: 'base-sepolia', address: `0x${'ab'.repeat(20)}`, message: 'statement', signature: `0x${'cd'.repeat(65)}` }
+    expectError(await h.request('POST', '/v1/x402/payout-addresses', { key: runtimeKey, body: payout }), 403, 'forbidden')
+    await h.request('DELETE', `/v1/functions/${fn.id}`, { key: org.key })
+    expectError(await h.request('GET', '/v1/whoami', { key: runtimeKey }), 401, 'unauthorized')
+    // deleted: its deliveries stay readable, its endpoint is gone, replay is refused
+    expect((await deliveriesOf(org)).map(x => x.id)).toContain(d.id)
+    expect((await h.request('GET', '/v1/endpoints', { key: org.key })).body.data).toEqual([])
+    expectError(await h.request('POST', `/v1/webhooks/deliveries/${d.id}/replay`, { key: org.key }), 409, 'conflict')
+  })
+
+  test('a non-2xx answer and an exception fail the attempt, are retried with the same event, and replay works', async () => {
+    const code = `let n = 0
+      export default { async fetch(request) {
+        const event = await request.json()
+        if (event.delivery.attempt === 1) return new Response('not yet', { status: 503 })
+        if (event.delivery.attempt === 2) throw new Error('flaky')
+        return new Response('ok', { headers: { 'service-delivery-confirmed': event.id } }) } }`
+    const { org, address, fn } = await orgWithFunction(code)
+    const d = await mailAndWait(org, address, 'retry me')
+    expect(d).toMatchObject({ status: 'header_confirmed', attempt_count: 3, last_error: null })
+    const outcomes = (await invocationsOf(org, fn.id)).map(i => [i.outcome, i.response_status, i.exception_message])
+    expect(outcomes).toEqual([['ok', 200, null], ['exception', null, 'flaky'], ['ok', 503, null]])
+    const replay = await h.request('POST', `/v1/webhooks/deliveries/${d.id}/replay`, { key: org.key })
+    expect(replay.body.data).toEqual({ delivered: 1, failed: 0 })
+    expect(await invocationsOf(org, fn.id)).toHaveLength(4)
+  })
+
+  test('a deployment that fails to redeploy leaves the current one receiving mail; a secret change applies without a redeploy', async () => {
+    const { org, address, fn } = await orgWithFunction(`export default { async fetch(r, env) { console.log(env.MODE); return new Response('v1') } }`)
+    await h.request('PUT', `/v1/functions/${fn.id}`, { key: org.key, body: { code: 'export default {' } })
+    await h.request('POST', `/v1/functions/${fn.id}/secrets`, { key: org.key, body: { key: 'MODE', value: 'changed' } })
+    expect((await mailAndWait(org, address, 'still v1')).status).toBe('delivered')
+    const [inv] = await invocationsOf(org, fn.id)
+    expect(inv.deployment_id).toBe(fn.current_deployment_id)
+    const full = await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })
+    expect(full.body.data.logs[0].message).toBe('changed')
+  })
+})
+
+describe('limits end the run with their own outcome and leave the worker healthy', () => {
+  const cases: [string, string, string, string][] = [
+    ['memory bomb with strings', `let s = 'x'; while (s.length < (8 << 20)) s = s + s; const a = []; for (let i = 0; ; i++) a.push((s + i).slice(1))`, 'exceeded_memory', 'function_exceeded_memory'],
+    ['memory bomb with typed arrays', `const a = []; for (;;) a.push(new Uint8Array(8 << 20))`, 'exceeded_memory', 'function_exceeded_memory'],
+    ['while (true)', `while (true) {}`, 'exceeded_cpu', 'function_exceeded_cpu'],
+    ['a microtask spin', `const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {})`, 'exceeded_cpu', 'function_exceeded_cpu'],
+    ['a stack overflow', `const f = n => f(n + 1) + 1; f(0)`, 'exceeded_limit', 'function_exceeded_limit'],
+    ['a promise that never settles', `await new Promise(() => {})`, 'exception', 'function_exception'],
+    ['oversized logs', `for (;;) console.log('x'.repeat(10000))`, 'exceeded_limit', 'function_exceeded_limit'],
+    ['too many subrequests', `for (let i = 0; i < 60; i++) await fetch(${JSON.stringify('RECEIVER')})`, 'exceeded_limit', 'function_exceeded_limit'],
+    ['the wall clock', `await new Promise(r => setTimeout(r, 60000))`, 'exceeded_wall_clock', 'function_timeout'],
+  ]
+  for (const [name, body, outcome, code] of cases) {
+    test(name, async () => {
+      const src = `export default { async fetch(request, env) { ${body.replace('RECEIVER', receiver.url('/many'))}; return new Response('unreachable') } }`
+      const { org, address, fn } = await orgWithFunction(src)
+      const d = await mailAndWait(org, address, name)
+      expect(d).toMatchObject({ status: 'failed', last_error_code: code, attempt_count: 3 })
+      const invocations = await invocationsOf(org, fn.id)
+      expect(invocations.map(i => i.outcome)).toEqual([outcome, outcome, outcome])
+      const filtered = await h.request('GET', `/v1/functions/${fn.id}/invocations?outcome=${outcome}`, { key: org.key })
+      expect(filtered.body.meta.total).toBe(3)
+      // the next run of another function is fine
+      const healthy = await orgWithFunction(`export default { fetch() { return new Response('fine') } }`)
+      expect((await mailAndWait(healthy.org, healthy.address, `after ${name}`)).status).toBe('delivered')
+    }, 60_000)
+  }
+})
+
+describe('isolation and safety', () => {
+  test('guest fetch goes through the SSRF guard', async () => {
+    const code = `export default { async fetch() {
+      const out = []
+      for (const url of ['http://169.254.169.254/latest/meta-data', 'http://10.0.0.1/', 'http://[::ffff:10.0.0.1]/', 'file:///etc/passwd']) {
+        try { await fetch(url); out.push('reached ' + url) } catch (e) { out.push(e.message) }
+      }
+      console.log(JSON.stringify(out))
+      return new Response('done') } }`
+    const { org, address, fn } = await orgWithFunction(code)
+    expect((await mailAndWait(org, address, 'ssrf')).status).toBe('delivered')
+    const [inv] = await invocationsOf(org, fn.id)
+    const logs = JSON.parse((await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })).body.data.logs[0].message)
+    expect(logs).toHaveLength(4)
+    for (const line of logs) expect(line).toMatch(/^fetch failed: .*(refused|must be)/)
+  })
+
+  test('a sandbox thread that dies mid-run is retried, and the next attempt succeeds', async () => {
+    receiver.respond('/slow', () => new Promise<Response>(resolve => setTimeout(() => resolve(new Response('slow ok')), 300)) as never)
+    const code = `export default { async fetch(request) {
+      const event = await request.json()
+      if (event.delivery.attempt === 1) await fetch(${JSON.stringify(receiver.url('/slow'))})
+      return new Response('ok') } }`
+    const { org, address, fn } = await orgWithFunction(code)
+    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'crash', text: 'x' })
+    await receiver.waitFor(1, '/slow')
+    sandboxPool(h.ctx).killThreads('test: the thread was killed')
+    const [d] = await until(() => deliveriesOf(org), ds => ds[0]?.status === 'delivered')
+    expect(d).toMatchObject({ status: 'delivered', attempt_count: 2 })
+    expect((await invocationsOf(org, fn.id)).map(i => i.outcome)).toEqual(['ok', 'crashed'])
+  })
+})
+
+describe('test runs and dry runs', () => {
+  test('a test email goes through the inbound path and its trace shows every step', async () => {
+    const { org, fn } = await orgWithFunction(`export default { async fetch(r) { console.log('tested'); return new Response('ok') } }`)
+    const run = await h.request('POST', `/v1/functions/${fn.id}/test`, { key: org.key })
+    expect(run.status).toBe(200)
+    const trace = await until(() => h.request('GET', `/v1/functions/${fn.id}/test-runs/${run.body.data.run_id}/trace`, { key: org.key }), r => r.body.data?.complete === true)
+    expect(trace.body.data.email_id).toBe(run.body.data.email_id)
+    expect(trace.body.data.steps.map((s: any) => s.step)).toEqual(['received', 'stored', 'routed', 'invoked', 'log', 'outcome', 'delivery'])
+    expect(trace.body.data.steps.at(-1)).toMatchObject({ status: 'delivered' })
+    const other = await createOrg()
+    expectError(await h.request('GET', `/v1/functions/${fn.id}/test-runs/${run.body.data.run_id}/trace`, { key: other.key }), 404, 'not_found')
+  })
+
+  test('a function with no route cannot be tested and receives no mail', async () => {
+    const org = await createOrg()
+    await managedAddress(h.ctx, org.orgId)
+    const fn = (await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'unrouted', code: `export default { fetch() { return new Response('') } }` } })).body.data
+    expectError(await h.request('POST', `/v1/functions/${fn.id}/test`, { key: org.key }), 409, 'conflict')
+  })
+
+  test('a dry run runs a stored email through a deployment and sends nothing', async () => {
+    const { org, address, fn } = await orgWithFunction(REPLYING_FUNCTION(receiver.url('/dry-seen')))
+    const d = await mailAndWait(org, address, 'dry')
+    const before = (await invocationsOf(org, fn.id)).length
+    const activityBefore = (await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })).body.meta.total
+    const deliveriesBefore = (await deliveriesOf(org)).length
+    const res = await h.request('POST', `/v1/functions/${fn.id}/dry-run`, { key: org.key, body: { email_id: d.email_id } })
+    expect(res.status).toBe(200)
+    expect(res.body.data).toMatchObject({ outcome: 'ok', response: { status: 200 } })
+    expect(res.body.data.captured_sends).toEqual([expect.objectContaining({ in_reply_to_email_id: d.email_id, subject: 'Re: dry' })])
+    expect((await invocationsOf(org, fn.id)).length).toBe(before)
+    expect((await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })).body.meta.total).toBe(activityBefore)
+    expect((await deliveriesOf(org)).length).toBe(deliveriesBefore)
+    const other = await createOrg()
+    expectError(await h.request('POST', `/v1/functions/${fn.id}/dry-run`, { key: other.key, body: { email_id: d.email_id } }), 404, 'not_found')
+  })
+
+  test('routing topology shows functions wired to their slots', async () => {
+    const { org, fn } = await orgWithFunction(`export default { fetch() { return new Response('') } }`)
+    const topo = await h.request('GET', '/v1/functions/routing-topology', { key: org.key })
+    expect(topo.body.data.functions).toEqual([expect.objectContaining({ function_id: fn.id, slot: 'fallback', enabled: true, domain_id: null })])
+    const second = (await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'second', code: `export default { fetch() { return new Response('') } }` } })).body.data
+    expectError(await h.request('PUT', `/v1/functions/${second.id}/route`, { key: org.key, body: { domain_id: null } }), 409, 'conflict')
+  })
+})
