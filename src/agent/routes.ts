@@ -7,14 +7,7 @@ import { clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
-
-const AgentAccount = t.Object({
-  org_id: t.String({ format: 'uuid' }),
-  plan: t.Literal('agent'),
-  api_key: t.String({ description: 'shown only in this response' }),
-  key_id: t.String({ format: 'uuid' }),
-  inbox: t.Object({ id: t.String({ format: 'uuid' }), address: t.String(), created_at: t.String({ format: 'date-time' }) }),
-})
+import { AgentAccount } from './model'
 
 export function agentAccountRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/agent', tags: ['Agent signup'] })

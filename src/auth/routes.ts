@@ -7,15 +7,8 @@ import { pageQuery, cursors } from '../http/pagination'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { createApiKey, listApiKeys, presentKey, revokeApiKey } from './api-keys'
 import { credentialCache } from './credentials'
-
-const ApiKey = t.Object({
-  id: t.String({ format: 'uuid' }),
-  name: t.String(),
-  hint: t.String({ description: 'the first characters of the key, to tell keys apart' }),
-  created_by: t.Union([t.String({ format: 'uuid' }), t.Null()]),
-  created_at: t.String({ format: 'date-time' }),
-  revoked_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
-})
+import { ApiKey } from './model'
+import { IdParams } from '../http/schema'
 
 export function apiKeyRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/api-keys', tags: ['API keys'] })
@@ -54,7 +47,7 @@ export function apiKeyRoutes(ctx: AppContext) {
       credentialCache(ctx).evict({ keyId: row.id })
       return presentKey(row)
     }, {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       response: { 200: Ok(ApiKey) },
       detail: { summary: 'Revoke an API key', description: 'Takes effect at once in this process and within 5 seconds in every other.' },
     })

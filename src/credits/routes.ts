@@ -5,8 +5,7 @@ import { authenticated, requireOwnerOrAdmin } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { creditBalance, redeemCreditCode } from './service'
-
-const Balance = t.Object({ balance_cents: t.Integer(), currency: t.Literal('USD') })
+import { Balance } from './model'
 
 export function creditRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/credits', tags: ['Credits'] })

@@ -1,4 +1,4 @@
-/** The schemas of the domain routes, shared by the routes, the OpenAPI document and tests. */
+/** The domain, as the API returns it, with its DNS records and checks. */
 import { t } from 'elysia'
 
 const Purpose = t.Union([t.Literal('verification'), t.Literal('mx'), t.Literal('spf'), t.Literal('dkim'), t.Literal('dmarc')], {
@@ -35,14 +35,3 @@ export const Domain = t.Object({
     description: 'per-record results of the last verification; null before the first',
   }),
 })
-
-export const ClaimDomain = t.Object({
-  domain: t.String({ minLength: 1, maxLength: 253, description: 'a domain or subdomain you control, e.g. example.com or agents.example.com' }),
-  confirmed: t.Optional(
-    t.Boolean({ description: 'claim even when the domain already has MX records of another mail provider (otherwise 409 mx_conflict)', default: false }),
-  ),
-})
-
-export const DomainId = t.Object({ id: t.String({ format: 'uuid' }) })
-
-export const Deleted = t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })

@@ -6,8 +6,9 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
-import { ClaimDomain, Deleted, Domain, DomainId } from './model'
+import { Domain } from './model'
 import { claimDomain, deleteDomain, getDomain, listDomains, presentDomain, verifyDomain, type DomainRow } from './service'
+import { IdParams, Deleted } from '../http/schema'
 
 /** Verifications per domain per minute: each one is five DNS lookups. */
 export const VERIFY_PER_MINUTE = 10
@@ -24,7 +25,12 @@ export function domainRoutes(ctx: AppContext) {
         return present(row)
       },
       {
-        body: ClaimDomain,
+        body: t.Object({
+          domain: t.String({ minLength: 1, maxLength: 253, description: 'a domain or subdomain you control, e.g. example.com or agents.example.com' }),
+          confirmed: t.Optional(
+            t.Boolean({ description: 'claim even when the domain already has MX records of another mail provider (otherwise 409 mx_conflict)', default: false }),
+          ),
+        }),
         response: { 201: Ok(Domain) },
         detail: {
           summary: 'Claim a domain',
@@ -50,7 +56,7 @@ export function domainRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => present(await getDomain(ctx.sql, auth.orgId, params.id)), {
-      params: DomainId,
+      params: IdParams,
       response: { 200: Ok(Domain) },
       detail: { summary: 'Get a domain', description: 'With its DNS records and the results of the last verification.' },
     })
@@ -65,7 +71,7 @@ export function domainRoutes(ctx: AppContext) {
         return present(verified)
       },
       {
-        params: DomainId,
+        params: IdParams,
         response: { 200: Ok(Domain) },
         detail: {
           summary: 'Verify a domain',
@@ -77,7 +83,7 @@ export function domainRoutes(ctx: AppContext) {
       },
     )
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteDomain(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
-      params: DomainId,
+      params: IdParams,
       response: { 200: Ok(Deleted) },
       detail: { summary: 'Delete a domain', description: 'Removes the claim and its DKIM key; a verified name becomes free for others to verify. Mail to it is then refused.' },
     })

@@ -5,7 +5,7 @@ import { authenticated, authenticateRequest } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { errors } from '../http/errors'
-import { OneOf } from '../http/schema'
+import { IdParams, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
@@ -18,72 +18,7 @@ import {
   discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
 } from './service'
 import { mailEvents } from '../mail/events'
-
-/** Long-polls longer than this are cut short; clients simply poll again. */
-export const MAX_WAIT_SECONDS = 60
-
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
-const Address = t.Object({ address: t.String(), name: t.String() })
-export const Summary = t.Object({
-  id: t.String({ format: 'uuid' }),
-  thread_id: t.String({ format: 'uuid' }),
-  direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
-  event_type: t.String({
-    description: 'inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender\'s copy): email.sent, or email.replied for an answer (in_reply_to_email_id)',
-  }),
-  from: t.Union([Address, t.Null()]),
-  to: t.Array(Address),
-  cc: t.Array(Address),
-  subject: t.String(),
-  received_at: t.String({ format: 'date-time' }),
-  size_bytes: t.Integer(),
-  attachment_count: t.Integer(),
-  content_discarded: t.Boolean(),
-})
-const Verdict = t.Object({ result: t.String() }, { additionalProperties: true })
-export const Email = t.Composite([
-  Summary,
-  t.Object({
-    message_id: t.Union([t.String(), t.Null()]),
-    in_reply_to: t.Union([t.String(), t.Null()]),
-    references: t.Array(t.String()),
-    reply_to: t.Array(Address),
-    sent_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'the Date header' }),
-    text: t.Union([t.String(), t.Null()]),
-    html: t.Union([t.String(), t.Null()]),
-    headers: t.Array(t.Object({ name: t.String(), value: t.String() })),
-    attachments: t.Array(
-      t.Object({
-        index: t.Integer(),
-        filename: t.Union([t.String(), t.Null()]),
-        content_type: t.String(),
-        size_bytes: t.Integer(),
-        content_id: t.Union([t.String(), t.Null()]),
-        disposition: t.Union([t.String(), t.Null()]),
-      }),
-    ),
-    authentication: t.Object(
-      { spf: Verdict, dkim: t.Array(Verdict), dmarc: Verdict, arc: Verdict },
-      { description: 'mailauth verdicts; only `pass` means authenticated' },
-    ),
-    envelope: t.Object({
-      mail_from: t.Union([t.String(), t.Null()]),
-      rcpt_to: t.Array(t.String()),
-      remote_ip: t.Union([t.String(), t.Null()]),
-      helo: t.Union([t.String(), t.Null()]),
-      tls: t.Boolean(),
-    }),
-    content_discarded_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
-  }),
-])
-export const Thread = t.Object({
-  id: t.String({ format: 'uuid' }),
-  subject: t.String(),
-  participants: t.Array(t.String()),
-  message_count: t.Integer(),
-  last_message_at: t.String({ format: 'date-time' }),
-  created_at: t.String({ format: 'date-time' }),
-})
+import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 
 const downloadDetail = (summary: string) => ({
   summary,
@@ -107,7 +42,7 @@ export function emailRoutes(ctx: AppContext) {
           headers: { 'content-type': 'message/rfc822', 'content-disposition': `attachment; filename="${params.id}.eml"`, 'cache-control': 'private, no-store' },
         })
       },
-      { params: Id, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included') },
+      { params: IdParams, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included') },
     )
     .get(
       '/:id/attachments.tar.gz',
@@ -118,7 +53,7 @@ export function emailRoutes(ctx: AppContext) {
           headers: { 'content-type': 'application/gzip', 'content-disposition': `attachment; filename="${params.id}-attachments.tar.gz"`, 'cache-control': 'private, no-store' },
         })
       },
-      { params: Id, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The attachments of a message as a tar.gz') },
+      { params: IdParams, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The attachments of a message as a tar.gz') },
     )
     .get(
       '/:id/attachments/:index',
@@ -192,12 +127,12 @@ export function emailRoutes(ctx: AppContext) {
       },
     )
     .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id, auth.boundAddress)), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(Email) },
       detail: { tags: ['Emails'], summary: 'One message: headers, bodies, attachments, authentication verdicts' },
     })
     .post('/emails/:id/discard', ({ auth, params }) => discardContent(ctx.sql, auth.orgId, params.id), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(t.Object({ id: t.String(), content_discarded_at: t.String({ format: 'date-time' }) })) },
       detail: { tags: ['Emails'], summary: 'Discard the stored content of a message (irreversible; needs the opt-in)' },
     })
@@ -211,7 +146,7 @@ export function emailRoutes(ctx: AppContext) {
       { query: t.Object(pageQuery()), response: { 200: Paged(Thread) }, detail: { tags: ['Threads'], summary: 'List threads, newest first' } },
     )
     .get('/threads/:id', ({ auth, params }) => getThread(ctx.sql, auth.orgId, params.id), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(t.Composite([Thread, t.Object({ emails: t.Array(Summary) })])) },
       detail: { tags: ['Threads'], summary: 'A thread with its messages, oldest first' },
     })

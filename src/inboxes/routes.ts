@@ -5,15 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { createInbox, deleteInbox, getInbox, listInboxes, presentManagedInbox } from './service'
-
-export const Inbox = t.Object({
-  id: t.String({ format: 'uuid' }),
-  address: t.String({ description: 'the full address, lowercase' }),
-  display_name: t.Union([t.String(), t.Null()], { description: 'the name shown in the From header of mail sent as this inbox' }),
-  created_at: t.String({ format: 'date-time' }),
-})
-
-const InboxId = t.Object({ id: t.String({ format: 'uuid' }) })
+import { Inbox } from './model'
+import { IdParams, Deleted } from '../http/schema'
 
 export function inboxRoutes(ctx: AppContext) {
   const domain = ctx.config.MANAGED_DOMAIN
@@ -60,13 +53,13 @@ export function inboxRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentManagedInbox(await getInbox(ctx.sql, auth.orgId, params.id)), {
-      params: InboxId,
+      params: IdParams,
       response: { 200: Ok(Inbox) },
       detail: { summary: 'Get an inbox' },
     })
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteInbox(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
-      params: InboxId,
-      response: { 200: Ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })) },
+      params: IdParams,
+      response: { 200: Ok(Deleted) },
       detail: {
         summary: 'Delete an inbox',
         description: 'Deletes the inbox at once: mail to its address is refused from then on, and the address may be taken again. Mail already received stays.',

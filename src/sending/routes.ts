@@ -11,8 +11,7 @@ import { stopRepeatAsRecipient } from './repeat'
 import { validSenders } from './senders'
 import { cancelSend, demoSend, getSend, sendMail, updateSend } from './service'
 import { relayOf } from './relay'
-
-const Id = t.Object({ id: t.String({ format: 'uuid' }) })
+import { IdParams } from '../http/schema'
 
 export function sendingRoutes(ctx: AppContext) {
   const demo = new Elysia({ prefix: '/v1', tags: ['Sending'] })
@@ -45,12 +44,12 @@ export function sendingRoutes(ctx: AppContext) {
       },
     )
     .get('/sent-emails/:id', ({ auth, params }) => getSend(ctx, auth.orgId, params.id), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(SentEmail) },
       detail: { summary: 'The current state of a send' },
     })
     .patch('/sent-emails/:id', ({ auth, params, body }) => updateSend(ctx, auth.orgId, params.id, body), {
-      params: Id,
+      params: IdParams,
       body: t.Object(
         {
           scheduled_at: t.Optional(Timestamp('the new time of a scheduled send')),
@@ -62,12 +61,12 @@ export function sendingRoutes(ctx: AppContext) {
       detail: { summary: 'Reschedule a scheduled send, or change or stop a repeat', description: '409 not_scheduled once the send left the scheduled state.' },
     })
     .post('/sent-emails/:id/cancel', ({ auth, params }) => cancelSend(ctx, auth.orgId, params.id), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(SentEmail) },
       detail: { summary: 'Cancel a scheduled send, or stop a repeat', description: '409 not_scheduled when there is nothing left to cancel.' },
     })
     .post('/emails/:id/repeat-stop', ({ auth, params }) => stopRepeatAsRecipient(ctx, auth.orgId, params.id), {
-      params: Id,
+      params: IdParams,
       response: { 200: Ok(t.Object({ repeat_id: t.String({ format: 'uuid' }), stopped: t.Boolean() })) },
       detail: { tags: ['Emails'], summary: 'Stop a repeating send you received a tick of', description: 'The tick must be DKIM-authenticated by the sender.' },
     })

@@ -4,30 +4,10 @@ import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
-import { Nullable, OneOf } from '../http/schema'
+import { Nullable, OneOf, IdParams } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from './deliveries.service'
-
-const STATUSES = ['pending', 'delivered', 'header_confirmed', 'failed', 'skipped_by_rules'] as const
-
-export const Delivery = t.Object({
-  id: t.String({ format: 'uuid' }),
-  org_id: t.String({ format: 'uuid' }),
-  email_id: Nullable(t.String({ format: 'uuid' })),
-  endpoint_id: t.String({ format: 'uuid' }),
-  endpoint_url: t.String({ description: 'for a function endpoint, function://<id>' }),
-  event_id: t.String({ description: 'the `id` of the event: identical across retries and replays' }),
-  event_type: t.String(),
-  status: OneOf(STATUSES),
-  attempt_count: t.Integer(),
-  duration_ms: Nullable(t.Integer()),
-  response_status: Nullable(t.Integer({ description: 'HTTP status of the last attempt' })),
-  last_error: Nullable(t.String()),
-  last_error_code: Nullable(t.String({ description: 'http_<status>, content_discarded, superseded, queue_dead_letter; while retrying also timeout, connection_failed or url_refused' })),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
-  email: t.Object({ sender: Nullable(t.String()), recipient: Nullable(t.String()), subject: Nullable(t.String()) }),
-})
+import { STATUSES, Delivery } from './deliveries.model'
 
 export function deliveryRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/webhooks/deliveries', tags: ['Webhook deliveries'] })
@@ -58,12 +38,12 @@ export function deliveryRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentDelivery(await getDelivery(ctx.sql, auth.orgId, params.id)), {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       response: { 200: Ok(Delivery) },
       detail: { summary: 'One webhook delivery' },
     })
     .post('/:id/replay', ({ auth, params }) => replayDelivery(ctx, auth.orgId, params.id), {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       response: { 200: Ok(t.Object({ delivered: t.Integer(), failed: t.Integer() })) },
       detail: {
         summary: 'Replay a delivery',

@@ -1,4 +1,4 @@
-/** The schemas of the endpoint routes, shared by the routes, the OpenAPI document and tests. */
+/** The webhook endpoint, as the API returns it, its delivery rules, and the bodies that create and change it (shared with the MCP tools). */
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 
@@ -73,5 +73,3 @@ export const UpdateEndpoint = t.Object({
   domain_id: t.Optional(DomainIdOrNull(SLOT)),
   rules: t.Optional(Rules),
 })
-
-export const EndpointId = t.Object({ id: t.String({ format: 'uuid' }) })

@@ -5,7 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { iso } from '../http/timestamps'
-import { CreateEndpoint, DeactivatedEndpoint, Endpoint, EndpointId, UpdateEndpoint } from './endpoints.model'
+import { CreateEndpoint, DeactivatedEndpoint, Endpoint, UpdateEndpoint } from './endpoints.model'
+import { IdParams } from '../http/schema'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from './endpoints.service'
 
 const SLOT_RULE =
@@ -55,12 +56,12 @@ export function endpointRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentEndpoint(await getEndpoint(ctx.sql, auth.orgId, params.id)), {
-      params: EndpointId,
+      params: IdParams,
       response: { 200: Ok(Endpoint) },
       detail: { summary: 'Get an endpoint', description: 'A deactivated endpoint is 404.' },
     })
     .patch('/:id', async ({ auth, params, body }) => presentEndpoint(await updateEndpoint(ctx.sql, ctx, auth.orgId, params.id, body ?? {})), {
-      params: EndpointId,
+      params: IdParams,
       // no body at all is reported like an empty one
       body: t.Optional(UpdateEndpoint),
       response: { 200: Ok(Endpoint) },
@@ -79,7 +80,7 @@ export function endpointRoutes(ctx: AppContext) {
         return { ...presentEndpoint(row), deactivated_at: iso(row.deactivated_at)! }
       },
       {
-        params: EndpointId,
+        params: IdParams,
         response: { 200: Ok(DeactivatedEndpoint) },
         detail: {
           summary: 'Deactivate an endpoint',

@@ -5,25 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { createFilter, deleteFilter, getFilter, listFilters, presentFilter, setFilterEnabled } from './filters.service'
-
-const PATTERN =
-  'matched against the sender address, case-insensitively: user@example.com (that address), @example.com (any address at example.com, not its subdomains), ' +
-  '* for any run of characters (*@example.com, billing-*@*, *@*.example.com); stored trimmed and lowercased; at most 500 characters'
-
-const FilterType = t.Union([t.Literal('whitelist'), t.Literal('blocklist')], {
-  description: 'whitelist: deliver only mail from matching senders; blocklist: never deliver mail from matching senders',
-})
-
-export const Filter = t.Object({
-  id: t.String({ format: 'uuid' }),
-  type: FilterType,
-  pattern: t.String({ description: PATTERN }),
-  domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { description: 'the domain the filter applies to; null = every address of the organization' }),
-  enabled: t.Boolean(),
-  created_at: t.String({ format: 'date-time' }),
-})
-
-const FilterId = t.Object({ id: t.String({ format: 'uuid' }) })
+import { PATTERN, FilterType, Filter } from './filters.model'
+import { IdParams, Deleted } from '../http/schema'
 
 export function filterRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/filters', tags: ['Filters'] })
@@ -69,12 +52,12 @@ export function filterRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentFilter(await getFilter(ctx.sql, auth.orgId, params.id)), {
-      params: FilterId,
+      params: IdParams,
       response: { 200: Ok(Filter) },
       detail: { summary: 'Get a filter' },
     })
     .patch('/:id', async ({ auth, params, body }) => presentFilter(await setFilterEnabled(ctx.sql, auth.orgId, params.id, body.enabled)), {
-      params: FilterId,
+      params: IdParams,
       body: t.Object({ enabled: t.Boolean() }),
       response: { 200: Ok(Filter) },
       detail: {
@@ -83,8 +66,8 @@ export function filterRoutes(ctx: AppContext) {
       },
     })
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteFilter(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
-      params: FilterId,
-      response: { 200: Ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })) },
+      params: IdParams,
+      response: { 200: Ok(Deleted) },
       detail: { summary: 'Delete a filter', description: 'Deletes it at once.' },
     })
 }

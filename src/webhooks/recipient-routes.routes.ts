@@ -5,19 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { createRoute, deleteRoute, getRoute, listRoutes, presentRoute } from './recipient-routes.service'
-
-const PATTERN =
-  'the recipient address or pattern: user@example.com (that address), @example.com (any address at example.com), * for any run of characters (support-*@example.com); ' +
-  'stored trimmed and lowercased; at most 500 characters; unique per organization'
-
-const Route = t.Object({
-  id: t.String({ format: 'uuid' }),
-  pattern: t.String({ description: PATTERN }),
-  endpoint_id: t.String({ format: 'uuid', description: 'the route-target endpoint that receives the mail' }),
-  created_at: t.String({ format: 'date-time' }),
-})
-
-const RouteId = t.Object({ id: t.String({ format: 'uuid' }) })
+import { PATTERN, Route } from './recipient-routes.model'
+import { IdParams, Deleted } from '../http/schema'
 
 export function recipientRouteRoutes(ctx: AppContext) {
   const managed = ctx.config.MANAGED_DOMAIN
@@ -63,13 +52,13 @@ export function recipientRouteRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentRoute(await getRoute(ctx.sql, auth.orgId, params.id)), {
-      params: RouteId,
+      params: IdParams,
       response: { 200: Ok(Route) },
       detail: { summary: 'Get a route' },
     })
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteRoute(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
-      params: RouteId,
-      response: { 200: Ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })) },
+      params: IdParams,
+      response: { 200: Ok(Deleted) },
       detail: { summary: 'Delete a route', description: 'The endpoint it pointed at stays; deactivate it with DELETE /v1/endpoints/{id} if no longer wanted.' },
     })
 }

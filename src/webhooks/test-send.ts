@@ -13,6 +13,7 @@ import { ApiError, errors } from '../http/errors'
 import { postWebhook } from './dispatch'
 import { signedHeaders } from './signing'
 import { checkWebhookUrl } from './url-safety'
+import { IdParams } from '../http/schema'
 
 export const TESTS_PER_MINUTE = 4
 export const TESTS_PER_HOUR = 30
@@ -87,7 +88,7 @@ export function endpointTestRoutes(ctx: AppContext) {
         }
       },
       {
-        params: t.Object({ id: t.String({ format: 'uuid' }) }),
+        params: IdParams,
         response: {
           200: Ok(
             t.Object({

@@ -6,16 +6,8 @@ import { Ok, Paged } from '../../http/envelope'
 import { pageQuery, cursors } from '../../http/pagination'
 import { iso } from '../../http/timestamps'
 import { getOutbox, listOutbox, type OutboxRow } from './outbox'
-
-const Summary = t.Object({
-  id: t.String({ format: 'uuid' }),
-  rcpt: t.String({ description: 'the envelope recipient this copy was for' }),
-  envelope_from: t.String({ description: 'MAIL FROM' }),
-  subject: t.Union([t.String(), t.Null()]),
-  message_id: t.Union([t.String(), t.Null()]),
-  created_at: t.String({ format: 'date-time' }),
-})
-const Message = t.Composite([Summary, t.Object({ raw: t.String({ description: 'the message as it would have been sent (RFC 5322, CRLF, DKIM-signed)' }) })])
+import { Summary, Message } from './outbox.model'
+import { IdParams } from '../../http/schema'
 
 const present = (r: OutboxRow) => ({
   id: r.id,
@@ -51,7 +43,7 @@ export function outboxRoutes(ctx: AppContext) {
       const row = await getOutbox(ctx.sql, auth.orgId, params.id)
       return { ...present(row), raw: row.raw }
     }, {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       response: { 200: Ok(Message) },
       detail: { summary: 'Get a local outbox message', description: `With the raw message text. ${ABOUT}` },
     })

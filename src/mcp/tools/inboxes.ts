@@ -1,7 +1,7 @@
 /** Inbox tools: the managed addresses of the organization (the Inbox routes). */
 import { Type } from '@sinclair/typebox'
 import { cursors } from '../../http/pagination'
-import { Inbox } from '../../inboxes/routes'
+import { Inbox } from '../../inboxes/model'
 import { createInbox, getInbox, listInboxes, presentManagedInbox } from '../../inboxes/service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'

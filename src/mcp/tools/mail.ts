@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox'
 import type { AppContext } from '../../context'
 import { signDownloadToken } from '../../emails/download-token'
-import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/routes'
+import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/model'
 import { getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from '../../emails/service'
 import { cursors } from '../../http/pagination'
 import { parseTimestamp } from '../../http/timestamps'
