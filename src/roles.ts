@@ -8,6 +8,7 @@ import { createApp } from './app'
 import { JOB_KINDS } from './job-kinds'
 import { largestBodyLimit } from './http/boundary'
 import { releaseInline } from './jobs/run'
+import { serveHttp } from './http/serve'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
@@ -59,18 +60,18 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   if (roles.includes('api')) {
     if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
     const app = createApp(ctx)
-    app.listen({
+    const server = await serveHttp(app, {
       port: ctx.config.PORT,
       hostname: ctx.config.HOST,
-      // Our own parser answers 413 in the envelope up to twice the largest route limit; past that Bun cuts the body off.
-      maxRequestBodySize: 2 * largestBodyLimit(app, ctx.config.MAX_BODY_BYTES),
+      // Our own parser answers 413 in the envelope up to twice the largest route limit; past that the listener cuts the body off.
+      maxBodyBytes: 2 * largestBodyLimit(app, ctx.config.MAX_BODY_BYTES),
     })
-    running.apiPort = app.server!.port
+    running.apiPort = server.port
     log.info('api listening', { port: running.apiPort })
     stops.push(async () => {
       // stop(false): stop accepting, let in-flight requests finish; past the grace, cut them off
-      const finished = await Promise.race([app.server!.stop(false).then(() => true), Bun.sleep(grace).then(() => false)])
-      if (!finished) await app.server!.stop(true)
+      const finished = await Promise.race([server.stop(false).then(() => true), Bun.sleep(grace).then(() => false)])
+      if (!finished) await server.stop(true)
       // long-polls are answered by now: their wake-ups can go
       await mailEvents(ctx).close()
       // a request cut off while running its job (runNow) hands it back like the worker does

@@ -12,7 +12,7 @@ import type { Sql } from '../db/client'
 import { checkConnectionScope } from './connection-scope'
 import { ApiError, errors } from './errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
-import { requestFacts } from './request-context'
+import { clientSocketAddress, requestFacts } from './request-context'
 import { credentialCache } from '../auth/credentials'
 
 export const PUBLIC_PER_MINUTE = 120
@@ -25,7 +25,7 @@ export function clientAddress(ctx: AppContext, request: Request, server: Server 
     const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
     if (forwarded) return forwarded
   }
-  return server?.requestIP(request)?.address ?? 'local'
+  return clientSocketAddress(request) ?? server?.requestIP(request)?.address ?? 'local'
 }
 
 /**

@@ -21,3 +21,14 @@ export function beginRequest(request: Request): RequestFacts {
 export function requestFacts(request: Request): RequestFacts {
   return facts.get(request) ?? beginRequest(request)
 }
+
+const socketAddresses = new WeakMap<Request, string>()
+
+/** The peer address of the connection a request came on, noted by the listener (http/serve.ts). */
+export function setClientSocketAddress(request: Request, address: string): void {
+  socketAddresses.set(request, address)
+}
+
+export function clientSocketAddress(request: Request): string | undefined {
+  return socketAddresses.get(request)
+}

@@ -1,0 +1,168 @@
+/**
+ * The HTTP listener of the api role: the Elysia app served through `node:http` rather than
+ * `Bun.serve`, for two reasons found with raw sockets on Bun 1.4.5 (the newest release):
+ *
+ * - Pipelining. `Bun.serve` (uWS) closes the connection without a byte when a second
+ *   HTTP/1.1 request arrives in the same read while the first one's handler is still awaiting
+ *   (uWS `HttpContext::onData` closes the socket when `HTTP_RESPONSE_PENDING` is set: Bun
+ *   issues #38128 and friends, not fixed in a release). Every route of ours awaits the
+ *   database, so two requests in one packet got no answer at all. Bun's `node:http` server
+ *   queues the second request and answers both in order.
+ * - Slow clients. `Bun.serve` has only an idle timeout, which each trickled header byte
+ *   resets, so a slow-loris client holds a connection forever; `node:http` exposes the
+ *   connection, so a deadline for each request head can be kept here (Bun's `node:http` does
+ *   not enforce `headersTimeout` itself).
+ *
+ * The cost, measured with test/bench/load.ts on a bare handler: about 10% of requests per
+ * second.
+ */
+import http from 'node:http'
+import type { Socket } from 'node:net'
+import { Readable } from 'node:stream'
+import type { AnyElysia } from 'elysia'
+import { log } from '../log'
+import { setClientSocketAddress } from './request-context'
+
+export interface HttpServerOptions {
+  port: number
+  hostname: string
+  /** bodies past this are cut off before any handler sees them (each route has its own, smaller limit) */
+  maxBodyBytes: number
+  /**
+   * A connection must deliver a complete request head within this many ms of opening, or of
+   * its previous response ending; otherwise it is closed. Bounds slow-loris clients and idle
+   * keep-alive connections alike.
+   */
+  headTimeoutMs?: number
+}
+
+export interface HttpServer {
+  port: number
+  /**
+   * Stops accepting and closes idle connections; resolves once in-flight requests have
+   * answered, or at once with `force`, which cuts them off (like Bun.serve's `stop(true)`).
+   */
+  stop(force?: boolean): Promise<void>
+}
+
+export const HEAD_TIMEOUT_MS = 10_000
+
+interface Connection {
+  timer?: ReturnType<typeof setTimeout>
+  active: number
+}
+
+function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController): Request {
+  const headers = new Headers()
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
+  const method = req.method ?? 'GET'
+  const hasBody = method !== 'GET' && method !== 'HEAD'
+  let body: ReadableStream<Uint8Array> | undefined
+  if (hasBody) {
+    let seen = 0
+    body = (Readable.toWeb(req) as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, out) {
+          seen += chunk.byteLength
+          if (seen > maxBodyBytes) {
+            req.destroy()
+            out.error(new Error('request body over the server limit'))
+          } else out.enqueue(chunk)
+        },
+      }),
+    )
+  }
+  return new Request(base + (req.url ?? '/'), { method, headers, body, signal: abort.signal, duplex: 'half' } as RequestInit)
+}
+
+async function writeResponse(res: http.ServerResponse, response: Response, method: string) {
+  const headers: Record<string, string | string[]> = {}
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value
+  })
+  const cookies = response.headers.getSetCookie()
+  if (cookies.length) headers['set-cookie'] = cookies
+  res.writeHead(response.status, response.statusText || undefined, headers)
+  if (!response.body || method === 'HEAD') {
+    res.end()
+    return
+  }
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    if (!res.write(chunk)) await new Promise(resolve => res.once('drain', resolve))
+  }
+  res.end()
+}
+
+/** Serves `app` on `options.port` (0: any free port) until `stop()`. */
+export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Promise<HttpServer> {
+  const headTimeoutMs = options.headTimeoutMs ?? HEAD_TIMEOUT_MS
+  const connections = new Map<Socket, Connection>()
+  let stopping = false
+  let origin = 'http://localhost'
+
+  const arm = (socket: Socket, conn: Connection) => {
+    clearTimeout(conn.timer)
+    conn.timer = setTimeout(() => socket.destroy(), headTimeoutMs)
+  }
+
+  const server = http.createServer(async (req, res) => {
+    const socket = req.socket
+    const conn = connections.get(socket)
+    if (conn) {
+      clearTimeout(conn.timer)
+      conn.active++
+    }
+    const abort = new AbortController()
+    // the client went away before its answer: let long-polls and the like stop waiting
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort()
+      if (conn && --conn.active === 0 && !socket.destroyed) {
+        if (stopping) socket.destroy()
+        else arm(socket, conn)
+      }
+    })
+    try {
+      // Links are built from PUBLIC_URL, never from Host; a fixed origin also keeps Elysia's
+      // router, which finds the path at index 11 onwards, away from a short or odd Host.
+      const request = requestOf(req, origin, options.maxBodyBytes, abort)
+      setClientSocketAddress(request, socket.remoteAddress ?? 'local')
+      await writeResponse(res, await app.handle(request), req.method ?? 'GET')
+    } catch (error) {
+      log.error('http: could not answer', { error })
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(res.headersSent ? undefined : JSON.stringify({ success: false, error: { code: 'internal_error', message: 'internal error' } }))
+    }
+  })
+  server.on('connection', (socket: Socket) => {
+    if (stopping) return void socket.destroy()
+    const conn: Connection = { active: 0 }
+    connections.set(socket, conn)
+    arm(socket, conn)
+    socket.once('close', () => {
+      clearTimeout(conn.timer)
+      connections.delete(socket)
+    })
+  })
+  server.on('clientError', (_error, socket: Socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+    else socket.destroy()
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.hostname, () => resolve())
+  })
+  const address = server.address()
+  const port = typeof address === 'object' && address ? address.port : options.port
+  origin = `http://localhost:${port}`
+
+  return {
+    port,
+    async stop(force = false) {
+      stopping = true
+      const closed = new Promise<void>(resolve => server.close(() => resolve()))
+      for (const [socket, conn] of connections) if (force || conn.active === 0) socket.destroy()
+      await closed
+    },
+  }
+}
