@@ -51,6 +51,11 @@ export const ConfigSchema = T.Object({
   FUNCTION_CPU_MS: T.Integer({ minimum: 10, maximum: 600_000, default: 30_000, description: 'CPU time one function invocation may use (time spent running guest code)' }),
   FUNCTION_WALL_CLOCK_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 600_000, description: 'wall-clock time of one function invocation, I/O waits included; beyond it the run is canceled (function_timeout)' }),
   FUNCTION_THREADS: T.Integer({ minimum: 1, maximum: 64, default: 2, description: 'sandbox threads per process running function invocations' }),
+  X402_RPC_URL_BASE: T.Optional(T.String({ pattern: '^https?://', description: 'JSON-RPC endpoint of base (chain 8453) for x402 chain reads and direct settlement; unset = payments on base cannot settle' })),
+  X402_RPC_URL_BASE_SEPOLIA: T.Optional(T.String({ pattern: '^https?://', description: 'JSON-RPC endpoint of base-sepolia (chain 84532); unset = payments on base-sepolia cannot settle' })),
+  X402_FACILITATOR_URL_BASE: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator (/verify, /settle) for base; unset = settle directly over JSON-RPC with X402_SETTLER_PRIVATE_KEY' })),
+  X402_FACILITATOR_URL_BASE_SEPOLIA: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator for base-sepolia; unset = direct JSON-RPC settlement' })),
+  X402_SETTLER_PRIVATE_KEY: T.Optional(T.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: 'key of the account that pays gas for direct JSON-RPC settlement (it never holds customer funds)' })),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
   JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })

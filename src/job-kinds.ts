@@ -7,5 +7,6 @@ import type { JobKind } from './jobs/kind'
 import { cleanupJob } from './maintenance/cleanup.job'
 import { executeJob } from './sending/execute'
 import { deliverJob } from './webhooks/deliver.job'
+import { settleJob } from './x402/settle.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob]

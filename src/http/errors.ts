@@ -38,6 +38,11 @@ export const ERROR_STATUS = {
   search_timeout: 504,
   feature_disabled: 403,
   no_payout_address: 422,
+  payment_declined: 422,
+  payment_verification_failed: 422,
+  settlement_failed: 502,
+  challenge_expired: 422,
+  settle_cap_exceeded: 422,
   authorization_pending: 400,
   slow_down: 400,
   expired_token: 400,
@@ -117,6 +122,9 @@ export const errors = {
     new ApiError('feature_disabled', message, { missing_entitlement: entitlement, message, docs_url: docsPath('entitlements') }),
   /** 403 recipient_not_allowed with one gate per refused recipient. */
   recipientsRefused: (message: string, gates: Gate[]) => Object.assign(new ApiError('recipient_not_allowed', message), { gates }),
+  /** 502 settlement_failed (x402); a transient failure carries Retry-After. */
+  settlementFailed: (message: string, details: Record<string, unknown>, retryAfterSeconds?: number) =>
+    withHeaders(new ApiError('settlement_failed', message, details), retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {}),
   /** 405 for a path that exists with other methods, listing them in Allow. */
   methodNotAllowed: (method: string, path: string, allow: string[]) =>
     withHeaders(new ApiError('method_not_allowed', `${method} ${path}: method not allowed; allowed: ${allow.join(', ')}`), { allow: allow.join(', ') }),

@@ -50,8 +50,12 @@ export function emailEvent(eventId: string, email: StoredEmail, mail: ParsedMail
 
 export type EmailEvent = ReturnType<typeof emailEvent>
 
-/** The body of one attempt: the stored event plus the attempt number and download URLs signed now. */
-export function attemptBody(event: EmailEvent, attempt: number, publicUrl: string, keys: ServerKeys, orgId: string): string {
+/**
+ * The body of one attempt: the stored event plus the attempt number and, for an email event,
+ * download URLs signed now. Events without an email (payment events) are sent as stored.
+ */
+export function attemptBody(event: EmailEvent | { email?: undefined }, attempt: number, publicUrl: string, keys: ServerKeys, orgId: string): string {
+  if (!event.email) return JSON.stringify({ ...event, delivery: { attempt } })
   return JSON.stringify({
     ...event,
     delivery: { attempt },

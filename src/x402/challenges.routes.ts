@@ -5,7 +5,8 @@ import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { x402Access } from './access'
 import { createChallenge, getOwnChallenge, presentChallenge } from './challenges.service'
-import { Challenge, NewChallengeBody } from './model'
+import { Challenge, NewChallengeBody, PaymentPayload, Receipt } from './model'
+import { payChallenge } from './pay.service'
 
 export function challengeRoutes(ctx: AppContext) {
   const interactionDomain = new URL(ctx.config.PUBLIC_URL).hostname
@@ -37,5 +38,23 @@ export function challengeRoutes(ctx: AppContext) {
       params: t.Object({ id: t.String({ format: 'uuid' }) }),
       response: { 200: Ok(Challenge) },
       detail: { summary: 'A challenge (the payee’s)', description: "Another organization's challenge is 404 not_found: its id lets a payer pay, not read." },
+    })
+    .post('/:id/pay', async ({ auth, params, body }) => payChallenge(ctx, { challengeId: params.id, payerOrg: auth.orgId, payment: body.payment }), {
+      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      // Any JSON is taken: a payload of the wrong shape is the spec's 422 malformed_payload, not a 400.
+      body: t.Object({ payment: t.Union([PaymentPayload, t.Unknown()], { description: 'the x402 v1 payment payload' }) }),
+      response: { 200: Ok(Receipt) },
+      detail: {
+        summary: 'Pay a challenge',
+        description:
+          "Called by the paying organization with its own credentials: its spend policy applies, and the challenge id lets it pay, not read. `payment` is the x402 v1 payload " +
+          '(`{x402Version: 1, scheme: "exact", network, payload: {signature, authorization: {from, to, value, validAfter, validBefore, nonce}}}`), built for example with the ' +
+          "`x402` package: `preparePaymentHeader(from, 1, payment_requirements)`, set `payload.authorization.nonce` to the challenge's `authorization_nonce`, `signPaymentHeader`, and send the decoded header. " +
+          'It is verified against the stored challenge only, then the token\'s authorizationState is read, the transfer simulated and sent; the receipt comes back synchronously. ' +
+          'A settled challenge returns the original receipt. Failures: 422 payment_verification_failed (details.reasons, several at once), 422 payment_declined (spend policy; the challenge stays pending), ' +
+          "422 settle_cap_exceeded (the payee's caps; the challenge fails, nothing moves on chain), 422 challenge_expired, 502 settlement_failed with reasons insufficient_funds (permanent), " +
+          'authorization_already_used (permanent), facilitator_unavailable and settlement_failed (transient, Retry-After) or settlement_misconfigured (operator fault); ' +
+          '409 conflict when another payment of the challenge or another challenge holds this authorization. Every failure carries details {reasons, failure_category}.',
+      },
     })
 }

@@ -39,6 +39,7 @@ export interface ChallengeRow {
   failure_reasons: string[] | null
   settled_at: Date | null
   created_at: Date
+  updated_at: Date
 }
 
 /** keccak256(abi.encode(string interaction_id, string challenge_step_id, bytes32 challenge_nonce)): the EIP-3009 nonce the payer signs. */

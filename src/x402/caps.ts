@@ -1,0 +1,62 @@
+/**
+ * Settle caps per payee organization: defaults of 25 USDC per UTC day, 250 per UTC month and 10
+ * per settle, each overridable by the operator (`bun run admin x402 set-caps`). A settle that would
+ * exceed one fails the challenge before anything moves on chain.
+ */
+import type { Sql, Tx } from '../db/client'
+import { errors } from '../http/errors'
+
+export const DEFAULT_CAPS = { daily: 25_000_000n, monthly: 250_000_000n, per_settle: 10_000_000n }
+
+export type CapReason = 'settle_daily_cap_exceeded' | 'settle_monthly_cap_exceeded' | 'amount_exceeds_per_settle_ceiling'
+
+export async function settleCaps(sql: Sql | Tx, orgId: string) {
+  const [row] = await sql<{ daily: string | null; monthly: string | null; per_settle: string | null }[]>`
+    select daily::text, monthly::text, per_settle::text from x402_settle_caps where org_id = ${orgId}`
+  return {
+    daily: row?.daily ? BigInt(row.daily) : DEFAULT_CAPS.daily,
+    monthly: row?.monthly ? BigInt(row.monthly) : DEFAULT_CAPS.monthly,
+    per_settle: row?.per_settle ? BigInt(row.per_settle) : DEFAULT_CAPS.per_settle,
+  }
+}
+
+/** Serializes one payee's claims, so that concurrent settles cannot together pass a cap. */
+export async function lockPayee(tx: Tx, payeeOrg: string) {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-caps:${payeeOrg}`}, 0))`
+}
+
+/** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month. */
+export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<CapReason[]> {
+  const caps = await settleCaps(tx, payeeOrg)
+  const [sums] = await tx<{ day: string; month: string }[]>`
+    select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
+           coalesce(sum(amount), 0)::text as month
+      from x402_settlements
+     where payee_org = ${payeeOrg} and status <> 'failed'
+       and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc'`
+  const reasons: CapReason[] = []
+  if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
+  if (BigInt(sums!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
+  if (BigInt(sums!.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
+  return reasons
+}
+
+const capValue = (field: string, v: string | null) => {
+  if (v === null || v === 'default') return null
+  if (!/^[1-9][0-9]{0,30}$/.test(v)) throw errors.validation(field, 'must be a positive integer of base units, or "default"')
+  return v
+}
+
+/** Operator override of a payee's caps (base units; "default" restores a default). */
+export async function setSettleCaps(sql: Sql, orgId: string, caps: { daily: string; monthly: string; per_settle: string }) {
+  const daily = capValue('daily', caps.daily)
+  const monthly = capValue('monthly', caps.monthly)
+  const perSettle = capValue('per_settle', caps.per_settle)
+  const [org] = await sql`select 1 from orgs where id = ${orgId}`
+  if (!org) throw errors.notFound('org')
+  await sql`
+    insert into x402_settle_caps (org_id, daily, monthly, per_settle) values (${orgId}, ${daily}, ${monthly}, ${perSettle})
+    on conflict (org_id) do update set daily = excluded.daily, monthly = excluded.monthly, per_settle = excluded.per_settle, updated_at = now()`
+  const effective = await settleCaps(sql, orgId)
+  return { org_id: orgId, daily: effective.daily.toString(), monthly: effective.monthly.toString(), per_settle: effective.per_settle.toString() }
+}

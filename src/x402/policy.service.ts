@@ -1,0 +1,92 @@
+/**
+ * The spend policy of a paying organization: a kill switch, a per-payment cap, a per-UTC-day
+ * cap and an optional payee allowlist. A refusal leaves the challenge pending and is recorded
+ * in the payer's declined payments.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Sql, Tx } from '../db/client'
+import { ApiError } from '../http/errors'
+import type { ChallengeRow } from './challenges.service'
+
+export type DeclineReason = 'paused' | 'per_payment_cap' | 'daily_cap' | 'allowlist' | 'spend_non_positive_amount'
+
+interface PolicyRow {
+  paused: boolean
+  per_payment_cap: string | null
+  daily_cap: string | null
+  payee_allowlist: string[] | null
+  updated_at: Date | null
+}
+
+const NONE: PolicyRow = { paused: false, per_payment_cap: null, daily_cap: null, payee_allowlist: null, updated_at: null }
+
+export async function getSpendPolicy(sql: Sql | Tx, orgId: string): Promise<PolicyRow> {
+  const [row] = await sql<PolicyRow[]>`
+    select paused, per_payment_cap::text, daily_cap::text, payee_allowlist, updated_at from x402_spend_policies where org_id = ${orgId}`
+  return row ?? NONE
+}
+
+export const presentPolicy = (p: PolicyRow) => ({ ...p, updated_at: p.updated_at?.toISOString() ?? null })
+
+export interface PolicyUpdate {
+  paused?: boolean
+  per_payment_cap?: string | null
+  daily_cap?: string | null
+  payee_allowlist?: string[] | null
+}
+
+/** Merge update: an omitted field keeps its value, an explicit null clears it. */
+export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate): Promise<PolicyRow> {
+  return sql.begin(async tx => {
+    const current = await getSpendPolicy(tx, orgId)
+    const has = (k: keyof PolicyUpdate) => Object.hasOwn(u, k)
+    const next = {
+      paused: u.paused ?? current.paused,
+      per_payment_cap: has('per_payment_cap') ? (u.per_payment_cap ?? null) : current.per_payment_cap,
+      daily_cap: has('daily_cap') ? (u.daily_cap ?? null) : current.daily_cap,
+      payee_allowlist: has('payee_allowlist') ? (u.payee_allowlist ? [...new Set(u.payee_allowlist.map(a => a.toLowerCase()))] : null) : current.payee_allowlist,
+    }
+    const [row] = await tx<PolicyRow[]>`
+      insert into x402_spend_policies (org_id, paused, per_payment_cap, daily_cap, payee_allowlist, updated_at)
+      values (${orgId}, ${next.paused}, ${next.per_payment_cap}, ${next.daily_cap}, ${next.payee_allowlist}, now())
+      on conflict (org_id) do update set paused = excluded.paused, per_payment_cap = excluded.per_payment_cap,
+        daily_cap = excluded.daily_cap, payee_allowlist = excluded.payee_allowlist, updated_at = now()
+      returning paused, per_payment_cap::text, daily_cap::text, payee_allowlist, updated_at`
+    return row!
+  })
+}
+
+/**
+ * What the payer's policy says about paying this challenge now, counting what it already paid
+ * (or has in flight) this UTC day. Call inside the claiming transaction, after `lockPayer`.
+ */
+export async function declineReasons(tx: Tx, payerOrg: string, c: ChallengeRow): Promise<DeclineReason[]> {
+  const p = await getSpendPolicy(tx, payerOrg)
+  const amount = BigInt(c.amount)
+  const reasons: DeclineReason[] = []
+  if (amount <= 0n) reasons.push('spend_non_positive_amount')
+  if (p.paused) reasons.push('paused')
+  if (p.per_payment_cap !== null && amount > BigInt(p.per_payment_cap)) reasons.push('per_payment_cap')
+  if (p.daily_cap !== null) {
+    const [spent] = await tx<{ total: string }[]>`
+      select coalesce(sum(amount), 0)::text as total from x402_settlements
+       where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`
+    if (BigInt(spent!.total) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
+  }
+  if (p.payee_allowlist && !p.payee_allowlist.includes(c.pay_to.toLowerCase())) reasons.push('allowlist')
+  return reasons
+}
+
+/** Serializes the payer's claims, so that two payments cannot both fit under its daily cap. */
+export async function lockPayer(tx: Tx, payerOrg: string) {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-spend:${payerOrg}`}, 0))`
+}
+
+export async function recordDecline(sql: Sql, payerOrg: string, c: ChallengeRow, reasons: DeclineReason[]) {
+  await sql`
+    insert into x402_declined_payments (id, org_id, challenge_id, network, amount, pay_to, reasons)
+    values (${randomUUIDv7()}, ${payerOrg}, ${c.id}, ${c.network}, ${c.amount}, ${c.pay_to}, ${reasons})`
+}
+
+export const declinedError = (reasons: DeclineReason[]) =>
+  new ApiError('payment_declined', `payment: declined by the spend policy (${reasons.join(', ')})`, { reasons, failure_category: 'declined' })

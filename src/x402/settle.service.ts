@@ -1,0 +1,156 @@
+/**
+ * Settlement of a claimed payment, at most once. The claim (an `x402_settlements` row, unique
+ * on (chain, asset, from, nonce) and on the challenge) is written with its `x402.settle` job in
+ * one transaction; the request that claimed it settles it at once, and the job is there for a
+ * process that died on the way. Whoever settles holds the row's lock for the whole attempt,
+ * so a concurrent caller waits and then reads the outcome.
+ *
+ * Before sending, the token's `authorizationState` is read: a used authorization is resolved
+ * from the chain (its `AuthorizationUsed` log and that transaction's Transfer), so a crash between
+ * sending and recording neither loses the transaction nor repeats it, and a front-run transfer
+ * of exactly this payment still settles the challenge.
+ */
+import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
+import { errors, type ApiError } from '../http/errors'
+import { log } from '../log'
+import { findAuthorizationUse, isAuthorizationUsed, publicClient, rpcUrl } from './chain'
+import { facilitatorFor, type SettlementFailure } from './facilitator'
+import { enqueuePaymentEvents } from './events'
+import type { Network } from './networks'
+import type { Authorization } from './token'
+
+export const PERMANENT: ReadonlySet<SettlementFailure> = new Set(['insufficient_funds', 'authorization_already_used'])
+/** seconds a client is told to wait before retrying a transient settlement failure */
+export const RETRY_AFTER_SECONDS = 5
+
+export interface SettlementRow {
+  id: string
+  challenge_id: string
+  payee_org: string
+  payer_org: string | null
+  network: Network
+  chain_id: number
+  asset: string
+  payer: string
+  nonce: string
+  amount: string
+  payment: { paymentPayload: any; paymentRequirements: any; authorization: Record<string, string>; signature: `0x${string}` }
+  status: 'pending' | 'settled' | 'failed'
+  tx_hash: string | null
+  failure_reason: string | null
+  attempts: number
+  updated_at: Date
+}
+
+export type SettleOutcome =
+  | { status: 'settled'; tx: string; settledAt: Date }
+  | { status: 'failed'; reason: SettlementFailure | string }
+  | { status: 'retry'; reason: SettlementFailure; message: string }
+
+const authorizationOf = (s: SettlementRow): Authorization => ({
+  from: s.payment.authorization.from as `0x${string}`,
+  to: s.payment.authorization.to as `0x${string}`,
+  value: BigInt(s.payment.authorization.value!),
+  validAfter: BigInt(s.payment.authorization.validAfter!),
+  validBefore: BigInt(s.payment.authorization.validBefore!),
+  nonce: s.payment.authorization.nonce as `0x${string}`,
+})
+
+/** Settles the claimed settlement now, or reads the outcome another caller recorded. Never throws for a chain failure. */
+export async function settleNow(
+  ctx: AppContext,
+  settlementId: string,
+  opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
+): Promise<SettleOutcome> {
+  return ctx.sql.begin(async tx => {
+    const [s] = await tx<SettlementRow[]>`select *, amount::text as amount from x402_settlements where id = ${settlementId} for update`
+    if (!s) return { status: 'failed', reason: 'settlement_failed' }
+    if (s.status === 'settled') return { status: 'settled', tx: s.tx_hash!, settledAt: s.updated_at }
+    if (s.status === 'failed') return { status: 'failed', reason: s.failure_reason ?? 'settlement_failed' }
+    if (opts.replacement) s.payment = opts.replacement
+    await tx`update x402_settlements set attempts = attempts + 1, payment = ${tx.json(s.payment as never)} where id = ${s.id}`
+    const outcome = await attempt(ctx, s)
+    if (outcome.status === 'retry' && opts.lastAttempt) {
+      await recordFailure(tx, ctx, s, outcome.reason)
+      return { status: 'failed', reason: outcome.reason }
+    }
+    if (outcome.status === 'settled') await recordSettled(tx, ctx, s, outcome.tx)
+    else if (outcome.status === 'failed') await recordFailure(tx, ctx, s, outcome.reason)
+    else log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
+    return outcome.status === 'settled' ? { ...outcome, settledAt: new Date() } : outcome
+  })
+}
+
+type AttemptOutcome = { status: 'settled'; tx: string } | { status: 'failed'; reason: SettlementFailure } | { status: 'retry'; reason: SettlementFailure; message: string }
+
+async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcome> {
+  const client = publicClient(ctx.config, s.network)
+  if (!client) return { status: 'retry', reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` }
+  const auth = authorizationOf(s)
+  try {
+    if (await isAuthorizationUsed(client, s.network, auth.from, auth.nonce)) return await resolveUsed(client, s.network, auth)
+  } catch (error) {
+    return { status: 'retry', reason: 'facilitator_unavailable', message: `authorizationState: ${(error as Error).message}`.slice(0, 300) }
+  }
+  const result = await facilitatorFor(ctx.config, s.network, client, rpcUrl(ctx.config, s.network)!).settle({
+    network: s.network,
+    authorization: auth,
+    signature: s.payment.signature,
+    paymentPayload: s.payment.paymentPayload,
+    paymentRequirements: s.payment.paymentRequirements,
+  })
+  if (result.ok) return { status: 'settled', tx: result.tx }
+  // Used between our read and our send (a front-run): the chain says by whom and how.
+  if (result.reason === 'authorization_already_used') return resolveUsed(client, s.network, auth).catch(() => ({ status: 'failed' as const, reason: 'authorization_already_used' as const }))
+  if (PERMANENT.has(result.reason)) return { status: 'failed', reason: result.reason }
+  return { status: 'retry', reason: result.reason, message: result.message }
+}
+
+async function resolveUsed(client: NonNullable<ReturnType<typeof publicClient>>, network: Network, auth: Authorization): Promise<AttemptOutcome> {
+  const use = await findAuthorizationUse(client, network, auth)
+  return use?.exactTransfer ? { status: 'settled', tx: use.tx } : { status: 'failed', reason: 'authorization_already_used' }
+}
+
+async function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string) {
+  await tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`
+  await tx`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id}`
+  await tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`
+  await enqueuePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash })
+}
+
+async function recordFailure(tx: Tx, ctx: AppContext, s: SettlementRow, reason: string) {
+  await tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`
+  await tx`
+    update x402_challenges set status = 'failed', failure_reason = ${reason}, failure_category = 'settlement', failure_reasons = ${[reason]}, updated_at = now()
+     where id = ${s.challenge_id}`
+  await tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`
+  await enqueuePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } })
+}
+
+function eventFacts(s: SettlementRow) {
+  return {
+    challengeId: s.challenge_id,
+    network: s.network,
+    amount: s.amount,
+    asset: s.payment.paymentRequirements.asset as string,
+    payeeOrg: s.payee_org,
+    payerOrg: s.payer_org,
+    payer: s.payment.authorization.from!,
+    payTo: s.payment.authorization.to!,
+  }
+}
+
+const MESSAGES: Record<string, string> = {
+  insufficient_funds: 'the payer does not hold enough USDC for this payment',
+  facilitator_unavailable: 'the facilitator or chain endpoint is unavailable; retry shortly',
+  settlement_misconfigured: 'settlement is not configured correctly on this service (operator fault)',
+  settlement_failed: 'the settlement did not complete; retry shortly',
+  authorization_already_used: 'the authorization was already used on chain by another transfer',
+}
+
+/** The `settlement_failed` error of a failed or not yet completed settlement (transient ones carry Retry-After). */
+export function settlementError(reason: string, transient: boolean): ApiError {
+  const retry = transient && reason !== 'settlement_misconfigured' ? RETRY_AFTER_SECONDS : undefined
+  return errors.settlementFailed(`payment: ${MESSAGES[reason] ?? reason}`, { reasons: [reason], failure_category: 'settlement' }, retry)
+}

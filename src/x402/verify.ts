@@ -1,0 +1,101 @@
+/**
+ * Verification of a signed payment against the stored challenge, and only against it: the
+ * payee, amount, network, asset and nonce the signature must cover are the challenge's, never
+ * requirements a client echoes back. Every reason that applies is reported, not just the first.
+ */
+import { getAddress, isAddress, recoverTypedDataAddress, type Hex } from 'viem'
+import type { ChallengeRow } from './challenges.service'
+import { isNetwork, networkInfo } from './networks'
+import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Authorization } from './token'
+
+/** The authorization window: at most 24 h wide, at least 60 s left at settlement. */
+export const MAX_WINDOW_SECONDS = 86_400
+export const MIN_HEADROOM_SECONDS = 60
+
+export type VerificationReason =
+  | 'signature_unrecoverable'
+  | 'signer_mismatch'
+  | 'invalid_from_address'
+  | 'invalid_to_address'
+  | 'payto_mismatch'
+  | 'self_send'
+  | 'amount_mismatch'
+  | 'verify_non_positive_amount'
+  | 'nonce_mismatch'
+  | 'degenerate_window'
+  | 'window_too_wide'
+  | 'insufficient_headroom'
+  | 'not_yet_valid'
+  | 'malformed_payload'
+  | 'unsupported_network'
+
+export interface VerifyOptions {
+  now?: Date
+  /**
+   * The stock-client path (`GET /x402/pay/{id}`): any nonce is accepted (the claim on
+   * (chain, asset, from, nonce) still holds) and the 24 h rule is measured from now, since v2
+   * clients sign validAfter 0.
+   */
+  anyNonce?: boolean
+}
+
+export type Verified = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; reasons: VerificationReason[] }
+
+const UINT = /^(0|[1-9][0-9]{0,77})$/
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/
+
+/** Checks the x402 v1 payment payload (`{x402Version, scheme, network, payload {signature, authorization}}`) against the challenge. */
+export async function verifyPayment(challenge: ChallengeRow, payment: unknown, opts: VerifyOptions = {}): Promise<Verified> {
+  const reasons = new Set<VerificationReason>()
+  const p = payment as { x402Version?: unknown; scheme?: unknown; network?: unknown; payload?: { signature?: unknown; authorization?: Record<string, unknown> } } | null
+  const a = p?.payload?.authorization
+  const sig = p?.payload?.signature
+  if (!p || typeof p !== 'object' || p.x402Version !== 1 || p.scheme !== 'exact' || !a || typeof a !== 'object') return { ok: false, reasons: ['malformed_payload'] }
+  if (!isNetwork(p.network) || p.network !== challenge.network) reasons.add('unsupported_network')
+  const str = (v: unknown) => (typeof v === 'string' ? v : '')
+  if (typeof sig !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(sig)) reasons.add('malformed_payload')
+  for (const field of ['value', 'validAfter', 'validBefore'] as const) if (!UINT.test(str(a[field]))) reasons.add('malformed_payload')
+  if (!BYTES32.test(str(a.nonce))) reasons.add('malformed_payload')
+  const fromOk = isAddress(str(a.from), { strict: false })
+  const toOk = isAddress(str(a.to), { strict: false })
+  if (!fromOk) reasons.add('invalid_from_address')
+  if (!toOk) reasons.add('invalid_to_address')
+  if (reasons.has('malformed_payload')) return { ok: false, reasons: [...reasons] }
+
+  const auth: Authorization = {
+    from: fromOk ? getAddress(str(a.from)) : '0x0000000000000000000000000000000000000000',
+    to: toOk ? getAddress(str(a.to)) : '0x0000000000000000000000000000000000000000',
+    value: BigInt(str(a.value)),
+    validAfter: BigInt(str(a.validAfter)),
+    validBefore: BigInt(str(a.validBefore)),
+    nonce: str(a.nonce).toLowerCase() as Hex,
+  }
+  if (toOk && auth.to !== getAddress(challenge.pay_to)) reasons.add('payto_mismatch')
+  if (fromOk && toOk && auth.from === auth.to) reasons.add('self_send')
+  if (auth.value <= 0n) reasons.add('verify_non_positive_amount')
+  else if (auth.value !== BigInt(challenge.amount)) reasons.add('amount_mismatch')
+  if (!opts.anyNonce && auth.nonce !== challenge.authorization_nonce.toLowerCase()) reasons.add('nonce_mismatch')
+  const now = BigInt(Math.floor((opts.now ?? new Date()).getTime() / 1000))
+  if (auth.validBefore <= auth.validAfter) reasons.add('degenerate_window')
+  else if ((opts.anyNonce ? auth.validBefore - now : auth.validBefore - auth.validAfter) > BigInt(MAX_WINDOW_SECONDS)) reasons.add('window_too_wide')
+  if (auth.validBefore - now < BigInt(MIN_HEADROOM_SECONDS)) reasons.add('insufficient_headroom')
+  if (auth.validAfter > now) reasons.add('not_yet_valid')
+
+  // The signature is checked over the challenge's own domain: the network's canonical USDC, its real EIP-712 name.
+  if (fromOk && toOk) {
+    const info = networkInfo(challenge.network)
+    try {
+      const signer = await recoverTypedDataAddress({
+        domain: { name: info.eip712.name, version: info.eip712.version, chainId: info.chainId, verifyingContract: getAddress(challenge.asset) },
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: auth,
+        signature: sig as Hex,
+      })
+      if (signer !== auth.from) reasons.add('signer_mismatch')
+    } catch {
+      reasons.add('signature_unrecoverable')
+    }
+  }
+  return reasons.size ? { ok: false, reasons: [...reasons] } : { ok: true, authorization: auth, signature: sig as Hex }
+}

@@ -1,0 +1,238 @@
+/**
+ * Paying challenges on a real local chain: anvil with Circle's USDC at base-sepolia's canonical
+ * address, payments signed with the x402 reference client, settled by the direct JSON-RPC
+ * facilitator. Balances are read from the chain to check that money moved exactly once.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { parseSignature, type Hex } from 'viem'
+import { testApp, testSql, type TestApp } from '../helpers/app'
+import { expectError, expectOk } from '../helpers/envelope'
+import { settleNow } from '../../src/x402/settle.service'
+import { anvilBinary, startChain, type Chain } from './anvil'
+import { signPayment } from './payer'
+import { newChallenge, registerPayout, x402Org } from './helpers'
+import { TOKEN_ABI } from '../../src/x402/token'
+import { setSettleCaps } from '../../src/x402/caps'
+
+if (!anvilBinary()) console.warn('x402 chain tests skipped: the anvil binary of @foundry-rs/anvil-linux-amd64 could not be installed')
+
+describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => {
+  let chain: Chain
+  let t: TestApp
+  const sql = testSql()
+
+  beforeAll(async () => {
+    chain = await startChain('base-sepolia')
+    t = await testApp({ X402_RPC_URL_BASE_SEPOLIA: chain.url, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+  })
+  afterAll(() => chain?.stop())
+
+  /** A payee with a payout wallet and a challenge, and a funded payer organization with its wallet key. */
+  async function setup(amount = '10000', fund = 1_000_000n) {
+    const payee = await x402Org()
+    const payeeWallet = privateKeyToAccount(generatePrivateKey())
+    await registerPayout(t, payee, payeeWallet)
+    const challenge = await newChallenge(t, payee, { amount })
+    const payer = await x402Org()
+    const payerKey = generatePrivateKey()
+    const payerAddress = privateKeyToAccount(payerKey).address
+    if (fund) await chain.mint(payerAddress, fund)
+    return { payee, payeeWallet, challenge, payer, payerKey, payerAddress }
+  }
+
+  const pay = (key: string, id: string, payment: unknown) => t.request('POST', `/v1/x402/challenges/${id}/pay`, { key, body: { payment } })
+
+  test('a payment signed by the x402 client settles on chain; the receipt and the challenge carry the transaction', async () => {
+    const s = await setup('250000')
+    const payment = await signPayment(s.payerKey, s.challenge)
+    const receipt = expectOk(await pay(s.payer.key, s.challenge.id, payment))
+    expect(receipt).toMatchObject({ challenge_id: s.challenge.id, status: 'settled', network: 'base-sepolia', amount: '250000', pay_to: s.payeeWallet.address, payer: s.payerAddress.toLowerCase() })
+    expect(receipt.settle_tx).toMatch(/^0x[0-9a-f]{64}$/)
+    const onChain = await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })
+    expect(onChain.status).toBe('success')
+    expect(await chain.balance(s.payeeWallet.address)).toBe(250000n)
+    expect(await chain.balance(s.payerAddress)).toBe(750000n)
+    const c = expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key }))
+    expect(c).toMatchObject({ status: 'settled', settle_tx: receipt.settle_tx })
+    // paying again returns the original receipt, and nothing moves
+    expect(expectOk(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)))).toEqual(receipt)
+    expect(await chain.balance(s.payeeWallet.address)).toBe(250000n)
+  })
+
+  test('concurrent pays of one challenge settle once: the same receipt or 409, one transfer by balance', async () => {
+    const s = await setup('30000')
+    const payments = await Promise.all(Array.from({ length: 6 }, () => signPayment(s.payerKey, s.challenge)))
+    const results = await Promise.all(payments.map(p => pay(s.payer.key, s.challenge.id, p)))
+    const ok = results.filter(r => r.status === 200)
+    expect(ok.length).toBeGreaterThanOrEqual(1)
+    for (const r of results) if (r.status !== 200) expectError(r, 409, 'conflict')
+    expect(new Set(ok.map(r => r.body.data.settle_tx)).size).toBe(1)
+    expect(await chain.balance(s.payeeWallet.address)).toBe(30000n)
+    expect(await chain.balance(s.payerAddress)).toBe(970000n)
+  })
+
+  test('every verification reason, several at once, and nothing moves', async () => {
+    const s = await setup('10000')
+    const now = Math.floor(Date.now() / 1000)
+    const other = privateKeyToAccount(generatePrivateKey())
+    const cases: [string[], (a: Record<string, string>, r: any) => void][] = [
+      [['amount_mismatch'], a => void (a.value = '9999')],
+      [['verify_non_positive_amount'], a => void (a.value = '0')],
+      [['payto_mismatch'], a => void (a.to = other.address)],
+      [['nonce_mismatch'], a => void (a.nonce = `0x${'ab'.repeat(32)}`)],
+      [['window_too_wide'], a => void (a.validBefore = String(Number(a.validAfter) + 86_401))],
+      [['insufficient_headroom'], a => void (a.validBefore = String(now + 30))],
+      [['not_yet_valid'], a => void (a.validAfter = String(now + 120))],
+      [['degenerate_window', 'insufficient_headroom'], a => void ((a.validAfter = String(now - 10)), (a.validBefore = String(now - 20)))],
+      [['amount_mismatch', 'payto_mismatch', 'nonce_mismatch'], a => void ((a.value = '1'), (a.to = other.address), (a.nonce = `0x${'01'.repeat(32)}`))],
+      // signed over the other network's EIP-712 name: recovers to someone else
+      [['signer_mismatch'], (_a, r) => void (r.extra = { name: 'USD Coin', version: '2' })],
+    ]
+    for (const [reasons, edit] of cases) {
+      const res = await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge, edit))
+      expectError(res, 422, 'payment_verification_failed')
+      expect(res.body.error.details.failure_category).toBe('verification')
+      expect(res.body.error.details.reasons.toSorted()).toEqual(reasons.toSorted())
+    }
+    const good = await signPayment(s.payerKey, s.challenge)
+    const variants: [string[], unknown][] = [
+      [['signer_mismatch'], { ...good, payload: { ...good.payload, authorization: { ...good.payload.authorization, from: other.address } } }],
+      [['invalid_to_address'], { ...good, payload: { ...good.payload, authorization: { ...good.payload.authorization, to: '0x1234' } } }],
+      [['invalid_from_address'], { ...good, payload: { ...good.payload, authorization: { ...good.payload.authorization, from: 'nobody' } } }],
+      [['unsupported_network'], { ...good, network: 'base' }],
+      [['unsupported_network'], { ...good, network: 'ethereum' }],
+      [['malformed_payload'], { ...good, x402Version: 2 }],
+      [['malformed_payload'], { ...good, payload: { ...good.payload, signature: '0x12' } }],
+      [['malformed_payload'], { ...good, payload: { ...good.payload, authorization: { ...good.payload.authorization, value: '1e6' } } }],
+      [['malformed_payload'], 'not an object'],
+      [['signature_unrecoverable'], { ...good, payload: { ...good.payload, signature: `0x${'00'.repeat(64)}1b` } }],
+    ]
+    for (const [reasons, payment] of variants) {
+      const res = await pay(s.payer.key, s.challenge.id, payment)
+      expectError(res, 422, 'payment_verification_failed')
+      expect(res.body.error.details.reasons.toSorted()).toEqual(reasons.toSorted())
+    }
+    // the payee paying itself from its payout wallet: self_send (and the signature is still checked)
+    const selfPay = await signPayment(generatePrivateKey(), s.challenge, a => void (a.from = s.payeeWallet.address))
+    expect((await pay(s.payer.key, s.challenge.id, selfPay)).body.error.details.reasons.toSorted()).toEqual(['self_send', 'signer_mismatch'])
+    expect(await chain.balance(s.payeeWallet.address)).toBe(0n)
+    expect(expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key })).status).toBe('pending')
+    // and the right payment still settles afterwards
+    expectOk(await pay(s.payer.key, s.challenge.id, good))
+  })
+
+  test('422 challenge_expired after expiry; 404 for an unknown challenge', async () => {
+    const s = await setup('10000')
+    const payment = await signPayment(s.payerKey, s.challenge)
+    await (await sql)`update x402_challenges set expires_at = now() - interval '1 second' where id = ${s.challenge.id}`
+    const res = await pay(s.payer.key, s.challenge.id, payment)
+    expectError(res, 422, 'challenge_expired')
+    expect(res.body.error.details).toEqual({ reasons: ['challenge_expired'], failure_category: 'settlement' })
+    expectError(await pay(s.payer.key, crypto.randomUUID(), payment), 404, 'not_found')
+  })
+
+  test('insufficient funds: 502 settlement_failed, permanent (no Retry-After), the challenge fails', async () => {
+    const s = await setup('10000', 5000n)
+    const res = await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge))
+    expectError(res, 502, 'settlement_failed')
+    expect(res.body.error.details).toEqual({ reasons: ['insufficient_funds'], failure_category: 'settlement' })
+    expect(res.headers.get('retry-after')).toBeNull()
+    const c = expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key }))
+    expect(c).toMatchObject({ status: 'failed', failure_reason: 'insufficient_funds', failure_category: 'settlement' })
+    expect(await chain.balance(s.payerAddress)).toBe(5000n)
+  })
+
+  test('a front-run of exactly this authorization settles the challenge with that transaction; another transfer on the nonce fails it', async () => {
+    const s = await setup('10000')
+    const payment = await signPayment(s.payerKey, s.challenge)
+    const tx = await submitDirectly(payment)
+    const receipt = expectOk(await pay(s.payer.key, s.challenge.id, payment))
+    expect(receipt.settle_tx).toBe(tx)
+    expect(await chain.balance(s.payeeWallet.address)).toBe(10000n)
+
+    // the payer spends the bound nonce on another transfer first: the challenge's authorization can never settle
+    const s2 = await setup('10000')
+    const elsewhere = privateKeyToAccount(generatePrivateKey()).address
+    await submitDirectly(await signPayment(s2.payerKey, s2.challenge, a => void (a.to = elsewhere)))
+    const res = await pay(s2.payer.key, s2.challenge.id, await signPayment(s2.payerKey, s2.challenge))
+    expectError(res, 502, 'settlement_failed')
+    expect(res.body.error.details.reasons).toEqual(['authorization_already_used'])
+    expect(await chain.balance(s2.payeeWallet.address)).toBe(0n)
+  })
+
+  test('facilitator down: 502 facilitator_unavailable with Retry-After, challenge pending; the settle job finishes it later, once', async () => {
+    const s = await setup('20000')
+    const down = await testApp({ X402_RPC_URL_BASE_SEPOLIA: 'http://127.0.0.1:9', X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+    const payment = await signPayment(s.payerKey, s.challenge)
+    const res = await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment } })
+    expectError(res, 502, 'settlement_failed')
+    expect(res.body.error.details).toEqual({ reasons: ['facilitator_unavailable'], failure_category: 'settlement' })
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key })).status).toBe('pending')
+    // The settle job was written with the claim; run it as a worker would, with a working chain.
+    const [job] = await (await sql)<{ payload: { settlement_id: string } }[]>`
+      select j.payload from jobs j join x402_settlements x on x.id = (j.payload->>'settlement_id')::uuid where x.challenge_id = ${s.challenge.id} and j.kind = 'x402.settle'`
+    expect(job).toBeDefined()
+    const outcome = await settleNow(t.ctx, job!.payload.settlement_id)
+    expect(outcome.status).toBe('settled')
+    // a retry of the pay now returns that receipt
+    expect(expectOk(await pay(s.payer.key, s.challenge.id, payment)).settle_tx).toBe((outcome as any).tx)
+    expect(await chain.balance(s.payeeWallet.address)).toBe(20000n)
+  })
+
+  test('a crash after sending and before recording: the job reads the chain and records that transaction, without a second transfer', async () => {
+    const s = await setup('15000')
+    const down = await testApp({ X402_RPC_URL_BASE_SEPOLIA: 'http://127.0.0.1:9', X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+    const payment = await signPayment(s.payerKey, s.challenge)
+    await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment } })
+    // "our" transaction went out before the crash
+    const sent = await submitDirectly(payment)
+    const [row] = await (await sql)<{ id: string }[]>`select id from x402_settlements where challenge_id = ${s.challenge.id}`
+    const outcome = await settleNow(t.ctx, row!.id)
+    expect(outcome).toMatchObject({ status: 'settled', tx: sent })
+    expect(await chain.balance(s.payeeWallet.address)).toBe(15000n)
+  })
+
+  test('settle caps: over a cap the challenge fails with category cap and nothing moves', async () => {
+    const s = await setup('10000001', 20_000_000n)
+    const res = await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge))
+    expectError(res, 422, 'settle_cap_exceeded')
+    expect(res.body.error.details).toEqual({ reasons: ['amount_exceeds_per_settle_ceiling'], failure_category: 'cap' })
+    expect(expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key }))).toMatchObject({
+      status: 'failed',
+      failure_category: 'cap',
+      reasons: ['amount_exceeds_per_settle_ceiling'],
+    })
+    // paying the failed challenge again answers the same failure
+    expectError(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)), 422, 'settle_cap_exceeded')
+
+    // operator caps: 15000 a day; the first 10000 settles, the next 10000 does not
+    const d = await setup('10000')
+    await setSettleCaps(await sql, d.payee.orgId, { daily: '15000', monthly: 'default', per_settle: 'default' })
+    expectOk(await pay(d.payer.key, d.challenge.id, await signPayment(d.payerKey, d.challenge)))
+    const second = await newChallenge(t, d.payee, { amount: '10000' })
+    const refused = await pay(d.payer.key, second.id, await signPayment(d.payerKey, second))
+    expectError(refused, 422, 'settle_cap_exceeded')
+    expect(refused.body.error.details.reasons).toEqual(['settle_daily_cap_exceeded'])
+    await setSettleCaps(await sql, d.payee.orgId, { daily: 'default', monthly: '15000', per_settle: 'default' })
+    const third = await newChallenge(t, d.payee, { amount: '10000' })
+    expect((await pay(d.payer.key, third.id, await signPayment(d.payerKey, third))).body.error.details.reasons).toEqual(['settle_monthly_cap_exceeded'])
+    expect(await chain.balance(d.payeeWallet.address)).toBe(10000n)
+  })
+
+  /** Sends the payer's authorization to the token directly from anvil's first account (a front-runner, or our settler before a crash). */
+  async function submitDirectly(payment: any): Promise<Hex> {
+    const a = payment.payload.authorization
+    const { r, s, v } = parseSignature(payment.payload.signature)
+    const hash = await chain.deployer.writeContract({
+      address: chain.usdc,
+      abi: TOKEN_ABI,
+      functionName: 'transferWithAuthorization',
+      args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s],
+      chain: null,
+    } as any)
+    await chain.client.waitForTransactionReceipt({ hash })
+    return hash
+  }
+})
