@@ -38,6 +38,7 @@ import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
+import { x402AccountRoutes } from './x402/account.routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -132,6 +133,7 @@ export function createApp(ctx: AppContext) {
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
     .use(functionRoutes(ctx))
+    .use(x402AccountRoutes(ctx))
   return app
 }
 

@@ -9,6 +9,7 @@ import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPla
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
+import { setSettleCaps } from '../x402/caps'
 import { markDomainVerified, presentDomain } from '../domains/service'
 import { ApiError } from '../http/errors'
 import { hashPassword } from '../oauth/sign-in'
@@ -141,4 +142,16 @@ export async function contentDiscardCommand(sql: Sql, orgId: string | undefined,
   if (value !== 'on' && value !== 'off') throw new UsageError('content discard: must be on or off')
   await sql.begin(tx => setContentDiscard(tx, orgId, value === 'on'))
   return { org_id: orgId, content_discard_enabled: value === 'on' }
+}
+
+/** Overrides a payee's x402 settle caps (base units per UTC day, per UTC month, per settle; "default" restores one). */
+export async function setSettleCapsCommand(sql: Sql, orgId: string | undefined, daily: string | undefined, monthly: string | undefined, perSettle: string | undefined) {
+  if (!orgId) throw new UsageError('org_id: is required')
+  if (!daily || !monthly || !perSettle) throw new UsageError('usage: x402 set-caps <org_id> <daily|default> <monthly|default> <per_settle|default>')
+  try {
+    return await setSettleCaps(sql, orgId, { daily, monthly, per_settle: perSettle })
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'validation_error') throw new UsageError(error.message)
+    throw error
+  }
 }

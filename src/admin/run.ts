@@ -10,7 +10,7 @@ import type { Sql } from '../db/client'
 import { managedDkimRecord } from '../mail/outbound/managed-key'
 import {
   contentDiscardCommand, createKeyCommand, createOrgCommand, createUserCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand,
-  setSendLimitsCommand, UsageError, verifyDomainCommand,
+  setSendLimitsCommand, setSettleCapsCommand, UsageError, verifyDomainCommand,
 } from './commands'
 
 export const USAGE = `usage:
@@ -24,6 +24,7 @@ export const USAGE = `usage:
   bin/admin user create --email <email> --password <password> [--org <org_id>] [--role owner|admin|member]
   bin/admin credit mint --amount-cents <n>
   bin/admin domain verify <org_id> <domain>
+  bin/admin x402 set-caps <org_id> <daily|default> <monthly|default> <per_settle|default>   (USDC base units)
   bin/admin managed-dkim`
 
 /** What the command prints and its exit status: 0 with the JSON result, 2 for a usage error, 1 for a failure. */
@@ -75,6 +76,8 @@ async function dispatch(sql: Sql, keys: ServerKeys, config: Config, argv: string
       return mintCreditCommand(sql, values['amount-cents'])
     case 'domain verify':
       return verifyDomainCommand(sql, keys, config, rest[0], rest[1])
+    case 'x402 set-caps':
+      return setSettleCapsCommand(sql, rest[0], rest[1], rest[2], rest[3])
     default:
       throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`)
   }

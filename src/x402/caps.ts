@@ -1,6 +1,6 @@
 /**
  * Settle caps per payee organization: defaults of 25 USDC per UTC day, 250 per UTC month and 10
- * per settle, each overridable by the operator (`bun run admin x402 set-caps`). A settle that would
+ * per settle, each overridable by the operator (`bin/admin x402 set-caps`). A settle that would
  * exceed one fails the challenge before anything moves on chain.
  */
 import type { Sql, Tx } from '../db/client'

@@ -7,6 +7,7 @@
  */
 import { createPublicClient, http, parseEventLogs, type PublicClient } from 'viem'
 import type { Config } from '../config'
+import { perProcess, type AppContext } from '../context'
 import { networkInfo, type Network } from './networks'
 import { TOKEN_ABI, type Authorization } from './token'
 
@@ -17,20 +18,16 @@ export function rpcUrl(config: Config, network: Network): string | undefined {
   return network === 'base' ? config.X402_RPC_URL_BASE : config.X402_RPC_URL_BASE_SEPOLIA
 }
 
-const clients = new WeakMap<Config, Map<Network, PublicClient>>()
+const clients = perProcess(() => new Map<Network, PublicClient | null>())
 
-/** One public client per configuration and network (null when the network has no RPC URL). */
-export function publicClient(config: Config, network: Network): PublicClient | null {
-  const url = rpcUrl(config, network)
-  if (!url) return null
-  let perConfig = clients.get(config)
-  if (!perConfig) clients.set(config, (perConfig = new Map()))
-  let client = perConfig.get(network)
-  if (!client) {
-    client = createPublicClient({ transport: http(url, { retryCount: 0, timeout: 15_000 }) }) as PublicClient
-    perConfig.set(network, client)
+/** One public client per process and network (null when the network has no RPC URL). */
+export function publicClient(ctx: AppContext, network: Network): PublicClient | null {
+  const perNetwork = clients(ctx)
+  if (!perNetwork.has(network)) {
+    const url = rpcUrl(ctx.config, network)
+    perNetwork.set(network, url ? (createPublicClient({ transport: http(url, { retryCount: 0, timeout: 15_000 }) }) as PublicClient) : null)
   }
-  return client
+  return perNetwork.get(network)!
 }
 
 export async function isAuthorizationUsed(client: PublicClient, network: Network, from: `0x${string}`, nonce: `0x${string}`): Promise<boolean> {

@@ -9,6 +9,7 @@
 import { BaseError, ContractFunctionRevertedError, createWalletClient, http, parseSignature, type Hex, type PublicClient } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
+import { perProcess, type AppContext } from '../context'
 import { networkInfo, type Network } from './networks'
 import { TOKEN_ABI, type Authorization } from './token'
 
@@ -110,16 +111,16 @@ function byReason(reason: string): SettleResult {
   return fail('settlement_failed', `facilitator refused the payment: ${reason}`.slice(0, 300))
 }
 
-const cache = new WeakMap<Config, Map<Network, Facilitator>>()
+const facilitators = perProcess(() => new Map<Network, Facilitator>())
 
-export function facilitatorFor(config: Config, network: Network, client: PublicClient, rpc: string): Facilitator {
-  let perConfig = cache.get(config)
-  if (!perConfig) cache.set(config, (perConfig = new Map()))
-  let f = perConfig.get(network)
+/** The configured facilitator of a network, one per process. */
+export function facilitatorFor(ctx: AppContext, network: Network, client: PublicClient, rpc: string): Facilitator {
+  const perNetwork = facilitators(ctx)
+  let f = perNetwork.get(network)
   if (!f) {
-    const url = facilitatorUrl(config, network)
-    f = url ? httpFacilitator(url) : rpcFacilitator(config, network, client, rpc)
-    perConfig.set(network, f)
+    const url = facilitatorUrl(ctx.config, network)
+    f = url ? httpFacilitator(url) : rpcFacilitator(ctx.config, network, client, rpc)
+    perNetwork.set(network, f)
   }
   return f
 }

@@ -85,7 +85,7 @@ export async function settleNow(
 type AttemptOutcome = { status: 'settled'; tx: string } | { status: 'failed'; reason: SettlementFailure } | { status: 'retry'; reason: SettlementFailure; message: string }
 
 async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcome> {
-  const client = publicClient(ctx.config, s.network)
+  const client = publicClient(ctx, s.network)
   if (!client) return { status: 'retry', reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` }
   const auth = authorizationOf(s)
   try {
@@ -93,7 +93,7 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
   } catch (error) {
     return { status: 'retry', reason: 'facilitator_unavailable', message: `authorizationState: ${(error as Error).message}`.slice(0, 300) }
   }
-  const result = await facilitatorFor(ctx.config, s.network, client, rpcUrl(ctx.config, s.network)!).settle({
+  const result = await facilitatorFor(ctx, s.network, client, rpcUrl(ctx.config, s.network)!).settle({
     network: s.network,
     authorization: auth,
     signature: s.payment.signature,
