@@ -39,6 +39,7 @@ import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
 import { x402AccountRoutes } from './x402/account.routes'
+import { stockClientRoutes } from './x402/stock-client.routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -134,6 +135,7 @@ export function createApp(ctx: AppContext) {
     .use(mcpRoutes(ctx))
     .use(functionRoutes(ctx))
     .use(x402AccountRoutes(ctx))
+    .use(stockClientRoutes(ctx))
   return app
 }
 
