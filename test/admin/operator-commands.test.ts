@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmbeddedPostgres } from '../../src/db/embedded'
-import { devEnv, REPO, startDev } from '../helpers/dev-process'
+import { devEnv, pathWithoutBun, REPO, startDev } from '../helpers/dev-process'
 
 const scratch: string[] = []
 afterAll(() => {
@@ -22,8 +22,6 @@ function tempDir(prefix: string) {
   return dir
 }
 
-/** The PATH of this test without any directory holding a `bun`. */
-const pathWithoutBun = () => (process.env.PATH ?? '').split(':').filter(dir => !Bun.file(join(dir, 'bun')).size).join(':')
 
 async function admin(script: string, args: string[], env: Record<string, string | undefined>) {
   const proc = Bun.spawn([script, ...args], { env: devEnv(env), stdout: 'pipe', stderr: 'pipe' })
@@ -76,7 +74,7 @@ describe('bin/admin', () => {
     } finally {
       await (restarted ?? dev).stop()
     }
-  }, 90_000)
+  }, 150_000)
 
   test('a process holding the embedded database without taking commands makes bin/admin refuse and say what to do', async () => {
     const dataDir = join(tempDir('held-'), '.data')

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { REPO, startDev, type DevProcess } from '../helpers/dev-process'
+import { freePort, pathWithoutBun, REPO, startDev, type DevProcess } from '../helpers/dev-process'
 
 /** The fenced `sh` blocks of one `## ` section of a markdown text. */
 export function shBlocks(markdown: string, section: string): string[] {
@@ -19,23 +19,13 @@ export function shBlocks(markdown: string, section: string): string[] {
   return [...body.matchAll(/```sh\n([\s\S]*?)```/g)].map(m => m[1]!)
 }
 
-function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
 
-/** A PATH without Bun: the walkthrough promises to need only curl and node. */
-function pathWithoutBun(): string {
-  return (process.env.PATH ?? '').split(':').filter(dir => !Bun.file(join(dir, 'bun')).size).join(':')
-}
 
 describe('README walkthrough', () => {
   let dev: DevProcess
   beforeAll(async () => {
     dev = await startDev()
-  })
+  }, 90_000) // the embedded database's cold start takes seconds, more on a busy machine
   afterAll(async () => {
     await dev?.stop()
   })

@@ -8,6 +8,19 @@ import { join } from 'node:path'
 
 export const REPO = join(import.meta.dir, '../..')
 
+/** A port free on loopback right now (for a process that must be told its port up front). */
+export function freePort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+/** This PATH without the directories holding a `bun`: a machine where only make's .tools/ has Bun. */
+export function pathWithoutBun(): string {
+  return (process.env.PATH ?? '').split(':').filter(dir => !Bun.file(join(dir, 'bun')).size).join(':')
+}
+
 export interface DevProcess {
   proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
   /** the scratch directory; the data directory is `dir/.data` */

@@ -12,16 +12,10 @@ import { explainStartupFailure } from '../../src/startup-failure'
 import { startService } from '../../src/index'
 import { TEST_SECRET } from '../helpers/app'
 import { testDatabase } from '../helpers/database'
-import { runDevToExit, startDev, type DevProcess } from '../helpers/dev-process'
+import { freePort, runDevToExit, startDev, type DevProcess } from '../helpers/dev-process'
 
 const db = await testDatabase()
 
-function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
 
 /** Does a TCP connection to host:port succeed? */
 function reachable(host: string, port: number): Promise<boolean> {
@@ -39,7 +33,7 @@ describe('make dev', () => {
   const ports = { PORT: String(freePort()), SMTP_PORT: String(freePort()) }
   beforeAll(async () => {
     dev = await startDev(ports)
-  })
+  }, 90_000) // the embedded database's cold start takes seconds, more on a busy machine
   afterAll(async () => {
     await dev?.stop()
   })
@@ -64,7 +58,7 @@ describe('make dev', () => {
       await third.stop()
       rmSync(dataDir!, { recursive: true, force: true })
     }
-  }, 90_000)
+  }, 120_000)
 
   test('the banner says where the database is, which plan the organization has, and that it listens on loopback only', async () => {
     expect(dev.output()).toContain(`Database     embedded (PGlite) under ${dev.dataDir}/pglite`)
@@ -116,7 +110,7 @@ describe.skipIf(db.kind !== 'postgres')('make dev on DATABASE_URL', () => {
     } finally {
       await second.stop()
     }
-  }, 60_000)
+  }, 120_000)
 
   test('a port taken while the service starts is named with the setting that chooses another', async () => {
     const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') })
