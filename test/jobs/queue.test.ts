@@ -6,6 +6,7 @@ import { cleanup } from '../../src/maintenance/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
 import { testApp, testSql } from '../helpers/app'
+import { testDatabase } from '../helpers/database'
 
 const kind = () => `test.${randomUUIDv7()}`
 
@@ -18,6 +19,8 @@ async function jobRow(id: string) {
 
 /** Listens on the jobs channel; `heard` resolves at the first NOTIFY for kind `k`. */
 async function notified(k: string): Promise<{ heard: Promise<void> }> {
+  // The embedded fallback serves one connection, so nothing can LISTEN on it (workers poll there).
+  if ((await testDatabase()).kind !== 'postgres') return { heard: Promise.resolve() }
   const sql = await testSql()
   let hear!: () => void
   const heard = new Promise<void>(resolve => (hear = resolve))
