@@ -40,6 +40,7 @@ import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
 import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
+import { templateRoutes } from './templates/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -136,6 +137,7 @@ export function createApp(ctx: AppContext) {
     .use(functionRoutes(ctx))
     .use(x402AccountRoutes(ctx))
     .use(stockClientRoutes(ctx))
+    .use(templateRoutes(ctx))
   return app
 }
 

@@ -102,11 +102,12 @@ interface Pending {
 }
 
 /**
- * Applies `ops` in order, all or nothing; later operations see earlier ones. In a `batch`,
+ * Applies `ops` in order, all or nothing (in `inTx` when given, as the last writes of that
+ * transaction); later operations see earlier ones. In a `batch`,
  * errors name the operation (`operations[2].value`); otherwise the request's own fields
  * (`value`, `If-Match`).
  */
-export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: MemoryOp[], batch: boolean): Promise<OpResult[]> {
+export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: MemoryOp[], batch: boolean, inTx?: Tx): Promise<OpResult[]> {
   const field = (i: number, name: string) => (batch ? `operations[${i}].${name}` : name)
   const where = (i: number) => {
     const op = ops[i]!
@@ -118,7 +119,7 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
     if (op.op === 'set') return { value: encodeValue(field(i, 'value'), op.value), metadata: encodeMetadata(field(i, 'metadata'), op.metadata) }
     return null
   })
-  const results = await ctx.sql.begin(async tx => {
+  const apply = async (tx: Tx): Promise<OpResult[]> => {
     const [org] = await tx<{ plan: Plan }[]>`
       with usage as (
         insert into memory_usage (org_id) values (${scope.orgId})
@@ -222,7 +223,10 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
     }
     const byKey = new Map(written.map(r => [r.key, r]))
     return out.map(o => ({ op: o.op, key: o.key, version: o.version, row: o.op === 'set' ? byKey.get(o.key) : undefined }))
-  })
+  }
+  // In the caller's transaction (an install), the caller signals after its commit.
+  if (inTx) return apply(inTx)
+  const results = await ctx.sql.begin(apply)
   if (results.some(r => r.op !== 'check')) mailEvents(ctx).emitChange(scope.orgId)
   return results
 }

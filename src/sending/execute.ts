@@ -50,8 +50,10 @@ export interface SendRow {
   updated_at: Date
 }
 
-/** The request as executed: recipients as arrays, reply context resolved. */
-export type NormalizedRequest = Omit<SendMailRequest, 'to' | 'reply_to'> & {
+/** The request as executed: recipients as arrays, a template rendered, reply context resolved. */
+export type NormalizedRequest = Omit<SendMailRequest, 'to' | 'reply_to' | 'subject' | 'body_text' | 'template'> & {
+  subject: string
+  body_text: string
   to: string[]
   reply_to?: string[]
   reply?: { in_reply_to?: string; references: string[] }

@@ -6,6 +6,7 @@
 import { t, type Static } from 'elysia'
 import { Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
+import { TemplateRef } from '../templates/model'
 
 const SINGLE_LINE = '^[^\\r\\n]*$'
 export const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
@@ -26,9 +27,10 @@ export const SendMailBody = t.Object({
   cc: t.Optional(Addresses(50, 'carbon-copy recipients')),
   bcc: t.Optional(Addresses(50, 'blind recipients: in the envelope, never in the headers')),
   reply_to: t.Optional(t.Union([Address, Addresses(10, 'Reply-To addresses')])),
-  subject: t.String({ maxLength: 998, pattern: SINGLE_LINE, description: 'a single line' }),
-  body_text: t.String({ maxLength: 5_000_000 }),
+  subject: t.Optional(t.String({ maxLength: 998, pattern: SINGLE_LINE, description: 'a single line; required unless template is given' })),
+  body_text: t.Optional(t.String({ maxLength: 5_000_000, description: 'required unless template is given' })),
   body_html: t.Optional(t.String({ maxLength: 5_000_000 })),
+  template: t.Optional(TemplateRef),
   attachments: t.Optional(
     t.Array(
       t.Object({

@@ -16,6 +16,8 @@ import { iso, parseTimestamp } from '../http/timestamps'
 import { enqueueWith } from '../jobs/queue'
 import { runNow } from '../jobs/run'
 import { recordChanges } from '../changes/record'
+import { renderStored } from '../templates/service'
+import type { Rendered } from '../templates/render'
 import { mailEvents } from '../mail/events'
 import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
 import type { SendMailRequest } from './model'
@@ -30,11 +32,22 @@ const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 
 const asList = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])
 
-function normalize(body: SendMailRequest): NormalizedRequest {
+/** `rendered`: the content of `body.template`, which replaces subject and bodies. */
+function normalize(body: SendMailRequest, rendered: Rendered | null = null): NormalizedRequest {
   const attachmentBytes = (body.attachments ?? []).reduce((n, a) => n + Math.floor((a.content.replace(/\s/g, '').length * 3) / 4), 0)
   if (attachmentBytes > MAX_ATTACHMENT_BYTES) throw errors.validation('attachments', 'must total at most 10 MB')
   if (!body.to && !body.in_reply_to_email_id) throw errors.validation('to', 'is required (unless in_reply_to_email_id is given)')
-  return { ...body, to: asList(body.to) ?? [], reply_to: asList(body.reply_to) }
+  const { template, ...rest } = body
+  if (template) {
+    for (const field of ['subject', 'body_text', 'body_html'] as const) {
+      if (body[field] !== undefined) throw errors.validation(field, 'must not be given with template (the template provides it)')
+    }
+  } else {
+    if (body.subject === undefined) throw errors.validation('subject', 'is required (unless template is given)')
+    if (body.body_text === undefined) throw errors.validation('body_text', 'is required (unless template is given)')
+  }
+  const content = rendered ? { subject: rendered.subject, body_text: rendered.body_text, ...(rendered.body_html !== null && { body_html: rendered.body_html }) } : { subject: body.subject!, body_text: body.body_text! }
+  return { ...rest, ...content, to: asList(body.to) ?? [], reply_to: asList(body.reply_to) }
 }
 
 export const presentSend = (s: SendRow) => ({
@@ -166,7 +179,8 @@ function relayFailure(send: SendRow): ApiError {
 }
 
 export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined) {
-  const request = normalize(body)
+  normalize(body) // the request's own checks before a template is read
+  const request = normalize(body, body.template ? await renderStored(ctx.sql, auth.orgId, body.template) : null)
   const scheduledAt = request.scheduled_at ? parseTimestamp('scheduled_at', request.scheduled_at) : null
   // Without a header the key is the payload itself: two identical sends in a row are one send.
   const payloadHash = sha256(canonicalJson(request))
@@ -231,6 +245,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
 
 /** The synthetic answer of the sandbox: validated like a real send; nothing is sent, queued or stored. */
 export function demoSend(body: SendMailRequest) {
+  if (body.template) throw errors.validation('template', 'the sandbox reads no stored templates: send subject and body_text')
   const request = normalize(body)
   if (request.scheduled_at) parseTimestamp('scheduled_at', request.scheduled_at)
   return { id: randomUUIDv7(), status: 'queued', from: request.from, accepted: [...request.to, ...(request.cc ?? []), ...(request.bcc ?? [])], rejected: [], idempotent_replay: false, demo: true as const }
