@@ -13,6 +13,7 @@ import { ApiError } from '../http/errors'
 import { fieldName, reasonOf } from '../http/validation'
 import { toApiError } from '../http/render-error'
 import { log } from '../log'
+import { READ_SCOPE, SCOPE as FULL_SCOPE } from '../oauth/constants'
 import { jsonSchema } from './schema'
 import type { Tool } from './tool'
 import { inboxTools } from './tools/inboxes'
@@ -25,8 +26,7 @@ import { webhookTools } from './tools/webhooks'
 export const TOOLS: readonly Tool[] = [...inboxTools, ...mailTools, ...sendingTools, ...webhookTools, ...paymentTools].sort((a, b) => a.name.localeCompare(b.name))
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
-export const FULL_SCOPE = 'service:api'
-export const READ_SCOPE = 'service:read'
+export { SCOPE as FULL_SCOPE, READ_SCOPE } from '../oauth/constants'
 export const scopeOf = (tool: Tool) => (tool.annotations.readOnlyHint ? READ_SCOPE : FULL_SCOPE)
 export function hasScope(auth: Auth, scope: string): boolean {
   const granted = auth.scopes ?? [FULL_SCOPE]

@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config'
 import type { Tx } from '../db/client'
-import { SCOPE } from './constants'
+import { READ_SCOPE, SCOPE, SCOPES } from './constants'
 import { isFirstPartyClient } from './first-party'
 import { findClient, type ClientRow } from './queries'
 
@@ -16,6 +16,8 @@ export interface AuthorizationRequest {
   codeChallenge: string
   state: string | null
   scope: string
+  /** RFC 8707: the MCP server's URL, or null for the REST API */
+  resource: string | null
 }
 
 export type Checked =
@@ -72,17 +74,34 @@ export async function checkAuthorizationRequest(sql: Tx, config: Config, query: 
   const method = one('code_challenge_method')
   if (method !== 'S256') return fail('invalid_request', 'code_challenge_method: must be S256 (plain is not accepted)')
   if (!S256_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge: must be the 43-character base64url SHA-256 of the code verifier')
-  const scope = one('scope') as string | undefined
-  if (scope !== undefined && scope.split(' ').some(s => s !== SCOPE)) return fail('invalid_scope', `scope: only ${SCOPE} is available`)
-  // RFC 8707: a client may name the resource it wants a token for; we serve one
-  const resource = one('resource') as string | undefined
-  if (resource !== undefined && !resourceNames(config).includes(resource)) {
-    return fail('invalid_target', `resource: must be ${config.PUBLIC_URL}/v1`)
-  }
-  return { ok: true, request: { client, redirectUri, codeChallenge: challenge, state, scope: SCOPE } }
+  const scope = grantedScope(one('scope') as string | undefined)
+  if (scope === null) return fail('invalid_scope', `scope: only ${SCOPES.join(' or ')} is available`)
+  // RFC 8707: a client may name the resource it wants a token for: the REST API or the MCP server
+  const resource = resourceOf(config, one('resource') as string | undefined)
+  if (resource === undefined) return fail('invalid_target', `resource: must be ${config.PUBLIC_URL}/v1 or ${config.PUBLIC_URL}/mcp`)
+  if (resource === null && scope !== SCOPE) return fail('invalid_scope', `scope: ${READ_SCOPE} is offered for the MCP server (resource ${config.PUBLIC_URL}/mcp) only`)
+  return { ok: true, request: { client, redirectUri, codeChallenge: challenge, state, scope, resource } }
 }
 
-function resourceNames(config: Config): string[] {
+/**
+ * The scope to grant for a requested one: full access when none or `service:api` is asked for
+ * (alone or with `service:read`, which it covers), read-only for `service:read` alone; null for
+ * anything else.
+ */
+export function grantedScope(requested: string | undefined): string | null {
+  if (requested === undefined) return SCOPE
+  const asked = requested.split(' ').filter(Boolean)
+  if (!asked.length || asked.some(s => !(SCOPES as readonly string[]).includes(s))) return null
+  return asked.includes(SCOPE) ? SCOPE : READ_SCOPE
+}
+
+/**
+ * The resource a `resource` parameter names, as stored on the grant: null for the REST API (and
+ * when none is named), the MCP server's URL for it; undefined for anything we do not serve.
+ */
+export function resourceOf(config: Config, value: string | undefined): string | null | undefined {
   const base = config.PUBLIC_URL
-  return [`${base}/v1`, `${base}/v1/`, base, `${base}/`]
+  if (value === undefined || [`${base}/v1`, `${base}/v1/`, base, `${base}/`].includes(value)) return null
+  if (value === `${base}/mcp` || value === `${base}/mcp/`) return `${base}/mcp`
+  return undefined
 }

@@ -16,6 +16,7 @@ import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import { AUTHORIZATION_REQUEST_TTL_SECONDS, CODE_PREFIX, CODE_TTL_SECONDS, LIMITS } from './constants'
 import { checkAuthorizationRequest, redirectTo } from './authorization-request'
+import { isMetadataDocumentId, loadMetadataClient } from './client-metadata'
 import { browserCookie, chooseOrgPage, errorPage, htmlResponse, signInPage, tooManyAttempts, type PageView } from './pages'
 import {
   completeAuthorizationRequest,
@@ -39,7 +40,13 @@ function refused(status: number, title: string, message: string, headers: Record
 export async function authorizePage(ctx: AppContext, request: Request, server: Server): Promise<Response> {
   const retryAfter = await throttle(ctx, request, server, 'authorize', LIMITS.authorizePage)
   if (retryAfter) return tooManyAttempts(retryAfter)
-  const checked = await checkAuthorizationRequest(ctx.sql, ctx.config, new URL(request.url).searchParams)
+  const query = new URL(request.url).searchParams
+  const clientId = query.get('client_id')
+  if (clientId && isMetadataDocumentId(clientId)) {
+    const loaded = await loadMetadataClient(ctx, clientId)
+    if ('error' in loaded) return refused(400, 'The application could not be identified', loaded.error)
+  }
+  const checked = await checkAuthorizationRequest(ctx.sql, ctx.config, query)
   if (!checked.ok) return 'redirect' in checked ? checked.redirect : refused(400, checked.page.title, checked.page.message)
   const r = checked.request
   const browser = browserIds.read(request) ?? randomToken('')
@@ -52,6 +59,7 @@ export async function authorizePage(ctx: AppContext, request: Request, server: S
     codeChallenge: r.codeChallenge,
     state: r.state,
     scope: r.scope,
+    resource: r.resource,
     csrfHash: sha256(csrf),
     browserHash: sha256(browser),
     ttlSeconds: AUTHORIZATION_REQUEST_TTL_SECONDS,
@@ -115,6 +123,7 @@ async function issueCode(ctx: AppContext, pending: AuthorizationRequestRow, user
       redirectUri: pending.redirect_uri,
       codeChallenge: pending.code_challenge,
       scope: pending.scope,
+      resource: pending.resource,
       ttlSeconds: CODE_TTL_SECONDS,
     })
     return true

@@ -2,6 +2,9 @@
 
 /** The one scope: full API access for the chosen organization. */
 export const SCOPE = 'service:api'
+/** Read-only access: only the read-only MCP tools (docs/mcp.md); the REST API needs SCOPE. */
+export const READ_SCOPE = 'service:read'
+export const SCOPES = [SCOPE, READ_SCOPE] as const
 
 export const CODE_TTL_SECONDS = 10 * 60
 export const ACCESS_TOKEN_TTL_SECONDS = 60 * 60

@@ -13,18 +13,21 @@ export interface TokenSet {
   scope: string
 }
 
-/** Records that a person authorized a client in an organization; returns the grant id. */
-export async function createGrant(tx: Tx, g: { clientId: string; userId: string; orgId: string }): Promise<string> {
+/**
+ * Records that a person authorized a client in an organization; returns the grant id. `resource`:
+ * the RFC 8707 resource its tokens are for (null: the REST API); `scope`: full by default.
+ */
+export async function createGrant(tx: Tx, g: { clientId: string; userId: string; orgId: string; scope?: string; resource?: string | null }): Promise<string> {
   const id = randomUUIDv7()
-  await insertGrant(tx, { id, ...g, scope: SCOPE })
+  await insertGrant(tx, { id, clientId: g.clientId, userId: g.userId, orgId: g.orgId, scope: g.scope ?? SCOPE, resource: g.resource ?? null })
   return id
 }
 
-/** A new access token (1 hour) and refresh token (90 days) under a grant. */
-export async function issueTokens(tx: Tx, grantId: string): Promise<TokenSet> {
+/** A new access token (1 hour) and refresh token (90 days) under a grant of `scope`. */
+export async function issueTokens(tx: Tx, grantId: string, scope: string = SCOPE): Promise<TokenSet> {
   const access = randomToken(ACCESS_TOKEN_PREFIX)
   const refresh = randomToken(REFRESH_TOKEN_PREFIX)
   await insertToken(tx, { hash: sha256(access), grantId, kind: 'access', ttlSeconds: ACCESS_TOKEN_TTL_SECONDS })
   await insertToken(tx, { hash: sha256(refresh), grantId, kind: 'refresh', ttlSeconds: REFRESH_TOKEN_TTL_SECONDS })
-  return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_SECONDS, refresh_token: refresh, scope: SCOPE }
+  return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_SECONDS, refresh_token: refresh, scope }
 }

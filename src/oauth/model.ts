@@ -1,6 +1,6 @@
 /** The OAuth objects the authorization server returns (RFC 6749, RFC 7591). */
 import { t } from 'elysia'
-import { SCOPE } from './constants'
+import { READ_SCOPE, SCOPE } from './constants'
 
 export const OAuthError = t.Object(
   { error: t.String({ description: 'RFC 6749 / RFC 7591 error code' }), error_description: t.String() },
@@ -12,7 +12,7 @@ export const TokenSet = t.Object({
   token_type: t.Literal('Bearer'),
   expires_in: t.Integer({ description: 'seconds (3600)' }),
   refresh_token: t.String({ description: 'single use, valid for 90 days; exchanging it revokes it' }),
-  scope: t.Literal(SCOPE),
+  scope: t.Union([t.Literal(SCOPE), t.Literal(READ_SCOPE)], { description: 'service:api, or service:read (read-only MCP tools) when only that was asked for' }),
 })
 
 export const Registration = t.Object({

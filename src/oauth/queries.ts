@@ -17,7 +17,8 @@ export async function insertClient(sql: Tx, c: { id: string; name: string | null
 }
 
 export async function findClient(sql: Tx, id: string): Promise<ClientRow | null> {
-  if (id.length > 100) return null
+  // ids we issue are short; a client ID metadata document URL may be up to 2000 characters
+  if (id.length > 2000) return null
   const [row] = await sql<ClientRow[]>`select id, client_name, redirect_uris, created_at from oauth_clients where id = ${id}`
   return row ?? null
 }
@@ -29,6 +30,7 @@ export interface AuthorizationRequestRow {
   code_challenge: string
   state: string | null
   scope: string
+  resource: string | null
   csrf_hash: Buffer
   browser_hash: Buffer
   user_id: string | null
@@ -38,11 +40,11 @@ export interface AuthorizationRequestRow {
 
 export async function insertAuthorizationRequest(
   sql: Tx,
-  r: { id: string; clientId: string; redirectUri: string; codeChallenge: string; state: string | null; scope: string; csrfHash: Buffer; browserHash: Buffer; ttlSeconds: number },
+  r: { id: string; clientId: string; redirectUri: string; codeChallenge: string; state: string | null; scope: string; resource: string | null; csrfHash: Buffer; browserHash: Buffer; ttlSeconds: number },
 ) {
   await sql`
-    insert into oauth_authorization_requests (id, client_id, redirect_uri, code_challenge, state, scope, csrf_hash, browser_hash, expires_at)
-    values (${r.id}, ${r.clientId}, ${r.redirectUri}, ${r.codeChallenge}, ${r.state}, ${r.scope}, ${r.csrfHash}, ${r.browserHash},
+    insert into oauth_authorization_requests (id, client_id, redirect_uri, code_challenge, state, scope, resource, csrf_hash, browser_hash, expires_at)
+    values (${r.id}, ${r.clientId}, ${r.redirectUri}, ${r.codeChallenge}, ${r.state}, ${r.scope}, ${r.resource}, ${r.csrfHash}, ${r.browserHash},
             now() + make_interval(secs => ${r.ttlSeconds}))`
 }
 
@@ -51,7 +53,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export async function findAuthorizationRequest(sql: Tx, id: string): Promise<AuthorizationRequestRow | null> {
   if (!UUID.test(id)) return null
   const [row] = await sql<AuthorizationRequestRow[]>`
-    select id, client_id, redirect_uri, code_challenge, state, scope, csrf_hash, browser_hash, user_id,
+    select id, client_id, redirect_uri, code_challenge, state, scope, resource, csrf_hash, browser_hash, user_id,
            expires_at > now() as live, completed_at
       from oauth_authorization_requests where id = ${id}`
   return row ?? null
@@ -96,11 +98,11 @@ export async function roleIn(sql: Tx, orgId: string, userId: string): Promise<Ro
 
 export async function insertCode(
   sql: Tx,
-  c: { hash: Buffer; clientId: string; userId: string; orgId: string; redirectUri: string; codeChallenge: string; scope: string; ttlSeconds: number },
+  c: { hash: Buffer; clientId: string; userId: string; orgId: string; redirectUri: string; codeChallenge: string; scope: string; resource: string | null; ttlSeconds: number },
 ) {
   await sql`
-    insert into oauth_codes (hash, client_id, user_id, org_id, redirect_uri, code_challenge, scope, expires_at)
-    values (${c.hash}, ${c.clientId}, ${c.userId}, ${c.orgId}, ${c.redirectUri}, ${c.codeChallenge}, ${c.scope},
+    insert into oauth_codes (hash, client_id, user_id, org_id, redirect_uri, code_challenge, scope, resource, expires_at)
+    values (${c.hash}, ${c.clientId}, ${c.userId}, ${c.orgId}, ${c.redirectUri}, ${c.codeChallenge}, ${c.scope}, ${c.resource},
             now() + make_interval(secs => ${c.ttlSeconds}))`
 }
 
@@ -111,6 +113,7 @@ export interface CodeRow {
   redirect_uri: string
   code_challenge: string
   scope: string
+  resource: string | null
   live: boolean
 }
 
@@ -118,7 +121,7 @@ export interface CodeRow {
 export async function spendCode(sql: Tx, hash: Buffer): Promise<CodeRow | null> {
   const [row] = await sql<CodeRow[]>`
     update oauth_codes set used_at = now() where hash = ${hash} and used_at is null
-    returning client_id, user_id, org_id, redirect_uri, code_challenge, scope, expires_at > now() as live`
+    returning client_id, user_id, org_id, redirect_uri, code_challenge, scope, resource, expires_at > now() as live`
   return row ?? null
 }
 
@@ -132,10 +135,10 @@ export async function linkCodeToGrant(sql: Tx, hash: Buffer, grantId: string) {
   await sql`update oauth_codes set grant_id = ${grantId} where hash = ${hash}`
 }
 
-export async function insertGrant(sql: Tx, g: { id: string; clientId: string; userId: string; orgId: string; scope: string }) {
+export async function insertGrant(sql: Tx, g: { id: string; clientId: string; userId: string; orgId: string; scope: string; resource: string | null }) {
   await sql`
-    insert into oauth_grants (id, client_id, user_id, org_id, scope)
-    values (${g.id}, ${g.clientId}, ${g.userId}, ${g.orgId}, ${g.scope})`
+    insert into oauth_grants (id, client_id, user_id, org_id, scope, resource)
+    values (${g.id}, ${g.clientId}, ${g.userId}, ${g.orgId}, ${g.scope}, ${g.resource})`
 }
 
 export type RevokeReason = 'revoked' | 'refresh_token_reuse' | 'code_reuse' | 'membership_ended'
@@ -160,6 +163,7 @@ export interface TokenRow {
   user_id: string
   org_id: string
   scope: string
+  resource: string | null
   grant_revoked: boolean
 }
 
@@ -167,7 +171,7 @@ export interface TokenRow {
 export async function findToken(sql: Tx, hash: Buffer, opts: { lock?: boolean } = {}): Promise<TokenRow | null> {
   const [row] = await sql<TokenRow[]>`
     select t.grant_id, t.kind, t.used_at is not null as used, t.expires_at > now() as live,
-           g.client_id, g.user_id, g.org_id, g.scope, g.revoked_at is not null as grant_revoked
+           g.client_id, g.user_id, g.org_id, g.scope, g.resource, g.revoked_at is not null as grant_revoked
       from oauth_tokens t join oauth_grants g on g.id = t.grant_id
      where t.hash = ${hash}
      ${opts.lock ? sql`for update of t` : sql``}`

@@ -10,7 +10,7 @@ import { Bare } from '../http/envelope'
 import { requestFacts } from '../http/request-context'
 import { authorizePage, authorizeSubmit } from './authorize'
 import { registerEndpoint } from './clients'
-import { SCOPE } from './constants'
+import { READ_SCOPE, SCOPE } from './constants'
 import { authorizationServerMetadata } from './metadata'
 import { CORS } from './responses'
 import { revokeEndpoint } from './revoke'
@@ -34,8 +34,8 @@ const AuthorizeQuery = t.Object(
     code_challenge: param('BASE64URL(SHA-256(code_verifier))'),
     code_challenge_method: param('S256 (plain is refused)'),
     state: param('returned unchanged'),
-    scope: param(SCOPE),
-    resource: param('RFC 8707; this API'),
+    scope: param(`${SCOPE} (default), or ${READ_SCOPE} with the MCP resource`),
+    resource: param('RFC 8707: {auth_url}/v1 (the default) or {auth_url}/mcp; the tokens are good for that resource only'),
   },
   { additionalProperties: true },
 )
@@ -115,6 +115,7 @@ export function oauthRoutes(ctx: AppContext) {
             redirect_uri: str('authorization_code: the redirect URI of the authorization request'),
             code_verifier: str('authorization_code: 43 to 128 characters of [A-Za-z0-9-._~]'),
             refresh_token: str('refresh_token: the current refresh token'),
+            resource: str('optional (RFC 8707): must name the resource the grant is for'),
           },
           ['grant_type', 'client_id'],
         ),

@@ -8,7 +8,9 @@ import { createHash } from 'node:crypto'
 import type { AppContext } from '../context'
 import { sha256 } from '../crypto'
 import type { Tx } from '../db/client'
-import { LIMITS, SCOPE } from './constants'
+import type { Config } from '../config'
+import { grantedScope, resourceOf } from './authorization-request'
+import { LIMITS, SCOPES } from './constants'
 import { createGrant, issueTokens, type TokenSet } from './grants'
 import { findClient, findToken, grantOfSpentCode, linkCodeToGrant, markTokenUsed, revokeGrant, roleIn, spendCode, type ClientRow } from './queries'
 import { oauthError, oauthJson, readForm, slowDown, throttle, type Form, type Server } from './responses'
@@ -57,18 +59,29 @@ export async function tokenEndpoint(ctx: AppContext, request: Request, body: unk
   if (grantType === 'authorization_code') {
     const problem = missing(form, ['code', 'redirect_uri', 'code_verifier'])
     if (problem) return oauthError('invalid_request', problem)
-    return answer(await ctx.sql.begin(tx => exchangeCode(tx, client, form)))
+    return answer(await ctx.sql.begin(tx => exchangeCode(tx, ctx.config, client, form)))
   }
   const problem = missing(form, ['refresh_token'])
   if (problem) return oauthError('invalid_request', problem)
   const scope = form.get('scope')
-  if (scope !== undefined && scope.split(' ').some(s => s !== SCOPE)) {
-    return oauthError('invalid_scope', `scope: only ${SCOPE} is available`)
+  if (scope !== undefined && grantedScope(scope) === null) {
+    return oauthError('invalid_scope', `scope: only ${SCOPES.join(' or ')} is available`)
   }
-  return answer(await ctx.sql.begin(tx => refresh(tx, client, form.get('refresh_token')!)))
+  return answer(await ctx.sql.begin(tx => refresh(tx, ctx.config, client, form, form.get('refresh_token')!)))
 }
 
-async function exchangeCode(tx: Tx, client: ClientRow, form: Form): Promise<Outcome> {
+/**
+ * RFC 8707 section 2.2: a `resource` at the token endpoint must name the resource the grant is
+ * for (we issue tokens for one resource per grant); leaving it out is fine.
+ */
+function sameResource(config: Config, form: Form, granted: string | null): Outcome | null {
+  if (!form.has('resource')) return null
+  const named = resourceOf(config, form.get('resource'))
+  if (named === granted) return null
+  return { error: 'invalid_target', description: `resource: this grant is for ${granted ?? `${config.PUBLIC_URL}/v1`}` }
+}
+
+async function exchangeCode(tx: Tx, config: Config, client: ClientRow, form: Form): Promise<Outcome> {
   const hash = sha256(form.get('code')!)
   const code = await spendCode(tx, hash)
   if (!code) {
@@ -85,12 +98,14 @@ async function exchangeCode(tx: Tx, client: ClientRow, form: Form): Promise<Outc
     return invalidGrant('code_verifier: does not match the code_challenge; the code is spent')
   }
   if (!(await roleIn(tx, code.org_id, code.user_id))) return invalidGrant('the person who authorized is no longer a member of the organization')
-  const grantId = await createGrant(tx, { clientId: client.id, userId: code.user_id, orgId: code.org_id })
+  const target = sameResource(config, form, code.resource)
+  if (target) return target
+  const grantId = await createGrant(tx, { clientId: client.id, userId: code.user_id, orgId: code.org_id, scope: code.scope, resource: code.resource })
   await linkCodeToGrant(tx, hash, grantId)
-  return issueTokens(tx, grantId)
+  return issueTokens(tx, grantId, code.scope)
 }
 
-async function refresh(tx: Tx, client: ClientRow, token: string): Promise<Outcome> {
+async function refresh(tx: Tx, config: Config, client: ClientRow, form: Form, token: string): Promise<Outcome> {
   const hash = sha256(token)
   const row = await findToken(tx, hash, { lock: true })
   if (!row || row.kind !== 'refresh') return invalidGrant('refresh_token: unknown')
@@ -106,6 +121,8 @@ async function refresh(tx: Tx, client: ClientRow, token: string): Promise<Outcom
     await revokeGrant(tx, row.grant_id, 'membership_ended')
     return invalidGrant('the person who authorized is no longer a member of the organization; the grant is revoked')
   }
+  const target = sameResource(config, form, row.resource)
+  if (target) return target
   await markTokenUsed(tx, hash)
-  return issueTokens(tx, row.grant_id)
+  return issueTokens(tx, row.grant_id, row.scope)
 }

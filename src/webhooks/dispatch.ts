@@ -30,14 +30,14 @@ export interface AttemptOutcome {
 }
 
 /** The URL with the checked address in place of the name. */
-function addressUrl(target: CheckedUrl): URL {
+export function addressUrl(target: CheckedUrl): URL {
   const url = new URL(target.url)
   url.hostname = target.family === 6 ? `[${target.address}]` : target.address
   return url
 }
 
 /** The first `max` bytes of the body; a longer body is not read to its end. */
-async function readAtMost(res: Response, max: number): Promise<string> {
+export async function readAtMost(res: Response, max: number): Promise<string> {
   if (!res.body) return ''
   const chunks: Uint8Array[] = []
   let size = 0

@@ -34,11 +34,11 @@ async function freePort(): Promise<number> {
   return port
 }
 
-export async function oauthServer(): Promise<OAuthServer> {
+export async function oauthServer(env: Record<string, string> = {}): Promise<OAuthServer> {
   // PUBLIC_URL must be known before the app is built, so take a free port first
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
-  const ctx = createContext(testConfig({ PUBLIC_URL: origin }), await testSql(), new ServerKeys(TEST_SECRET))
+  const ctx = createContext(testConfig({ PUBLIC_URL: origin, ...env }), await testSql(), new ServerKeys(TEST_SECRET))
   const app = createApp(ctx).listen({ port, hostname: '127.0.0.1' })
   const ip = `203.0.113.${(ipCounter = (ipCounter % 250) + 1)}.${process.pid}.${Math.floor(Math.random() * 1e6)}`
   const withIp = (from: string, init: RequestInit = {}): RequestInit => {
