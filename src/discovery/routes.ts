@@ -6,6 +6,7 @@ import { publicAccess } from '../http/auth'
 import { Bare, Ok } from '../http/envelope'
 import { errors } from '../http/errors'
 import { buildOpenApi } from '../http/openapi'
+import { docsRoutes } from './docs'
 import { DATABASE_RETRY_SECONDS } from '../http/render-error'
 import { EmailEventSchema } from '../webhooks/payload'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
@@ -42,7 +43,8 @@ async function checkDatabase(ctx: AppContext) {
 
 export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
   const base = ctx.config.PUBLIC_URL
-  let openapi: unknown
+  let openapi: Record<string, unknown> | undefined
+  const document = () => (openapi ??= buildOpenApi(app(), { serverUrl: base, version: pkg.version, webhooks: WEBHOOKS }))
   const resourceMetadata = {
     resource: `${base}/v1`,
     authorization_servers: [base],
@@ -92,9 +94,10 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
         detail: { summary: 'Health check', security: [] },
       },
     )
+    .use(docsRoutes(ctx, document))
     .get(
       '/v1/openapi',
-      () => Response.json((openapi ??= buildOpenApi(app(), { serverUrl: base, version: pkg.version, webhooks: WEBHOOKS }))),
+      () => Response.json(document()),
       { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } },
     )
     .get('/.well-known/oauth-protected-resource', () => Response.json(resourceMetadata), {

@@ -84,7 +84,7 @@ function errorResponses(isPublic: boolean, hasInput: boolean, hasBody: boolean):
 export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string; webhooks?: Record<string, { summary: string; schema: unknown }> }): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const route of app.routes as unknown as RouteLike[]) {
-    if (route.method === 'ALL' || route.path.includes('*')) continue
+    if (route.method === 'ALL' || route.path.includes('*') || route.hooks.detail?.hide === true) continue
     const path = route.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
     const { body, query, params, response, detail = {} } = route.hooks
     const isPublic = Array.isArray(detail.security) && detail.security.length === 0

@@ -25,8 +25,8 @@ describe('GET /v1/openapi', () => {
 
   test('covers every route the app serves', () => {
     const documented = new Set(operations().map(o => `${o.method.toUpperCase()} ${o.path}`))
-    // routes for every method (ALL: /mcp, a protocol endpoint of its own) are not REST operations
-    const served = (app.routes as { method: string; path: string }[]).filter(r => r.method !== 'ALL').map(r => {
+    // routes for every method (ALL: /mcp, a protocol endpoint of its own) are not REST operations, nor are hidden pages (/docs)
+    const served = (app.routes as { method: string; path: string; hooks: { detail?: { hide?: boolean } } }[]).filter(r => r.method !== 'ALL' && !r.hooks.detail?.hide).map(r => {
       const path = r.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
       return `${r.method} ${path}`
     })
