@@ -11,7 +11,7 @@
  */
 import { isIP } from 'node:net'
 import { randomUUIDv7 } from 'bun'
-import type { AppContext } from '../context'
+import { perProcess, type AppContext } from '../context'
 import { checkWebhookUrl } from '../webhooks/url-safety'
 import { RESPONSE_BYTES, SUBREQUEST_TIMEOUT_MS } from './limits'
 import type { FetchAnswer, GuestFetch } from './sandbox/protocol'
@@ -34,21 +34,18 @@ export interface FetchScope {
 }
 
 type Handler = (request: Request) => Promise<Response>
-const apps = new WeakMap<AppContext, Promise<Handler>>()
 
-/** The application serving in-process API calls; built on first use (the worker role has none of its own). */
-function apiHandler(ctx: AppContext): Promise<Handler> {
-  let app = apps.get(ctx)
-  if (!app) {
-    // imported when first needed: the application imports the functions feature
-    app = import('../app').then(m => {
+/**
+ * The application serving in-process API calls; built on first use (the worker role has none of
+ * its own). Imported when first needed: the application imports the functions feature.
+ */
+const apiHandler = perProcess(
+  (ctx): Promise<Handler> =>
+    import('../app').then(m => {
       const built = m.createApp(ctx)
       return (request: Request) => built.handle(request)
-    })
-    apps.set(ctx, app)
-  }
-  return app
-}
+    }),
+)
 
 const fromBase64 = (body: string | null) => (body === null ? undefined : Buffer.from(body, 'base64'))
 
