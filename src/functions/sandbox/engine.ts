@@ -1,14 +1,16 @@
 /**
- * One sandbox run in QuickJS: a fresh WebAssembly instance with its own `WebAssembly.Memory`
+ * Sandboxes in QuickJS. A sandbox is a WebAssembly instance with its own `WebAssembly.Memory`
  * whose maximum is the memory cap (QuickJS's `setMemoryLimit` alone is not a hard cap), the
- * guest runtime of sandbox/runtime.js, the function's module, and, for an invocation, the
- * promise its `fetch(request, env)` returns, driven to completion by a loop that runs QuickJS's
- * jobs between host events (the sync variant: the asyncify one breaks on a second await).
+ * guest runtime of sandbox/runtime.js and one function's module. An invocation calls the
+ * module's `fetch(request, env)` and drives the promise it returns to completion with a loop
+ * that runs QuickJS's jobs between host events (the sync variant: the asyncify one breaks on a
+ * second await). A sandbox whose invocation ended cleanly may serve the next invocation of the
+ * same deployment (WarmSandboxes); any other ending disposes it.
  *
- * Limits: the interrupt handler stops the guest when its CPU time (time spent inside QuickJS)
- * or the wall clock runs out, or when a host-side limit (logs, subrequests) was crossed; host
- * waits are bounded by the wall clock here and by the pool outside. Every handle is disposed
- * in `finally`; if disposal itself fails the instance is simply dropped with its memory.
+ * Limits: the interrupt handler stops the guest when its CPU time (the thread's CPU time inside
+ * QuickJS) or the wall clock runs out, or when a host-side limit (logs, subrequests) was
+ * crossed; host waits are bounded by the wall clock here and by the pool outside. Every handle
+ * is disposed in `finally`; if disposal itself fails the instance is dropped with its memory.
  *
  * This module runs inside a worker thread (thread.ts); `HostBridge.request` reaches the main
  * thread for the operations that need the service (fetch through the SSRF guard, API calls).
@@ -34,7 +36,18 @@ export interface HostBridge {
   request(op: 'fetch', arg: unknown): Promise<FetchAnswer>
 }
 
-class LimitStop extends Error {}
+/**
+ * CPU time of this thread, in ms: guest code runs synchronously on it, so the difference across
+ * a guest section is that section's CPU time, however busy the machine (wall time would charge
+ * a guest for the time its thread waited for a core).
+ */
+const threadCpu = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage
+const threadCpuMs = threadCpu
+  ? () => {
+      const u = threadCpu()
+      return (u.user + u.system) / 1000
+    }
+  : () => performance.now()
 
 /** What the interrupt handler and the host functions share about one run. */
 class RunState {
@@ -53,18 +66,18 @@ class RunState {
   wallMs() {
     return performance.now() - this.started
   }
-  /** Runs guest code, counting its time as CPU time. */
+  /** Runs guest code, counting the thread's CPU time meanwhile as the run's. */
   guest<T>(fn: () => T): T {
-    this.sectionStart = performance.now()
+    this.sectionStart = threadCpuMs()
     try {
       return fn()
     } finally {
-      this.cpuMs += performance.now() - this.sectionStart
+      this.cpuMs += threadCpuMs() - this.sectionStart
       this.sectionStart = null
     }
   }
   currentCpu() {
-    return this.cpuMs + (this.sectionStart === null ? 0 : performance.now() - this.sectionStart)
+    return this.cpuMs + (this.sectionStart === null ? 0 : threadCpuMs() - this.sectionStart)
   }
   halt(outcome: Outcome, reason: string) {
     if (!this.stop) {
@@ -159,8 +172,9 @@ class PendingOps {
   }
 }
 
-function installHost(vm: QuickJSContext, state: RunState, ops: PendingOps, bridge: HostBridge) {
+function installHost(vm: QuickJSContext, current: () => { state: RunState; bridge: HostBridge }, ops: PendingOps) {
   const sync = vm.newFunction('__host', (opHandle, argHandle) => {
+    const { state } = current()
     const op = vm.getString(opHandle)
     const arg = JSON.parse(vm.getString(argHandle))
     const out = (value: unknown) => vm.newString(JSON.stringify(value))
@@ -182,6 +196,7 @@ function installHost(vm: QuickJSContext, state: RunState, ops: PendingOps, bridg
     }
   })
   const async = vm.newFunction('__hostAsync', (opHandle, argHandle) => {
+    const { state, bridge } = current()
     const op = vm.getString(opHandle)
     const arg = JSON.parse(vm.getString(argHandle))
     if (op === 'sleep') {
@@ -259,11 +274,8 @@ async function freshRuntime(limits: RunLimits): Promise<{ runtime: QuickJSRuntim
   return { runtime, memory }
 }
 
-/** Runs a deploy check or an invocation to its end; never throws. */
-export async function runInSandbox(req: RunRequest, bridge: HostBridge): Promise<RunResult> {
-  const state = new RunState(req.limits)
-  let memory: WebAssembly.Memory | undefined
-  const result = (outcome: Outcome, extra: Partial<RunResult> = {}): RunResult => ({
+function resultOf(state: RunState, outcome: Outcome, extra: Partial<RunResult> = {}): RunResult {
+  return {
     outcome,
     cpuMs: Math.round(state.cpuMs * 100) / 100,
     wallMs: Math.round(state.wallMs() * 100) / 100,
@@ -273,120 +285,266 @@ export async function runInSandbox(req: RunRequest, bridge: HostBridge): Promise
     response: null,
     error: null,
     ...extra,
-  })
-  let runtime: QuickJSRuntime | undefined
-  let vm: QuickJSContext | undefined
-  let ops: PendingOps | undefined
-  const handles: QuickJSHandle[] = []
-  try {
-    ;({ runtime, memory } = await freshRuntime(req.limits))
-    runtime.setInterruptHandler(() => state.shouldInterrupt())
-    vm = runtime.newContext()
-    ops = new PendingOps(vm)
-    installHost(vm, state, ops, bridge)
-    const own = vm
-    const evalOrThrow = (code: string, filename: string, type: 'global' | 'module') => {
-      const r = state.guest(() => own.evalCode(code, filename, { type }))
-      if (r.error) {
-        const err = describeError(own, r.error)
-        r.error.dispose()
-        throw Object.assign(new LimitStop(err.message), { guest: err })
-      }
-      handles.push(r.value)
-      return r.value
-    }
-    const failure = (e: unknown) => {
-      const guest = (e as { guest?: GuestError }).guest
-      if (!guest) throw e
-      return result(classify(guest, state), { error: guest })
-    }
+  }
+}
+
+class GuestFailure extends Error {
+  constructor(readonly guest: GuestError) {
+    super(guest.message)
+  }
+}
+
+/**
+ * One QuickJS instance with the guest runtime and a function's module loaded. A sandbox whose
+ * invocation ended cleanly (an answer or the guest's own exception, nothing left pending) may
+ * serve the next invocation of the same deployment (warm); any limit, crash or leftover work
+ * disposes it. Its memory cap holds for its whole life, across those invocations.
+ */
+export class Sandbox {
+  private state: RunState
+  private bridge: HostBridge
+  private readonly handles: QuickJSHandle[] = []
+  private namespace: QuickJSHandle | null = null
+  private clean = false
+  uses = 0
+  idleSince = 0
+
+  private constructor(
+    private readonly runtime: QuickJSRuntime,
+    private readonly vm: QuickJSContext,
+    private readonly ops: PendingOps,
+    private readonly memory: WebAssembly.Memory,
+    state: RunState,
+    bridge: HostBridge,
+  ) {
+    this.state = state
+    this.bridge = bridge
+  }
+
+  /** A fresh instance with the runtime and `code` evaluated; its time counts against `state`. */
+  static async load(code: string, limits: RunLimits, state: RunState, bridge: HostBridge): Promise<Sandbox> {
+    const { runtime, memory } = await freshRuntime(limits)
+    const vm = runtime.newContext()
+    const ops = new PendingOps(vm)
+    const sandbox = new Sandbox(runtime, vm, ops, memory, state, bridge)
     try {
-      evalOrThrow(RUNTIME_SOURCE, 'runtime.js', 'global')
-    } catch (e) {
-      return failure(e)
-    }
-    let namespace: QuickJSHandle
-    try {
-      const evaluated = evalOrThrow(req.code, MODULE_FILENAME, 'module')
-      namespace = evaluated
+      runtime.setInterruptHandler(() => sandbox.state.shouldInterrupt())
+      installHost(vm, () => ({ state: sandbox.state, bridge: sandbox.bridge }), ops)
+      sandbox.handles.push(sandbox.eval(RUNTIME_SOURCE, 'runtime.js', 'global'))
+      const evaluated = sandbox.eval(code, MODULE_FILENAME, 'module')
+      sandbox.handles.push(evaluated)
+      sandbox.namespace = evaluated
       const first = vm.getPromiseState(evaluated)
       if (!(first.type === 'fulfilled' && first.notAPromise)) {
         // A promise of the namespace (module evaluation, top-level await): settle it first.
         if (first.type === 'fulfilled') first.value.dispose()
         if (first.type === 'rejected') first.error.dispose()
         const stuck = await drive(vm, runtime, state, ops, evaluated)
-        if (stuck) return result(classify(stuck, state), { error: stuck })
-        const s = vm.getPromiseState(evaluated)
-        if (s.type === 'rejected') {
-          const err = describeError(vm, s.error)
-          s.error.dispose()
-          return result(classify(err, state), { error: err })
+        if (stuck) throw new GuestFailure(stuck)
+        const settled = vm.getPromiseState(evaluated)
+        if (settled.type === 'rejected') {
+          const err = describeError(vm, settled.error)
+          settled.error.dispose()
+          throw new GuestFailure(err)
         }
-        if (s.type !== 'fulfilled') return result('exception', { error: plainError('the module did not finish evaluating') })
-        handles.push(s.value)
-        namespace = s.value
+        if (settled.type !== 'fulfilled') throw new GuestFailure(plainError('the module did not finish evaluating'))
+        sandbox.handles.push(settled.value)
+        sandbox.namespace = settled.value
       }
-    } catch (e) {
-      return failure(e)
+      return sandbox
+    } catch (error) {
+      sandbox.dispose()
+      throw error
     }
-    if (req.kind === 'check') {
-      const check = vm.getProp(vm.global, '__check')
-      handles.push(check)
-      const r = state.guest(() => vm!.callFunction(check, vm!.undefined, namespace))
-      if (r.error) {
-        const err = describeError(vm, r.error)
-        r.error.dispose()
-        return result('exception', { error: err })
-      }
-      r.value.dispose()
-      return result(state.stop ?? 'ok')
+  }
+
+  private eval(code: string, filename: string, type: 'global' | 'module'): QuickJSHandle {
+    const r = this.state.guest(() => this.vm.evalCode(code, filename, { type }))
+    if (r.error) {
+      const err = describeError(this.vm, r.error)
+      r.error.dispose()
+      throw new GuestFailure(err)
     }
-    const invoke = vm.getProp(vm.global, '__invoke')
-    handles.push(invoke)
-    const args = [namespace, vm.newString(JSON.stringify(req.request)), vm.newString(JSON.stringify(req.env ?? {}))]
-    handles.push(args[1]!, args[2]!)
-    const call = state.guest(() => vm!.callFunction(invoke, vm!.undefined, ...args))
+    return r.value
+  }
+
+  /** Calls a global of the runtime with the namespace and string arguments. */
+  private call(name: string, ...strings: string[]) {
+    const fn = this.vm.getProp(this.vm.global, name)
+    const args = strings.map(v => this.vm.newString(v))
+    try {
+      return this.state.guest(() => this.vm.callFunction(fn, this.vm.undefined, this.namespace!, ...args))
+    } finally {
+      for (const a of args) a.dispose()
+      fn.dispose()
+    }
+  }
+
+  /** The deploy check: the default export must have a fetch method. */
+  check(): RunResult {
+    const r = this.call('__check')
+    if (r.error) {
+      const err = describeError(this.vm, r.error)
+      r.error.dispose()
+      return resultOf(this.state, 'exception', { error: err })
+    }
+    r.value.dispose()
+    return resultOf(this.state, this.state.stop ?? 'ok')
+  }
+
+  /** One invocation; `state` is the invocation's (a warm sandbox gets a new one each time). */
+  async invoke(req: RunRequest, state: RunState, bridge: HostBridge): Promise<RunResult> {
+    this.state = state
+    this.bridge = bridge
+    this.uses++
+    this.clean = false
+    const call = this.call('__invoke', JSON.stringify(req.request), JSON.stringify(req.env ?? {}))
     if (call.error) {
-      const err = describeError(vm, call.error)
+      const err = describeError(this.vm, call.error)
       call.error.dispose()
-      return result(classify(err, state), { error: err })
+      return this.finish(resultOf(state, classify(err, state), { error: err }))
     }
     const promise = call.value
-    handles.push(promise)
-    const stuck = await drive(vm, runtime, state, ops, promise)
-    if (stuck) return result(classify(stuck, state), { error: stuck })
-    const final = vm.getPromiseState(promise)
-    if (final.type === 'rejected') {
-      const err = describeError(vm, final.error)
-      final.error.dispose()
-      return result(classify(err, state), { error: err })
-    }
-    if (final.type !== 'fulfilled') return result('exception', { error: plainError('the fetch handler did not settle') })
-    const json = vm.getString(final.value)
-    final.value.dispose()
-    if (state.stop) return result(state.stop, { error: plainError(state.stopReason) })
-    const response = JSON.parse(json) as { status: number; headers: [string, string][]; body: string }
-    if (Buffer.byteLength(response.body, 'base64') > req.limits.responseBytes) {
-      return result('exceeded_limit', { error: plainError(`response body larger than ${req.limits.responseBytes} bytes`) })
-    }
-    return result('ok', { response })
-  } catch (error) {
-    // A WebAssembly trap or an Emscripten abort: the instance is unusable. At the memory cap it
-    // is the cap that ended the run.
-    const atCap = memory ? memory.buffer.byteLength >= req.limits.memoryBytes - PAGE : false
-    const message = (error as Error)?.message ?? String(error)
-    return result(state.stop ?? (atCap || /memory/i.test(message) ? 'exceeded_memory' : 'crashed'), {
-      error: { name: (error as Error)?.name ?? 'Error', message: `sandbox ${atCap ? 'reached its memory cap' : 'failed'}: ${message}`, stack: null, line: null, column: null },
-    })
-  } finally {
     try {
-      ops?.disposeAll()
-      for (const h of handles.reverse()) if (h.alive) h.dispose()
-      vm?.dispose()
-      runtime?.dispose()
+      const stuck = await drive(this.vm, this.runtime, state, this.ops, promise)
+      if (stuck) return this.finish(resultOf(state, classify(stuck, state), { error: stuck }))
+      const final = this.vm.getPromiseState(promise)
+      if (final.type === 'rejected') {
+        const err = describeError(this.vm, final.error)
+        final.error.dispose()
+        return this.finish(resultOf(state, classify(err, state), { error: err }))
+      }
+      if (final.type !== 'fulfilled') return this.finish(resultOf(state, 'exception', { error: plainError('the fetch handler did not settle') }))
+      const json = this.vm.getString(final.value)
+      final.value.dispose()
+      if (state.stop) return this.finish(resultOf(state, state.stop, { error: plainError(state.stopReason) }))
+      const response = JSON.parse(json) as { status: number; headers: [string, string][]; body: string }
+      if (Buffer.byteLength(response.body, 'base64') > req.limits.responseBytes) {
+        return this.finish(resultOf(state, 'exceeded_limit', { error: plainError(`response body larger than ${req.limits.responseBytes} bytes`) }))
+      }
+      return this.finish(resultOf(state, 'ok', { response }))
+    } finally {
+      promise.dispose()
+    }
+  }
+
+  /** Notes whether the sandbox may serve another invocation. */
+  private finish(result: RunResult): RunResult {
+    this.clean = (result.outcome === 'ok' || result.outcome === 'exception') && !this.state.stop && this.ops.size === 0 && !this.runtime.hasPendingJob()
+    return result
+  }
+
+  get reusable(): boolean {
+    return this.clean
+  }
+
+  /** The outcome of a trap or abort inside this instance. */
+  failure(error: unknown, limits: RunLimits): RunResult {
+    return crashResult(this.state, error, this.memory, limits)
+  }
+
+  dispose() {
+    try {
+      this.ops.disposeAll()
+      for (const h of this.handles.reverse()) if (h.alive) h.dispose()
+      this.vm.dispose()
+      this.runtime.dispose()
     } catch {
       // a leaked handle aborts the instance: it is dropped with its memory either way
     }
+  }
+}
+
+function crashResult(state: RunState, error: unknown, memory: WebAssembly.Memory | null, limits: RunLimits): RunResult {
+  // A WebAssembly trap or an Emscripten abort: the instance is unusable. At the memory cap it is
+  // the cap that ended the run.
+  const atCap = memory ? memory.buffer.byteLength >= limits.memoryBytes - PAGE : false
+  const message = (error as Error)?.message ?? String(error)
+  return resultOf(state, state.stop ?? (atCap || /memory/i.test(message) ? 'exceeded_memory' : 'crashed'), {
+    error: { name: (error as Error)?.name ?? 'Error', message: `sandbox ${atCap ? 'reached its memory cap' : 'failed'}: ${message}`, stack: null, line: null, column: null },
+  })
+}
+
+/** Idle warm sandboxes of one thread, by deployment; the oldest go first. */
+export class WarmSandboxes {
+  private idle = new Map<string, Sandbox[]>()
+  private count = 0
+
+  constructor(
+    private readonly max = 8,
+    private readonly maxIdleMs = 60_000,
+    private readonly maxUses = 1000,
+  ) {}
+
+  take(key: string): Sandbox | undefined {
+    const list = this.idle.get(key)
+    const sandbox = list?.pop()
+    if (!sandbox) return undefined
+    this.count--
+    if (!list!.length) this.idle.delete(key)
+    if (performance.now() - sandbox.idleSince > this.maxIdleMs) {
+      sandbox.dispose()
+      return undefined
+    }
+    return sandbox
+  }
+
+  give(key: string, sandbox: Sandbox) {
+    if (!sandbox.reusable || sandbox.uses >= this.maxUses) return sandbox.dispose()
+    sandbox.idleSince = performance.now()
+    // a deployment that was replaced leaves its sandboxes to age out; the oldest overall goes first
+    while (this.count >= this.max) this.evictOldest()
+    const list = this.idle.get(key) ?? []
+    list.push(sandbox)
+    this.idle.set(key, list)
+    this.count++
+  }
+
+  private evictOldest() {
+    let oldestKey: string | null = null
+    let oldestIndex = 0
+    let oldestSince = Infinity
+    for (const [key, list] of this.idle) {
+      for (let i = 0; i < list.length; i++) {
+        if (list[i]!.idleSince < oldestSince) [oldestKey, oldestIndex, oldestSince] = [key, i, list[i]!.idleSince]
+      }
+    }
+    if (oldestKey === null) return
+    const list = this.idle.get(oldestKey)!
+    list.splice(oldestIndex, 1)[0]!.dispose()
+    if (!list.length) this.idle.delete(oldestKey)
+    this.count--
+  }
+}
+
+/**
+ * Runs a deploy check or an invocation to its end; never throws. An invocation with a `warmKey`
+ * (its deployment) takes an idle sandbox of that deployment from `warm` when there is one, and
+ * gives its sandbox back when it ended cleanly.
+ */
+export async function runInSandbox(req: RunRequest, bridge: HostBridge, warm?: WarmSandboxes): Promise<RunResult> {
+  const state = new RunState(req.limits)
+  let sandbox = req.kind === 'invoke' && req.warmKey ? warm?.take(req.warmKey) : undefined
+  try {
+    if (!sandbox) {
+      try {
+        sandbox = await Sandbox.load(req.code, req.limits, state, bridge)
+      } catch (error) {
+        if (error instanceof GuestFailure) return resultOf(state, classify(error.guest, state), { error: error.guest })
+        return crashResult(state, error, null, req.limits)
+      }
+    }
+    if (req.kind === 'check') return sandbox.check()
+    const result = await sandbox.invoke(req, state, bridge)
+    if (warm && req.warmKey) {
+      warm.give(req.warmKey, sandbox)
+      sandbox = undefined
+    }
+    return result
+  } catch (error) {
+    return sandbox ? sandbox.failure(error, req.limits) : crashResult(state, error, null, req.limits)
+  } finally {
+    sandbox?.dispose()
   }
 }
 

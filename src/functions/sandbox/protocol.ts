@@ -25,6 +25,8 @@ export interface RunRequest {
   /** `check`: evaluate the module and check its default export (deploy); `invoke`: call fetch */
   kind: 'check' | 'invoke'
   code: string
+  /** an invocation may reuse a warm sandbox that ran this key (the deployment id) before */
+  warmKey?: string
   request?: GuestRequest
   env?: Record<string, string>
   limits: RunLimits

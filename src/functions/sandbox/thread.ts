@@ -3,10 +3,11 @@
  * while they wait for host operations), and forwards their fetches to the main thread.
  */
 import type { FetchAnswer, FromThread, GuestFetch, ToThread } from './protocol'
-import { runInSandbox } from './engine'
+import { runInSandbox, WarmSandboxes } from './engine'
 
 declare const self: Worker
 
+const warm = new WarmSandboxes()
 const waiting = new Map<string, (answer: FetchAnswer) => void>()
 let nextCall = 1
 const post = (message: FromThread) => self.postMessage(message)
@@ -29,7 +30,7 @@ self.onmessage = (event: MessageEvent<ToThread>) => {
       })
     },
   }
-  runInSandbox(request, bridge).then(result => post({ type: 'done', runId, result }))
+  runInSandbox(request, bridge, warm).then(result => post({ type: 'done', runId, result }))
 }
 
 post({ type: 'ready' })
