@@ -145,8 +145,10 @@ export interface Heartbeat {
  * One statement per holder and interval, however many jobs it holds: renews every lease of
  * `holder`, and frees the jobs of other holders whose lease ran out (`leaseSeconds` without a
  * renewal), so that a worker killed mid-attempt has its jobs run again. The attempt it was
- * making stays counted; a job whose last attempt was lost that way is dead, as after a failed
- * last attempt (a job that kills every worker that runs it must not run forever).
+ * making stays counted. A job whose last attempt was lost that way gets one more, so that its
+ * handler, seeing `attempts >= max_attempts`, records a final outcome (a webhook delivery
+ * `failed` or delivered, not `pending` for ever); lost again, it is dead: a job that kills every
+ * worker that runs it does not run for ever.
  */
 export async function heartbeat(sql: Sql, holder: string, leaseSeconds: number): Promise<Heartbeat> {
   const lost = 'the worker running this attempt stopped renewing its lease (it crashed or was killed)'
@@ -155,8 +157,8 @@ export async function heartbeat(sql: Sql, holder: string, leaseSeconds: number):
       update jobs set locked_at = now() where locked_by = ${holder} returning 1),
     expired as (
       update jobs set locked_by = null, locked_at = null,
-             status = case when attempts >= max_attempts then 'dead' else 'pending' end,
-             last_error = case when attempts >= max_attempts then ${lost} else last_error end
+             status = case when attempts > max_attempts then 'dead' else 'pending' end,
+             last_error = ${lost}
        where locked_by is not null and locked_by <> ${holder} and locked_at < now() - make_interval(secs => ${leaseSeconds})
       returning kind, status),
     freed as (select kind from expired where status = 'pending')

@@ -136,15 +136,21 @@ describe('the queue', () => {
     expect(again).toMatchObject({ id: dead.id, attempts: 2 })
     // the dead holder's late failure is not recorded over the new attempt
     await fail(sql, dead.job, 'late')
-    expect(await jobRow(dead.id)).toMatchObject({ locked_by: 'next', attempts: 2, last_error: null })
+    expect(await jobRow(dead.id)).toMatchObject({ locked_by: 'next', attempts: 2, last_error: expect.stringContaining('stopped renewing its lease') })
     await deleteJobs(sql, [again!.id])
   })
 
-  test('a job whose last attempt was lost with its worker is dead, as after a failed last attempt', async () => {
+  test('a job whose last attempt was lost with its worker gets one more, to record its outcome; lost again, it is dead', async () => {
     const sql = await testSql()
-    const dead = await leased(120, { maxAttempts: 1 })
-    await heartbeat(sql, `live_${randomUUIDv7()}`, 60)
-    expect(await jobRow(dead.id)).toMatchObject({ status: 'dead', attempts: 1, locked_by: null, last_error: expect.stringContaining('stopped renewing its lease') })
+    const lost = await leased(120, { maxAttempts: 1 })
+    const live = `live_${randomUUIDv7()}`
+    await heartbeat(sql, live, 60)
+    expect(await jobRow(lost.id)).toMatchObject({ status: 'pending', attempts: 1, locked_by: null, last_error: expect.stringContaining('stopped renewing its lease') })
+    const [final] = await claim(sql, `crashes_too_${randomUUIDv7()}`, [lost.k], 1)
+    expect(final!.attempts).toBeGreaterThanOrEqual(final!.max_attempts)
+    await sql`update jobs set locked_at = now() - interval '2 minutes' where id = ${lost.id}`
+    await heartbeat(sql, live, 60)
+    expect(await jobRow(lost.id)).toMatchObject({ status: 'dead', attempts: 2, locked_by: null })
   })
 
   test('a worker runs its kinds, retries a throwing handler, and stops cleanly', async () => {
