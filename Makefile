@@ -4,7 +4,7 @@
 BUN_VERSION := 1.4.5
 BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/.bin/bun)
 
-.PHONY: dev test bench start typecheck install clean
+.PHONY: dev test bench start typecheck install clean cli
 
 dev: install
 	$(BUN) run src/dev.ts
@@ -17,6 +17,10 @@ bench: install
 
 start: install
 	$(BUN) run src/index.ts
+
+# The command-line client as one executable (Bun's runtime inside): dist/agent-mail
+cli: install
+	$(BUN) build --compile --minify src/cli-client/main.ts --outfile dist/agent-mail
 
 typecheck: install
 	$(BUN) x tsc --noEmit -p .

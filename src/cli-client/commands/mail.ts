@@ -1,0 +1,179 @@
+/** inboxes, send, tail (the long-poll, like tail -f), read. */
+import { readFileSync, statSync } from 'node:fs'
+import { basename } from 'node:path'
+import type { Command } from 'commander'
+import { CliError, EXIT } from '../api'
+import { globals } from '../context'
+import { address, ago, bytes, color, printJson, progressBar, table } from '../output'
+
+const collect = (value: string, previous: string[] = []) => [...previous, value]
+
+/** Long-polls are cut at 60 s by the service; ask for a bit less. */
+const WAIT_SECONDS = 30
+
+const TYPES: Record<string, string> = {
+  pdf: 'application/pdf', txt: 'text/plain', csv: 'text/csv', json: 'application/json', html: 'text/html', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', zip: 'application/zip',
+}
+const typeOf = (path: string) => TYPES[path.split('.').pop()?.toLowerCase() ?? ''] ?? 'application/octet-stream'
+
+async function readStdin(): Promise<string> {
+  return await new Response(Bun.stdin.stream()).text()
+}
+
+/** The JSON body as a stream of chunks, so an upload can report its progress. */
+function streamed(text: string, onProgress: (sent: number) => void): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text)
+  const CHUNK = 64 * 1024
+  let sent = 0
+  return new ReadableStream({
+    pull(controller) {
+      if (sent >= bytes.length) return controller.close()
+      const next = bytes.subarray(sent, sent + CHUNK)
+      sent += next.length
+      controller.enqueue(next)
+      onProgress(sent)
+    },
+  })
+}
+
+interface Summary {
+  id: string
+  direction: string
+  from: { address: string; name: string } | null
+  to: { address: string; name: string }[]
+  subject: string
+  received_at: string
+  attachment_count: number
+}
+
+export function mailCommands(program: Command) {
+  const inboxes = program.command('inboxes').description('your email addresses: list them, or create one')
+  inboxes
+    .command('list', { isDefault: true })
+    .description('list inboxes, newest first')
+    .option('--limit <n>', 'how many', '50')
+    .action(async (opts: { limit: string }, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      const { data, meta } = await api.call('GET', `/v1/inboxes?limit=${encodeURIComponent(opts.limit)}`)
+      if (json) return printJson(data)
+      if (!data.length) return void process.stdout.write('No inboxes yet: create one with `agent-mail inboxes create`.\n')
+      process.stdout.write(table(['address', 'name', 'created', 'id'], data.map((i: any) => [i.address, i.display_name, ago(i.created_at), i.id])) + '\n')
+      if (meta && meta.total > data.length) process.stdout.write(color.dim(`${data.length} of ${meta.total}\n`))
+    })
+  inboxes
+    .command('create [local-part]')
+    .description('create an inbox (a random address without local-part)')
+    .option('--name <display-name>', 'the name shown in From')
+    .action(async (localPart: string | undefined, opts: { name?: string }, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      const inbox = (await api.call('POST', '/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })).data
+      if (json) return printJson(inbox)
+      process.stdout.write(`${color.green('Created')} ${color.bold(inbox.address)}\n`)
+    })
+
+  program
+    .command('send')
+    .description('send an email; the body from --text, --body-file, or stdin')
+    .requiredOption('--from <address>', 'one of your addresses')
+    .option('--to <address>', 'a recipient (repeat for more)', collect)
+    .option('--cc <address>', 'a carbon-copy recipient (repeatable)', collect)
+    .requiredOption('--subject <subject>', 'the subject line')
+    .option('--text <text>', 'the plain-text body')
+    .option('--body-file <path>', 'read the plain-text body from a file')
+    .option('--html-file <path>', 'an HTML body from a file')
+    .option('--attach <path>', 'attach a file (repeatable)', collect)
+    .option('--reply-to-email <id>', 'answer this received email (keeps the thread; --to defaults to its sender)')
+    .option('--at <time>', 'schedule: an ISO 8601 instant such as 2026-12-01T09:00:00Z')
+    .option('--idempotency-key <key>', 'send at most once per key (default: a new random key, printed)')
+    .action(async (opts: { from: string; to?: string[]; cc?: string[]; subject: string; text?: string; bodyFile?: string; htmlFile?: string; attach?: string[]; replyToEmail?: string; at?: string; idempotencyKey?: string }, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      if (!opts.to?.length && !opts.replyToEmail) throw new CliError('send needs --to (or --reply-to-email)', EXIT.usage)
+      let text = opts.text
+      if (text === undefined && opts.bodyFile) text = opts.bodyFile === '-' ? await readStdin() : readFileSync(opts.bodyFile, 'utf8')
+      if (text === undefined && !process.stdin.isTTY) text = await readStdin()
+      if (text === undefined) throw new CliError('send needs a body: --text, --body-file, or stdin', EXIT.usage)
+      const attachments = (opts.attach ?? []).map(path => {
+        try {
+          if (!statSync(path).isFile()) throw new Error('not a file')
+          return { filename: basename(path), content_type: typeOf(path), content: readFileSync(path).toString('base64') }
+        } catch (error) {
+          throw new CliError(`--attach ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`, EXIT.usage)
+        }
+      })
+      const body = {
+        from: opts.from,
+        ...(opts.to?.length && { to: opts.to.length === 1 ? opts.to[0] : opts.to }),
+        ...(opts.cc?.length && { cc: opts.cc }),
+        subject: opts.subject,
+        body_text: text,
+        ...(opts.htmlFile && { body_html: readFileSync(opts.htmlFile, 'utf8') }),
+        ...(attachments.length && { attachments }),
+        ...(opts.replyToEmail && { in_reply_to_email_id: opts.replyToEmail }),
+        ...(opts.at && { scheduled_at: opts.at }),
+      }
+      const key = opts.idempotencyKey ?? crypto.randomUUID()
+      const payload = JSON.stringify(body)
+      const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
+      const rawBody = bar ? streamed(payload, n => bar.update(n)) : payload
+      let result
+      try {
+        result = (await api.call('POST', '/v1/send-mail', { rawBody, headers: { 'idempotency-key': key } })).data
+      } finally {
+        bar?.stop()
+      }
+      if (json) return printJson(result)
+      const what = result.status === 'scheduled' ? `Scheduled for ${result.scheduled_at}` : result.idempotent_replay ? 'Already sent (same idempotency key)' : 'Sent'
+      process.stdout.write(`${color.green(what)}: ${result.id} to ${result.accepted.join(', ')}\n`)
+      process.stderr.write(color.dim(`idempotency key: ${key} (pass --idempotency-key ${key} to retry safely)\n`))
+    })
+
+  program
+    .command('tail')
+    .description('follow new mail as it arrives (long-poll), like tail -f')
+    .option('--address <address>', 'only mail to this address')
+    .option('--since <time>', 'start after this ISO 8601 instant (default: now)')
+    .option('-n, --max <count>', 'stop after this many messages')
+    .action(async (opts: { address?: string; since?: string; max?: string }, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      let since = opts.since ?? new Date().toISOString()
+      const max = opts.max ? Number(opts.max) : Infinity
+      if (!(max > 0)) throw new CliError('--max: must be a positive number', EXIT.usage)
+      const wanted = opts.address?.toLowerCase()
+      let shown = 0
+      process.stderr.write(color.dim(`Waiting for mail${wanted ? ` to ${wanted}` : ''}... (Ctrl-C to stop)\n`))
+      for (;;) {
+        const query = new URLSearchParams({ direction: 'inbound', since, wait: String(WAIT_SECONDS), limit: '50' })
+        const { data } = await api.call<Summary[]>('GET', `/v1/emails?${query}`)
+        if (data.length) since = data[0]!.received_at
+        for (const email of [...data].reverse()) {
+          if (wanted && !email.to.some(t => t.address.toLowerCase() === wanted)) continue
+          if (json) process.stdout.write(JSON.stringify(email) + '\n')
+          else {
+            const clip = email.attachment_count ? color.dim(` +${email.attachment_count} attachment${email.attachment_count > 1 ? 's' : ''}`) : ''
+            process.stdout.write(`${color.dim(new Date(email.received_at).toLocaleTimeString())}  ${color.bold(address(email.from))}  ${email.subject}${clip}  ${color.dim(email.id)}\n`)
+          }
+          if (++shown >= max) return
+        }
+      }
+    })
+
+  program
+    .command('read <email-id>')
+    .description('show one email: headers, attachments, text')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      const email = (await api.call('GET', `/v1/emails/${encodeURIComponent(id)}`)).data
+      if (json) return printJson(email)
+      const lines = [
+        `${color.bold('From:')}    ${address(email.from)}`,
+        `${color.bold('To:')}      ${email.to.map(address).join(', ')}`,
+        ...(email.cc.length ? [`${color.bold('Cc:')}      ${email.cc.map(address).join(', ')}`] : []),
+        `${color.bold('Subject:')} ${email.subject}`,
+        `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
+        ...email.attachments.map((a: any) => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
+        '',
+        email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)'),
+      ]
+      process.stdout.write(lines.join('\n') + '\n')
+    })
+}

@@ -1,0 +1,72 @@
+/**
+ * Terminal output: aligned tables (cli-table3, which measures wide and colored text correctly),
+ * colors only on a terminal and never with NO_COLOR (picocolors), relative times, and a progress
+ * bar for uploads (cli-progress) drawn on stderr so stdout stays clean for pipes.
+ */
+import Table from 'cli-table3'
+import cliProgress from 'cli-progress'
+import pc from 'picocolors'
+import { CliError } from './api'
+
+export const color = pc.createColors(Boolean(process.stdout.isTTY) && !process.env.NO_COLOR)
+
+export function table(head: string[], rows: (string | number | null | undefined)[][]): string {
+  const t = new Table({
+    head: head.map(h => color.bold(h)),
+    style: { head: [], border: [], compact: true, 'padding-left': 0, 'padding-right': 2 },
+    chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '' },
+  })
+  for (const row of rows) t.push(row.map(v => (v === null || v === undefined ? '' : String(v))))
+  return t.toString()
+}
+
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 86400], ['month', 30 * 86400], ['week', 7 * 86400], ['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1],
+]
+const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
+
+/** "3 minutes ago", "in 2 hours", "now". */
+export function ago(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return ''
+  const seconds = Math.round((new Date(iso).getTime() - now) / 1000)
+  if (Math.abs(seconds) < 5) return 'now'
+  for (const [unit, size] of UNITS) if (Math.abs(seconds) >= size) return relative.format(Math.trunc(seconds / size), unit)
+  return 'now'
+}
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`
+  return `${(n / 1024 / 1024).toFixed(1)} MB`
+}
+
+export const address = (a: { address: string; name?: string } | null | undefined) => (a ? (a.name ? `${a.name} <${a.address}>` : a.address) : '')
+
+export function printJson(value: unknown) {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n')
+}
+
+/** A progress bar on stderr when it is a terminal; a no-op otherwise (pipes, tests). */
+export function progressBar(total: number, label: string) {
+  if (!process.stderr.isTTY) return { update: (_n: number) => {}, stop: () => {} }
+  const bar = new cliProgress.SingleBar(
+    { stream: process.stderr, format: `${label} [{bar}] {percentage}% {value}/{total} bytes`, hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  )
+  bar.start(total, 0)
+  return { update: (n: number) => bar.update(n), stop: () => bar.stop() }
+}
+
+/** How a failure is shown: the service's message, its code, and where to read more. */
+export function printError(error: unknown, json: boolean) {
+  if (error instanceof CliError) {
+    if (json) {
+      process.stderr.write(JSON.stringify(error.body ?? { success: false, error: { code: error.code ?? 'cli_error', message: error.message } }) + '\n')
+      return
+    }
+    process.stderr.write(`${color.red('error')}: ${error.message}${error.code ? color.dim(` (${error.code})`) : ''}\n`)
+    if (error.docsUrl) process.stderr.write(`${color.dim('docs')}: ${error.docsUrl}\n`)
+    return
+  }
+  process.stderr.write(`${color.red('error')}: ${(error as Error).message}\n`)
+}
