@@ -12,8 +12,13 @@ import { startService, type Service } from './index'
 import { log } from './log'
 import { explainStartupFailure, preflight, startupExitCode } from './startup-failure'
 
-/** Development defaults, each overridable from the environment: webhooks to a receiver on this machine are allowed. */
-const env = { WEBHOOK_ALLOW_LOOPBACK: 'true', ...process.env }
+/**
+ * Development defaults, each overridable from the environment: webhooks to a receiver on this
+ * machine are allowed, and the links the service hands out (download URLs, discovery) name the
+ * port it was given.
+ */
+const port = process.env.PORT && /^[1-9]\d*$/.test(process.env.PORT) ? process.env.PORT : undefined
+const env = { WEBHOOK_ALLOW_LOOPBACK: 'true', ...(port && { PUBLIC_URL: `http://localhost:${port}` }), ...process.env }
 const COMMAND = 'make dev'
 
 function fail(message: string, error?: unknown): never {

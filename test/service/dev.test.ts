@@ -65,6 +65,9 @@ describe('make dev', () => {
     expect(dev.output()).toContain('Listening    127.0.0.1 (this machine only; HOST changes it)')
     expect(dev.output()).toMatch(/Development organization \S+ \(developer plan\)/)
     expect(dev.output()).toContain(`More keys:   bin/admin key create ${dev.orgId}`)
+    // the links it hands out name the port it was given
+    const discovery = (await (await fetch(`http://127.0.0.1:${dev.apiPort}/v1`)).json()) as { data: { api_base_url: string } }
+    expect(discovery.data.api_base_url).toBe(`http://localhost:${ports.PORT}/v1`)
     expect(await reachable('127.0.0.1', dev.apiPort)).toBe(true)
     expect(await reachable('127.0.0.1', dev.smtpPort)).toBe(true)
     // any address of this machine other than loopback is refused
