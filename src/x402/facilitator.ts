@@ -6,7 +6,7 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, createWalletClient, http, parseSignature, type Hex, type PublicClient } from 'viem'
+import { BaseError, ContractFunctionRevertedError, createWalletClient, http, nonceManager, parseSignature, type Hex, type PublicClient } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
@@ -52,7 +52,10 @@ export function classifyChainError(error: unknown): SettleResult {
 /** Sends `transferWithAuthorization` itself: simulate, send, wait for the receipt. */
 export function rpcFacilitator(config: Config, network: Network, client: PublicClient, url: string): Facilitator {
   const key = config.X402_SETTLER_PRIVATE_KEY
-  const account = key ? privateKeyToAccount(key as Hex) : null
+  // Concurrent settlements from one key need distinct transaction nonces: viem's nonce manager hands
+  // them out in this process (several processes settling with one key would still collide: give
+  // each its own key, or use an HTTP facilitator).
+  const account = key ? privateKeyToAccount(key as Hex, { nonceManager }) : null
   const wallet = account ? createWalletClient({ account, transport: http(url, { retryCount: 0, timeout: 15_000 }) }) : null
   return {
     async settle(req) {

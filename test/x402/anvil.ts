@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { createPublicClient, createTestClient, createWalletClient, http, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
+import { createPublicClient, createTestClient, createWalletClient, http, nonceManager, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkInfo, type Network } from '../../src/x402/networks'
 
@@ -87,7 +87,7 @@ export async function startChain(network: Network): Promise<Chain> {
       await Bun.sleep(25)
     }
   }
-  const admin = privateKeyToAccount(ANVIL_KEY_0)
+  const admin = privateKeyToAccount(ANVIL_KEY_0, { nonceManager })
   const deployer = createWalletClient({ account: admin, transport: http(url, { retryCount: 0 }) })
   const test = createTestClient({ mode: 'anvil', transport: http(url, { retryCount: 0 }) })
   const send = async (hash: Promise<Hex>) => {

@@ -72,6 +72,24 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(s.payerAddress)).toBe(970000n)
   })
 
+  test('concurrent payments of different challenges all settle from the one settler key (distinct transaction nonces)', async () => {
+    const payee = await x402Org()
+    const payeeWallet = privateKeyToAccount(generatePrivateKey())
+    await registerPayout(t, payee, payeeWallet)
+    const payer = await x402Org()
+    const runs = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const key = generatePrivateKey()
+        await chain.mint(privateKeyToAccount(key).address, 5000n)
+        return { key, challenge: await newChallenge(t, payee, { amount: '5000' }) }
+      }),
+    )
+    const results = await Promise.all(runs.map(async r => pay(payer.key, r.challenge.id, await signPayment(r.key, r.challenge))))
+    for (const r of results) expectOk(r)
+    expect(new Set(results.map(r => r.body.data.settle_tx)).size).toBe(10)
+    expect(await chain.balance(payeeWallet.address)).toBe(50000n)
+  })
+
   test('every verification reason, several at once, and nothing moves', async () => {
     const s = await setup('10000')
     const now = Math.floor(Date.now() / 1000)
