@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { Ok } from '../http/envelope'
+import { IdParams } from '../http/schema'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { x402Access } from './access'
 import { createChallenge, getOwnChallenge, presentChallenge } from './challenges.service'
@@ -35,12 +36,12 @@ export function challengeRoutes(ctx: AppContext) {
       },
     )
     .get('/:id', async ({ auth, params }) => presentChallenge(await getOwnChallenge(ctx.sql, auth.orgId, params.id)), {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       response: { 200: Ok(Challenge) },
       detail: { summary: 'A challenge (the payee’s)', description: "Another organization's challenge is 404 not_found: its id lets a payer pay, not read." },
     })
     .post('/:id/pay', async ({ auth, params, body }) => payChallenge(ctx, { challengeId: params.id, payerOrg: auth.orgId, payment: body.payment }), {
-      params: t.Object({ id: t.String({ format: 'uuid' }) }),
+      params: IdParams,
       // Any JSON is taken: a payload of the wrong shape is the spec's 422 malformed_payload, not a 400.
       body: t.Object({ payment: t.Union([PaymentPayload, t.Unknown()], { description: 'the x402 v1 payment payload' }) }),
       response: { 200: Ok(Receipt) },

@@ -6,7 +6,8 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, createWalletClient, http, nonceManager, parseSignature, type Hex, type PublicClient } from 'viem'
+import { BaseError, ContractFunctionRevertedError, createNonceManager, createWalletClient, http, parseSignature, type Hex, type PublicClient } from 'viem'
+import { jsonRpc } from 'viem/nonce'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
@@ -52,10 +53,10 @@ export function classifyChainError(error: unknown): SettleResult {
 /** Sends `transferWithAuthorization` itself: simulate, send, wait for the receipt. */
 export function rpcFacilitator(config: Config, network: Network, client: PublicClient, url: string): Facilitator {
   const key = config.X402_SETTLER_PRIVATE_KEY
-  // Concurrent settlements from one key need distinct transaction nonces: viem's nonce manager hands
-  // them out in this process (several processes settling with one key would still collide: give
-  // each its own key, or use an HTTP facilitator).
-  const account = key ? privateKeyToAccount(key as Hex, { nonceManager }) : null
+  // Concurrent settlements from one key need distinct transaction nonces: a nonce manager of this
+  // facilitator hands them out (viem resets it when a send fails). Several processes settling with
+  // one key would still collide: give each its own key, or use an HTTP facilitator.
+  const account = key ? privateKeyToAccount(key as Hex, { nonceManager: createNonceManager({ source: jsonRpc() }) }) : null
   const wallet = account ? createWalletClient({ account, transport: http(url, { retryCount: 0, timeout: 15_000 }) }) : null
   return {
     async settle(req) {
@@ -67,7 +68,8 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
         const { request } = await client.simulateContract({ account, address: networkInfo(network).usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args })
         // chain null: the chain id is read from the RPC endpoint when signing
         const hash = await wallet.writeContract({ ...request, chain: null })
-        const receipt = await client.waitForTransactionReceipt({ hash, timeout: 120_000 })
+        // polled every 250 ms (viem's default is 4 s, longer than a block on base)
+        const receipt = await client.waitForTransactionReceipt({ hash, timeout: 120_000, pollingInterval: 250 })
         if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${hash} reverted`)
         return { ok: true, tx: hash }
       } catch (error) {

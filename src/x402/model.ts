@@ -17,12 +17,6 @@ export const PayoutAddress = t.Object({
   created_at: t.String({ format: 'date-time' }),
 })
 
-export const PayoutStatement = t.Object({
-  message: t.String({ description: 'the exact statement to sign with personal_sign (EIP-191)' }),
-  issued_at: t.String({ format: 'date-time' }),
-  expires_at: t.String({ format: 'date-time', description: 'the statement is refused after this (10 minutes)' }),
-})
-
 export const PaymentRequirements = t.Object(
   {
     scheme: t.Literal('exact'),
@@ -110,13 +104,6 @@ export const SpendPolicy = t.Object({
   daily_cap: Nullable(t.String({ description: 'total paid per UTC day, base units; null = none' })),
   payee_allowlist: Nullable(t.Array(t.String(), { description: 'payee wallets this organization may pay; null = any' })),
   updated_at: Nullable(t.String({ format: 'date-time' })),
-})
-
-export const SpendPolicyUpdate = t.Object({
-  paused: t.Optional(t.Boolean()),
-  per_payment_cap: t.Optional(Nullable(BaseUnits())),
-  daily_cap: t.Optional(Nullable(BaseUnits())),
-  payee_allowlist: t.Optional(Nullable(t.Array(Address, { maxItems: 1000 }))),
 })
 
 export const DeclinedPayment = t.Object({

@@ -4,7 +4,7 @@ import type { AppContext } from '../context'
 import { requireOwnerOrAdmin } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { x402Access } from './access'
-import { Address, NetworkSchema, PayoutAddress, PayoutStatement } from './model'
+import { Address, NetworkSchema, PayoutAddress } from './model'
 import { checkAddress, listPayoutAddresses, payoutStatement, presentPayout, registerPayoutAddress, STATEMENT_MAX_AGE_SECONDS } from './payout.service'
 
 const STATEMENT_DOC =
@@ -31,7 +31,15 @@ export function payoutRoutes(ctx: AppContext) {
       },
       {
         query: t.Object({ network: NetworkSchema, address: Address }),
-        response: { 200: Ok(PayoutStatement) },
+        response: {
+          200: Ok(
+            t.Object({
+              message: t.String({ description: 'the exact statement to sign with personal_sign (EIP-191)' }),
+              issued_at: t.String({ format: 'date-time' }),
+              expires_at: t.String({ format: 'date-time', description: 'the statement is refused after this (10 minutes)' }),
+            }),
+          ),
+        },
         detail: { summary: 'The statement to sign for a payout address', description: `Ready to sign; any member may fetch it. ${STATEMENT_DOC}` },
       },
     )

@@ -13,8 +13,11 @@
  * - functions.ts: function invocation latency and throughput next to a bare `new Function`, and
  *   SMTP 250 to function completed at 100 msg/s.
  *
+ * - x402.ts: challenge to settled on anvil (sequential and 20 payers at once), next to a bare
+ *   viem transferWithAuthorization round trip to the same anvil.
+ *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound or functions runs one section.
+ * fanout, outbound, functions or x402 runs one section.
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
@@ -24,6 +27,7 @@ import { smtpBench } from './smtp'
 import { fanoutBench } from './fanout'
 import { outboundBench } from './outbound'
 import { functionsBench } from './functions'
+import { x402Bench } from './x402'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const only = process.env.BENCH_ONLY
@@ -40,6 +44,7 @@ try {
   if (!only || only === 'fanout') await fanoutBench(sql, dbUrl)
   if (!only || only === 'outbound') await outboundBench(sql, dbUrl)
   if (!only || only === 'functions') await functionsBench(sql, dbUrl)
+  if (!only || only === 'x402') await x402Bench(sql, dbUrl)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)

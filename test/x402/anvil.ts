@@ -6,7 +6,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { createPublicClient, createTestClient, createWalletClient, http, nonceManager, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
+import { createNonceManager, createPublicClient, createTestClient, createWalletClient, http, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
+import { jsonRpc } from 'viem/nonce'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkInfo, type Network } from '../../src/x402/networks'
 
@@ -74,7 +75,8 @@ export async function startChain(network: Network): Promise<Chain> {
   const port = await freePort()
   const proc = Bun.spawn([bin, '--host', '127.0.0.1', '--port', String(port), '--chain-id', String(info.chainId), '--quiet'], { stdout: 'ignore', stderr: 'pipe' })
   const url = `http://127.0.0.1:${port}`
-  const client = createPublicClient({ transport: http(url, { retryCount: 0 }) }) as PublicClient
+  // anvil mines at once: poll for receipts often (viem's default is every 4 s, which a loaded machine turns into minutes of setup)
+  const client = createPublicClient({ transport: http(url, { retryCount: 0 }), pollingInterval: 20 }) as PublicClient
   for (let i = 0; ; i++) {
     try {
       await client.getChainId()
@@ -87,7 +89,8 @@ export async function startChain(network: Network): Promise<Chain> {
       await Bun.sleep(25)
     }
   }
-  const admin = privateKeyToAccount(ANVIL_KEY_0, { nonceManager })
+  // a nonce manager of this chain only: the same key on an earlier anvil of this process must not lend it its nonces
+  const admin = privateKeyToAccount(ANVIL_KEY_0, { nonceManager: createNonceManager({ source: jsonRpc() }) })
   const deployer = createWalletClient({ account: admin, transport: http(url, { retryCount: 0 }) })
   const test = createTestClient({ mode: 'anvil', transport: http(url, { retryCount: 0 }) })
   const send = async (hash: Promise<Hex>) => {

@@ -1,0 +1,131 @@
+/**
+ * x402 section of `make bench`: challenge-to-settled latency on anvil with Circle's USDC at
+ * base-sepolia's address, the service running as its own process (api and worker roles,
+ * direct JSON-RPC settlement).
+ *
+ * One payment = POST /v1/x402/challenges, the payer signing with the x402 reference client, and
+ * POST /v1/x402/challenges/{id}/pay until the receipt (the transaction is mined: anvil mines
+ * each transaction at once). Measured sequentially and with 20 payers at once. Beside it, in the
+ * same run and on the same anvil: a bare viem round trip (sign the EIP-3009 authorization,
+ * `transferWithAuthorization`, wait for the receipt).
+ *
+ * Target (printed, not asserted): our end-to-end p50 within 2x of the bare round trip.
+ */
+import { parseSignature, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createNonceManager, createWalletClient, http } from 'viem'
+import { jsonRpc } from 'viem/nonce'
+import type { Sql } from '../../src/db/client'
+import { createOrgCommand, entitleCommand } from '../../src/admin/commands'
+import { payoutStatement } from '../../src/x402/payout.service'
+import { TOKEN_ABI, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/token'
+import { networkInfo } from '../../src/x402/networks'
+import { ANVIL_KEY_0, startChain } from '../x402/anvil'
+import { signPayment } from '../x402/payer'
+import { freePort, percentile, startService, stopAll } from './common'
+
+const SEQUENTIAL = Number(process.env.BENCH_X402_PAYMENTS ?? 60)
+const CONCURRENT = 20
+const ROUNDS = Number(process.env.BENCH_X402_ROUNDS ?? 3)
+const AMOUNT = 1000n
+
+const summary = (times: number[]) => {
+  const sorted = times.toSorted((a, b) => a - b)
+  return { n: sorted.length, p50_ms: percentile(sorted, 50), p99_ms: percentile(sorted, 99) }
+}
+
+export async function x402Bench(sql: Sql, dbUrl: string) {
+  const chain = await startChain('base-sepolia')
+  const children: Bun.Subprocess[] = []
+  try {
+    const port = await freePort()
+    await startService(children, {
+      PORT: String(port),
+      DATABASE_URL: dbUrl,
+      ROLES: 'api,worker',
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      SECRET_KEY: 'bench-secret-key-0123456789abcdef-0123456789',
+      LOG_LEVEL: 'warn',
+      X402_RPC_URL_BASE_SEPOLIA: chain.url,
+      X402_SETTLER_PRIVATE_KEY: chain.settlerKey,
+    })
+    const api = `http://127.0.0.1:${port}`
+    const call = async (method: string, path: string, key: string, body?: unknown) => {
+      const res = await fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const json = (await res.json()) as any
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json.error)}`)
+      return json.data
+    }
+
+    const payee = await createOrgCommand(sql, { plan: 'developer', name: 'bench payee' })
+    const payer = await createOrgCommand(sql, { plan: 'developer', name: 'bench payer' })
+    for (const org of [payee, payer]) await entitleCommand(sql, org.org_id, 'x402_payments')
+    const payTo = privateKeyToAccount(generatePrivateKey())
+    const message = payoutStatement(payee.org_id, 'base-sepolia', payTo.address, new Date())
+    await call('POST', '/v1/x402/payout-addresses', payee.api_key, { network: 'base-sepolia', address: payTo.address, message, signature: await payTo.signMessage({ message }) })
+
+    const wallets = Array.from({ length: CONCURRENT }, () => generatePrivateKey())
+    for (const w of wallets) await chain.mint(privateKeyToAccount(w).address, 10n ** 12n)
+
+    const onePayment = async (key: Hex) => {
+      const started = performance.now()
+      const challenge = await call('POST', '/v1/x402/challenges', payee.api_key, { amount: AMOUNT.toString(), network: 'base-sepolia' })
+      const payment = await signPayment(key, challenge)
+      await call('POST', `/v1/x402/challenges/${challenge.id}/pay`, payer.api_key, { payment })
+      return performance.now() - started
+    }
+
+    // The bare round trip: the same kind of signature, sent straight to the token by anvil's first
+    // account (not the service's settler: two processes on one key would race for nonces).
+    const info = networkInfo('base-sepolia')
+    const sender = createWalletClient({ account: privateKeyToAccount(ANVIL_KEY_0, { nonceManager: createNonceManager({ source: jsonRpc() }) }), transport: http(chain.url) })
+    const bare = async (key: Hex) => {
+      const started = performance.now()
+      const from = privateKeyToAccount(key)
+      const now = Math.floor(Date.now() / 1000)
+      const authorization = { from: from.address, to: payTo.address, value: AMOUNT, validAfter: BigInt(now - 600), validBefore: BigInt(now + 300), nonce: generatePrivateKey() }
+      const signature = await from.signTypedData({
+        domain: { name: info.eip712.name, version: info.eip712.version, chainId: info.chainId, verifyingContract: info.usdc },
+        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: authorization,
+      })
+      const { v, r, s } = parseSignature(signature)
+      const a = authorization
+      const hash = await sender.writeContract({ address: info.usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s], chain: null })
+      await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 5 })
+      return performance.now() - started
+    }
+
+    // warm-up: connections, JIT, the first block
+    for (let i = 0; i < 5; i++) {
+      await onePayment(wallets[0]!)
+      await bare(wallets[0]!)
+    }
+    const ours: number[] = []
+    const theirs: number[] = []
+    const oursConcurrent: number[] = []
+    const theirsConcurrent: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      // alternated, so a slower moment of the machine hits both
+      for (let i = 0; i < SEQUENTIAL / ROUNDS; i++) {
+        ours.push(await onePayment(wallets[i % CONCURRENT]!))
+        theirs.push(await bare(wallets[i % CONCURRENT]!))
+      }
+      oursConcurrent.push(...(await Promise.all(wallets.map(w => onePayment(w)))))
+      theirsConcurrent.push(...(await Promise.all(wallets.map(w => bare(w)))))
+    }
+    const seq = summary(ours)
+    const bareSeq = summary(theirs)
+    const conc = summary(oursConcurrent)
+    const bareConc = summary(theirsConcurrent)
+    console.log('\n== x402: challenge to settled on anvil (USDC FiatTokenV2_2), the service as its own process ==')
+    console.log(JSON.stringify({ sequential: seq, bare_viem_sequential: bareSeq, ratio_p50: Math.round((seq.p50_ms / bareSeq.p50_ms) * 100) / 100 }))
+    console.log(JSON.stringify({ concurrent_20: conc, bare_viem_concurrent_20: bareConc, ratio_p50: Math.round((conc.p50_ms / bareConc.p50_ms) * 100) / 100 }))
+    console.log('target: our end-to-end p50 within 2x of the bare viem round trip')
+  } finally {
+    await stopAll(children)
+    chain.stop()
+  }
+}
