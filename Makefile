@@ -3,6 +3,8 @@
 
 BUN_VERSION := 1.4.5
 BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/.bin/bun)
+# The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
+export PATH := $(dir $(BUN)):$(PATH)
 
 .PHONY: dev test bench start typecheck install clean cli
 
