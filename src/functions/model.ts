@@ -15,16 +15,31 @@ const Code = t.String({
 })
 const SourceMap = t.String({ description: `optional source map of the module; at most ${SOURCE_MAP_RAW_BYTES / MiB} MiB raw, then ${SOURCE_MAP_GZIP_BYTES / MiB} MiB gzipped` })
 
+const Files = t.Record(t.String(), t.String(), {
+  description: 'managed build (needs the functions_managed_build entitlement): source files by relative path, bundled from entry with Bun.build; imports must stay within these files',
+})
+const Entry = t.String({ minLength: 1, maxLength: 500, description: 'managed build: the file to bundle from' })
+
 export const DeployFunction = t.Object({
   name: t.String({ pattern: NAME_PATTERN, error: 'must be 1 to 64 lowercase letters, digits, - or _, starting with a letter or digit', description: 'unique in the organization; immutable' }),
-  code: Code,
+  code: t.Optional(Code),
   sourceMap: t.Optional(SourceMap),
+  files: t.Optional(Files),
+  entry: t.Optional(Entry),
 })
 
 export const RedeployFunction = t.Object({
   name: t.Optional(t.String({ description: 'may be omitted; if given it must be the current name (names are immutable)' })),
-  code: Code,
+  code: t.Optional(Code),
   sourceMap: t.Optional(SourceMap),
+  files: t.Optional(Files),
+  entry: t.Optional(Entry),
+})
+
+export const Source = t.Object({
+  deployment_id: t.String({ format: 'uuid' }),
+  entry: t.String(),
+  files: t.Record(t.String(), t.String()),
 })
 
 export const DeployError = t.Object({
@@ -39,10 +54,11 @@ export const Deployment = t.Object({
   function_id: t.String({ format: 'uuid' }),
   status: OneOf(['deployed', 'failed'] as const, { description: 'deployed: the module evaluated and has a default export with fetch; failed: see deploy_error' }),
   deploy_error: Nullable(DeployError),
-  build_ms: t.Number({ description: 'time to check the module in a sandbox' }),
+  build_ms: t.Number({ description: 'time to bundle (managed build), size-check and check the module in a sandbox' }),
   bundle_bytes: t.Integer({ description: 'raw size of the module in bytes' }),
   gzip_bytes: t.Integer(),
   has_source_map: t.Boolean(),
+  managed_build: t.Boolean({ description: 'bundled by the service from uploaded files (GET /v1/functions/{id}/source)' }),
   is_current: t.Boolean(),
   created_at: t.String({ format: 'date-time' }),
 })

@@ -7,11 +7,11 @@ import { cursors, pageQuery } from '../http/pagination'
 import { bodyLimit } from '../http/boundary'
 import { Nullable } from '../http/schema'
 import { DEPLOY_BODY_BYTES, CODE_GZIP_BYTES, CODE_RAW_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
-import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, Tags } from './model'
+import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, Source, Tags } from './model'
 import { functionObserveRoutes } from './observe.routes'
 import { routeFunction, routingTopology } from './routing'
 import { deleteSecret, listSecrets, putSecret } from './secrets'
-import { deleteFunction, deployFunction, getFunction, listDeployments, listFunctions, presentDeployment, presentFunction, redeployFunction, setTags } from './service'
+import { deleteFunction, deployFunction, getFunction, getSource, listDeployments, listFunctions, presentDeployment, presentFunction, redeployFunction, setTags } from './service'
 
 const MiB = 1024 * 1024
 const SIZES =
@@ -80,7 +80,8 @@ export function functionRoutes(ctx: AppContext) {
           ...bodyLimit(DEPLOY_BODY_BYTES),
           summary: 'Deploy a function',
           description:
-            'One ESM module whose default export has async fetch(request, env). ' + SIZES + CHECK +
+            'One ESM module whose default export has async fetch(request, env) as code (with an optional sourceMap), or, with the functions_managed_build entitlement (else 403 feature_disabled), source files and the entry to bundle them from (Bun.build, no network; an import outside the uploaded files is 400 validation_error on files). ' +
+            SIZES + CHECK +
             'The function is created either way (201); deploy_status says whether a deployment is current. A name already used in the organization is 409 conflict. ' +
             'A deployed function receives no mail until it is routed (PUT /v1/functions/{id}/route).',
         },
@@ -152,6 +153,12 @@ export function functionRoutes(ctx: AppContext) {
       },
       { params: FunctionId, query: t.Object(pageQuery()), response: { 200: Paged(Deployment) }, detail: { summary: 'Deployments of a function, newest first' } },
     )
+    .get('/:id/source', ({ auth, params, query }) => getSource(ctx.sql, auth.orgId, params.id, query.deployment_id), {
+      params: FunctionId,
+      query: t.Object({ deployment_id: t.Optional(t.String({ format: 'uuid', description: 'default: the current deployment' })) }),
+      response: { 200: Ok(Source) },
+      detail: { summary: 'Sources of a managed-build deployment', description: '404 for a deployment uploaded as one module.' },
+    })
     .put('/:id/route', ({ auth, params, body }) => routeFunction(ctx, auth.orgId, params.id, body.domain_id), {
       params: FunctionId,
       body: t.Object({ domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description: 'a domain of the organization, or null for the org-wide fallback' }) }),

@@ -13,7 +13,8 @@ import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
-import { lockOrgForWebhooks } from '../webhooks/plan-access'
+import { lockOrgForWebhooks, planAccess, requireEntitlement } from '../webhooks/plan-access'
+import { bundleSources } from './build'
 import { credentialCache } from '../auth/credentials'
 import { CODE_GZIP_BYTES, CODE_RAW_BYTES, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
 import { checkModule } from './run'
@@ -42,6 +43,7 @@ export interface DeploymentRow {
   bundle_bytes: number
   gzip_bytes: number
   has_source_map: boolean
+  managed_build: boolean
   is_current: boolean
   created_at: Date
 }
@@ -70,6 +72,7 @@ export function presentDeployment(row: DeploymentRow) {
     bundle_bytes: row.bundle_bytes,
     gzip_bytes: row.gzip_bytes,
     has_source_map: row.has_source_map,
+    managed_build: row.managed_build,
     is_current: row.is_current,
     created_at: iso(row.created_at)!,
   }
@@ -102,7 +105,7 @@ export async function listFunctions(sql: Sql, orgId: string, page: PageRequest) 
 
 const deploymentColumns = (sql: Tx) => sql`
   d.id, d.function_id, d.status, d.deploy_error, d.build_ms, d.bundle_bytes, d.gzip_bytes,
-  d.source_map is not null as has_source_map, f.current_deployment_id is not distinct from d.id as is_current, d.created_at`
+  d.source_map is not null as has_source_map, d.sources is not null as managed_build, f.current_deployment_id is not distinct from d.id as is_current, d.created_at`
 
 export async function listDeployments(sql: Sql, orgId: string, functionId: string, page: PageRequest) {
   await getFunction(sql, orgId, functionId)
@@ -119,6 +122,29 @@ export async function listDeployments(sql: Sql, orgId: string, functionId: strin
 interface Bundle {
   code: string
   sourceMap?: string
+  /** a managed build's uploaded files and entry */
+  sources?: { files: Record<string, string>; entry: string }
+}
+
+/** What a deploy request carries: one module, or files for a managed build. */
+export interface DeployInput {
+  code?: string
+  sourceMap?: string
+  files?: Record<string, string>
+  entry?: string
+}
+
+/** The module to deploy: the uploaded one, or the bundle of a managed build (entitlement functions_managed_build). */
+async function bundleOf(ctx: AppContext, orgId: string, input: DeployInput): Promise<Bundle> {
+  if (input.files === undefined && input.entry === undefined) {
+    if (input.code === undefined) throw errors.validation('code', 'is required (or files and entry for a managed build)')
+    return { code: input.code, sourceMap: input.sourceMap }
+  }
+  if (input.code !== undefined || input.sourceMap !== undefined) throw errors.validation('code', 'must not be sent with files: send one module, or files and entry for a managed build')
+  requireEntitlement(await planAccess(ctx.sql, orgId), 'functions_managed_build', 'files: managed builds need the functions_managed_build entitlement; bundle the module yourself and send it as code')
+  if (input.files === undefined) throw errors.validation('files', 'is required with entry')
+  if (input.entry === undefined) throw errors.validation('entry', 'is required with files')
+  return { code: await bundleSources(input.files, input.entry), sources: { files: input.files, entry: input.entry } }
 }
 
 interface CheckedBundle extends Bundle {
@@ -130,7 +156,7 @@ interface CheckedBundle extends Bundle {
  * The size limits, in the documented order: raw sizes first (cheap), then gzip sizes, each
  * naming its field.
  */
-export function checkBundleSize(bundle: Bundle): CheckedBundle {
+function checkBundleSize(bundle: Bundle): CheckedBundle {
   const MiB = 1024 * 1024
   const rawCode = Buffer.byteLength(bundle.code)
   if (rawCode > CODE_RAW_BYTES) throw errors.validation('code', `is ${rawCode} bytes; at most ${CODE_RAW_BYTES / MiB} MiB raw`)
@@ -152,9 +178,10 @@ async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundl
   const id = randomUUIDv7()
   const deployError = check.error ? { name: check.error.name, message: check.error.message, line: check.error.line, column: check.error.column } : null
   await tx`
-    insert into function_deployments (id, org_id, function_id, status, deploy_error, code, source_map, bundle_bytes, gzip_bytes, build_ms)
+    insert into function_deployments (id, org_id, function_id, status, deploy_error, code, source_map, bundle_bytes, gzip_bytes, build_ms, sources, entry)
     values (${id}, ${orgId}, ${functionId}, ${check.ok ? 'deployed' : 'failed'}, ${deployError ? tx.json(deployError) : null}, ${bundle.code},
-            ${bundle.sourceMap ?? null}, ${bundle.rawBytes}, ${bundle.gzipBytes}, ${check.ms})`
+            ${bundle.sourceMap ?? null}, ${bundle.rawBytes}, ${bundle.gzipBytes}, ${check.ms},
+            ${bundle.sources ? tx.json(bundle.sources.files) : null}, ${bundle.sources?.entry ?? null})`
   if (check.ok) await tx`update functions set current_deployment_id = ${id}, updated_at = now() where id = ${functionId}`
   else await tx`update functions set updated_at = now() where id = ${functionId}`
   const [row] = await tx<DeploymentRow[]>`
@@ -163,9 +190,11 @@ async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundl
 }
 
 /** POST /functions: creates the function and its first deployment. */
-export async function deployFunction(ctx: AppContext, orgId: string, input: { name: string } & Bundle) {
-  const bundle = checkBundleSize(input)
+export async function deployFunction(ctx: AppContext, orgId: string, input: { name: string } & DeployInput) {
+  const started = performance.now()
+  const bundle = checkBundleSize(await bundleOf(ctx, orgId, input))
   const check = await checkModule(ctx, bundle.code)
+  check.ms = Math.round((performance.now() - started) * 100) / 100
   try {
     return await ctx.sql.begin(async tx => {
       const id = randomUUIDv7()
@@ -183,11 +212,13 @@ export async function deployFunction(ctx: AppContext, orgId: string, input: { na
 }
 
 /** PUT /functions/{id}: a new deployment, current when its check passes. */
-export async function redeployFunction(ctx: AppContext, orgId: string, id: string, input: { name?: string } & Bundle) {
+export async function redeployFunction(ctx: AppContext, orgId: string, id: string, input: { name?: string } & DeployInput) {
   const current = await getFunction(ctx.sql, orgId, id)
   if (input.name !== undefined && input.name !== current.name) throw errors.validation('name', `is immutable; this function is named ${current.name}`)
-  const bundle = checkBundleSize(input)
+  const started = performance.now()
+  const bundle = checkBundleSize(await bundleOf(ctx, orgId, input))
   const check = await checkModule(ctx, bundle.code)
+  check.ms = Math.round((performance.now() - started) * 100) / 100
   return ctx.sql.begin(async tx => {
     // locks the row: concurrent redeploys of one function become current in commit order
     const [live] = await tx`select id from functions where id = ${id} and org_id = ${orgId} and deleted_at is null for update`
@@ -225,4 +256,17 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
   })
   credentialCache(ctx).evict({ keyId: row.runtime_key_id })
   return { id, deleted: true as const }
+}
+
+/** The uploaded sources of a managed-build deployment (default the current one). */
+export async function getSource(sql: Sql, orgId: string, functionId: string, deploymentId?: string) {
+  const fn = await getFunction(sql, orgId, functionId)
+  const id = deploymentId ?? fn.current_deployment_id
+  const [row] = id
+    ? await sql<{ id: string; sources: Record<string, string> | null; entry: string | null }[]>`
+        select id, sources, entry from function_deployments where id = ${id} and function_id = ${functionId} and org_id = ${orgId}`
+    : []
+  if (!row) throw errors.notFound('deployment')
+  if (!row.sources || !row.entry) throw errors.notFound('source (the deployment was uploaded as one module, not a managed build)')
+  return { deployment_id: row.id, entry: row.entry, files: row.sources }
 }

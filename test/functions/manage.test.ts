@@ -140,3 +140,44 @@ describe('secrets', () => {
     expectError(await h.request('DELETE', `/v1/functions/${fn.id}/secrets/API_TOKEN`, { key: org.key }), 404, 'not_found')
   })
 })
+
+describe('managed builds', () => {
+  const files = {
+    'src/index.ts': `import { greet } from './lib/greet'\nexport default { async fetch(request: Request): Promise<Response> { return new Response(greet('you')) } }`,
+    'src/lib/greet.ts': `export const greet = (name: string): string => 'hi ' + name`,
+  }
+
+  test('need the functions_managed_build entitlement', async () => {
+    const res = await h.request('POST', '/v1/functions', { key: org.key, body: { name: uniqueName(), files, entry: 'src/index.ts' } })
+    expectError(res, 403, 'feature_disabled')
+    expect(res.body.error.details).toMatchObject({ missing_entitlement: 'functions_managed_build' })
+  })
+
+  test('are bundled with Bun.build, checked, and keep their sources', async () => {
+    const platinum = await createOrg({ plan: 'platinum' })
+    const res = await h.request('POST', '/v1/functions', { key: platinum.key, body: { name: uniqueName(), files, entry: 'src/index.ts' } })
+    expect(res.status).toBe(201)
+    expect(res.body.data).toMatchObject({ deploy_status: 'deployed', deployment: { status: 'deployed', managed_build: true } })
+    const source = await h.request('GET', `/v1/functions/${res.body.data.id}/source`, { key: platinum.key })
+    expect(source.body.data).toEqual({ deployment_id: res.body.data.deployment.id, entry: 'src/index.ts', files })
+    const plain = await h.request('PUT', `/v1/functions/${res.body.data.id}`, { key: platinum.key, body: { code: OK_CODE } })
+    expectError(await h.request('GET', `/v1/functions/${res.body.data.id}/source`, { key: platinum.key }), 404, 'not_found')
+    const old = await h.request('GET', `/v1/functions/${res.body.data.id}/source?deployment_id=${res.body.data.deployment.id}`, { key: platinum.key })
+    expect(old.body.data.files).toEqual(files)
+    expect(plain.body.data.deployment.managed_build).toBe(false)
+  })
+
+  test('refuse imports outside the uploaded files, bad paths, a missing entry and mixed bodies', async () => {
+    const platinum = await createOrg({ plan: 'platinum' })
+    const deployFiles = (body: object) => h.request('POST', '/v1/functions', { key: platinum.key, body: { name: uniqueName(), ...body } })
+    for (const imported of ['left-pad', 'node:fs', '../../../etc/passwd', '/etc/passwd', 'https://example.com/x.js']) {
+      const res = await deployFiles({ files: { 'index.js': `import x from '${imported}'\nexport default { fetch() { return new Response(String(x)) } }` }, entry: 'index.js' })
+      expectError(res, 400, 'validation_error', /^files: imports outside the uploaded files/)
+    }
+    expectError(await deployFiles({ files: { '../escape.js': 'x' }, entry: '../escape.js' }), 400, 'validation_error', /^files\.\.\.\/escape\.js: /)
+    expectError(await deployFiles({ files: { 'a.js': 'x' }, entry: 'b.js' }), 400, 'validation_error', /^entry: /)
+    expectError(await deployFiles({ files: { 'a.js': 'export default {' }, entry: 'a.js' }), 400, 'validation_error', /^files: the build failed/)
+    expectError(await deployFiles({ code: OK_CODE, files: { 'a.js': 'x' }, entry: 'a.js' }), 400, 'validation_error', /^code: /)
+    expectError(await deployFiles({}), 400, 'validation_error', /^code: is required/)
+  })
+})
