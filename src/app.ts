@@ -41,6 +41,7 @@ import { functionRoutes } from './functions/routes'
 import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
+import { wakeRoutes } from './wake/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -138,6 +139,7 @@ export function createApp(ctx: AppContext) {
     .use(x402AccountRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
+    .use(wakeRoutes(ctx))
   return app
 }
 

@@ -8,5 +8,7 @@ import { cleanupJob } from './maintenance/cleanup.job'
 import { executeJob } from './sending/execute'
 import { deliverJob } from './webhooks/deliver.job'
 import { settleJob } from './x402/settle.job'
+import { wakeRunJob } from './wake/run.job'
+import { wakeSchedulerJob } from './wake/scheduler.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob]

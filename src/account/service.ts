@@ -2,6 +2,7 @@
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
 import { MEMORY_VALUE_MAX_BYTES } from '../memories/model'
+import { WAKE_MIN_INTERVAL_MINUTES } from '../wake/model'
 import { entitlementsOf, planDefinition, type Plan } from './plans'
 
 interface OrgRow {
@@ -41,6 +42,8 @@ export async function getAccount(sql: Sql, orgId: string) {
       memory_keys_max: limits.memory_keys_max,
       memory_storage_mb: limits.memory_storage_mb,
       memory_value_max_kb: MEMORY_VALUE_MAX_BYTES / 1024,
+      wakes_active_max: limits.wakes_active_max,
+      wake_min_interval_minutes: WAKE_MIN_INTERVAL_MINUTES,
     },
   }
 }

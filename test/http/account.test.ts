@@ -67,6 +67,8 @@ describe('GET /v1/account', () => {
     'send_per_hour',
     'spam_thresholds_per_domain',
     'storage_mb',
+    'wake_min_interval_minutes',
+    'wakes_active_max',
     'webhooks_max_global',
     'webhooks_per_domain',
   ]
@@ -91,6 +93,8 @@ describe('GET /v1/account', () => {
         memory_keys_max: 1000,
         memory_storage_mb: 10,
         memory_value_max_kb: 256,
+        wakes_active_max: 10,
+        wake_min_interval_minutes: 1,
       },
     })
   })
@@ -111,6 +115,8 @@ describe('GET /v1/account', () => {
       memory_keys_max: 1000,
       memory_storage_mb: 10,
       memory_value_max_kb: 256,
+      wakes_active_max: 10,
+      wake_min_interval_minutes: 1,
     })
   })
 
@@ -132,6 +138,8 @@ describe('GET /v1/account', () => {
       memory_keys_max: 100000,
       memory_storage_mb: 1024,
       memory_value_max_kb: 256,
+      wakes_active_max: 100,
+      wake_min_interval_minutes: 1,
     })
   })
 

@@ -1,0 +1,111 @@
+/**
+ * Delivering a wake run: an endpoint gets a signed POST (as webhooks are signed), a function an
+ * invocation with the same body, an agent connection a `wake.command` change on its feed. Every
+ * attempt carries the run's id (`run_id`, `webhook-id`, `X-Wake-Run-Id`), so a receiver dedupes
+ * retries. A one-shot wake disables itself after its run is delivered.
+ */
+import type { AppContext } from '../context'
+import type { JobKind } from '../jobs/kind'
+import type { Job } from '../jobs/queue'
+import { cachedSigningSecrets } from '../account/webhook-secret'
+import { recordChanges } from '../changes/record'
+import { mailEvents } from '../mail/events'
+import { postWebhook } from '../webhooks/dispatch'
+import { signedHeaders } from '../webhooks/signing'
+import { checkWebhookUrl } from '../webhooks/url-safety'
+import { invokeFunction } from '../functions/run'
+import { WAKE_RUN_KIND, type RunRow, type WakeRow } from './service'
+
+type Loaded = RunRow & { wake: WakeRow; address: string | null; url: string | null; endpoint_kind: string | null; endpoint_function: string | null }
+
+async function load(ctx: AppContext, runId: string): Promise<Loaded | null> {
+  const [row] = await ctx.sql<Loaded[]>`
+    select r.*, to_jsonb(w) as wake,
+           (select address from agent_connections c where c.id = w.target_id and w.target_type = 'agent_connection' and c.revoked_at is null) as address,
+           e.url, e.kind as endpoint_kind, e.function_id as endpoint_function
+      from wake_runs r join wakes w on w.id = r.wake_id
+      left join endpoints e on w.target_type = 'endpoint' and e.id = w.target_id and e.deactivated_at is null
+     where r.id = ${runId}`
+  return row ?? null
+}
+
+/** The body every target receives. */
+export function runBody(run: RunRow, wake: WakeRow, attempt: number) {
+  return {
+    type: 'wake.run',
+    id: run.id,
+    run_id: run.id,
+    wake_id: wake.id,
+    command: { name: wake.command.name, payload: wake.command.payload ?? null },
+    scheduled_for: new Date(run.scheduled_for).toISOString(),
+    late: run.late,
+    manual: run.manual,
+    attempt,
+  }
+}
+
+async function finish(ctx: AppContext, run: Loaded, status: 'delivered' | 'failed', responseStatus: number | null, error: string | null) {
+  await ctx.sql.begin(async tx => {
+    await tx`
+      update wake_runs set status = ${status}, response_status = ${responseStatus}, last_error = ${error}, finished_at = now()
+       where id = ${run.id}`
+    // a one-shot wake is done once its run got through
+    if (status === 'delivered' && run.wake.schedule_type === 'at' && !run.manual) await tx`update wakes set enabled = false, updated_at = now() where id = ${run.wake_id}`
+    await recordChanges(tx, [{
+      orgId: run.org_id,
+      type: status === 'delivered' ? 'wake.run_delivered' : 'wake.run_failed',
+      resource: { type: 'wake_run', id: run.id },
+      data: { run_id: run.id, wake_id: run.wake_id, command: run.wake.command.name, scheduled_for: new Date(run.scheduled_for).toISOString(), late: run.late, response_status: responseStatus },
+    }])
+  })
+  mailEvents(ctx).emitChange(run.org_id)
+}
+
+/** One attempt; throws to retry with the same run id. */
+async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status: number | null }> {
+  const wake = run.wake
+  const body = JSON.stringify(runBody(run, wake, job.attempts))
+  if (wake.target_type === 'agent_connection') {
+    if (!run.address) throw new Error('the agent connection is revoked')
+    // the command is a change on the connection's own feed, written with the run's outcome
+    await ctx.sql.begin(tx =>
+      recordChanges(tx, [{ orgId: run.org_id, id: `evt_${run.id.replaceAll('-', '')}`, type: 'wake.command', resource: { type: 'wake_run', id: run.id }, addresses: [run.address!], data: JSON.parse(body) }]),
+    )
+    mailEvents(ctx).emitChange(run.org_id)
+    return { status: null }
+  }
+  const functionId = wake.target_type === 'function' ? wake.target_id : run.endpoint_kind === 'function' ? run.endpoint_function : null
+  if (functionId) {
+    const headers: [string, string][] = [['content-type', 'application/json'], ['x-wake-run-id', run.id]]
+    const invocation = await invokeFunction(ctx, { orgId: run.org_id, functionId, request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body } })
+    if (!invocation) throw new Error('the function has no deployment to run')
+    const status = invocation.result.response?.status ?? null
+    if (invocation.result.outcome !== 'ok' || status === null || status < 200 || status > 299) throw new Error(`function answered ${status ?? invocation.result.outcome}`)
+    return { status }
+  }
+  if (!run.url) throw new Error('the endpoint is deactivated')
+  const target = await checkWebhookUrl(run.url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
+  const headers = { ...signedHeaders(await cachedSigningSecrets(ctx, run.org_id), run.id, body), 'x-wake-run-id': run.id }
+  const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, run.id)
+  if (!outcome.ok) throw Object.assign(new Error(outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : (outcome.message ?? 'no response')), { status: outcome.status })
+  return { status: outcome.status }
+}
+
+export const wakeRunJob: JobKind<{ run_id: string }> = {
+  kind: WAKE_RUN_KIND,
+  async handle(ctx, payload, job) {
+    const run = await load(ctx, payload.run_id)
+    if (!run || run.status !== 'pending') return
+    await ctx.sql`update wake_runs set attempts = ${job.attempts} where id = ${run.id}`
+    try {
+      const { status } = await attempt(ctx, run, job)
+      await finish(ctx, run, 'delivered', status, null)
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      const status = (error as { status?: number | null }).status ?? null
+      if (job.attempts >= job.max_attempts) await finish(ctx, run, 'failed', status, message)
+      else await ctx.sql`update wake_runs set last_error = ${message}, response_status = ${status} where id = ${run.id}`
+      throw error
+    }
+  },
+}
