@@ -11,13 +11,14 @@
  * - outbound.ts: sustained POST /v1/send-mail through an SMTP relay, next to nodemailer sending
  *   prebuilt messages straight to the same relay;
  * - functions.ts: function invocation latency and throughput next to a bare `new Function`, and
- *   SMTP 250 to function completed at 100 msg/s.
- *
+ *   SMTP 250 to function completed at 100 msg/s;
  * - x402.ts: challenge to settled on anvil (sequential and 20 payers at once), next to a bare
- *   viem transferWithAuthorization round trip to the same anvil.
+ *   viem transferWithAuthorization round trip to the same anvil;
+ * - changes.ts: 20 consumers long-polling GET /v1/changes while mail arrives at 200 msg/s, next
+ *   to 20 long-polling GET /v1/emails?wait=, 250-to-response latency and exactly-once.
  *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound, functions or x402 runs one section.
+ * fanout, outbound, functions, x402 or changes runs one section.
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
@@ -28,6 +29,7 @@ import { fanoutBench } from './fanout'
 import { outboundBench } from './outbound'
 import { functionsBench } from './functions'
 import { x402Bench } from './x402'
+import { changesBench } from './changes'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const only = process.env.BENCH_ONLY
@@ -45,6 +47,7 @@ try {
   if (!only || only === 'outbound') await outboundBench(sql, dbUrl)
   if (!only || only === 'functions') await functionsBench(sql, dbUrl)
   if (!only || only === 'x402') await x402Bench(sql, dbUrl)
+  if (!only || only === 'changes') await changesBench(sql, dbUrl)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)
