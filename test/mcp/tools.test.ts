@@ -92,7 +92,7 @@ for (const { era, version } of ERAS) {
       const { tools } = await client.listTools()
       const names = tools.map(tool => tool.name)
       expect(names).toEqual([...names].sort())
-      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge']))
+      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge', 'deploy_function', 'redeploy_function', 'list_functions', 'get_function', 'list_function_logs', 'list_function_invocations', 'get_function_invocation', 'list_memories', 'get_memory', 'set_memory', 'delete_memory']))
       for (const tool of tools) {
         expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/)
         expect(tool.inputSchema.type).toBe('object')
@@ -203,6 +203,34 @@ for (const { era, version } of ERAS) {
       expect((await ok('update_webhook_endpoint', { endpoint_id: endpoint.id, enabled: false })).enabled).toBe(false)
       expect((await ok('delete_webhook_endpoint', { endpoint_id: endpoint.id })).deactivated_at).toBeString()
       expect((await fails('get_webhook_endpoint', { endpoint_id: endpoint.id })).code).toBe('not_found')
+    })
+
+    test('functions: deploy (a broken module reports where), list, get, logs, invocations', async () => {
+      const name = `fn-${era}-${unique()}`
+      const deployed = await ok('deploy_function', { name, code: 'export default { async fetch(request, env) { console.log("hi"); return new Response("ok") } }' })
+      expect(deployed).toMatchObject({ name, deploy_status: 'deployed', deployment: { status: 'deployed' } })
+      const broken = await ok('redeploy_function', { function_id: deployed.id, code: 'export default { async fetch( {' })
+      expect(broken.deployment.status).toBe('failed')
+      expect(broken.deployment.deploy_error.name).toBe('SyntaxError')
+      expect((await ok('list_functions', {})).items.map((f: { id: string }) => f.id)).toContain(deployed.id)
+      expect((await ok('get_function', { function_id: deployed.id })).current_deployment_id).toBe(deployed.deployment.id)
+      expect((await ok('list_function_logs', { function_id: deployed.id })).items).toEqual([])
+      expect((await ok('list_function_invocations', { function_id: deployed.id })).total).toBe(0)
+      expect((await fails('get_function_invocation', { function_id: deployed.id, invocation_id: crypto.randomUUID() })).code).toBe('not_found')
+      expect((await fails('deploy_function', { name, code: 'export default {}' })).code).toBe('conflict')
+    })
+
+    test('memories: set, get, list by prefix, optimistic concurrency, delete', async () => {
+      const key = `mcp/${era}/${unique()}`
+      const first = await ok('set_memory', { key, value: { step: 1 }, metadata: { by: 'test' } })
+      expect(first).toMatchObject({ key, value: { step: 1 } })
+      const second = await ok('set_memory', { key, value: { step: 2 }, if_version: first.version })
+      expect((await fails('set_memory', { key, value: { step: 3 }, if_version: first.version })).code).toBe('precondition_failed')
+      expect((await ok('get_memory', { key })).value).toEqual({ step: 2 })
+      const listed = await ok('list_memories', { prefix: `mcp/${era}/`, include_values: true })
+      expect(listed.items.find((m: { key: string }) => m.key === key).value).toEqual({ step: 2 })
+      expect(await ok('delete_memory', { key, if_version: second.version })).toMatchObject({ key, deleted: true })
+      expect((await fails('get_memory', { key })).code).toBe('not_found')
     })
 
     test('payment challenges: the x402_payments entitlement gates them like the REST routes', async () => {
