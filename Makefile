@@ -6,13 +6,17 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 # The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: dev test bench start typecheck install clean cli
+.PHONY: dev test test-unit bench start typecheck install clean cli
 
 dev: install
 	$(BUN) run src/dev.ts
 
 test: install
 	$(BUN) test --timeout 30000
+
+# The tests that need no database (*.unit.test.ts); one that asks for it fails.
+test-unit: install
+	TEST_DATABASE=none $(BUN) test --timeout 30000 .unit.test.ts
 
 bench: install
 	$(BUN) run test/bench/run.ts

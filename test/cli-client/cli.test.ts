@@ -19,7 +19,7 @@ import { startSmtpServer } from '../../src/smtp/server'
 import { TEST_SECRET, testApp, testConfig, testSql, type TestApp } from '../helpers/app'
 import { managedAddress } from '../helpers/mail'
 import { startTestRelay, type TestRelay } from '../helpers/relay'
-import { decideInBrowser } from '../identity/helpers'
+import { decideInBrowser } from '../helpers/identity'
 import { person, type Person } from '../oauth/helpers'
 
 const MAIN = join(import.meta.dir, '../../src/cli-client/main.ts')

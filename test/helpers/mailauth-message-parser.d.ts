@@ -1,4 +1,4 @@
-/** mailauth ships no types for its DKIM message parser, which test/mail/dkim-chunks.test.ts drives directly. */
+/** mailauth ships no types for its DKIM message parser, which test/mail/inbound/dkim-chunks.unit.test.ts drives directly. */
 declare module 'mailauth/lib/dkim/message-parser' {
   import { Writable } from 'node:stream'
   export class MessageParser extends Writable {

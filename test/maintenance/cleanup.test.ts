@@ -1,0 +1,47 @@
+/** The cleanup job removes expired identity rows and keeps everything still in use. */
+import { expect, test } from 'bun:test'
+import { createOrg, testApp, testSql } from '../helpers/app'
+import { expectOk } from '../helpers/envelope'
+import { managedAddress } from '../helpers/mail'
+import { person } from '../oauth/helpers'
+import { cleanup } from '../../src/maintenance/cleanup.job'
+import { loginTokens, newEmail, startLogin } from '../helpers/identity'
+
+const t = await testApp()
+const sql = await testSql()
+
+test('expired device logins, signups, invitations and OAuth tokens go; live ones stay', async () => {
+  const expiredLogin = await startLogin(t)
+  const liveLogin = await startLogin(t)
+  await sql`update cli_device_codes set expires_at = now() - interval '1 minute' where device_code_hash = sha256(${expiredLogin.device_code}::bytea)`
+
+  const expiredSignup = expectOk(await t.request('POST', '/v1/cli/signup/start', { body: { email: newEmail(), terms_accepted: true } }), 201).signup_token
+  const liveSignup = expectOk(await t.request('POST', '/v1/cli/signup/start', { body: { email: newEmail(), terms_accepted: true } }), 201).signup_token
+  await sql`update signups set expires_at = now() - interval '1 minute' where token_hash = sha256(${expiredSignup}::bytea)`
+
+  const org = await createOrg()
+  const address = await managedAddress(t.ctx, org.orgId)
+  const expiredInvitation = expectOk(await t.request('POST', '/v1/agent-connections', { key: org.key, body: { address } }), 201)
+  const claimed = expectOk(await t.request('POST', '/v1/agent-connections', { key: org.key, body: { address } }), 201)
+  const key = expectOk(await t.request('POST', '/v1/agent-connections/claim', { body: { invitation_code: claimed.invitation_code } })).connection_key
+  await sql`update agent_connections set invitation_expires_at = now() - interval '1 minute' where id in ${sql([expiredInvitation.id, claimed.id])}`
+
+  const who = await person()
+  const tokens = await loginTokens(t, who)
+  const [token] = await sql<{ grant_id: string }[]>`select grant_id from oauth_tokens where hash = sha256(${tokens.access_token}::bytea)`
+  await sql`update oauth_tokens set expires_at = now() - interval '1 minute' where hash = sha256(${tokens.access_token}::bytea)`
+
+  await cleanup(t.ctx)
+
+  const deviceCodes = await sql`select device_code_hash from cli_device_codes where device_code_hash in (sha256(${expiredLogin.device_code}::bytea), sha256(${liveLogin.device_code}::bytea))`
+  expect(deviceCodes).toHaveLength(1)
+  const signups = await sql`select 1 from signups where token_hash in (sha256(${expiredSignup}::bytea), sha256(${liveSignup}::bytea))`
+  expect(signups).toHaveLength(1)
+  const connections = await sql<{ id: string }[]>`select id from agent_connections where id in ${sql([expiredInvitation.id, claimed.id])}`
+  expect(connections.map(c => c.id)).toEqual([claimed.id])
+  // a claimed connection outlives its invitation's expiry
+  expectOk(await t.request('GET', '/v1/emails', { key }))
+  // the expired access token is gone, its refresh token and grant stay
+  const left = await sql<{ kind: string }[]>`select kind from oauth_tokens where grant_id = ${token!.grant_id}`
+  expect(left.map(r => r.kind)).toEqual(['refresh'])
+})
