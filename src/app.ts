@@ -34,6 +34,7 @@ import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
 import { payoutRoutes } from './x402/payout.routes'
 import { challengeRoutes } from './x402/challenges.routes'
+import { emailX402Routes } from './x402/email/routes'
 import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
@@ -132,6 +133,7 @@ export function createApp(ctx: AppContext) {
     .use(connectionRoutes(ctx))
     .use(payoutRoutes(ctx))
     .use(challengeRoutes(ctx))
+    .use(emailX402Routes(ctx))
     .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))

@@ -10,5 +10,6 @@ import { deliverJob } from './webhooks/deliver.job'
 import { settleJob } from './x402/settle.job'
 import { wakeRunJob } from './wake/run.job'
 import { wakeSchedulerJob } from './wake/scheduler.job'
+import { expireJob, inboundStepJob } from './x402/email/inbound'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob]

@@ -24,6 +24,7 @@ import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents } from '../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
+import { enqueueInboundStep } from '../../x402/email/inbound'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -142,6 +143,8 @@ async function storeCopies(
       counted.set(orgId, { bytes: c.bytes + bytes, emails: c.emails + 1 })
     }
     await enqueueDeliveries(tx, ctx, email, p.mail, routing)
+    // a step of an email-native x402 interaction is acted on by its own job
+    await enqueueInboundStep(tx, email, p.mail)
     changes.push(receivedChange(email, p))
     out.stored.push(email)
   }

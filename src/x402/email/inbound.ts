@@ -1,0 +1,220 @@
+/**
+ * Email-native x402, the inbound side. A stored inbound message with an `interaction.json` part
+ * gets an `x402.email.step` job in the transaction that stores it; the job decides what the step
+ * may do. Only a payer proven by DKIM (a passing signature covering From and Content-Type, by the
+ * pinned payer domain or a true subdomain of it, on a message whose one From is the pinned payer
+ * address) can pay or decline. Anything else is recorded, answered at most once per interaction
+ * with a `reject` notice to the pinned address, and changes nothing: otherwise anyone who can send
+ * mail could end a genuine payment. Verification, caps and settlement are the API's pay.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../../context'
+import type { Sql, Tx } from '../../db/client'
+import { ApiError } from '../../http/errors'
+import { enqueue } from '../../jobs/queue'
+import type { JobKind } from '../../jobs/kind'
+import type { AuthVerdicts } from '../../mail/inbound/authenticate'
+import { attachmentContents, type ParsedMail } from '../../mail/inbound/parse'
+import { splitAddress } from '../../mail/inbound/recipients'
+import type { StoredEmail } from '../../mail/store'
+import { findChallenge } from '../challenges.service'
+import { enqueuePaymentEvents } from '../events'
+import { payChallenge } from '../pay.service'
+import { enqueueInteractionEvent } from './events'
+import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
+import { EXPIRE_KIND, expireIfDue, findInteraction, sendStep, type InteractionRow } from './service'
+
+export const STEP_KIND = 'x402.email.step'
+
+/** Called by the inbound store for each stored copy: a job for a message that carries a step. */
+export async function enqueueInboundStep(tx: Tx, email: StoredEmail, mail: ParsedMail): Promise<void> {
+  if (!mail.attachments.some(a => a.filename?.toLowerCase() === STEP_FILENAME)) return
+  await enqueue(tx, STEP_KIND, { email_id: email.id }, { maxAttempts: 8 })
+}
+
+/** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
+export const alignedDomain = (signing: string, pinned: string) => {
+  const d = signing.toLowerCase().replace(/\.$/, '')
+  const p = pinned.toLowerCase()
+  return d === p || d.endsWith('.' + p)
+}
+
+/** Why a message may not act for the pinned payer; empty when it may. */
+export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_domain'>, from: string | null, fromHeaders: number, auth: AuthVerdicts): string[] {
+  const reasons = new Set<string>()
+  if (fromHeaders !== 1 || (from ?? '').toLowerCase() !== i.payer_address) reasons.add('identity_mismatch')
+  // `l=` signatures are not covered here: mailauth reports the body length only in its header, and our own keys never use it.
+  const covering = auth.dkim.filter(d => d.result === 'pass' && d.signed_headers.includes('from') && d.signed_headers.includes('content-type'))
+  if (!covering.length) reasons.add('dkim_required')
+  else if (!covering.some(d => alignedDomain(d.domain, i.payer_domain))) reasons.add('identity_mismatch')
+  return [...reasons]
+}
+
+interface InboundEmail {
+  id: string
+  org_id: string
+  direction: string
+  from_address: string | null
+  headers: { name: string; value: string }[]
+  auth: AuthVerdicts
+  raw: Uint8Array
+}
+
+async function recordReceived(sql: Sql | Tx, i: InteractionRow, emailId: string, step: string, stepId: string | null, accepted: boolean, reasons: string[], body: unknown) {
+  await sql`
+    insert into x402_interaction_steps (id, interaction_id, step, step_id, direction, email_id, accepted, reasons, body)
+    values (${randomUUIDv7()}, ${i.id}, ${step}, ${stepId}, 'received', ${emailId}, ${accepted}, ${reasons}, ${sql.json((body ?? null) as never)})
+    on conflict (email_id) do nothing`
+}
+
+const rejectText = (reasons: string[]) => `This message was not accepted as a payment: ${reasons.join(', ')}.\nThe attached interaction.json carries the reject step.`
+
+export async function handleInboundStep(ctx: AppContext, emailId: string): Promise<void> {
+  const [e] = await ctx.sql<InboundEmail[]>`
+    select e.id, e.org_id, e.direction, e.from_address, e.headers, e.auth, c.raw
+      from emails e join email_contents c on c.email_id = e.id where e.id = ${emailId}`
+  if (!e || e.direction !== 'inbound') return
+  const part = (await attachmentContents(new Uint8Array(e.raw))).find(a => a.filename?.toLowerCase() === STEP_FILENAME)
+  if (!part) return
+  const parsed = parseStep(part.content)
+  const interactionId = parsed.ok ? parsed.step.interaction_id : parsed.interaction_id
+  if (!interactionId) return
+  let i = await findInteraction(ctx.sql, interactionId)
+  // Only the payee's own copy acts on its interaction; a step about anyone else's is ignored.
+  if (!i || i.org_id !== e.org_id) return
+  const resuming = i.verifying_email_id === e.id
+  const [seen] = await ctx.sql`select 1 from x402_interaction_steps where email_id = ${e.id}`
+  if (seen && !resuming) return
+
+  const fromHeaders = (e.headers ?? []).filter(h => h.name.toLowerCase() === 'from').length
+  const trust = trustReasons(i, e.from_address, fromHeaders, e.auth)
+  if (trust.length) {
+    await recordReceived(ctx.sql, i, e.id, parsed.ok ? parsed.step.step : 'unparsed', parsed.ok ? parsed.step.step_id : null, false, trust, parsed.ok ? parsed.step : null)
+    const [claimed] = await ctx.sql`
+      update x402_interactions set trust_notice_sent = true, updated_at = now()
+       where id = ${i.id} and not trust_notice_sent and state in ('awaiting_payment', 'verifying') returning id`
+    if (claimed) {
+      const step = buildStep(i.id, 'reject', (await challengeStepId(ctx.sql, i)), { reason: trust[0], reasons: trust })
+      await sendStep(ctx, i, step, 'trust-notice', rejectText(trust), null)
+    }
+    return
+  }
+  if (!parsed.ok) {
+    await recordReceived(ctx.sql, i, e.id, 'unparsed', null, false, [parsed.reason], { detail: parsed.detail })
+    if (parsed.reason === 'unknown_step') return
+    const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: parsed.reason, reasons: [parsed.reason], detail: parsed.detail })
+    await sendStep(ctx, i, step, `malformed:${e.id}`, rejectText([`${parsed.reason} (${parsed.detail})`]), e.id)
+    return
+  }
+  const s = parsed.step
+  const challengeStep = await challengeStepId(ctx.sql, i)
+  if (s.prev_step_id !== challengeStep || (s.step !== 'payment' && s.step !== 'decline')) {
+    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, [s.prev_step_id !== challengeStep ? 'prev_step_mismatch' : 'unexpected_step'], s)
+    return
+  }
+  if (s.step === 'decline') {
+    await ctx.sql.begin(async tx => {
+      await recordReceived(tx, i!, e.id, s.step, s.step_id, true, [], s)
+      await tx`update x402_interactions set state = '$completed', outcome = 'declined', updated_at = now() where id = ${i!.id} and state = 'awaiting_payment'`
+    })
+    return
+  }
+
+  // A payment: one message verifies at a time; copies, duplicates and late ones change nothing.
+  if (!resuming) {
+    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, true, [], s)
+    const [claimed] = await ctx.sql<InteractionRow[]>`
+      update x402_interactions i set state = 'verifying', verifying_email_id = ${e.id}, updated_at = now()
+        from x402_challenges c
+       where i.id = ${i.id} and c.id = i.challenge_id and i.state = 'awaiting_payment' and c.expires_at > now()
+       returning i.*`
+    if (!claimed) {
+      if (await expireIfDue(ctx.sql, i.id)) i = (await findInteraction(ctx.sql, i.id))!
+      if (i.state === '$expired') {
+        const step = buildStep(i.id, 'reject', challengeStep, { reason: 'challenge_expired', reasons: ['challenge_expired'] })
+        await sendStep(ctx, i, step, 'expired', rejectText(['challenge_expired']), e.id)
+      }
+      return
+    }
+    i = claimed
+  } else if (i.state !== 'verifying') {
+    return finishSteps(ctx, i, e.id, challengeStep)
+  }
+  await settle(ctx, i, e.id, s, challengeStep)
+}
+
+async function challengeStepId(sql: Sql | Tx, i: InteractionRow) {
+  return (await findChallenge(sql, i.challenge_id))!.challenge_step_id
+}
+
+/** The organization that owns the pinned payer address, by address (a managed domain is shared). */
+async function payerOrgOf(sql: Sql, address: string): Promise<string | null> {
+  const [row] = await sql<{ org_id: string }[]>`
+    select org_id from managed_inboxes where address = ${address}
+    union all
+    select org_id from domains where name = ${splitAddress(address).domain} and status = 'verified'
+    limit 1`
+  return row?.org_id ?? null
+}
+
+async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: Step, challengeStep: string) {
+  const payerOrg = await payerOrgOf(ctx.sql, i.payer_address)
+  const payment = (s.payload as { payment?: unknown }).payment
+  try {
+    const receipt = await payChallenge(ctx, { challengeId: i.challenge_id, payerOrg, payment })
+    await ctx.sql.begin(async tx => {
+      await tx`update x402_interactions set state = '$completed', outcome = 'settled', payer_org = ${payerOrg}, updated_at = now() where id = ${i.id}`
+      await enqueueInteractionEvent(tx, ctx, i.org_id, 'interaction.x402.settled', {
+        interaction_id: i.id, challenge_id: i.challenge_id, payer_address: i.payer_address, payer_org: payerOrg, settle_tx: receipt.settle_tx, amount: receipt.amount, network: receipt.network,
+      })
+    })
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error
+    const details = (error.details ?? {}) as { reasons?: string[]; failure_category?: string }
+    // Transient: the job tries again (the settlement claim makes the retry settle at most once).
+    if (error.code === 'settlement_failed' && error.headers['retry-after'] !== undefined) throw error
+    const reasons = details.reasons ?? [error.code]
+    const c = (await findChallenge(ctx.sql, i.challenge_id))!
+    await ctx.sql.begin(async tx => {
+      await tx`
+        update x402_interactions set state = '$failed', outcome = 'rejected', failure_reason = ${reasons[0]!}, failure_reasons = ${reasons}, payer_org = ${payerOrg}, updated_at = now()
+         where id = ${i.id}`
+      // The pay path records payment.failed for caps and settlement; verification and policy refusals are the email flow's own.
+      if (details.failure_category === 'verification' || details.failure_category === 'declined' || error.code === 'challenge_expired') {
+        await enqueuePaymentEvents(tx, ctx, {
+          type: 'payment.failed', challengeId: c.id, network: c.network, amount: c.amount, asset: c.asset, payeeOrg: c.org_id, payerOrg, payer: i.payer_address, payTo: c.pay_to,
+          failure: { reason: reasons[0]!, category: details.failure_category ?? 'settlement', reasons },
+        })
+      }
+      await enqueueInteractionEvent(tx, ctx, i.org_id, 'interaction.x402.rejected', {
+        interaction_id: i.id, challenge_id: i.challenge_id, payer_address: i.payer_address, payer_org: payerOrg, reason: reasons[0], reasons, failure_category: details.failure_category ?? null,
+      })
+    })
+  }
+  await finishSteps(ctx, (await findInteraction(ctx.sql, i.id))!, emailId, challengeStep)
+}
+
+/** Sends the receipt or the reject of a finished verification (idempotent: a retried job sends it once). */
+async function finishSteps(ctx: AppContext, i: InteractionRow, emailId: string, challengeStep: string) {
+  const c = (await findChallenge(ctx.sql, i.challenge_id))!
+  if (i.outcome === 'settled') {
+    const step = buildStep(i.id, 'receipt', challengeStep, { settle_tx: c.settle_tx, status: 'settled', challenge_id: c.id, network: c.network, amount: c.amount })
+    await sendStep(ctx, i, step, 'final', `Payment received and settled on ${c.network}: ${c.settle_tx}`, emailId)
+  } else if (i.outcome === 'rejected') {
+    const reasons = i.failure_reasons ?? [i.failure_reason ?? 'rejected']
+    const step = buildStep(i.id, 'reject', challengeStep, { reason: reasons[0], reasons })
+    await sendStep(ctx, i, step, 'final', rejectText(reasons), emailId)
+  }
+}
+
+export const inboundStepJob: JobKind<{ email_id: string }> = {
+  kind: STEP_KIND,
+  handle: (ctx, payload) => handleInboundStep(ctx, payload.email_id),
+}
+
+export const expireJob: JobKind<{ interaction_id: string }> = {
+  kind: EXPIRE_KIND,
+  async handle(ctx, payload) {
+    await expireIfDue(ctx.sql, payload.interaction_id)
+  },
+}
