@@ -218,7 +218,7 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     await runStepJobs(t)
     let i = await interaction(p.org.key, created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
-    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons)).toEqual([['dkim_required'], ['dkim_required'], ['identity_mismatch'], ['identity_mismatch']])
+    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons.join()).sort()).toEqual(['dkim_required', 'dkim_required', 'identity_mismatch', 'identity_mismatch'])
     const notices = await sql`select 1 from outbox_messages where rcpt = 'ap@payer.example'`
     expect(notices).toHaveLength(2) // the challenge and one reject notice
 
