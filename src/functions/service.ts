@@ -9,6 +9,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { createApiKey } from '../auth/api-keys'
+import { deleteFunctionMemories } from '../memories/service'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
@@ -252,6 +253,7 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
       update endpoints set deactivated_at = now(), updated_at = now()
        where org_id = ${orgId} and function_id = ${id} and deactivated_at is null returning id`
     if (endpoints.length) await tx`delete from recipient_routes where org_id = ${orgId} and endpoint_id = any(${endpoints.map(e => e.id)}::uuid[])`
+    await deleteFunctionMemories(tx, orgId, id)
     return fn
   })
   credentialCache(ctx).evict({ keyId: row.runtime_key_id })

@@ -1,5 +1,7 @@
 /** Memories (org scope): `/v1/memories/{key}`, the list, and batches. */
 import { Elysia, t } from 'elysia'
+import type { TSchema } from '@sinclair/typebox'
+import type { Auth } from '../auth/principal'
 import { valueLimit } from '../http/boundary'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
@@ -46,8 +48,37 @@ function preconditions(headers: { 'if-match'?: string; 'if-none-match'?: string 
 
 const etag = (version: number) => `"${version}"`
 
+const FunctionKeyParam = t.Object({ id: t.String({ format: 'uuid', description: 'the function' }), key: KeyParam.properties.key })
+
+/**
+ * Org scope at /v1/memories (a function's runtime key reaches its own function's scope there),
+ * function scope at /v1/functions/{id}/memories: the same routes, the scope resolved per request.
+ */
 export function memoryRoutes(ctx: AppContext) {
-  const scopeOf = (orgId: string): MemoryScope => ({ orgId, functionId: null })
+  const orgOrRuntime = async (auth: Auth): Promise<MemoryScope> => {
+    // a function's runtime key (SERVICE_API_KEY) works in its function's scope by default
+    const [fn] = await ctx.sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and runtime_key_id = ${auth.keyId} and deleted_at is null`
+    return { orgId: auth.orgId, functionId: fn?.id ?? null }
+  }
+  const ofFunction = async (auth: Auth, params: { id?: string }): Promise<MemoryScope> => {
+    const [fn] = await ctx.sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and id = ${params.id!} and deleted_at is null`
+    if (!fn) throw errors.notFound('function')
+    return { orgId: auth.orgId, functionId: fn.id }
+  }
+  return new Elysia()
+    .use(memoryRoutesAt(ctx, '/v1/memories', KeyParam, undefined, orgOrRuntime, 'org scope; a function runtime key (SERVICE_API_KEY) reaches its own function\'s memories here'))
+    .use(memoryRoutesAt(ctx, '/v1/functions/:id/memories', FunctionKeyParam, t.Object({ id: FunctionKeyParam.properties.id }), ofFunction, 'function scope: deleted with the function'))
+}
+
+function memoryRoutesAt(
+  ctx: AppContext,
+  prefix: string,
+  keyParams: typeof KeyParam | typeof FunctionKeyParam,
+  /** the schema of the prefix's own parameters, when it has any */
+  listParams: TSchema | undefined,
+  resolve: (auth: Auth, params: { id?: string }) => Promise<MemoryScope>,
+  scopeNote: string,
+) {
 
   /** Applies one write with the request's preconditions; `If-Match: *` becomes a check. */
   async function write(scope: MemoryScope, op: MemoryOp, headers: Record<string, string | undefined>, set: { headers: Record<string, string | number | string[]> }): Promise<OpResult> {
@@ -60,37 +91,40 @@ export function memoryRoutes(ctx: AppContext) {
     return result
   }
 
-  return new Elysia({ prefix: '/v1/memories', tags: ['Memories'] })
+  return new Elysia({ prefix, tags: ['Memories'] })
     .use(authenticated(ctx))
     .get(
       '/',
-      async ({ auth, query }) => {
-        const scope = `memories:${auth.orgId}:org:${query.prefix ?? ''}`
+      async ({ auth, query, params }) => {
+        const where = await resolve(auth, params as { id?: string })
+        const scope = `memories:${auth.orgId}:${where.functionId ?? 'org'}:${query.prefix ?? ''}`
         const limit = query.limit ?? 50
         const after = cursors(ctx).decodeValue(scope, query.cursor)
         const withValues = query.include_values ?? false
-        const { rows, total } = await listMemories(ctx.sql, scopeOf(auth.orgId), { prefix: query.prefix, after, limit, withValues })
+        const { rows, total } = await listMemories(ctx.sql, where, { prefix: query.prefix, after, limit, withValues })
         const more = rows.length > limit
         const items = rows.slice(0, limit)
         return new Page(items.map(r => presentListItem(r, withValues)), { total, limit, cursor: more ? cursors(ctx).encode(scope, items.at(-1)!.key) : null })
       },
       {
+        ...(listParams && { params: listParams }),
         query: t.Object({
           ...pageQuery(),
           prefix: t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'only keys starting with this' })),
           include_values: t.Optional(t.Boolean({ description: 'add each value (default false)' })),
         }),
         response: { 200: Paged(MemoryListItem) },
-        detail: { summary: 'List keys in byte order', description: 'Expired keys are not listed. meta.total counts every matching key.' },
+        detail: { summary: 'List keys in byte order', description: `Expired keys are not listed. meta.total counts every matching key. Here: ${scopeNote}.` },
       },
     )
     .post(
       '/batch',
-      async ({ auth, body }) => {
-        const results = await applyMemoryOps(ctx, scopeOf(auth.orgId), body.operations, true)
+      async ({ auth, body, params }) => {
+        const results = await applyMemoryOps(ctx, await resolve(auth, params as { id?: string }), body.operations, true)
         return { results: results.map(r => ({ op: r.op, key: r.key, version: r.version })) }
       },
       {
+        ...(listParams && { params: listParams }),
         body: Batch,
         response: { 200: Ok(BatchResult) },
         detail: {
@@ -105,21 +139,21 @@ export function memoryRoutes(ctx: AppContext) {
     .get(
       '/:key',
       async ({ auth, params, set }) => {
-        const row = await getMemory(ctx.sql, scopeOf(auth.orgId), params.key)
+        const row = await getMemory(ctx.sql, await resolve(auth, params as { id?: string }), params.key)
         set.headers.etag = etag(Number(row.version))
         return presentMemory(row)
       },
-      { params: KeyParam, response: { 200: Ok(Memory) }, detail: { summary: 'Read a key', description: 'Strongly consistent: a read sees every write that returned before it. Expired keys are 404 at once.' } },
+      { params: keyParams, response: { 200: Ok(Memory) }, detail: { summary: 'Read a key', description: 'Strongly consistent: a read sees every write that returned before it. Expired keys are 404 at once.' } },
     )
     .put(
       '/:key',
       async ({ auth, params, body, headers, set }) => {
         if (!('value' in body)) throw errors.validation('value', 'is required (any JSON value)')
-        const result = await write(scopeOf(auth.orgId), { op: 'set', key: params.key, value: body.value, ttl_seconds: body.ttl_seconds, metadata: body.metadata }, headers, set)
+        const result = await write(await resolve(auth, params as { id?: string }), { op: 'set', key: params.key, value: body.value, ttl_seconds: body.ttl_seconds, metadata: body.metadata }, headers, set)
         return presentMemory(result.row!)
       },
       {
-        params: KeyParam,
+        params: keyParams,
         headers: IfMatch,
         body: PutMemory,
         response: { 200: Ok(Memory) },
@@ -129,11 +163,11 @@ export function memoryRoutes(ctx: AppContext) {
     .patch(
       '/:key',
       async ({ auth, params, body, headers, set }) => {
-        const result = await write(scopeOf(auth.orgId), { op: 'merge', key: params.key, patch: body }, headers, set)
+        const result = await write(await resolve(auth, params as { id?: string }), { op: 'merge', key: params.key, patch: body }, headers, set)
         return presentMemory(result.row!)
       },
       {
-        params: KeyParam,
+        params: keyParams,
         headers: IfMatch,
         body: t.Unknown({ description: 'a JSON merge patch (RFC 7386) applied to the value; Content-Type application/merge-patch+json or application/json' }),
         response: { 200: Ok(Memory) },
@@ -143,9 +177,9 @@ export function memoryRoutes(ctx: AppContext) {
     .delete(
       '/:key',
       async ({ auth, params, headers, set }) => {
-        const result = await write(scopeOf(auth.orgId), { op: 'delete', key: params.key }, headers, set)
+        const result = await write(await resolve(auth, params as { id?: string }), { op: 'delete', key: params.key }, headers, set)
         return { key: result.key, deleted: true as const, version: result.version! }
       },
-      { params: KeyParam, headers: IfMatch, response: { 200: Ok(DeletedMemory) }, detail: { summary: 'Delete a key', description: `404 when it does not exist. ${CONCURRENCY}` } },
+      { params: keyParams, headers: IfMatch, response: { 200: Ok(DeletedMemory) }, detail: { summary: 'Delete a key', description: `404 when it does not exist. ${CONCURRENCY}` } },
     )
 }

@@ -289,3 +289,15 @@ export async function deleteExpiredMemories(ctx: AppContext, max = 5000): Promis
   }
   return total
 }
+
+/** A deleted function's memories go with it, in the transaction that deletes it (quota counts moved). */
+export async function deleteFunctionMemories(tx: Tx, orgId: string, functionId: string): Promise<number> {
+  const [row] = await tx<{ keys: number; bytes: number }[]>`
+    with locked as (select 1 from memory_usage where org_id = ${orgId} for update),
+    -- referenced, so the usage row is locked before the rows go (no usage row: no memories either)
+    gone as (delete from memories where org_id = ${orgId} and function_id = ${functionId} and exists (select from locked) returning size_bytes),
+    counted as (select count(*)::int as keys, coalesce(sum(size_bytes), 0)::bigint as bytes from gone),
+    moved as (update memory_usage u set keys = u.keys - c.keys, bytes = u.bytes - c.bytes from counted c where u.org_id = ${orgId} and c.keys > 0)
+    select keys, bytes::float8 as bytes from counted`
+  return row!.keys
+}
