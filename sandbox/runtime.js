@@ -765,6 +765,11 @@
     const response = await handler.fetch(request, env, { waitUntil() {}, passThroughOnException() {} })
     if (!(response instanceof Response)) throw new TypeError('fetch(request, env) must return a Response')
     const bytes = response._bytes || new Uint8Array(0)
+    // checked before encoding: base64 in here is slow for a body that is refused anyway
+    if (bytes.length > call('response_limit')) {
+      call('response_too_large', bytes.length)
+      throw new RangeError(`the response body of ${bytes.length} bytes is over the limit`)
+    }
     return JSON.stringify({ status: response.status, headers: [...response.headers], body: bytesToBase64(bytes) })
   })
   define('__check', mod => {

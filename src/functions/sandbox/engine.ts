@@ -191,6 +191,11 @@ function installHost(vm: QuickJSContext, current: () => { state: RunState; bridg
       case 'cancel':
         ops.cancel(Number(arg))
         return vm.undefined
+      case 'response_limit':
+        return vm.newNumber(state.limits.responseBytes)
+      case 'response_too_large':
+        state.halt('exceeded_limit', `response body of ${Number(arg)} bytes is larger than ${state.limits.responseBytes}`)
+        return vm.undefined
       default:
         return vm.newError(`unknown host operation ${op}`)
     }
