@@ -18,6 +18,7 @@ import { inboundStepJob, STEP_KIND } from '../../../src/x402/email/inbound'
 import { anvilBinary, startChain, type Chain } from '../anvil'
 import { signPayment } from '../payer'
 import { registerPayout, x402Org } from '../helpers'
+import { setSettleCaps } from '../../../src/x402/caps'
 
 const sql = await testSql()
 
@@ -179,6 +180,40 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     await runStepJobs(t)
     const i = await interaction(s.p.org.key, s.created.interaction_id)
     expect(i).toMatchObject({ state: '$completed', outcome: 'declined', settlement: null })
+  })
+
+
+  test('a tampered nonce is rejected with nonce_mismatch; nothing moves', async () => {
+    const s = await onNet()
+    const step = paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step, a => void (a.nonce = `0x${'11'.repeat(32)}`)))
+    expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, step))
+    await runStepJobs(t)
+    const i = await interaction(s.p.org.key, s.created.interaction_id)
+    expect(i).toMatchObject({ state: '$failed', outcome: 'rejected' })
+    expect(i.reasons).toContain('nonce_mismatch')
+    expect(await chain.balance(s.p.wallet.address)).toBe(0n)
+  })
+
+  test("a payment over the payee's per-settle ceiling (set by the operator) is a cap reject: $failed, nothing on chain", async () => {
+    const s = await onNet()
+    await setSettleCaps(sql, s.p.org.orgId, { daily: 'default', monthly: 'default', per_settle: '10000' })
+    expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))))
+    await runStepJobs(t)
+    const i = await interaction(s.p.org.key, s.created.interaction_id)
+    expect(i).toMatchObject({ state: '$failed', failure_reason: 'amount_exceeds_per_settle_ceiling' })
+    expect(await chain.balance(s.p.wallet.address)).toBe(0n)
+    expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'amount_exceeds_per_settle_ceiling' } })
+  })
+
+  test('past expires_at the interaction is $expired and a late payment is rejected with challenge_expired', async () => {
+    const s = await onNet()
+    await sql`update x402_challenges set expires_at = now() - interval '1 second' where id = ${s.created.challenge_id}`
+    expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))))
+    await runStepJobs(t)
+    const i = await interaction(s.p.org.key, s.created.interaction_id)
+    expect(i).toMatchObject({ state: '$expired', outcome: 'expired', settlement: null })
+    expect(await chain.balance(s.p.wallet.address)).toBe(0n)
+    expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'challenge_expired' } })
   })
 
   test('an outside payer over SMTP: no DKIM, Content-Type not signed, a sibling, a parent domain are refused (one notice); a subdomain signature then settles', async () => {
