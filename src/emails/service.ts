@@ -1,5 +1,5 @@
 /** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
-import type { Sql } from '../db/client'
+import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
@@ -86,7 +86,7 @@ export interface EmailFilters {
 }
 
 /** Mail of one address: inbound copies it was an envelope recipient of, outbound mail it sent. */
-function ofAddress(sql: Sql, address: string | undefined) {
+export function ofAddress(sql: Tx, address: string | undefined) {
   if (address === undefined) return sql``
   const a = address.toLowerCase()
   return sql`and ((direction = 'inbound' and ${a} = any(rcpt_to)) or (direction = 'outbound' and lower(from_address) = ${a}))`

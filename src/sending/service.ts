@@ -193,7 +193,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: request, payloadHash }, async tx => {
     let threadId: string | null = null
     if (request.in_reply_to_email_id) {
-      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id)
+      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id, auth.boundAddress)
       threadId = reply.threadId
       request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
       if (!request.to.length) request.to = [reply.to]

@@ -94,6 +94,13 @@ describe('sending', () => {
     expect(listed.map((e: { subject: string }) => e.subject)).toContain(subject)
   })
 
+  test('a connection key replies only to mail of its bound address: other mail of the organization is 404', async () => {
+    const reply = (email: string) => t.request('POST', '/v1/send-mail', { key, body: { from: bound, in_reply_to_email_id: email, subject: `re ${unique()}`, body_text: 'thanks' } })
+    expect(expectOk(await reply(ids.toBound!))).toMatchObject({ status: 'queued', from: bound })
+    expect(expectOk(await reply(ids.toBoth!))).toMatchObject({ status: 'queued', from: bound })
+    expectError(await reply(ids.toSibling!), 404, 'not_found')
+  })
+
   test('a connection key cannot send as another address of its organization (403)', async () => {
     const res = await t.request('POST', '/v1/send-mail', { key, body: { from: sibling, to: 'someone@example.com', subject: `hi ${unique()}`, body_text: 'hello' } })
     expect(res.status).toBe(403)
