@@ -24,7 +24,7 @@ import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents } from '../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
-import { enqueueInboundStep } from '../../x402/email/inbound'
+import { enqueueInboundStep } from '../../x402/email/step-mail'
 
 export interface InboundMessage {
   raw: Uint8Array

@@ -11,26 +11,18 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
 import { ApiError } from '../../http/errors'
-import { enqueue } from '../../jobs/queue'
 import type { JobKind } from '../../jobs/kind'
 import type { AuthVerdicts } from '../../mail/inbound/authenticate'
-import { attachmentContents, type ParsedMail } from '../../mail/inbound/parse'
+import { attachmentContents } from '../../mail/inbound/parse'
 import { splitAddress } from '../../mail/inbound/recipients'
-import type { StoredEmail } from '../../mail/store'
 import { findChallenge } from '../challenges.service'
 import { enqueuePaymentEvents } from '../events'
 import { payChallenge } from '../pay.service'
 import { enqueueInteractionEvent } from './events'
 import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
+import { STEP_KIND } from './step-mail'
 import { EXPIRE_KIND, expireIfDue, findInteraction, sendStep, type InteractionRow } from './service'
 
-export const STEP_KIND = 'x402.email.step'
-
-/** Called by the inbound store for each stored copy: a job for a message that carries a step. */
-export async function enqueueInboundStep(tx: Tx, email: StoredEmail, mail: ParsedMail): Promise<void> {
-  if (!mail.attachments.some(a => a.filename?.toLowerCase() === STEP_FILENAME)) return
-  await enqueue(tx, STEP_KIND, { email_id: email.id }, { maxAttempts: 8 })
-}
 
 /** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
 export const alignedDomain = (signing: string, pinned: string) => {
