@@ -16,17 +16,11 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
 describe('downloads with signed tokens', () => {
   let emailId: string
   beforeAll(async () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Token', text: 'raw me' })
-    emailId = (await latest(alice)).id
+    emailId = (await h.latest(alice)).id
   })
   const get = (path: string, headers: Record<string, string> = {}) => h.request('GET', path, { headers })
 

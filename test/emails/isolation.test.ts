@@ -15,27 +15,15 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
-async function full(org: TestOrg, id: string) {
-  const res = await h.request('GET', `/v1/emails/${id}`, { key: org.key })
-  expect(res.status).toBe(200)
-  return res.body.data
-}
-
 describe('isolation', () => {
   test("another organization's message is 404 everywhere", async () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Private', text: 'x' })
-    const id = (await latest(alice)).id
+    const id = (await h.latest(alice)).id
     expectError(await h.request('GET', `/v1/emails/${id}`, { key: bob.key }), 404, 'not_found')
     expectError(await h.request('GET', `/v1/emails/${id}/raw`, { key: bob.key }), 404, 'not_found')
     expectError(await h.request('GET', `/v1/emails/${id}/attachments.tar.gz`, { key: bob.key }), 404, 'not_found')
     expectError(await h.request('POST', `/v1/emails/${id}/discard`, { key: bob.key }), 404, 'not_found')
-    const thread = (await full(alice, id)).thread_id
+    const thread = (await h.email(alice, id)).thread_id
     expectError(await h.request('GET', `/v1/threads/${thread}`, { key: bob.key }), 404, 'not_found')
     const search = await h.request('GET', '/v1/search?q=Private', { key: bob.key })
     expect(search.body.data.every((e: { id: string }) => e.id !== id)).toBe(true)

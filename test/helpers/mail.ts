@@ -1,4 +1,5 @@
 /** Inbound mail fixtures: a real SMTP listener on the test database, DKIM keys and in-memory DNS. */
+import { expect } from 'bun:test'
 import { generateKeyPairSync } from 'node:crypto'
 import nodemailer from 'nodemailer'
 import { dkimSign } from 'mailauth/lib/dkim/sign'
@@ -15,6 +16,10 @@ export interface InboundHarness extends TestApp {
   dns: MemoryRecords
   /** nodemailer's SMTP transport pointed at our listener: a message is stored once sendMail resolves */
   transport: ReturnType<typeof nodemailer.createTransport>
+  /** the organization's newest email, as GET /v1/emails lists it */
+  latest(org: { key: string }): Promise<any>
+  /** one email of the organization, as GET /v1/emails/{id} answers it */
+  email(org: { key: string }, id: string): Promise<any>
   stop(): Promise<void>
 }
 
@@ -28,6 +33,16 @@ export async function inboundHarness(env: Record<string, string> = {}): Promise<
     smtpPort: smtp.port,
     dns: resolver.records,
     transport,
+    async latest(org) {
+      const list = await t.request('GET', '/v1/emails?limit=1', { key: org.key })
+      expect(list.status).toBe(200)
+      return list.body.data[0]
+    },
+    async email(org, id) {
+      const res = await t.request('GET', `/v1/emails/${id}`, { key: org.key })
+      expect(res.status).toBe(200)
+      return res.body.data
+    },
     async stop() {
       transport.close()
       await smtp.stop(1000)

@@ -13,18 +13,12 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
 describe('threads', () => {
   test('a reply joins the thread of the message it references', async () => {
     const first = await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Plan', text: '1' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Unrelated', text: '2' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Re: Plan', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
-    const reply = await latest(alice)
+    const reply = await h.latest(alice)
     const thread = await h.request('GET', `/v1/threads/${reply.thread_id}`, { key: alice.key })
     expect(thread.status).toBe(200)
     expect(thread.body.data.emails.map((e: { subject: string }) => e.subject)).toEqual(['Plan', 'Re: Plan'])
@@ -35,11 +29,11 @@ describe('threads', () => {
 
   test('without references, a Re: from a participant joins by subject; from a stranger it does not', async () => {
     await h.transport.sendMail({ from: 'kim@sender.example', to: aliceAddress, subject: 'Budget 2027', text: '1' })
-    const original = await latest(alice)
+    const original = await h.latest(alice)
     await h.transport.sendMail({ from: 'kim@sender.example', to: aliceAddress, subject: 'RE: Budget 2027', text: '2' })
-    expect((await latest(alice)).thread_id).toBe(original.thread_id)
+    expect((await h.latest(alice)).thread_id).toBe(original.thread_id)
     await h.transport.sendMail({ from: 'stranger@elsewhere.example', to: aliceAddress, subject: 'Re: Budget 2027', text: '3' })
-    expect((await latest(alice)).thread_id).not.toBe(original.thread_id)
+    expect((await h.latest(alice)).thread_id).not.toBe(original.thread_id)
   })
 })
 
@@ -75,12 +69,12 @@ describe('threads by reference before subject', () => {
     const dana = await createOrg()
     const address = await managedAddress(h.ctx, dana.orgId)
     const first = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Topic', text: '1' })
-    const firstThread = (await latest(dana)).thread_id
+    const firstThread = (await h.latest(dana)).thread_id
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '2' })
-    const other = (await latest(dana)).thread_id
+    const other = (await h.latest(dana)).thread_id
     expect(other).not.toBe(firstThread)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
-    expect((await latest(dana)).thread_id).toBe(firstThread)
+    expect((await h.latest(dana)).thread_id).toBe(firstThread)
     const thread = (await h.request('GET', `/v1/threads/${firstThread}`, { key: dana.key })).body.data
     expect(thread.message_count).toBe(2)
     expect(thread.emails.map((e: { subject: string }) => e.subject)).toEqual(['Topic', 'Re: Other'])
@@ -91,14 +85,14 @@ describe('threads by reference before subject', () => {
     const eli = await createOrg()
     const address = await managedAddress(h.ctx, eli.orgId)
     const a = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Older thread', text: 'a' })
-    const older = (await latest(eli)).thread_id
+    const older = (await h.latest(eli)).thread_id
     const b = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Newer thread', text: 'b' })
-    const newer = (await latest(eli)).thread_id
+    const newer = (await h.latest(eli)).thread_id
     // c joins the older thread, and is now the newest message of all
     const c = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Older thread', text: 'c', references: [a.messageId] })
-    expect((await latest(eli)).thread_id).toBe(older)
+    expect((await h.latest(eli)).thread_id).toBe(older)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Both', text: 'd', references: [b.messageId, c.messageId] })
-    expect((await latest(eli)).thread_id).toBe(older)
+    expect((await h.latest(eli)).thread_id).toBe(older)
     expect(newer).not.toBe(older)
   })
 })

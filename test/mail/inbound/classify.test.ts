@@ -12,18 +12,6 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
-async function full(org: TestOrg, id: string) {
-  const res = await h.request('GET', `/v1/emails/${id}`, { key: org.key })
-  expect(res.status).toBe(200)
-  return res.body.data
-}
-
 describe('machine mail is classified', () => {
   test('a delivery status notification is email.bounced', async () => {
     const boundary = 'b1'
@@ -32,9 +20,9 @@ describe('machine mail is classified', () => {
       `--${boundary}\nContent-Type: text/plain\n\nDelivery failed.\n--${boundary}\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.sender.example\n\nFinal-Recipient: rfc822; nobody@sender.example\nAction: failed\nStatus: 5.1.1\n--${boundary}--\n`,
     )
     await h.transport.sendMail({ envelope: { from: '', to: [aliceAddress] } as never, raw: dsn })
-    const summary = await latest(alice)
+    const summary = await h.latest(alice)
     expect(summary.event_type).toBe('email.bounced')
-    expect((await full(alice, summary.id)).envelope.mail_from).toBe('')
+    expect((await h.email(alice, summary.id)).envelope.mail_from).toBe('')
   })
 
   test('a DMARC aggregate report is email.dmarc_report', async () => {
@@ -45,7 +33,7 @@ describe('machine mail is classified', () => {
       text: 'DMARC aggregate report',
       attachments: [{ filename: 'reporter.example!agents.example!1!2.xml.gz', content: Buffer.from(Bun.gzipSync(new TextEncoder().encode('<feedback/>'))), contentType: 'application/gzip' }],
     })
-    expect((await latest(alice)).event_type).toBe('email.dmarc_report')
+    expect((await h.latest(alice)).event_type).toBe('email.dmarc_report')
   })
 
   test('a TLS report and a DMARC failure report', async () => {
@@ -54,11 +42,11 @@ describe('machine mail is classified', () => {
       envelope: { from: 'tls@reporter.example', to: [aliceAddress] },
       raw: rfc822({ From: 'tls@reporter.example', To: aliceAddress, Subject: 'Report Domain: x', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=tlsrpt; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nTLS report\n--${b}\nContent-Type: application/tlsrpt+gzip\nContent-Transfer-Encoding: base64\n\nH4sIAAAAAAAAA6uuBQBDv6ajAgAAAA==\n--${b}--\n`),
     })
-    expect((await latest(alice)).event_type).toBe('email.tls_report')
+    expect((await h.latest(alice)).event_type).toBe('email.tls_report')
     await h.transport.sendMail({
       envelope: { from: 'arf@reporter.example', to: [aliceAddress] },
       raw: rfc822({ From: 'arf@reporter.example', To: aliceAddress, Subject: 'DMARC failure', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=feedback-report; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nauth failure\n--${b}\nContent-Type: message/feedback-report\n\nFeedback-Type: auth-failure\n--${b}--\n`),
     })
-    expect((await latest(alice)).event_type).toBe('email.dmarc_failure')
+    expect((await h.latest(alice)).event_type).toBe('email.dmarc_failure')
   })
 })

@@ -1,10 +1,11 @@
 /** Inbound mail is committed before the 250, many SMTP sessions per commit. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createOrg, testSql, type TestOrg } from '../../helpers/app'
+import { createOrg, testSql } from '../../helpers/app'
 import { inboundHarness, managedAddress, rfc822, type InboundHarness } from '../../helpers/mail'
 import { EMAILS_CHANNEL } from '../../../src/mail/events'
 import { inboundCommits } from '../../../src/mail/inbound/ingest'
 import { testDatabase } from '../../helpers/database'
+import { holdOrgRow, inbound } from './helpers'
 
 const embedded = (await testDatabase()).kind === 'pglite'
 
@@ -14,48 +15,6 @@ beforeAll(async () => {
   h = await inboundHarness()
 })
 afterAll(() => h.stop())
-
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
-/**
- * Holds an organization's row in a transaction of its own until the returned release: a batch
- * storing mail for that organization waits on the lock (`waiting` resolves once it does), and
- * what arrives meanwhile queues for the next batch. Needs a second connection.
- */
-async function holdOrgRow(orgId: string) {
-  const sql = await testSql()
-  let release!: () => void
-  let locked!: () => void
-  const isLocked = new Promise<void>(resolve => (locked = resolve))
-  const holder = sql.begin(async tx => {
-    await tx`select from orgs where id = ${orgId} for update`
-    locked()
-    await new Promise<void>(resolve => (release = resolve))
-  })
-  await isLocked
-  return {
-    async waiting() {
-      while (!(await sql`select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length) await Bun.sleep(5)
-    },
-    async release() {
-      release()
-      await holder
-    },
-  }
-}
-
-/** A message from sam@sender.example, ready for `ingest`. */
-const inbound = (to: string, headers: Record<string, string>) => ({
-  raw: new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: to, ...headers }, 'x\n')),
-  mailFrom: 'sam@sender.example',
-  rcptTo: [to],
-  remoteIp: '127.0.0.1',
-  tls: false,
-})
 
 describe('stored before the 250, many sessions per commit', () => {
   test('the 250 follows the commit: the message, its thread and its delivery job are there when the client hears it', async () => {
@@ -132,7 +91,7 @@ describe('stored before the 250, many sessions per commit', () => {
       await held.release()
     }
     expect((await h.request('GET', '/v1/emails', { key: stuck.key })).body.meta.total).toBe(0)
-    expect((await latest(next)).subject).toBe('behind it')
+    expect((await h.latest(next)).subject).toBe('behind it')
   })
 
   test.skipIf(embedded)('a batch with a message that cannot be stored: the others are stored once each, with their deliveries', async () => {

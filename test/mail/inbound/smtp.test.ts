@@ -15,18 +15,6 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
-async function full(org: TestOrg, id: string) {
-  const res = await h.request('GET', `/v1/emails/${id}`, { key: org.key })
-  expect(res.status).toBe(200)
-  return res.body.data
-}
-
 /** Reads the entries of a ustar archive. */
 function untar(tar: Uint8Array): { name: string; content: Uint8Array }[] {
   const files: { name: string; content: Uint8Array }[] = []
@@ -49,9 +37,9 @@ describe('delivery over SMTP with nodemailer', () => {
     const info = await h.transport.sendMail({ from: 'Sam <sam@sender.example>', to: aliceAddress, subject: 'Hello agent', text: 'First line\nSecond line' })
     expect(info.accepted).toEqual([aliceAddress])
     expect(info.response).toStartWith('250')
-    const summary = await latest(alice)
+    const summary = await h.latest(alice)
     expect(summary).toMatchObject({ direction: 'inbound', event_type: 'email.received', subject: 'Hello agent', from: { address: 'sam@sender.example', name: 'Sam' }, to: [{ address: aliceAddress }] })
-    const email = await full(alice, summary.id)
+    const email = await h.email(alice, summary.id)
     expect(email.text.trim()).toBe('First line\nSecond line')
     expect(email.message_id).toBe(info.messageId)
     expect(email.envelope).toMatchObject({ mail_from: 'sam@sender.example', rcpt_to: [aliceAddress], remote_ip: '127.0.0.1', helo: 'client.sender.example', tls: false })
@@ -66,7 +54,7 @@ describe('delivery over SMTP with nodemailer', () => {
     )
     const info = await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw })
     expect(info.response).toStartWith('250')
-    const email = await full(alice, (await latest(alice)).id)
+    const email = await h.email(alice, (await h.latest(alice)).id)
     expect(email.subject).toBe('nulhere')
     expect(email.text.trim()).toBe('beforeafter')
     const stored = await h.request('GET', `/v1/emails/${email.id}/raw`, { key: alice.key })
@@ -79,12 +67,12 @@ describe('delivery over SMTP with nodemailer', () => {
     expect(info.accepted.sort()).toEqual([aliceAddress, bobAddress].sort())
     expect(info.rejected).toEqual([ghost])
     expect((info as { rejectedErrors?: { response: string }[] }).rejectedErrors?.[0]?.response).toStartWith('550 5.1.1')
-    const a = await latest(alice)
-    const b = await latest(bob)
+    const a = await h.latest(alice)
+    const b = await h.latest(bob)
     expect(a.subject).toBe('To both')
     expect(b.subject).toBe('To both')
     expect(a.id).not.toBe(b.id)
-    expect((await full(alice, a.id)).envelope.rcpt_to).toEqual([aliceAddress])
+    expect((await h.email(alice, a.id)).envelope.rcpt_to).toEqual([aliceAddress])
   })
 
   test('a domain we do not host is relaying: 550 5.7.1', async () => {
@@ -103,9 +91,9 @@ describe('delivery over SMTP with nodemailer', () => {
         { filename: 'data.bin', content: Buffer.from([0, 1, 2, 3, 255]), contentType: 'application/octet-stream', cid: 'data@x' },
       ],
     })
-    const summary = await latest(alice)
+    const summary = await h.latest(alice)
     expect(summary.attachment_count).toBe(2)
-    const email = await full(alice, summary.id)
+    const email = await h.email(alice, summary.id)
     expect(email.attachments.map((a: { filename: string; size_bytes: number; content_type: string }) => [a.filename, a.size_bytes, a.content_type])).toEqual([
       ['notes.txt', 11, 'text/plain'],
       ['data.bin', 5, 'application/octet-stream'],
@@ -123,14 +111,14 @@ describe('delivery over SMTP with nodemailer', () => {
   test('the raw download is the exact bytes sent, after our Received: trace header', async () => {
     const sent = rfc822({ From: 'sam@sender.example', To: aliceAddress, Subject: 'Exact', 'Message-ID': `<${crypto.randomUUID()}@sender.example>` }, '.leading dot\n..two dots\nünïcödé 8-bit\n')
     await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw: sent })
-    const summary = await latest(alice)
+    const summary = await h.latest(alice)
     const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${summary.id}/raw`, { headers: { authorization: `Bearer ${alice.key}` } }))
     expect(res.headers.get('content-type')).toBe('message/rfc822')
     const raw = Buffer.from(await res.arrayBuffer())
     const trace = raw.subarray(0, raw.indexOf('\r\n', raw.indexOf('\r\n;') >= 0 ? 0 : 0)).toString()
     expect(trace).toStartWith('Received: from client.sender.example ([127.0.0.1])')
     expect(raw.subarray(raw.length - Buffer.byteLength(sent)).equals(Buffer.from(sent))).toBe(true)
-    const email = await full(alice, summary.id)
+    const email = await h.email(alice, summary.id)
     expect(email.text).toBe('.leading dot\n..two dots\nünïcödé 8-bit\n')
     expect(summary.size_bytes).toBe(raw.length)
   })
@@ -139,7 +127,7 @@ describe('delivery over SMTP with nodemailer', () => {
     const signer = senderDomain(h.dns, 'signed.example')
     const message = await signer.sign(rfc822({ From: 'Pay <pay@signed.example>', To: aliceAddress, Subject: 'Signed', 'Message-ID': '<signed-1@signed.example>' }, 'authentic\n'))
     await h.transport.sendMail({ envelope: { from: 'pay@signed.example', to: [aliceAddress] }, raw: message })
-    const email = await full(alice, (await latest(alice)).id)
+    const email = await h.email(alice, (await h.latest(alice)).id)
     expect(email.authentication.dkim).toEqual([
       { result: 'pass', domain: 'signed.example', selector: 'sel', aligned: true, signed_headers: expect.arrayContaining(['from', 'to', 'subject']) },
     ])
@@ -151,7 +139,7 @@ describe('delivery over SMTP with nodemailer', () => {
     const signer = senderDomain(h.dns, 'tamper.example')
     const message = await signer.sign(rfc822({ From: 'pay@tamper.example', To: aliceAddress, Subject: 'Signed' }, 'original body\n'))
     await h.transport.sendMail({ envelope: { from: 'someone@other.example', to: [aliceAddress] }, raw: message.replace('original body', 'changed body') })
-    const email = await full(alice, (await latest(alice)).id)
+    const email = await h.email(alice, (await h.latest(alice)).id)
     expect(email.authentication.dkim[0].result).not.toBe('pass')
     expect(email.authentication.dmarc.result).toBe('fail')
   })

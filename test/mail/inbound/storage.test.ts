@@ -1,7 +1,7 @@
 /** Storage accounting and limits of inbound mail. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import nodemailer from 'nodemailer'
-import { createOrg, testSql, type TestOrg } from '../../helpers/app'
+import { createOrg, testSql } from '../../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../../helpers/mail'
 
 let h: InboundHarness
@@ -11,18 +11,12 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
-async function latest(org: TestOrg) {
-  const list = await h.request('GET', '/v1/emails?limit=1', { key: org.key })
-  expect(list.status).toBe(200)
-  return list.body.data[0]
-}
-
 describe('storage', () => {
   test('each stored message counts in /v1/account/storage', async () => {
     const erin = await createOrg()
     const address = await managedAddress(h.ctx, erin.orgId)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Count me', text: 'x'.repeat(5000) })
-    const email = await latest(erin)
+    const email = await h.latest(erin)
     const storage = (await h.request('GET', '/v1/account/storage', { key: erin.key })).body.data
     expect(storage.used_bytes).toBe(email.size_bytes)
     expect(storage.emails_count).toBe(1)
