@@ -18,6 +18,7 @@ import { startRelayPeer } from './mail/outbound/peers'
 import { startWorker } from '../src/jobs/worker'
 import type { JobKind } from '../src/jobs/kind'
 import { deliverJob } from '../src/webhooks/deliver.job'
+import { until } from './helpers/until'
 
 const db = await testDatabase()
 const onServer = db.kind === 'postgres'
@@ -30,14 +31,6 @@ afterAll(async () => {
 const dns = onServer ? await startDnsStub() : undefined
 cleanup.push(() => dns?.server.kill())
 const ENV = { HOST: '127.0.0.1', SMTP_HOSTNAME: 'mx.test.local', DNS_SERVERS: `127.0.0.1:${dns?.port}`, WEBHOOK_ALLOW_LOOPBACK: 'true' }
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read()
-    if (done(v)) return v
-    await Bun.sleep(50)
-  }
-}
 
 /** A receiver that holds the first webhook open until `release()`, and answers the others at once. */
 function holdingReceiver() {

@@ -10,6 +10,7 @@ import { startReceiver, type Receiver } from '../helpers/receiver'
 import { startWorker, type Worker } from '../../src/jobs/worker'
 import { JOB_KINDS } from '../../src/job-kinds'
 import { sandboxPool } from '../../src/functions/sandbox/pool'
+import { until } from '../helpers/until'
 
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1', FUNCTION_WALL_CLOCK_MS: '10000', FUNCTION_CPU_MS: '700' }
 
@@ -27,15 +28,6 @@ afterAll(async () => {
   receiver.stop()
   await h.stop()
 })
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await read()
-    if (done(v) || Date.now() > deadline) return v
-    await Bun.sleep(50)
-  }
-}
 
 let n = 0
 async function routedFunction(org: TestOrg, code: string) {

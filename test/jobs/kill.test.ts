@@ -15,6 +15,7 @@ import { deliverJob } from '../../src/webhooks/deliver.job'
 import { executeJob } from '../../src/sending/execute'
 import { relayOf } from '../../src/sending/relay'
 import { testDatabase } from '../helpers/database'
+import { until } from '../helpers/until'
 
 const db = await testDatabase()
 const LEASE = { JOB_LEASE_SECONDS: '2' }
@@ -33,14 +34,6 @@ async function workerProcess(env: Record<string, string> = {}): Promise<ServiceP
 /** A job kind that records the attempt number of each run before running it as usual. */
 function recording<P>(kind: JobKind<P>, attempts: number[]): JobKind<P> {
   return { ...kind, handleMany: undefined, handle: (c, p, job) => (attempts.push(job.attempts), kind.handle(c, p, job)) }
-}
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read()
-    if (done(v)) return v
-    await Bun.sleep(50)
-  }
 }
 
 describe.skipIf(db.kind !== 'postgres')('a worker killed with kill -9 mid-attempt', () => {

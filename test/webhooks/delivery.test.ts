@@ -12,6 +12,7 @@ import { DELIVER_KIND } from '../../src/webhooks/deliver.job'
 import { markDomainVerified } from '../../src/domains/service'
 import type { EndpointRules } from '../../src/webhooks/endpoints.service'
 import { JOB_KINDS } from '../../src/job-kinds'
+import { until } from '../helpers/until'
 
 const stripe = new Stripe('sk_test_unused')
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '10000' }
@@ -49,15 +50,6 @@ async function deliveries(org: TestOrg, query = '') {
   const res = await h.request('GET', `/v1/webhooks/deliveries${query}`, { key: org.key })
   expect(res.status).toBe(200)
   return res.body.data as any[]
-}
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await read()
-    if (done(v) || Date.now() > deadline) return v
-    await Bun.sleep(50)
-  }
 }
 
 async function orgWithInbox(plan: 'developer' | 'free' = 'developer') {
