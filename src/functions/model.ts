@@ -125,3 +125,25 @@ export const Activity = t.Object({
   invocation_id: Nullable(t.String({ format: 'uuid' })),
   created_at: t.String({ format: 'date-time' }),
 })
+
+/** A secret as the API shows it: never its value. */
+export const Secret = t.Object({ key: t.String(), created_at: t.String({ format: 'date-time' }), updated_at: t.String({ format: 'date-time' }) })
+
+export const RouteFunction = t.Object({
+  domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description: 'a domain of the organization, or null for the org-wide fallback' }),
+})
+
+export const RoutingTopology = t.Object({
+  functions: t.Array(
+    t.Object({
+      function_id: t.String({ format: 'uuid' }),
+      name: t.String(),
+      endpoint_id: Nullable(t.String({ format: 'uuid' })),
+      enabled: t.Boolean(),
+      slot: t.String({ description: 'domain (a domain default), fallback (org-wide), route_target (only recipient routes reach it) or none' }),
+      domain_id: Nullable(t.String({ format: 'uuid' })),
+      domain: Nullable(t.String()),
+      recipient_routes: t.Array(t.String({ description: 'patterns of recipient routes to the function' })),
+    }),
+  ),
+})

@@ -5,9 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { bodyLimit } from '../http/boundary'
-import { Nullable } from '../http/schema'
 import { DEPLOY_BODY_BYTES, CODE_GZIP_BYTES, CODE_RAW_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
-import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, Source, Tags } from './model'
+import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, RouteFunction, RoutingTopology, Secret, Source, Tags } from './model'
 import { functionObserveRoutes } from './observe.routes'
 import { routeFunction, routingTopology } from './routing'
 import { deleteSecret, listSecrets, putSecret } from './secrets'
@@ -20,7 +19,6 @@ const SIZES =
 const CHECK =
   'The module is evaluated once in a sandbox: a syntax error, an exception at the top level, a missing default export or a default export without fetch gives a deployment with status failed and deploy_error (name, message, line, column), and the current deployment stays what it was. '
 
-const Secret = t.Object({ key: t.String(), created_at: t.String({ format: 'date-time' }), updated_at: t.String({ format: 'date-time' }) })
 const SecretKeyParam = t.Object({ key: t.String({ maxLength: 200 }) })
 const SECRET_RULES = `Keys match ^[A-Z_][A-Z0-9_]*$; SERVICE_API_KEY, SERVICE_WEBHOOK_SECRET and SERVICE_API_BASE_URL are reserved (400 validation_error naming the key). Values are at most ${SECRET_VALUE_BYTES} bytes, sealed at rest and never returned. At most ${SECRETS_PER_SCOPE} secrets per function and per organization. A change applies from the next invocation, without a redeploy.`
 
@@ -98,24 +96,7 @@ export function functionRoutes(ctx: AppContext) {
       { query: t.Object(pageQuery()), response: { 200: Paged(FunctionSchema) }, detail: { summary: 'List functions, newest first' } },
     )
     .get('/routing-topology', ({ auth }) => routingTopology(ctx.sql, auth.orgId), {
-      response: {
-        200: Ok(
-          t.Object({
-            functions: t.Array(
-              t.Object({
-                function_id: t.String({ format: 'uuid' }),
-                name: t.String(),
-                endpoint_id: Nullable(t.String({ format: 'uuid' })),
-                enabled: t.Boolean(),
-                slot: t.String({ description: 'domain (a domain default), fallback (org-wide), route_target (only recipient routes reach it) or none' }),
-                domain_id: Nullable(t.String({ format: 'uuid' })),
-                domain: Nullable(t.String()),
-                recipient_routes: t.Array(t.String({ description: 'patterns of recipient routes to the function' })),
-              }),
-            ),
-          }),
-        ),
-      },
+      response: { 200: Ok(RoutingTopology) },
       detail: { summary: 'Functions wired to domains', description: 'Every live function with where its endpoint receives mail.' },
     })
     .get('/:id', async ({ auth, params }) => presentFunction(await getFunction(ctx.sql, auth.orgId, params.id)), {
@@ -161,7 +142,7 @@ export function functionRoutes(ctx: AppContext) {
     })
     .put('/:id/route', ({ auth, params, body }) => routeFunction(ctx, auth.orgId, params.id, body.domain_id), {
       params: FunctionId,
-      body: t.Object({ domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description: 'a domain of the organization, or null for the org-wide fallback' }) }),
+      body: RouteFunction,
       response: { 200: Ok(FunctionSchema) },
       detail: {
         summary: 'Route mail to a function',

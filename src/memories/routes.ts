@@ -9,7 +9,7 @@ import { Ok, Page, Paged } from '../http/envelope'
 import { errors } from '../http/errors'
 import { pageQuery, cursors } from '../http/pagination'
 import { Batch, BatchResult, DeletedMemory, Memory, MemoryListItem, PutMemory, MEMORY_BATCH_MAX } from './model'
-import { applyMemoryOps, getMemory, listMemories, presentListItem, presentMemory, type MemoryOp, type MemoryScope, type OpResult } from './service'
+import { applyMemoryOps, defaultMemoryScope, getMemory, listMemories, presentListItem, presentMemory, type MemoryOp, type MemoryScope, type OpResult } from './service'
 
 /** Values are free-form JSON: the body limit bounds them (the smallest JSON value with its comma takes 2 bytes), not the edge's value count. */
 const FREE_JSON_VALUES = 1024 * 1024 / 2
@@ -55,11 +55,8 @@ const FunctionKeyParam = t.Object({ id: t.String({ format: 'uuid', description: 
  * function scope at /v1/functions/{id}/memories: the same routes, the scope resolved per request.
  */
 export function memoryRoutes(ctx: AppContext) {
-  const orgOrRuntime = async (auth: Auth): Promise<MemoryScope> => {
-    // a function's runtime key (SERVICE_API_KEY) works in its function's scope by default
-    const [fn] = await ctx.sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and runtime_key_id = ${auth.keyId} and deleted_at is null`
-    return { orgId: auth.orgId, functionId: fn?.id ?? null }
-  }
+  // a function's runtime key (SERVICE_API_KEY) works in its function's scope by default
+  const orgOrRuntime = (auth: Auth) => defaultMemoryScope(ctx.sql, auth)
   const ofFunction = async (auth: Auth, params: { id?: string }): Promise<MemoryScope> => {
     const [fn] = await ctx.sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and id = ${params.id!} and deleted_at is null`
     if (!fn) throw errors.notFound('function')

@@ -4,6 +4,7 @@
  * feed. An organization's memory writes are serialized by its `memory_usage` row, locked
  * first: checks, versions and quota counts are exact under concurrent writers.
  */
+import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { ApiError, errors } from '../http/errors'
@@ -18,6 +19,16 @@ import { mailEvents } from '../mail/events'
 export interface MemoryScope {
   orgId: string
   functionId: string | null
+}
+
+/**
+ * Whose memories a credential reaches at /v1/memories and through the MCP tools: a function's
+ * runtime key (SERVICE_API_KEY) its own function's, by default; any other credential the
+ * organization's.
+ */
+export async function defaultMemoryScope(sql: Tx, auth: Pick<Auth, 'orgId' | 'keyId'>): Promise<MemoryScope> {
+  const [fn] = await sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and runtime_key_id = ${auth.keyId} and deleted_at is null`
+  return { orgId: auth.orgId, functionId: fn?.id ?? null }
 }
 
 export interface MemoryRow {

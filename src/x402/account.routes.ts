@@ -4,11 +4,11 @@ import type { AppContext } from '../context'
 import { requireOwnerOrAdmin } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
-import { Nullable, OneOf } from '../http/schema'
+import { OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { x402Access } from './access'
 import { ledgerCsv, listDeclined, listLedger, presentDeclined, presentLedgerRow } from './ledger.service'
-import { Address, BaseUnits, DeclinedPayment, DIRECTIONS, LEDGER_STATUSES, LedgerRow, NetworkSchema, SpendPolicy } from './model'
+import { DeclinedPayment, DIRECTIONS, LEDGER_STATUSES, LedgerRow, NetworkSchema, SpendPolicy, SpendPolicyUpdate } from './model'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from './policy.service'
 
 export function x402AccountRoutes(ctx: AppContext) {
@@ -25,12 +25,7 @@ export function x402AccountRoutes(ctx: AppContext) {
         return presentPolicy(await updateSpendPolicy(ctx.sql, auth.orgId, body))
       },
       {
-        body: t.Object({
-          paused: t.Optional(t.Boolean()),
-          per_payment_cap: t.Optional(Nullable(BaseUnits())),
-          daily_cap: t.Optional(Nullable(BaseUnits())),
-          payee_allowlist: t.Optional(Nullable(t.Array(Address, { maxItems: 1000 }))),
-        }),
+        body: SpendPolicyUpdate,
         response: { 200: Ok(SpendPolicy) },
         detail: {
           summary: 'Update the spend policy',

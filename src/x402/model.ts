@@ -106,6 +106,14 @@ export const SpendPolicy = t.Object({
   updated_at: Nullable(t.String({ format: 'date-time' })),
 })
 
+/** Merge update: an omitted field keeps its value, an explicit null clears a cap or the allowlist. */
+export const SpendPolicyUpdate = t.Object({
+  paused: t.Optional(t.Boolean()),
+  per_payment_cap: t.Optional(Nullable(BaseUnits())),
+  daily_cap: t.Optional(Nullable(BaseUnits())),
+  payee_allowlist: t.Optional(Nullable(t.Array(Address, { maxItems: 1000 }))),
+})
+
 export const DeclinedPayment = t.Object({
   id: t.String({ format: 'uuid' }),
   challenge_id: t.String({ format: 'uuid' }),

@@ -10,6 +10,7 @@ import addFormats from 'ajv-formats'
 import type { Client } from '@modelcontextprotocol/client'
 import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { managedAddress, rfc822 } from '../helpers/mail'
+import { startReceiver, type Receiver } from '../helpers/receiver'
 import { startTestRelay, type TestRelay } from '../helpers/relay'
 import { memoryResolver } from '../../src/dns/resolver'
 import { ingest } from '../../src/mail/inbound/ingest'
@@ -17,6 +18,7 @@ import { relayOf } from '../../src/sending/relay'
 import { appFetch, ERAS, mcpClient } from './helpers'
 
 let relay: TestRelay
+let receiver: Receiver
 let t: TestApp
 let org: TestOrg
 let inbox: string
@@ -25,7 +27,7 @@ const unique = () => crypto.randomUUID().slice(0, 8)
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 addFormats(ajv)
 
-async function inbound(to: string, subject: string, attachment?: { name: string; text: string }) {
+async function inbound(to: string, subject: string, attachment?: { name: string; text: string }, owner: TestOrg = org) {
   const boundary = `b${unique()}`
   const headers: Record<string, string> = { From: 'Sam <sam@sender.example>', To: to, Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }
   let body = 'hello from sam'
@@ -40,17 +42,19 @@ async function inbound(to: string, subject: string, attachment?: { name: string;
   }
   const raw = new TextEncoder().encode(rfc822(headers, body))
   const result = await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [to], remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
-  return result.stored.find(s => s.orgId === org.orgId)!.id
+  return result.stored.find(s => s.orgId === owner.orgId)!.id
 }
 
 beforeAll(async () => {
   relay = await startTestRelay()
-  // a public address for the webhook host; nothing else of DNS is needed
-  t = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000' }, { resolver: memoryResolver({ 'hooks.example.com': { A: ['93.184.216.34'] } }) })
+  receiver = startReceiver()
+  // a public address for the webhook host; nothing else of DNS is needed. Loopback webhooks reach the receiver.
+  t = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000', WEBHOOK_ALLOW_LOOPBACK: 'true' }, { resolver: memoryResolver({ 'hooks.example.com': { A: ['93.184.216.34'] } }) })
   org = await createOrg()
   inbox = await managedAddress(t.ctx, org.orgId)
 })
 afterAll(async () => {
+  receiver.stop()
   await relayOf(t.ctx).close()
   await relay.stop()
 })
@@ -70,6 +74,11 @@ for (const { era, version } of ERAS) {
         if (!validate(result.structuredContent)) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}`)
       }
       return result
+    }
+    const validate = (name: string, value: unknown) => {
+      const check = schemas.get(name)!
+      if (!check(value)) throw new Error(`${name}: ${ajv.errorsText(check.errors)}`)
+      return true
     }
     const ok = async (name: string, args: Record<string, unknown>) => {
       const result = await call(name, args)
@@ -92,7 +101,9 @@ for (const { era, version } of ERAS) {
       const { tools } = await client.listTools()
       const names = tools.map(tool => tool.name)
       expect(names).toEqual([...names].sort())
-      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge', 'deploy_function', 'redeploy_function', 'list_functions', 'get_function', 'list_function_logs', 'list_function_invocations', 'get_function_invocation', 'list_memories', 'get_memory', 'set_memory', 'delete_memory']))
+      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge', 'deploy_function', 'redeploy_function', 'list_functions', 'get_function', 'list_function_logs', 'list_function_invocations', 'get_function_invocation', 'list_memories', 'get_memory', 'set_memory', 'delete_memory',
+        'pay_payment_challenge', 'get_spend_policy', 'update_spend_policy', 'list_payments', 'list_declined_payments', 'list_webhook_deliveries', 'get_webhook_delivery', 'replay_webhook_delivery',
+        'patch_memory', 'batch_memories', 'route_function', 'get_routing_topology', 'list_function_secrets', 'set_function_secret', 'delete_function_secret']))
       for (const tool of tools) {
         expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/)
         expect(tool.inputSchema.type).toBe('object')
@@ -196,7 +207,7 @@ for (const { era, version } of ERAS) {
     })
 
     test('webhook endpoints: create, list, get, update, delete; a private URL is validation_error', async () => {
-      expect((await fails('create_webhook_endpoint', { url: 'https://127.0.0.1/hook' })).code).toBe('validation_error')
+      expect((await fails('create_webhook_endpoint', { url: 'https://10.0.0.1/hook' })).code).toBe('validation_error')
       const endpoint = await ok('create_webhook_endpoint', { url: `https://hooks.example.com/${era}`, is_route_target: true })
       expect((await ok('list_webhook_endpoints', {})).items.map((e: { id: string }) => e.id)).toContain(endpoint.id)
       expect((await ok('get_webhook_endpoint', { endpoint_id: endpoint.id })).url).toBe(endpoint.url)
@@ -233,10 +244,99 @@ for (const { era, version } of ERAS) {
       expect((await fails('get_memory', { key })).code).toBe('not_found')
     })
 
+    test('webhook deliveries: list by email, get, replay with the original event id', async () => {
+      // an organization of its own: one org-wide fallback endpoint each
+      const owner = await createOrg()
+      const address = await managedAddress(t.ctx, owner.orgId)
+      const own = await mcpClient(t, owner.key, era)
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const result = (await own.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
+        if (!result.isError) expect(validate(name, result.structuredContent)).toBe(true)
+        return result
+      }
+      const path = `/deliveries-${era}-${unique()}`
+      const endpoint = (await call('create_webhook_endpoint', { url: receiver.url(path) })).structuredContent
+      expect(endpoint.domain_id).toBeNull()
+      const emailId = await inbound(address, `delivered ${era}`, undefined, owner)
+      const listed = (await call('list_webhook_deliveries', { email_id: emailId })).structuredContent
+      expect(listed.items).toHaveLength(1)
+      const delivery = listed.items[0]
+      expect(delivery).toMatchObject({ email_id: emailId, endpoint_id: endpoint.id, event_type: 'email.received', status: 'pending' })
+      expect((await call('get_webhook_delivery', { delivery_id: delivery.id })).structuredContent.event_id).toBe(delivery.event_id)
+      const replayed = (await call('replay_webhook_delivery', { delivery_id: delivery.id })).structuredContent
+      expect(replayed).toEqual({ delivered: 1, failed: 0 })
+      const received = receiver.requests.filter(r => r.path === path)
+      expect(received).toHaveLength(1)
+      expect(received[0]!.json.id).toBe(delivery.event_id)
+      expect((await call('get_webhook_delivery', { delivery_id: delivery.id })).structuredContent.status).toBe('delivered')
+      // the organization of the tests sees none of it
+      expect((await fails('get_webhook_delivery', { delivery_id: delivery.id })).code).toBe('not_found')
+      expect((await fails('replay_webhook_delivery', { delivery_id: delivery.id })).code).toBe('not_found')
+      expect((await ok('list_webhook_deliveries', { email_id: emailId })).items).toEqual([])
+      await own.close()
+    })
+
+    test('functions: route to the fallback, the topology shows it; secrets of a function and of the organization', async () => {
+      const owner = await createOrg()
+      const own = await mcpClient(t, owner.key, era)
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const result = (await own.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
+        if (!result.isError) expect(validate(name, result.structuredContent)).toBe(true)
+        return result
+      }
+      const fn = (await call('deploy_function', { name: `routed-${era}`, code: 'export default { async fetch() { return new Response("ok") } }' })).structuredContent
+      expect((await call('get_routing_topology', {})).structuredContent.functions).toEqual([expect.objectContaining({ function_id: fn.id, slot: 'none', endpoint_id: null })])
+      const routed = (await call('route_function', { function_id: fn.id, domain_id: null })).structuredContent
+      expect(routed.id).toBe(fn.id)
+      const [wired] = (await call('get_routing_topology', {})).structuredContent.functions
+      expect(wired).toMatchObject({ function_id: fn.id, slot: 'fallback', enabled: true, domain_id: null })
+      expect(wired.endpoint_id).toBeString()
+      expect((await call('route_function', { function_id: crypto.randomUUID(), domain_id: null })).structuredContent.error.code).toBe('not_found')
+
+      const own1 = (await call('set_function_secret', { function_id: fn.id, key: 'API_TOKEN', value: 'function value' })).structuredContent
+      expect(own1).toMatchObject({ key: 'API_TOKEN', created: true })
+      expect(JSON.stringify(own1)).not.toContain('function value')
+      expect((await call('set_function_secret', { function_id: fn.id, key: 'API_TOKEN', value: 'replaced' })).structuredContent.created).toBe(false)
+      await call('set_function_secret', { key: 'ORG_WIDE', value: 'org value' })
+      expect((await call('list_function_secrets', { function_id: fn.id })).structuredContent.items.map((s: { key: string }) => s.key)).toEqual(['API_TOKEN'])
+      expect((await call('list_function_secrets', {})).structuredContent.items.map((s: { key: string }) => s.key)).toEqual(['ORG_WIDE'])
+      const reserved = (await call('set_function_secret', { function_id: fn.id, key: 'SERVICE_API_KEY', value: 'x' })).structuredContent.error
+      expect(reserved).toMatchObject({ code: 'validation_error' })
+      expect(reserved.message).toStartWith('key SERVICE_API_KEY: is reserved')
+      expect((await call('delete_function_secret', { function_id: fn.id, key: 'API_TOKEN' })).structuredContent).toEqual({ key: 'API_TOKEN', deleted: true })
+      expect((await call('delete_function_secret', { function_id: fn.id, key: 'API_TOKEN' })).structuredContent.error.code).toBe('not_found')
+      // another organization's function does not exist for the tests' organization
+      expect((await fails('list_function_secrets', { function_id: fn.id })).code).toBe('not_found')
+      expect((await fails('route_function', { function_id: fn.id, domain_id: null })).code).toBe('not_found')
+      await own.close()
+    })
+
+    test('memories: merge patch, and a batch that applies all or nothing', async () => {
+      const key = `mcp/patch/${era}/${unique()}`
+      await ok('set_memory', { key, value: { a: 1, b: { c: 2 } } })
+      const patched = await ok('patch_memory', { key, patch: { a: null, b: { d: 3 } } })
+      expect(patched.value).toEqual({ b: { c: 2, d: 3 } })
+      expect((await fails('patch_memory', { key: `${key}/missing`, patch: { a: 1 } })).code).toBe('not_found')
+      expect((await fails('patch_memory', { key, patch: { a: 2 }, if_version: patched.version - 1 })).code).toBe('precondition_failed')
+      const other = `${key}/other`
+      const batch = await ok('batch_memories', { operations: [{ op: 'check', key, version: patched.version }, { op: 'set', key: other, value: 1 }, { op: 'delete', key }] })
+      expect(batch.results.map((r: { op: string; key: string }) => [r.op, r.key])).toEqual([['check', key], ['set', other], ['delete', key]])
+      expect((await fails('get_memory', { key })).code).toBe('not_found')
+      // a failing check: the set before it does not happen either
+      const failed = await fails('batch_memories', { operations: [{ op: 'set', key: `${key}/never`, value: 1 }, { op: 'check', key: other, exists: false }] })
+      expect(failed.code).toBe('precondition_failed')
+      expect(failed.message).toContain('operations[1]')
+      expect((await fails('get_memory', { key: `${key}/never` })).code).toBe('not_found')
+      expect((await fails('batch_memories', { operations: [] })).code).toBe('validation_error')
+    })
+
     test('payment challenges: the x402_payments entitlement gates them like the REST routes', async () => {
       const error = await fails('create_payment_challenge', { amount: '10000', network: 'base-sepolia', idempotency_key: `p-${unique()}` })
       expect(error.code).toBe('feature_disabled')
       expect((await fails('get_payment_challenge', { challenge_id: crypto.randomUUID() })).code).toBe('feature_disabled')
+      for (const [name, args] of [['pay_payment_challenge', { challenge_id: crypto.randomUUID(), payment: {} }], ['get_spend_policy', {}], ['update_spend_policy', { paused: true }], ['list_payments', {}], ['list_declined_payments', {}]] as const) {
+        expect({ name, code: (await fails(name, args)).code }).toEqual({ name, code: 'feature_disabled' })
+      }
     })
   })
 }

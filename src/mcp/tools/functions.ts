@@ -1,13 +1,21 @@
-/** Function tools (the Functions routes): deploy, read, logs and invocations of hosted functions. */
+/** Function tools (the Functions routes): deploy, read, route, secrets, logs and invocations of hosted functions. */
 import { Type } from '@sinclair/typebox'
 import { cursors } from '../../http/pagination'
-import { DeployFunction, DeployResult, FullInvocation, FunctionSchema, Invocation, LogLineSchema } from '../../functions/model'
+import { DeployFunction, DeployResult, FullInvocation, FunctionSchema, Invocation, LogLineSchema, RouteFunction, RoutingTopology, Secret } from '../../functions/model'
+import { routeFunction, routingTopology } from '../../functions/routing'
+import { deleteSecret, listSecrets, putSecret } from '../../functions/secrets'
+import { RESERVED_SECRETS, SECRET_VALUE_BYTES } from '../../functions/limits'
 import { getInvocation, listInvocations, listLogs, presentInvocation, presentLog } from '../../functions/observe'
 import { deployFunction, getFunction, listFunctions, presentFunction, redeployFunction } from '../../functions/service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const FunctionId = { function_id: Type.String({ format: 'uuid' }) }
+/** Secrets live in two scopes, like the two REST collections: one function's, or the organization's (read by every function without its own). */
+const SecretScope = {
+  function_id: Type.Optional(Type.String({ format: 'uuid', description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key" })),
+}
+const SecretKey = Type.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$; ${RESERVED_SECRETS.join(', ')} are reserved` })
 
 export const functionTools = [
   tool({
@@ -96,5 +104,59 @@ export const functionTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/functions/:id/invocations/:invocationId' },
     handle: async ({ ctx, auth }, args) => getInvocation(ctx.sql, auth.orgId, args.function_id, args.invocation_id),
+  }),
+  tool({
+    name: 'route_function',
+    title: 'Route mail to a function',
+    description:
+      "Makes a deployed function receive inbound mail: a domain's default slot (domain_id; needs the webhooks_per_domain entitlement) or the org-wide fallback (domain_id null), " +
+      'which receives mail for domains with no enabled endpoint of their own. A slot held by another enabled endpoint is a conflict.',
+    input: Type.Object({ ...FunctionId, ...RouteFunction.properties }),
+    output: FunctionSchema,
+    annotations: { ...WRITE, idempotentHint: true },
+    rest: { method: 'PUT', path: '/v1/functions/:id/route' },
+    handle: async ({ ctx, auth }, args) => routeFunction(ctx, auth.orgId, args.function_id, args.domain_id),
+  }),
+  tool({
+    name: 'get_routing_topology',
+    title: 'Get the routing topology',
+    description: 'Every live function, by name, with where its endpoint receives mail: a domain, the fallback, recipient routes only, or nowhere.',
+    input: Type.Object({}),
+    output: RoutingTopology,
+    annotations: READ,
+    rest: { method: 'GET', path: '/v1/functions/routing-topology' },
+    handle: async ({ ctx, auth }) => routingTopology(ctx.sql, auth.orgId),
+  }),
+  tool({
+    name: 'list_function_secrets',
+    title: 'List secrets',
+    description: "Keys and timestamps of a function's secrets, or the organization's; values are never returned.",
+    input: Type.Object(SecretScope),
+    output: Type.Object({ items: Type.Array(Secret, { description: 'by key' }) }),
+    annotations: READ,
+    rest: { method: 'GET', path: '/v1/functions/:id/secrets' },
+    handle: async ({ ctx, auth }, args) => ({ items: await listSecrets(ctx, auth.orgId, args.function_id ?? null) }),
+  }),
+  tool({
+    name: 'set_function_secret',
+    title: 'Set a secret',
+    description:
+      `Creates or replaces a secret a function reads as env.KEY (values up to ${SECRET_VALUE_BYTES} bytes, sealed at rest, never shown again). ` +
+      "A function's own secret overrides the organization's; the change applies from the next invocation, without a redeploy.",
+    input: Type.Object({ ...SecretScope, key: SecretKey, value: Type.String() }),
+    output: Type.Object({ ...Secret.properties, created: Type.Boolean({ description: 'false when it replaced a value' }) }),
+    annotations: { ...WRITE, idempotentHint: true },
+    rest: { method: 'PUT', path: '/v1/functions/:id/secrets/:key' },
+    handle: async ({ ctx, auth }, args) => putSecret(ctx, auth.orgId, args.function_id ?? null, args.key, args.value),
+  }),
+  tool({
+    name: 'delete_function_secret',
+    title: 'Delete a secret',
+    description: "Deletes a function's secret, or the organization's (not_found when there is none).",
+    input: Type.Object({ ...SecretScope, key: SecretKey }),
+    output: Type.Object({ key: Type.String(), deleted: Type.Literal(true) }),
+    annotations: { ...WRITE, destructiveHint: true },
+    rest: { method: 'DELETE', path: '/v1/functions/:id/secrets/:key' },
+    handle: async ({ ctx, auth }, args) => deleteSecret(ctx, auth.orgId, args.function_id ?? null, args.key),
   }),
 ]

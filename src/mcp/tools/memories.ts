@@ -1,15 +1,18 @@
-/** Memory tools (the Memories routes): durable JSON values under keys, org-scoped, versioned. */
+/**
+ * Memory tools (the Memories routes at /v1/memories): durable JSON values under keys, versioned.
+ * The scope is the REST route's: the organization's, or for a function's runtime key its own
+ * function's.
+ */
 import { Type } from '@sinclair/typebox'
 import { Page } from '../../http/envelope'
 import { cursors } from '../../http/pagination'
-import { DeletedMemory, Memory, MemoryListItem, MEMORY_KEY_MAX_BYTES, MEMORY_TTL_MAX_SECONDS } from '../../memories/model'
-import { applyMemoryOps, getMemory, listMemories, presentListItem, presentMemory, type MemoryScope } from '../../memories/service'
+import { Batch, BatchResult, DeletedMemory, Memory, MemoryListItem, MEMORY_BATCH_MAX, MEMORY_KEY_MAX_BYTES, MEMORY_TTL_MAX_SECONDS } from '../../memories/model'
+import { applyMemoryOps, defaultMemoryScope, getMemory, listMemories, presentListItem, presentMemory } from '../../memories/service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const Key = Type.String({ minLength: 1, maxLength: MEMORY_KEY_MAX_BYTES, description: '1 to 512 bytes; `/` separates prefixes' })
 const IfVersion = Type.Optional(Type.Integer({ minimum: 1, description: 'write only if the key has this version now (optimistic concurrency); else precondition_failed' }))
-const orgScope = (orgId: string): MemoryScope => ({ orgId, functionId: null })
 
 export const memoryTools = [
   tool({
@@ -21,12 +24,13 @@ export const memoryTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/memories' },
     handle: async ({ ctx, auth }, args) => {
+      const where = await defaultMemoryScope(ctx.sql, auth)
       // the REST list's cursor scope, so a cursor works on either surface
-      const scope = `memories:${auth.orgId}:org:${args.prefix ?? ''}`
+      const scope = `memories:${auth.orgId}:${where.functionId ?? 'org'}:${args.prefix ?? ''}`
       const limit = args.limit ?? TOOL_PAGE
       const after = cursors(ctx).decodeValue(scope, args.cursor)
       const withValues = args.include_values ?? false
-      const { rows, total } = await listMemories(ctx.sql, orgScope(auth.orgId), { prefix: args.prefix, after, limit, withValues })
+      const { rows, total } = await listMemories(ctx.sql, where, { prefix: args.prefix, after, limit, withValues })
       const items = rows.slice(0, limit)
       const cursor = rows.length > limit ? cursors(ctx).encode(scope, items.at(-1)!.key) : null
       return pageResult(new Page(items.map(r => presentListItem(r, withValues)), { total, limit, cursor }))
@@ -40,7 +44,7 @@ export const memoryTools = [
     output: Memory,
     annotations: READ,
     rest: { method: 'GET', path: '/v1/memories/:key' },
-    handle: async ({ ctx, auth }, args) => presentMemory(await getMemory(ctx.sql, orgScope(auth.orgId), args.key)),
+    handle: async ({ ctx, auth }, args) => presentMemory(await getMemory(ctx.sql, await defaultMemoryScope(ctx.sql, auth), args.key)),
   }),
   tool({
     name: 'set_memory',
@@ -57,8 +61,38 @@ export const memoryTools = [
     annotations: { ...WRITE, idempotentHint: true },
     rest: { method: 'PUT', path: '/v1/memories/:key' },
     handle: async ({ ctx, auth }, args) => {
-      const [result] = await applyMemoryOps(ctx, orgScope(auth.orgId), [{ op: 'set', ...args }], false)
+      const [result] = await applyMemoryOps(ctx, await defaultMemoryScope(ctx.sql, auth), [{ op: 'set', ...args }], false)
       return presentMemory(result!.row!)
+    },
+  }),
+  tool({
+    name: 'patch_memory',
+    title: 'Merge-patch a memory',
+    description:
+      'Applies a JSON merge patch (RFC 7386) to the value of an existing key: objects merge, null removes a member, anything else replaces. ' +
+      'Metadata and expiry stay. not_found when the key does not exist; pass if_version to patch only the version you read.',
+    input: Type.Object({ key: Key, patch: Type.Unknown({ description: 'the merge patch, usually an object' }), if_version: IfVersion }),
+    output: Memory,
+    annotations: { ...WRITE, idempotentHint: true },
+    rest: { method: 'PATCH', path: '/v1/memories/:key' },
+    handle: async ({ ctx, auth }, args) => {
+      const [result] = await applyMemoryOps(ctx, await defaultMemoryScope(ctx.sql, auth), [{ op: 'merge', ...args }], false)
+      return presentMemory(result!.row!)
+    },
+  }),
+  tool({
+    name: 'batch_memories',
+    title: 'Apply memory operations atomically',
+    description:
+      `Up to ${MEMORY_BATCH_MAX} operations (check, set, delete) applied in order, all or nothing; later ones see earlier ones. ` +
+      'A failing check or if_version is precondition_failed naming operations[i] (details.current_version); a delete of a missing key is not_found. Either way nothing changes.',
+    input: Batch,
+    output: BatchResult,
+    annotations: { ...WRITE, destructiveHint: true },
+    rest: { method: 'POST', path: '/v1/memories/batch' },
+    handle: async ({ ctx, auth }, args) => {
+      const results = await applyMemoryOps(ctx, await defaultMemoryScope(ctx.sql, auth), args.operations, true)
+      return { results: results.map(r => ({ op: r.op, key: r.key, version: r.version })) }
     },
   }),
   tool({
@@ -70,7 +104,7 @@ export const memoryTools = [
     annotations: { ...WRITE, destructiveHint: true },
     rest: { method: 'DELETE', path: '/v1/memories/:key' },
     handle: async ({ ctx, auth }, args) => {
-      const [result] = await applyMemoryOps(ctx, orgScope(auth.orgId), [{ op: 'delete', ...args }], false)
+      const [result] = await applyMemoryOps(ctx, await defaultMemoryScope(ctx.sql, auth), [{ op: 'delete', ...args }], false)
       return { key: result!.key, deleted: true as const, version: result!.version! }
     },
   }),

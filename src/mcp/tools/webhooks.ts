@@ -1,13 +1,18 @@
-/** Webhook endpoint tools (the Webhook endpoints routes): where inbound mail is delivered. */
+/** Webhook tools: endpoints (where inbound mail is delivered) and the deliveries made to them, with replay. */
 import { Type } from '@sinclair/typebox'
 import { cursors } from '../../http/pagination'
-import { iso } from '../../http/timestamps'
+import { OneOf } from '../../http/schema'
+import { iso, parseTimestamp } from '../../http/timestamps'
+import { Delivery, STATUSES } from '../../webhooks/deliveries.model'
+import { getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from '../../webhooks/deliveries.service'
 import { CreateEndpoint, DeactivatedEndpoint, Endpoint, UpdateEndpoint } from '../../webhooks/endpoints.model'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from '../../webhooks/endpoints.service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const EndpointId = { endpoint_id: Type.String({ format: 'uuid' }) }
+const DeliveryId = { delivery_id: Type.String({ format: 'uuid', description: 'from list_webhook_deliveries' }) }
+const Instant = (description: string) => Type.Optional(Type.String({ description: `ISO 8601 instant with Z or an offset; ${description}` }))
 
 export const webhookTools = [
   tool({
@@ -69,5 +74,53 @@ export const webhookTools = [
       const row = await deactivateEndpoint(ctx.sql, auth.orgId, args.endpoint_id)
       return { ...presentEndpoint(row), deactivated_at: iso(row.deactivated_at)! }
     },
+  }),
+  tool({
+    name: 'list_webhook_deliveries',
+    title: 'List webhook deliveries',
+    description: 'Deliveries of events to your endpoints, newest first, with their status, attempts and the last HTTP status or error. Filter by email, status or time.',
+    input: Type.Object({
+      ...PageInput,
+      email_id: Type.Optional(Type.String({ format: 'uuid', description: 'only deliveries of this email' })),
+      status: Type.Optional(OneOf(STATUSES)),
+      date_from: Instant('deliveries created at or after it'),
+      date_to: Instant('deliveries created at or before it'),
+    }),
+    output: PageOf(Delivery),
+    annotations: READ,
+    rest: { method: 'GET', path: '/v1/webhooks/deliveries' },
+    handle: async ({ ctx, auth }, args) => {
+      const page = cursors(ctx).request('deliveries', args, TOOL_PAGE)
+      const filters = {
+        emailId: args.email_id,
+        status: args.status,
+        dateFrom: args.date_from ? parseTimestamp('date_from', args.date_from) : null,
+        dateTo: args.date_to ? parseTimestamp('date_to', args.date_to) : null,
+      }
+      const { rows, total } = await listDeliveries(ctx.sql, auth.orgId, page, filters)
+      return pageResult(cursors(ctx).page('deliveries', rows, page, total, presentDelivery))
+    },
+  }),
+  tool({
+    name: 'get_webhook_delivery',
+    title: 'Get a webhook delivery',
+    description: 'One delivery by id.',
+    input: Type.Object(DeliveryId),
+    output: Delivery,
+    annotations: READ,
+    rest: { method: 'GET', path: '/v1/webhooks/deliveries/:id' },
+    handle: async ({ ctx, auth }, args) => presentDelivery(await getDelivery(ctx.sql, auth.orgId, args.delivery_id)),
+  }),
+  tool({
+    name: 'replay_webhook_delivery',
+    title: 'Replay a webhook delivery',
+    description:
+      'Sends the stored event again, with its original event id (receivers deduplicate on it), to its original endpoint, now; also when the endpoint is disabled. ' +
+      `conflict when the endpoint was deleted; at most ${REPLAYS_PER_MINUTE} replays per minute per organization (rate_limited).`,
+    input: Type.Object(DeliveryId),
+    output: Type.Object({ delivered: Type.Integer({ description: '1 when the endpoint accepted it' }), failed: Type.Integer({ description: '1 when it did not' }) }),
+    annotations: { ...WRITE, openWorldHint: true },
+    rest: { method: 'POST', path: '/v1/webhooks/deliveries/:id/replay' },
+    handle: async ({ ctx, auth }, args) => replayDelivery(ctx, auth.orgId, args.delivery_id),
   }),
 ]
