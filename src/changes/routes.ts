@@ -8,13 +8,19 @@ import { errors } from '../http/errors'
 import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
 
 export const MAX_CHANGES_WAIT_SECONDS = 30
+const UNSIGNALLED_REREAD_MS = 500
 
 const Change = t.Object({
   id: t.String({ description: 'evt_<32 hex>; a mail event has the id of its webhook event, so clients can dedupe across both' }),
   seq: t.Integer({ description: "position in the organization's total order; increases by one per change" }),
-  type: t.String({ description: 'email.received (and the machine-mail types), email.sent, send.status_changed, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, ...' }),
+  type: t.String({
+    description:
+      'email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, delivery.created, delivery.status_changed, ' +
+      'domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, ' +
+      'payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command (see docs/agent-state.md)',
+  }),
   occurred_at: t.String({ format: 'date-time' }),
-  resource: t.Object({ type: t.String({ description: 'email, send, delivery, domain, memory, ...' }), id: t.String() }),
+  resource: t.Object({ type: t.String({ description: 'email, send, delivery, domain, memory, deployment, invocation, challenge, wake_run' }), id: t.String() }),
   data: t.Record(t.String(), t.Unknown(), { description: 'a summary of the change; read the resource for the rest' }),
 })
 
@@ -40,11 +46,16 @@ export function changesRoutes(ctx: AppContext) {
           for (;;) {
             // Subscribe before reading, so a change committed between the read and the wait still wakes us.
             const remaining = deadline - Date.now()
-            const woken = remaining > 0 ? mailEvents(ctx).waitForChange(auth.orgId, remaining, AbortSignal.any([abort.signal, request.signal])) : null
+            // Without LISTEN (the embedded database) only writers of this process that signal
+            // after their commit wake the wait, so it also reads again every UNSIGNALLED_REREAD_MS.
+            const slice = mailEvents(ctx).listening ? remaining : Math.min(remaining, UNSIGNALLED_REREAD_MS)
+            const woken = remaining > 0 ? mailEvents(ctx).waitForChange(auth.orgId, slice, AbortSignal.any([abort.signal, request.signal])) : null
             page = await readFeed(ctx, auth.orgId, after, limit, filter)
             // A change that does not match the filters moves the cursor and the wait goes on.
             after = page.next
-            if (page.changes.length || !woken || !(await woken)) break
+            if (page.changes.length || !woken) break
+            await woken
+            if (request.signal.aborted) break
           }
         } finally {
           abort.abort()
@@ -63,7 +74,7 @@ export function changesRoutes(ctx: AppContext) {
         detail: {
           summary: 'Changes in order, resumable; long-poll with wait',
           description:
-            `A total order per organization of what happened: mail received and sent, send state changes, delivery outcomes, domain verification, memories. ` +
+            `A total order per organization of what happened: mail received and sent, sends created, rescheduled, canceled and their relay outcomes, deliveries and their outcomes, domain verification, memories, function deployments and invocations, payments, wake runs. ` +
             `meta.cursor is never null: it is where to resume, even after an empty page, and it moves past changes the filters skip, so filters never create gaps. ` +
             `meta.total counts the matching changes after the cursor given, this page included. ` +
             `Changes are kept ${CHANGES_RETENTION_DAYS} days; a cursor older than that is 410 cursor_expired with details.earliest_cursor. ` +

@@ -12,6 +12,8 @@ import { serveGuestFetch, type FetchScope } from './guest-fetch'
 import { sandboxPool } from './sandbox/pool'
 import type { GuestRequest, RunResult } from './sandbox/protocol'
 import { secretsForInvocation } from './secrets'
+import { recordChanges } from '../changes/record'
+import { invocationChange } from '../changes/sources'
 
 const pool = sandboxPool
 
@@ -105,5 +107,6 @@ async function recordInvocation(ctx: AppContext, id: string, t: Target, input: I
         insert into function_activity (id, org_id, function_id, invocation_id, delivery_id, type, email_id, created_at)
         values (${randomUUIDv7()}, ${input.orgId}, ${input.functionId}, ${id}, ${input.deliveryId ?? null}, ${a.type}, ${a.email_id}, ${a.at})`
     }
+    await recordChanges(tx, [invocationChange({ id, orgId: input.orgId, functionId: input.functionId, deploymentId: t.deployment_id, outcome: r.outcome, responseStatus: r.response?.status ?? null, deliveryId: input.deliveryId ?? null, emailId: input.emailId ?? null, cpuMs: r.cpuMs, wallMs: r.wallMs })])
   })
 }

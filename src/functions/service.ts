@@ -10,6 +10,8 @@ import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { createApiKey } from '../auth/api-keys'
 import { deleteFunctionMemories } from '../memories/service'
+import { recordChanges } from '../changes/record'
+import { deploymentChange } from '../changes/sources'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
@@ -187,6 +189,7 @@ async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundl
   else await tx`update functions set updated_at = now() where id = ${functionId}`
   const [row] = await tx<DeploymentRow[]>`
     select ${deploymentColumns(tx)} from function_deployments d join functions f on f.id = d.function_id where d.id = ${id}`
+  await recordChanges(tx, [deploymentChange(orgId, row!)])
   return row!
 }
 

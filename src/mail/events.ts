@@ -18,6 +18,8 @@ type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL
 export class MailEvents {
   private readonly waiters = new Map<string, Set<() => void>>()
   private unlisten: (() => Promise<void>)[] = []
+  /** true once this process relays NOTIFY (not on the embedded database): every commit's signal then reaches it */
+  listening = false
 
   /** Resolves true when mail for `orgId` arrives within `ms`, false on timeout or abort. */
   waitForMail(orgId: string, ms: number, signal?: AbortSignal): Promise<boolean> {
@@ -68,10 +70,12 @@ export class MailEvents {
       const sub = await sql.listen(channel, orgId => this.signal(channel, orgId))
       this.unlisten.push(() => sub.unlisten())
     }
+    this.listening = true
     log.debug('listening for new mail and change notifications')
   }
 
   async close() {
+    this.listening = false
     await Promise.all(this.unlisten.splice(0).map(u => u()))
   }
 }

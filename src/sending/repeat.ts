@@ -20,6 +20,8 @@ import { rawMessage } from '../emails/service'
 import { splitAddress } from '../mail/inbound/recipients'
 import PostalMime from 'postal-mime'
 import type { SendRow } from './execute'
+import { recordChanges } from '../changes/record'
+import { sendChange } from '../changes/sources'
 
 export const REPEAT_PROTOCOL = 'repeat.tick'
 
@@ -64,9 +66,13 @@ export async function stopRepeatAsRecipient(ctx: AppContext, orgId: string, emai
   const senderDomain = send ? splitAddress(send.from_address).domain : null
   const authentic = email.auth.dkim?.some(d => d.result === 'pass' && d.domain === senderDomain) && email.from_address === send?.from_address
   if (!send || !authentic) throw new ApiError('forbidden', 'email: the tick is not authenticated (DKIM) by the sender of the repeat')
-  await ctx.sql`
-    update sends set repeat_stopped_at = coalesce(repeat_stopped_at, now()), repeat_stopped_by = coalesce(repeat_stopped_by, ${`recipient:${orgId}`}),
-           repeat_next_at = null, updated_at = now()
-     where id = ${repeatId}`
+  await ctx.sql.begin(async tx => {
+    const [stopped] = await tx<SendRow[]>`
+      update sends set repeat_stopped_at = coalesce(repeat_stopped_at, now()), repeat_stopped_by = coalesce(repeat_stopped_by, ${`recipient:${orgId}`}),
+             repeat_next_at = null, updated_at = now()
+       where id = ${repeatId} and repeat_stopped_at is null
+      returning *`
+    if (stopped) await recordChanges(tx, [sendChange('send.canceled', stopped)])
+  })
   return { repeat_id: repeatId, stopped: true }
 }

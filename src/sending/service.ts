@@ -16,6 +16,7 @@ import { iso, parseTimestamp } from '../http/timestamps'
 import { enqueueWith } from '../jobs/queue'
 import { runNow } from '../jobs/run'
 import { recordChanges } from '../changes/record'
+import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
 import type { Rendered } from '../templates/render'
 import { mailEvents } from '../mail/events'
@@ -220,10 +221,10 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     })
     // For running an immediate send inline: its job, its row as inserted, the message stored with it.
     const local = Promise.all([stored, job]).then(async ([email, jobId]): Promise<Inline> => {
-      if (!email || !composed) return { jobId, row }
-      Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+      if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
       // last in the transaction, as recordChanges must be
-      await recordChanges(tx, [sentChange(row, email, composed.mail.subject)])
+      await recordChanges(tx, [sendChange('send.created', row), ...(email && composed ? [sentChange(row, email, composed.mail.subject)] : [])])
+      if (!email || !composed) return { jobId, row }
       return { jobId, row, built: { emailId: email.id, raw: composed.raw, text: composed.text } }
     })
     return { status: 200, data: { send_id: id, inline: !future }, local }
@@ -271,6 +272,7 @@ export async function updateSend(ctx: AppContext, orgId: string, id: string, pat
       else await tx`update sends set repeat_every_minutes = ${patch.repeat.every_minutes}, updated_at = now() where id = ${id}`
     }
     const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    await recordChanges(tx, [sendChange(patch.repeat === null && !at ? 'send.canceled' : 'send.rescheduled', updated!)])
     return presentSend(updated!)
   })
 }
@@ -287,6 +289,7 @@ export async function cancelSend(ctx: AppContext, orgId: string, id: string) {
       await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
     } else throw notScheduled(send)
     const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    await recordChanges(tx, [sendChange('send.canceled', updated!)])
     return presentSend(updated!)
   })
 }

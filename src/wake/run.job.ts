@@ -77,7 +77,8 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
   const functionId = wake.target_type === 'function' ? wake.target_id : run.endpoint_kind === 'function' ? run.endpoint_function : null
   if (functionId) {
     const headers: [string, string][] = [['content-type', 'application/json'], ['x-wake-run-id', run.id]]
-    const invocation = await invokeFunction(ctx, { orgId: run.org_id, functionId, request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body } })
+    // a guest request's body travels base64-encoded (sandbox/protocol.ts)
+    const invocation = await invokeFunction(ctx, { orgId: run.org_id, functionId, request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body: Buffer.from(body).toString('base64') } })
     if (!invocation) throw new Error('the function has no deployment to run')
     const status = invocation.result.response?.status ?? null
     if (invocation.result.outcome !== 'ok' || status === null || status < 200 || status > 299) throw new Error(`function answered ${status ?? invocation.result.outcome}`)

@@ -20,7 +20,8 @@ import type { FilterRow as FullFilterRow } from './filters.service'
 import { matchingRoute, type ActiveRoute } from './recipient-routes.service'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
-import { eventId } from '../changes/record'
+import { eventId, type ChangeInput } from '../changes/record'
+import { deliveryCreated } from '../changes/sources'
 
 type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
 
@@ -105,16 +106,20 @@ export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sende
   return null
 }
 
-/** Creates the deliveries of a stored message (and their jobs) in the storing transaction; `routingOf` is the batch's routing cache. */
-export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf: ReturnType<typeof routingCache>): Promise<void> {
+/**
+ * Creates the deliveries of a stored message (and their jobs) in the storing transaction;
+ * `routingOf` is the batch's routing cache. Returns their `delivery.created` changes, for the
+ * caller to record with the message's own (the feed's counter is taken last).
+ */
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf: ReturnType<typeof routingCache>): Promise<ChangeInput[]> {
   const routing = await routingOf(tx, email.orgId)
-  if (!routing.endpoints.length) return
+  if (!routing.endpoints.length) return []
   const targets = new Map<string, EndpointRow>()
   for (const rcpt of email.rcptTo) {
     const endpoint = endpointFor(routing, rcpt)
     if (endpoint) targets.set(endpoint.id, endpoint)
   }
-  if (!targets.size) return
+  if (!targets.size) return []
   const sender = (mail.from?.address ?? email.mailFrom).toLowerCase()
   const domainIds = new Set(email.rcptTo.map(a => routing.domains.get(splitAddress(a).domain) ?? null))
   const filtered = filterVerdict(routing, sender, domainIds)
@@ -127,6 +132,7 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
   }
   // One event, one id: every endpoint's delivery of this email and its change in the feed share it.
   const event = eventId(email.id)
+  const created: ChangeInput[] = []
   for (const endpoint of targets.values()) {
     const id = randomUUIDv7()
     const skipped = filtered ?? rulesVerdict(endpoint.rules, facts)
@@ -138,5 +144,7 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     // HTTP and function endpoints alike: the attempt invokes a function in a sandbox (src/functions/delivery.ts).
     if (!skipped) await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery
+    created.push(deliveryCreated({ id, orgId: email.orgId, endpointId: endpoint.id, eventId: event, eventType: email.eventType, emailId: email.id, status, reason: skipped }))
   }
+  return created
 }

@@ -11,6 +11,8 @@ import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { enqueueWith } from '../jobs/queue'
 import { DELIVER_KIND, deliverAttempts } from '../webhooks/deliver.job'
+import { recordChanges, type ChangeInput } from '../changes/record'
+import { deliveryCreated, paymentChanges } from '../changes/sources'
 
 export type PaymentEventType = 'payment.settled' | 'payment.failed'
 
@@ -48,10 +50,11 @@ function paymentEvent(eventId: string, o: PaymentOutcome, direction: 'received' 
   }
 }
 
-/** Creates the deliveries (and their jobs) of a payment outcome, in the caller's transaction. */
+/** Creates the deliveries (and their jobs) of a payment outcome and its changes in the feed, in the caller's transaction. */
 export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome): Promise<void> {
   const copies: [string, 'received' | 'sent'][] = [[o.payeeOrg, 'received']]
   if (o.payerOrg) copies.push([o.payerOrg, 'sent'])
+  const deliveries: ChangeInput[] = []
   for (const [orgId, direction] of copies) {
     const endpoints = await tx<{ id: string; url: string }[]>`
       select id, url from endpoints
@@ -65,6 +68,9 @@ export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOu
         values (${id}, ${orgId}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${o.type}, 'pending',
                 ${tx.json(paymentEvent(eventId, o, direction) as never)})`
       await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+      deliveries.push(deliveryCreated({ id, orgId, endpointId: endpoint.id, eventId, eventType: o.type, emailId: null, status: 'pending' }))
     }
   }
+  // the changes feed's record of the outcome and its deliveries, last (see changes/record.ts)
+  await recordChanges(tx, [...paymentChanges(o), ...deliveries])
 }

@@ -11,6 +11,8 @@ import { ApiError, errors } from '../http/errors'
 import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
 import { capReasons, lockPayee } from './caps'
 import { enqueuePaymentEvents } from './events'
+import { recordChanges } from '../changes/record'
+import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
 import { declinedError, declineReasons, lockPayer, recordDecline } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
@@ -139,6 +141,7 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
         values (${randomUUIDv7()}, ${req.payerOrg}, ${id}, ${c.id}, 'sent', 'pending', ${c.amount}, ${c.asset}, ${c.network}, ${c.pay_to})`
     }
     await enqueue(tx, SETTLE_KIND, { settlement_id: id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS })
+    await recordChanges(tx, paymentChanges({ type: 'payment.paid', challengeId: c.id, network: c.network, amount: c.amount, asset: c.asset, payeeOrg: c.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: c.pay_to }))
     return { kind: 'settle' as const, id, replacement: undefined }
   })
 

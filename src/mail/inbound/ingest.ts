@@ -142,10 +142,10 @@ async function storeCopies(
       const c = counted.get(orgId) ?? { bytes: 0, emails: 0 }
       counted.set(orgId, { bytes: c.bytes + bytes, emails: c.emails + 1 })
     }
-    await enqueueDeliveries(tx, ctx, email, p.mail, routing)
+    const deliveries = await enqueueDeliveries(tx, ctx, email, p.mail, routing)
     // a step of an email-native x402 interaction is acted on by its own job
     await enqueueInboundStep(tx, email, p.mail)
-    changes.push(receivedChange(email, p))
+    changes.push(receivedChange(email, p), ...deliveries)
     out.stored.push(email)
   }
   return out

@@ -8,6 +8,8 @@ import type { AppContext } from '../../context'
 import type { Tx } from '../../db/client'
 import { enqueueWith } from '../../jobs/queue'
 import { DELIVER_KIND, deliverAttempts } from '../../webhooks/deliver.job'
+import { recordChanges, type ChangeInput } from '../../changes/record'
+import { deliveryCreated } from '../../changes/sources'
 
 export async function enqueueInteractionEvent(
   tx: Tx, ctx: AppContext, orgId: string, type: 'interaction.x402.settled' | 'interaction.x402.rejected', data: Record<string, unknown>,
@@ -15,6 +17,7 @@ export async function enqueueInteractionEvent(
   const endpoints = await tx<{ id: string; url: string }[]>`
     select id, url from endpoints
      where org_id = ${orgId} and kind = 'http' and enabled and deactivated_at is null and rules->'event_types' ? ${type}`
+  const created: ChangeInput[] = []
   for (const endpoint of endpoints) {
     const id = randomUUIDv7()
     const eventId = `evt_${id.replaceAll('-', '')}`
@@ -23,5 +26,7 @@ export async function enqueueInteractionEvent(
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
       values (${id}, ${orgId}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${type}, 'pending', ${tx.json(payload as never)})`
     await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+    created.push(deliveryCreated({ id, orgId, endpointId: endpoint.id, eventId, eventType: type, emailId: null, status: 'pending' }))
   }
+  await recordChanges(tx, created)
 }
