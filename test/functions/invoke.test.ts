@@ -225,6 +225,31 @@ describe('isolation and safety', () => {
     expect(logs.body.data.logs.map((l: any) => l.message).reverse()).toEqual(['v1:1', 'v1:2', 'v2:1'])
   })
 
+  test('code that nests past the engine stack fails the attempt with a stack overflow; a new sandbox serves the retry', async () => {
+    // the first nesting this deep in a thread usually aborts the WebAssembly instance itself
+    // (guest-abort.unit.test.ts); either way the run is exceeded_limit and its sandbox is discarded
+    const code = `let runs = 0
+    export default { async fetch(request) {
+      runs++
+      const event = await request.json()
+      console.log('run ' + runs + ' of this sandbox, attempt ' + event.delivery.attempt)
+      if (event.email.headers.subject === 'nest' && event.delivery.attempt === 1) JSON.parse('['.repeat(1000000))
+      return new Response('ok') } }`
+    const { org, address, fn } = await orgWithFunction(code)
+    expect((await mailAndWait(org, address, 'warm')).status).toBe('delivered')
+    const d = await mailAndWait(org, address, 'nest')
+    expect(d).toMatchObject({ status: 'delivered', attempt_count: 2 })
+    const [retry, failed] = await invocationsOf(org, fn.id)
+    expect(failed).toMatchObject({ outcome: 'exceeded_limit', delivery_id: d.id })
+    const failedFull = (await h.request('GET', `/v1/functions/${fn.id}/invocations/${failed.id}`, { key: org.key })).body.data
+    expect(failedFull.exception_message).toMatch(/^stack overflow/)
+    // the failed attempt ran in the warm sandbox of the first mail; the retry in a new one
+    expect(failedFull.logs.map((l: any) => l.message)).toEqual(['run 2 of this sandbox, attempt 1'])
+    const retryFull = (await h.request('GET', `/v1/functions/${fn.id}/invocations/${retry.id}`, { key: org.key })).body.data
+    expect(retryFull).toMatchObject({ outcome: 'ok', delivery_id: d.id })
+    expect(retryFull.logs.map((l: any) => l.message)).toEqual(['run 1 of this sandbox, attempt 2'])
+  }, 60_000)
+
   test('guest fetch goes through the SSRF guard', async () => {
     const code = `export default { async fetch() {
       const out = []

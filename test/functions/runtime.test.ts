@@ -47,6 +47,31 @@ test('TextEncoder, TextDecoder, atob and btoa agree with Bun', async () => {
   expect(r.json).toEqual({ bytes: [...new TextEncoder().encode(text)], back: text, b64: btoa('bin\x00\xff'), raw: 'hello' })
 })
 
+test('long texts and bodies (converted by the host) agree with Bun, NULs and lone surrogates included', async () => {
+  const long = 'héllo 👋 wörld, '.repeat(40)
+  const texts = [long, `${long}\u0000${long}`, `${long}\ud800 lone ${long}\udc00`]
+  const binary = Array.from({ length: 300 }, (_, i) => String.fromCharCode((i * 7) % 256)).join('')
+  const r = await run(`
+    const texts = ${JSON.stringify(texts)}
+    const encoded = texts.map(t => [...new TextEncoder().encode(t)])
+    const decoded = encoded.map(b => new TextDecoder().decode(new Uint8Array(b)))
+    const invalid = new TextDecoder().decode(new Uint8Array(Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? 0xff : i % 10 === 5 ? 0xc3 : 0x61))))
+    const b64 = btoa(${JSON.stringify(binary)})
+    const spaced = atob(b64.replace(/(.{76})/g, '$1\\n'))
+    let bad = null
+    try { atob('!' + b64) } catch (e) { bad = e.name }
+    const echoed = await new Response(texts[0] + texts[2]).text()
+    const fromOffset = new TextDecoder().decode(new TextEncoder().encode(texts[0]).subarray(3, 200))
+    return Response.json({ encoded, decoded, invalid, b64, spaced: spaced === ${JSON.stringify(binary)}, bad, echoed, fromOffset, body: await request.text() })`)
+  expect(r.outcome).toBe('ok')
+  const encoder = new TextEncoder()
+  expect(r.json.encoded).toEqual(texts.map(t => [...encoder.encode(t)]))
+  expect(r.json.decoded).toEqual(texts.map(t => new TextDecoder().decode(encoder.encode(t))))
+  expect(r.json.invalid).toBe(new TextDecoder().decode(new Uint8Array(Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? 0xff : i % 10 === 5 ? 0xc3 : 0x61)))))
+  expect(r.json).toMatchObject({ b64: btoa(binary), spaced: true, bad: 'InvalidCharacterError', echoed: texts[0] + new TextDecoder().decode(encoder.encode(texts[2]!)), body: '{"hello":"wörld"}' })
+  expect(r.json.fromOffset).toBe(new TextDecoder().decode(encoder.encode(texts[0]).subarray(3, 200)))
+})
+
 test('crypto: digest and HMAC match node:crypto; verify; random values and UUIDs', async () => {
   const r = await run(`
     const hex = b => [...new Uint8Array(b)].map(x => x.toString(16).padStart(2, '0')).join('')

@@ -225,10 +225,53 @@ function installHost(vm: QuickJSContext, current: () => { state: RunState; bridg
     }
     return vm.newError(`unknown host operation ${op}`)
   })
+  const bytes = vm.newFunction('__bytes', (opHandle, valueHandle, offsetHandle, lengthHandle) => {
+    const op = vm.getString(opHandle)
+    switch (op) {
+      case 'base64_encode':
+        return vm.newString(readBytes(vm, valueHandle, offsetHandle, lengthHandle).toString('base64'))
+      case 'utf8_decode': {
+        const text = UTF8.decode(readBytes(vm, valueHandle, offsetHandle, lengthHandle))
+        // a NUL would end the string on its way in: the guest decodes that text itself
+        return text.includes('\0') ? vm.undefined : vm.newString(text)
+      }
+      case 'utf8_encode':
+        return vm.newArrayBuffer(ownBuffer(Buffer.from(vm.getString(valueHandle), 'utf8')))
+      case 'base64_decode': {
+        // forgiving-base64: ASCII whitespace ignored, padding optional
+        const clean = vm.getString(valueHandle).replace(/[\t\n\f\r ]/g, '').replace(/=+$/, '')
+        if (/[^A-Za-z0-9+/]/.test(clean) || clean.length % 4 === 1) return vm.undefined
+        return vm.newArrayBuffer(ownBuffer(Buffer.from(clean, 'base64')))
+      }
+      default:
+        return vm.newError(`unknown byte operation ${op}`)
+    }
+  })
   vm.setProp(vm.global, '__host', sync)
   vm.setProp(vm.global, '__hostAsync', async)
+  vm.setProp(vm.global, '__bytes', bytes)
   sync.dispose()
   async.dispose()
+  bytes.dispose()
+}
+
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true })
+
+
+/** The bytes of `b` as an ArrayBuffer of their own (a small Buffer is a slice of a shared pool). */
+const ownBuffer = (b: Buffer): ArrayBuffer =>
+  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? (b.buffer as ArrayBuffer) : (b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer)
+
+/** A copy of `length` bytes at `offset` of a guest ArrayBuffer. */
+function readBytes(vm: QuickJSContext, buffer: QuickJSHandle, offsetHandle: QuickJSHandle, lengthHandle: QuickJSHandle): Buffer {
+  const view = vm.getArrayBuffer(buffer)
+  try {
+    const offset = Math.max(0, Math.min(vm.getNumber(offsetHandle) | 0, view.value.length))
+    const length = Math.max(0, Math.min(vm.getNumber(lengthHandle) | 0, view.value.length - offset))
+    return Buffer.from(view.value.subarray(offset, offset + length))
+  } finally {
+    view.dispose()
+  }
 }
 
 interface GuestError {
@@ -237,6 +280,8 @@ interface GuestError {
   stack: string | null
   line: number | null
   column: number | null
+  /** the guest threw something that is not an object (`throw null`, or QuickJS out of memory) */
+  notAnError?: boolean
 }
 
 const plainError = (message: string): GuestError => ({ name: 'Error', message, stack: null, line: null, column: null })
@@ -254,14 +299,31 @@ function describeError(vm: QuickJSContext, handle: QuickJSHandle): GuestError {
       column: at?.[2] ? Number(at[2]) : null,
     }
   }
-  return { name: 'Error', message: `uncaught ${typeof dumped === 'string' ? dumped : JSON.stringify(dumped)}`, stack: null, line: null, column: null }
+  return { name: 'Error', message: `uncaught ${typeof dumped === 'string' ? dumped : JSON.stringify(dumped)}`, stack: null, line: null, column: null, notAnError: true }
 }
 
+/** QuickJS's own limit is this far below the hard cap (see freshRuntime). */
+const QUICKJS_HEADROOM = 8 * 1024 * 1024
+
+/**
+ * Whether the instance's memory has grown to QuickJS's own limit. It never shrinks, so this says
+ * that the heap was full at some point: with a thrown value that is not an error, the point
+ * where QuickJS could not even allocate the `out of memory` error (it throws null then).
+ */
+const heapFull = (memory: WebAssembly.Memory | null, limits: RunLimits) => (memory ? memory.buffer.byteLength >= limits.memoryBytes - QUICKJS_HEADROOM : false)
+
 /** How a guest error ends the run: limits QuickJS reports as errors get their own outcome. */
-function classify(error: GuestError, state: RunState): Outcome {
+function classify(error: GuestError, state: RunState, memory: WebAssembly.Memory | null): Outcome {
   if (state.stop) return state.stop
+  if (error.notAnError && heapFull(memory, state.limits)) {
+    error.name = 'InternalError'
+    error.message = `out of memory: the heap reached the sandbox's ${state.limits.memoryBytes >> 20} MiB limit, with no room left even for an error (${error.message})`
+    return 'exceeded_memory'
+  }
   if (error.name === 'InternalError' && /out of memory/i.test(error.message)) return 'exceeded_memory'
+  // QuickJS's stack check: an InternalError, or a SyntaxError from its JSON and RegExp parsers
   if (error.name === 'InternalError' && /stack overflow/i.test(error.message)) return 'exceeded_limit'
+  if (error.name === 'SyntaxError' && /^stack overflow$/i.test(error.message)) return 'exceeded_limit'
   if (error.name === 'RangeError' && /out of memory|invalid array buffer length|array buffer allocation/i.test(error.message)) return 'exceeded_memory'
   return 'exception'
 }
@@ -293,9 +355,18 @@ function resultOf(state: RunState, outcome: Outcome, extra: Partial<RunResult> =
   }
 }
 
+/** The guest's module failed to load: its error, and how that ended the run. */
 class GuestFailure extends Error {
+  outcome: Outcome = 'exception'
   constructor(readonly guest: GuestError) {
     super(guest.message)
+  }
+}
+
+/** A trap or an abort of the instance while a module was loading: the run's result. */
+class SandboxCrash extends Error {
+  constructor(readonly result: RunResult) {
+    super(result.error?.message)
   }
 }
 
@@ -311,6 +382,7 @@ export class Sandbox {
   private readonly handles: QuickJSHandle[] = []
   private namespace: QuickJSHandle | null = null
   private clean = false
+  private broken = false
   uses = 0
   idleSince = 0
 
@@ -358,6 +430,8 @@ export class Sandbox {
       }
       return sandbox
     } catch (error) {
+      if (!(error instanceof GuestFailure)) throw new SandboxCrash(sandbox.failure(error, limits))
+      error.outcome = classify(error.guest, state, memory)
       sandbox.dispose()
       throw error
     }
@@ -407,17 +481,17 @@ export class Sandbox {
     if (call.error) {
       const err = describeError(this.vm, call.error)
       call.error.dispose()
-      return this.finish(resultOf(state, classify(err, state), { error: err }))
+      return this.finish(resultOf(state, classify(err, state, this.memory), { error: err }))
     }
     const promise = call.value
     try {
       const stuck = await drive(this.vm, this.runtime, state, this.ops, promise)
-      if (stuck) return this.finish(resultOf(state, classify(stuck, state), { error: stuck }))
+      if (stuck) return this.finish(resultOf(state, classify(stuck, state, this.memory), { error: stuck }))
       const final = this.vm.getPromiseState(promise)
       if (final.type === 'rejected') {
         const err = describeError(this.vm, final.error)
         final.error.dispose()
-        return this.finish(resultOf(state, classify(err, state), { error: err }))
+        return this.finish(resultOf(state, classify(err, state, this.memory), { error: err }))
       }
       if (final.type !== 'fulfilled') return this.finish(resultOf(state, 'exception', { error: plainError('the fetch handler did not settle') }))
       const json = this.vm.getString(final.value)
@@ -443,12 +517,17 @@ export class Sandbox {
     return this.clean
   }
 
-  /** The outcome of a trap or abort inside this instance. */
+  /**
+   * The outcome of a trap or abort inside this instance. The instance is never called again, not
+   * even to dispose of it: its state is whatever the trap left. It is dropped with its memory.
+   */
   failure(error: unknown, limits: RunLimits): RunResult {
+    this.broken = true
     return crashResult(this.state, error, this.memory, limits)
   }
 
   dispose() {
+    if (this.broken) return
     try {
       this.ops.disposeAll()
       for (const h of this.handles.reverse()) if (h.alive) h.dispose()
@@ -465,6 +544,13 @@ function crashResult(state: RunState, error: unknown, memory: WebAssembly.Memory
   // the cap that ended the run.
   const atCap = memory ? memory.buffer.byteLength >= limits.memoryBytes - PAGE : false
   const message = (error as Error)?.message ?? String(error)
+  if (!state.stop && error instanceof RangeError && /call stack/i.test(message)) {
+    // The guest nested deeper (JSON, eval, a regular expression) than the thread's native stack
+    // holds before QuickJS's own stack check: a stack limit, which aborted the instance.
+    return resultOf(state, 'exceeded_limit', {
+      error: { name: 'InternalError', message: `stack overflow: the code nested too deep for the sandbox, whose engine ran out of native stack (${message}); the sandbox was discarded`, stack: null, line: null, column: null },
+    })
+  }
   return resultOf(state, state.stop ?? (atCap || /memory/i.test(message) ? 'exceeded_memory' : 'crashed'), {
     error: { name: (error as Error)?.name ?? 'Error', message: `sandbox ${atCap ? 'reached its memory cap' : 'failed'}: ${message}`, stack: null, line: null, column: null },
   })
@@ -535,7 +621,8 @@ export async function runInSandbox(req: RunRequest, bridge: HostBridge, warm?: W
       try {
         sandbox = await Sandbox.load(req.code, req.limits, state, bridge)
       } catch (error) {
-        if (error instanceof GuestFailure) return resultOf(state, classify(error.guest, state), { error: error.guest })
+        if (error instanceof GuestFailure) return resultOf(state, error.outcome, { error: error.guest })
+        if (error instanceof SandboxCrash) return error.result
         return crashResult(state, error, null, req.limits)
       }
     }
