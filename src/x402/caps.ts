@@ -27,13 +27,15 @@ export async function lockPayee(tx: Tx, payeeOrg: string) {
 
 /** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month. */
 export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<CapReason[]> {
-  const caps = await settleCaps(tx, payeeOrg)
-  const [sums] = await tx<{ day: string; month: string }[]>`
-    select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
-           coalesce(sum(amount), 0)::text as month
-      from x402_settlements
-     where payee_org = ${payeeOrg} and status <> 'failed'
-       and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc'`
+  const [caps, [sums]] = await Promise.all([
+    settleCaps(tx, payeeOrg),
+    tx<{ day: string; month: string }[]>`
+      select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
+             coalesce(sum(amount), 0)::text as month
+        from x402_settlements
+       where payee_org = ${payeeOrg} and status <> 'failed'
+         and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc'`,
+  ])
   const reasons: CapReason[] = []
   if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
   if (BigInt(sums!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')

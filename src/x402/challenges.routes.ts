@@ -17,10 +17,13 @@ export function challengeRoutes(ctx: AppContext) {
       '/',
       async ({ auth, body, headers, set }) => {
         const key = idempotencyKeyOf(headers)
-        const outcome = await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({
-          status: 201,
-          data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain)),
-        }))
+        // without a key the challenge is one statement: no transaction around it
+        const outcome = key
+          ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({
+              status: 201,
+              data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain)),
+            }))
+          : { status: 201, replayed: false, data: presentChallenge(await createChallenge(ctx.sql, auth.orgId, body, interactionDomain)) }
         return applyOutcome(set, key, outcome)
       },
       {

@@ -9,7 +9,7 @@ import { encodeAbiParameters, keccak256, type Hex } from 'viem'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
 import { networkInfo, type Network } from './networks'
-import { defaultPayoutAddress } from './payout.service'
+import { noPayoutAddress } from './payout.service'
 
 /**
  * The x402 client signs validAfter = now - 600 s and validBefore = now + maxTimeoutSeconds. With
@@ -93,21 +93,22 @@ export interface NewChallenge {
   expires_in?: number
 }
 
-/** Creates a challenge paid to the network's default payout address (422 no_payout_address without one). */
-export async function createChallenge(tx: Tx, orgId: string, input: NewChallenge, interactionDomain: string): Promise<ChallengeRow> {
-  const payTo = await defaultPayoutAddress(tx, orgId, input.network)
+/** Creates a challenge paid to the network's default payout address (422 no_payout_address without one), in one statement. */
+export async function createChallenge(sql: Sql | Tx, orgId: string, input: NewChallenge, interactionDomain: string): Promise<ChallengeRow> {
   const id = randomUUIDv7()
   const interactionId = `${id}@${interactionDomain}`
   const stepId = crypto.randomUUID()
   const nonce = randomBytes(32).toString('hex')
-  const [row] = await tx<ChallengeRow[]>`
+  const [row] = await sql<ChallengeRow[]>`
     insert into x402_challenges (id, org_id, network, amount, asset, pay_to, description, max_timeout_seconds,
                                  interaction_id, challenge_step_id, challenge_nonce, authorization_nonce, expires_at)
-    values (${id}, ${orgId}, ${input.network}, ${input.amount}, ${networkInfo(input.network).usdc}, ${payTo}, ${input.description ?? ''},
-            ${MAX_TIMEOUT_SECONDS}, ${interactionId}, ${stepId}, ${nonce}, ${authorizationNonce(interactionId, stepId, nonce)},
-            now() + make_interval(secs => ${input.expires_in ?? 300}))
+    select ${id}, ${orgId}, ${input.network}, ${input.amount}, ${networkInfo(input.network).usdc}, p.address, ${input.description ?? ''},
+           ${MAX_TIMEOUT_SECONDS}, ${interactionId}, ${stepId}, ${nonce}, ${authorizationNonce(interactionId, stepId, nonce)},
+           now() + make_interval(secs => ${input.expires_in ?? 300})
+      from x402_payout_addresses p where p.org_id = ${orgId} and p.network = ${input.network} and p.is_default
     returning *, amount::text as amount`
-  return row!
+  if (!row) throw noPayoutAddress(input.network)
+  return row
 }
 
 /** Any organization's challenge (the payer's view needs it; reads by the payee use `getOwnChallenge`). */

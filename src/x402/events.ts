@@ -52,25 +52,26 @@ function paymentEvent(eventId: string, o: PaymentOutcome, direction: 'received' 
 
 /** Creates the deliveries (and their jobs) of a payment outcome and its changes in the feed, in the caller's transaction. */
 export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome): Promise<void> {
-  const copies: [string, 'received' | 'sent'][] = [[o.payeeOrg, 'received']]
-  if (o.payerOrg) copies.push([o.payerOrg, 'sent'])
+  const orgs = o.payerOrg ? [o.payeeOrg, o.payerOrg] : [o.payeeOrg]
+  const endpoints = await tx<{ id: string; url: string; org_id: string }[]>`
+    select id, url, org_id from endpoints
+     where org_id = any(${orgs}::uuid[]) and kind = 'http' and enabled and deactivated_at is null
+       and rules->'event_types' ? ${o.type}`
+  const copies = endpoints.flatMap(endpoint => [
+    ...(endpoint.org_id === o.payeeOrg ? [{ endpoint, direction: 'received' as const }] : []),
+    ...(endpoint.org_id === o.payerOrg ? [{ endpoint, direction: 'sent' as const }] : []),
+  ])
   const deliveries: ChangeInput[] = []
-  for (const [orgId, direction] of copies) {
-    const endpoints = await tx<{ id: string; url: string }[]>`
-      select id, url from endpoints
-       where org_id = ${orgId} and kind = 'http' and enabled and deactivated_at is null
-         and rules->'event_types' ? ${o.type}`
-    for (const endpoint of endpoints) {
-      const id = randomUUIDv7()
-      const eventId = `evt_${id.replaceAll('-', '')}`
-      const delivery = tx`
-        insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
-        values (${id}, ${orgId}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${o.type}, 'pending',
-                ${tx.json(paymentEvent(eventId, o, direction) as never)})`
-      await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
-      deliveries.push(deliveryCreated({ id, orgId, endpointId: endpoint.id, eventId, eventType: o.type, emailId: null, status: 'pending' }))
-    }
-  }
-  // the changes feed's record of the outcome and its deliveries, last (see changes/record.ts)
-  await recordChanges(tx, [...paymentChanges(o), ...deliveries])
+  const writes = copies.map(({ endpoint, direction }) => {
+    const id = randomUUIDv7()
+    const eventId = `evt_${id.replaceAll('-', '')}`
+    const delivery = tx`
+      insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
+      values (${id}, ${endpoint.org_id}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${o.type}, 'pending',
+              ${tx.json(paymentEvent(eventId, o, direction) as never)})`
+    deliveries.push(deliveryCreated({ id, orgId: endpoint.org_id, endpointId: endpoint.id, eventId, eventType: o.type, emailId: null, status: 'pending' }))
+    return enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+  })
+  // pipelined; the changes feed's record of the outcome and its deliveries is sent last, so it runs last (see changes/record.ts)
+  await Promise.all([...writes, recordChanges(tx, [...paymentChanges(o), ...deliveries])])
 }

@@ -6,7 +6,8 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, createNonceManager, createWalletClient, http, parseSignature, type Hex, type PublicClient } from 'viem'
+import { BaseError, ContractFunctionRevertedError, createNonceManager, encodeFunctionData, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import { sendRawTransactionSync } from 'viem/actions'
 import { jsonRpc } from 'viem/nonce'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
@@ -22,6 +23,8 @@ export interface SettleRequest {
   network: Network
   authorization: Authorization
   signature: Hex
+  /** the token's authorizationState of (from, nonce), read by the caller while the facilitator prepares; awaited before anything is sent */
+  authorizationUsed: Promise<boolean>
   /** the x402 v1 payment payload and requirements, as the HTTP facilitator API takes them */
   paymentPayload: unknown
   paymentRequirements: unknown
@@ -50,29 +53,93 @@ export function classifyChainError(error: unknown): SettleResult {
   return fail('settlement_failed', `settlement did not complete: ${reason}`.slice(0, 300))
 }
 
-/** Sends `transferWithAuthorization` itself: simulate, send, wait for the receipt. */
-export function rpcFacilitator(config: Config, network: Network, client: PublicClient, url: string): Facilitator {
+/** How long a settlement waits for its transaction's receipt. */
+const RECEIPT_TIMEOUT_MS = 120_000
+/** Receipt polls when the endpoint cannot answer with the receipt itself: at once, then backing off to 250 ms. */
+const POLL_DELAYS_MS = [0, 10, 20, 40, 80, 160, 250]
+
+const rpcCode = (error: unknown, code: number) => error instanceof BaseError && Boolean(error.walk(e => (e as { code?: number }).code === code))
+
+const isUnsupportedMethod = (error: unknown) =>
+  error instanceof BaseError &&
+  Boolean(error.walk(e => [-32601, -32004].includes((e as { code?: number }).code ?? 0) || /method .*(not found|not supported|does not exist|unsupported)/i.test((e as Error).message ?? '')))
+
+/**
+ * Sends `transferWithAuthorization` itself, in as few round trips as the checks allow: the
+ * token's `authorizationState` (read by the caller), the simulation (`eth_estimateGas` runs the
+ * call on the latest state, and a revert carries the token's reason), the fees and the chain id
+ * are read together; then the transaction is signed here and sent with
+ * `eth_sendRawTransactionSync` (EIP-7966), which answers with the receipt. An endpoint without
+ * that method gets `eth_sendRawTransaction` and receipt polls, at once and then backing off.
+ */
+export function rpcFacilitator(config: Config, network: Network, client: PublicClient): Facilitator {
   const key = config.X402_SETTLER_PRIVATE_KEY
+  const info = networkInfo(network)
   // Concurrent settlements from one key need distinct transaction nonces: a nonce manager of this
-  // facilitator hands them out (viem resets it when a send fails). Several processes settling with
-  // one key would still collide: give each its own key, or use an HTTP facilitator.
+  // facilitator hands them out (reset when a send fails). Several processes settling with one key
+  // would still collide: give each its own key, or use an HTTP facilitator.
   const account = key ? privateKeyToAccount(key as Hex, { nonceManager: createNonceManager({ source: jsonRpc() }) }) : null
-  const wallet = account ? createWalletClient({ account, transport: http(url, { retryCount: 0, timeout: 15_000 }) }) : null
+  let chainId: Promise<number> | null = null
+  let syncSend = true
+
+  async function sendAndWait(serialized: Hex): Promise<TransactionReceipt> {
+    let hash: Hex | null = null
+    if (syncSend) {
+      try {
+        // no timeout parameter: implementations disagree on its type; the endpoint's own wait applies
+        return await sendRawTransactionSync(client as never, { serializedTransaction: serialized })
+      } catch (error) {
+        // EIP-7966 error 4: accepted, not yet mined within the wait
+        if (rpcCode(error, 4)) hash = keccak256(serialized)
+        else if (isUnsupportedMethod(error)) syncSend = false
+        else throw error
+      }
+    }
+    hash ??= await client.sendRawTransaction({ serializedTransaction: serialized })
+    const deadline = Date.now() + RECEIPT_TIMEOUT_MS
+    for (let i = 0; ; i++) {
+      await Bun.sleep(POLL_DELAYS_MS[Math.min(i, POLL_DELAYS_MS.length - 1)]!)
+      try {
+        return await client.getTransactionReceipt({ hash })
+      } catch (error) {
+        if (!(error instanceof TransactionReceiptNotFoundError) || Date.now() > deadline) throw error
+      }
+    }
+  }
+
   return {
     async settle(req) {
-      if (!account || !wallet) return fail('settlement_misconfigured', 'no settler key is configured (X402_SETTLER_PRIVATE_KEY)')
+      if (!account) return fail('settlement_misconfigured', 'no settler key is configured (X402_SETTLER_PRIVATE_KEY)')
       const a = req.authorization
       const { v, r, s, yParity } = parseSignature(req.signature)
       const args = [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v ?? BigInt(yParity + 27)), r, s] as const
+      const call = { address: info.usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args } as const
+      let nonce: number | null = null
       try {
-        const { request } = await client.simulateContract({ account, address: networkInfo(network).usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args })
-        // chain null: the chain id is read from the RPC endpoint when signing
-        const hash = await wallet.writeContract({ ...request, chain: null })
-        // polled every 250 ms (viem's default is 4 s, longer than a block on base)
-        const receipt = await client.waitForTransactionReceipt({ hash, timeout: 120_000, pollingInterval: 250 })
-        if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${hash} reverted`)
-        return { ok: true, tx: hash }
+        chainId ??= client.getChainId().catch(error => {
+          chainId = null
+          throw error
+        })
+        const [used, gas, fees, id] = await Promise.all([req.authorizationUsed, client.estimateContractGas({ ...call, account }), client.estimateFeesPerGas(), chainId])
+        if (used) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
+        if (id !== info.chainId) return fail('settlement_misconfigured', `the JSON-RPC endpoint of ${network} serves chain ${id}, not ${info.chainId}`)
+        nonce = await account.nonceManager!.consume({ address: account.address, chainId: id, client })
+        const serialized = await account.signTransaction({
+          type: 'eip1559',
+          chainId: id,
+          nonce,
+          to: info.usdc,
+          data: encodeFunctionData(call),
+          gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        })
+        const receipt = await sendAndWait(serialized)
+        if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
+        return { ok: true, tx: receipt.transactionHash }
       } catch (error) {
+        // the transaction may not be in the pool: the next send reads the nonce from the chain again
+        if (nonce !== null) account.nonceManager!.reset({ address: account.address, chainId: await chainId!.catch(() => info.chainId) })
         return classifyChainError(error)
       }
     },
@@ -95,6 +162,7 @@ export function httpFacilitator(baseUrl: string): Facilitator {
     async settle(req) {
       const body = { x402Version: 1, paymentPayload: req.paymentPayload, paymentRequirements: req.paymentRequirements }
       try {
+        if (await req.authorizationUsed) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         const verified = await post('verify', body)
         if (verified.status >= 500) return fail('facilitator_unavailable', `facilitator /verify answered HTTP ${verified.status}`)
         if (verified.json?.isValid !== true) return byReason(String(verified.json?.invalidReason ?? `HTTP ${verified.status}`))
@@ -119,12 +187,12 @@ function byReason(reason: string): SettleResult {
 const facilitators = perProcess(() => new Map<Network, Facilitator>())
 
 /** The configured facilitator of a network, one per process. */
-export function facilitatorFor(ctx: AppContext, network: Network, client: PublicClient, rpc: string): Facilitator {
+export function facilitatorFor(ctx: AppContext, network: Network, client: PublicClient): Facilitator {
   const perNetwork = facilitators(ctx)
   let f = perNetwork.get(network)
   if (!f) {
     const url = facilitatorUrl(ctx.config, network)
-    f = url ? httpFacilitator(url) : rpcFacilitator(ctx.config, network, client, rpc)
+    f = url ? httpFacilitator(url) : rpcFacilitator(ctx.config, network, client)
     perNetwork.set(network, f)
   }
   return f

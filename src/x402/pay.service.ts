@@ -8,13 +8,13 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import { enqueue } from '../jobs/queue'
 import { ApiError, errors } from '../http/errors'
-import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
+import { paymentRequirements, type ChallengeRow } from './challenges.service'
 import { capReasons, lockPayee } from './caps'
 import { enqueuePaymentEvents } from './events'
 import { recordChanges } from '../changes/record'
 import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
-import { declinedError, declineReasons, lockPayer, recordDecline } from './policy.service'
+import { declinedError, declineReasons, lockPayer, recordDecline, type DeclineReason } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
 import { PERMANENT, settleNow, settlementError, type SettlementRow } from './settle.service'
 import { verifyPayment, type VerifyOptions } from './verify'
@@ -70,12 +70,16 @@ export const expiredError = () =>
 
 /** Verifies, claims and settles a payment for a challenge; returns the receipt or throws the spec's failure. */
 export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Receipt> {
-  const challenge = await findChallenge(ctx.sql, req.challengeId)
-  if (!challenge) throw errors.notFound('challenge')
+  // with the payer of a claim already made on it (a settlement not yet completed binds the challenge to that authorization)
+  const [found] = await ctx.sql<(ChallengeRow & { claimed_payer: string | null })[]>`
+    select c.*, c.amount::text as amount, s.payer as claimed_payer
+      from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${req.challengeId}`
+  if (!found) throw errors.notFound('challenge')
+  const { claimed_payer: claimedPayer, ...challenge } = found
   if (challenge.status === 'settled') return receiptOf(ctx, challenge)
   if (challenge.status === 'failed') throw failedError(challenge)
 
-  const verified = await verifyPayment(challenge, req.payment, req.verify)
+  const verified = await verifyPayment(challenge, req.payment, { ...req.verify, claimedPayer })
   if (!verified.ok) {
     throw new ApiError('payment_verification_failed', `payment: does not match the challenge (${verified.reasons.join(', ')})`, {
       reasons: verified.reasons,
@@ -84,64 +88,78 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
   }
   if (challenge.expires_at.getTime() <= Date.now()) throw expiredError()
 
+  const auth = verified.authorization
+  const amount = BigInt(challenge.amount)
   const claim = await ctx.sql.begin(async tx => {
-    await lockPayee(tx, challenge.org_id)
-    if (req.payerOrg) await lockPayer(tx, req.payerOrg)
-    const c = (await findChallenge(tx, challenge.id, { lock: true }))!
-    if (c.status !== 'pending') return { kind: 'done' as const, challenge: c }
-    const auth = verified.authorization
-    const info = networkInfo(c.network)
-    const [existing] = await tx<Pick<SettlementRow, 'id' | 'payer' | 'nonce' | 'status'>[]>`
-      select id, payer, nonce, status from x402_settlements where challenge_id = ${c.id}`
+    // The locks, then everything the decision reads, pipelined on the transaction's connection: the
+    // statements run in order, so each read sees what committed before the locks were granted.
+    // The policy and cap reads are wasted on the rare paths that do not need them.
+    const [, , [c], [existing], declined, caps] = await Promise.all([
+      lockPayee(tx, challenge.org_id),
+      req.payerOrg ? lockPayer(tx, req.payerOrg) : null,
+      tx<Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons'>[]>`
+        select status, settle_tx, settled_at, updated_at, failure_reason, failure_category, failure_reasons from x402_challenges where id = ${challenge.id} for update`,
+      tx<Pick<SettlementRow, 'id' | 'payer' | 'nonce'>[]>`select id, payer, nonce from x402_settlements where challenge_id = ${challenge.id}`,
+      req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : ([] as DeclineReason[]),
+      capReasons(tx, challenge.org_id, amount),
+    ])
+    if (c!.status !== 'pending') return { kind: 'done' as const, challenge: { ...challenge, ...c! } }
     if (existing) {
       // A retry of the same authorization (the same nonce can move funds once): settle it with the newest payload.
       if (existing.payer !== auth.from.toLowerCase() || existing.nonce !== auth.nonce) {
         throw errors.conflict('challenge: another payment for it is being settled', { reason: 'settlement_in_progress' })
       }
       // Its row may be locked by a settlement in flight (which also updates this challenge): settleNow swaps the payload under that lock.
-      return { kind: 'settle' as const, id: existing.id, replacement: settlementPayment(c, req.payment, verified) }
+      return { kind: 'settle' as const, id: existing.id, replacement: settlementPayment(challenge, req.payment, verified) }
     }
-    if (req.payerOrg) {
-      const declined = await declineReasons(tx, req.payerOrg, c)
-      if (declined.length) return { kind: 'declined' as const, reasons: declined, challenge: c }
-    }
-    const caps = await capReasons(tx, c.org_id, auth.value)
+    if (declined.length) return { kind: 'declined' as const, reasons: declined }
     if (caps.length) {
-      await tx`
-        update x402_challenges set status = 'failed', failure_reason = ${caps[0]!}, failure_category = 'cap', failure_reasons = ${caps}, updated_at = now()
-         where id = ${c.id}`
-      await enqueuePaymentEvents(tx, ctx, {
-        type: 'payment.failed',
-        challengeId: c.id,
-        network: c.network,
-        amount: c.amount,
-        asset: c.asset,
-        payeeOrg: c.org_id,
-        payerOrg: req.payerOrg,
-        payer: auth.from,
-        payTo: c.pay_to,
-        failure: { reason: caps[0]!, category: 'cap', reasons: caps },
-      })
+      await Promise.all([
+        tx`
+          update x402_challenges set status = 'failed', failure_reason = ${caps[0]!}, failure_category = 'cap', failure_reasons = ${caps}, updated_at = now()
+           where id = ${challenge.id}`,
+        enqueuePaymentEvents(tx, ctx, {
+          type: 'payment.failed',
+          challengeId: challenge.id,
+          network: challenge.network,
+          amount: challenge.amount,
+          asset: challenge.asset,
+          payeeOrg: challenge.org_id,
+          payerOrg: req.payerOrg,
+          payer: auth.from,
+          payTo: challenge.pay_to,
+          failure: { reason: caps[0]!, category: 'cap', reasons: caps },
+        }),
+      ])
       return { kind: 'cap' as const, reasons: caps }
     }
+    // The claim, its ledger rows and its job in one round trip; a claim lost to another challenge's
+    // (chain, asset, from, nonce) inserts nothing and the transaction is rolled back.
     const id = randomUUIDv7()
-    const [inserted] = await tx<{ id: string }[]>`
-      insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment)
-      values (${id}, ${c.id}, ${c.org_id}, ${req.payerOrg}, ${c.network}, ${info.chainId}, ${c.asset.toLowerCase()}, ${auth.from.toLowerCase()},
-              ${auth.nonce}, ${c.amount}, ${tx.json(settlementPayment(c, req.payment, verified) as never)})
-      on conflict (chain_id, asset, payer, nonce) do nothing
-      returning id`
+    const [[inserted]] = await Promise.all([
+      tx<{ id: string }[]>`
+        with s as (
+          insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment)
+          values (${id}, ${challenge.id}, ${challenge.org_id}, ${req.payerOrg}, ${challenge.network}, ${networkInfo(challenge.network).chainId}, ${challenge.asset.toLowerCase()},
+                  ${auth.from.toLowerCase()}, ${auth.nonce}, ${challenge.amount}, ${tx.json(settlementPayment(challenge, req.payment, verified) as never)})
+          on conflict (chain_id, asset, payer, nonce) do nothing
+          returning id),
+        received as (
+          insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
+          select ${randomUUIDv7()}, ${challenge.org_id}, s.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${auth.from} from s),
+        sent as (
+          insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
+          select ${randomUUIDv7()}, ${req.payerOrg}::uuid, s.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
+            from s where ${req.payerOrg}::uuid is not null)
+        select id from s`,
+      enqueue(tx, SETTLE_KIND, { settlement_id: id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS }),
+      // sent last, so it runs last (see changes/record.ts)
+      recordChanges(tx, paymentChanges({
+        type: 'payment.paid', challengeId: challenge.id, network: challenge.network, amount: challenge.amount, asset: challenge.asset,
+        payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: challenge.pay_to,
+      })),
+    ])
     if (!inserted) throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
-    await tx`
-      insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-      values (${randomUUIDv7()}, ${c.org_id}, ${id}, ${c.id}, 'received', 'pending', ${c.amount}, ${c.asset}, ${c.network}, ${auth.from})`
-    if (req.payerOrg) {
-      await tx`
-        insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-        values (${randomUUIDv7()}, ${req.payerOrg}, ${id}, ${c.id}, 'sent', 'pending', ${c.amount}, ${c.asset}, ${c.network}, ${c.pay_to})`
-    }
-    await enqueue(tx, SETTLE_KIND, { settlement_id: id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS })
-    await recordChanges(tx, paymentChanges({ type: 'payment.paid', challengeId: c.id, network: c.network, amount: c.amount, asset: c.asset, payeeOrg: c.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: c.pay_to }))
     return { kind: 'settle' as const, id, replacement: undefined }
   })
 
@@ -150,13 +168,25 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
     throw failedError(claim.challenge)
   }
   if (claim.kind === 'declined') {
-    await recordDecline(ctx.sql, req.payerOrg!, claim.challenge, claim.reasons)
+    await recordDecline(ctx.sql, req.payerOrg!, challenge, claim.reasons)
     throw declinedError(claim.reasons)
   }
   if (claim.kind === 'cap') throw capError(claim.reasons)
 
   const outcome = await settleNow(ctx, claim.id, { replacement: claim.replacement })
-  if (outcome.status === 'settled') return receiptOf(ctx, (await findChallenge(ctx.sql, challenge.id))!)
+  if (outcome.status === 'settled') {
+    return {
+      challenge_id: challenge.id,
+      status: 'settled',
+      settle_tx: outcome.tx,
+      network: challenge.network,
+      amount: challenge.amount,
+      asset: challenge.asset,
+      pay_to: challenge.pay_to,
+      payer: outcome.payer,
+      settled_at: outcome.settledAt.toISOString(),
+    }
+  }
   if (outcome.status === 'failed') throw settlementError(outcome.reason, !PERMANENT.has(outcome.reason as never))
   throw settlementError(outcome.reason, true)
 }

@@ -95,10 +95,7 @@ export async function listPayoutAddresses(sql: Sql | Tx, orgId: string): Promise
      where org_id = ${orgId} order by network, is_default desc, id desc`
 }
 
-/** The network's default payout address; `422 no_payout_address` when there is none. */
-export async function defaultPayoutAddress(sql: Sql | Tx, orgId: string, network: Network): Promise<`0x${string}`> {
-  const [row] = await sql<{ address: `0x${string}` }[]>`
-    select address from x402_payout_addresses where org_id = ${orgId} and network = ${network} and is_default`
-  if (!row) throw new ApiError('no_payout_address', `network: no payout address registered for ${network}; POST /v1/x402/payout-addresses first`, { network })
-  return row.address
-}
+/** `422 no_payout_address`: the network has no default payout address. */
+export const noPayoutAddress = (network: Network) =>
+  new ApiError('no_payout_address', `network: no payout address registered for ${network}; POST /v1/x402/payout-addresses first`, { network })
+

@@ -60,19 +60,20 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
  * What the payer's policy says about paying this challenge now, counting what it already paid
  * (or has in flight) this UTC day. Call inside the claiming transaction, after `lockPayer`.
  */
-export async function declineReasons(tx: Tx, payerOrg: string, c: ChallengeRow): Promise<DeclineReason[]> {
-  const p = await getSpendPolicy(tx, payerOrg)
+export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<DeclineReason[]> {
+  // the day's total is read with the policy (one round trip), whether or not a daily cap is set
+  const [p, [spent]] = await Promise.all([
+    getSpendPolicy(tx, payerOrg),
+    tx<{ total: string }[]>`
+      select coalesce(sum(amount), 0)::text as total from x402_settlements
+       where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`,
+  ])
   const amount = BigInt(c.amount)
   const reasons: DeclineReason[] = []
   if (amount <= 0n) reasons.push('spend_non_positive_amount')
   if (p.paused) reasons.push('paused')
   if (p.per_payment_cap !== null && amount > BigInt(p.per_payment_cap)) reasons.push('per_payment_cap')
-  if (p.daily_cap !== null) {
-    const [spent] = await tx<{ total: string }[]>`
-      select coalesce(sum(amount), 0)::text as total from x402_settlements
-       where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`
-    if (BigInt(spent!.total) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
-  }
+  if (p.daily_cap !== null && BigInt(spent!.total) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
   if (p.payee_allowlist && !p.payee_allowlist.includes(c.pay_to.toLowerCase())) reasons.push('allowlist')
   return reasons
 }

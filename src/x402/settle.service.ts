@@ -14,7 +14,7 @@ import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { errors, type ApiError } from '../http/errors'
 import { log } from '../log'
-import { findAuthorizationUse, isAuthorizationUsed, publicClient, rpcUrl } from './chain'
+import { findAuthorizationUse, isAuthorizationUsed, publicClient } from './chain'
 import { facilitatorFor, type SettlementFailure } from './facilitator'
 import { enqueuePaymentEvents } from './events'
 import type { Network } from './networks'
@@ -44,7 +44,7 @@ export interface SettlementRow {
 }
 
 export type SettleOutcome =
-  | { status: 'settled'; tx: string; settledAt: Date }
+  | { status: 'settled'; tx: string; settledAt: Date; payer: string }
   | { status: 'failed'; reason: SettlementFailure | string }
   | { status: 'retry'; reason: SettlementFailure; message: string }
 
@@ -64,21 +64,27 @@ export async function settleNow(
   opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
 ): Promise<SettleOutcome> {
   return ctx.sql.begin(async tx => {
-    const [s] = await tx<SettlementRow[]>`select *, amount::text as amount from x402_settlements where id = ${settlementId} for update`
-    if (!s) return { status: 'failed', reason: 'settlement_failed' }
-    if (s.status === 'settled') return { status: 'settled', tx: s.tx_hash!, settledAt: s.updated_at }
-    if (s.status === 'failed') return { status: 'failed', reason: s.failure_reason ?? 'settlement_failed' }
-    if (opts.replacement) s.payment = opts.replacement
-    await tx`update x402_settlements set attempts = attempts + 1, payment = ${tx.json(s.payment as never)} where id = ${s.id}`
+    // One statement takes the row's lock, counts the attempt and swaps in a newer signature; it
+    // waits for a concurrent settler and then finds the row no longer pending.
+    const [s] = await tx<SettlementRow[]>`
+      update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
+       where id = ${settlementId} and status = 'pending'
+       returning *, amount::text as amount`
+    if (!s) {
+      const [done] = await tx<{ status: string; tx_hash: string | null; failure_reason: string | null; payer: string; settled_at: Date | null }[]>`
+        select s.status, s.tx_hash, s.failure_reason, s.payer, c.settled_at
+          from x402_settlements s join x402_challenges c on c.id = s.challenge_id where s.id = ${settlementId}`
+      if (done?.status === 'settled') return { status: 'settled', tx: done.tx_hash!, settledAt: done.settled_at!, payer: done.payer }
+      return { status: 'failed', reason: done?.failure_reason ?? 'settlement_failed' }
+    }
     const outcome = await attempt(ctx, s)
-    if (outcome.status === 'retry' && opts.lastAttempt) {
+    if (outcome.status === 'settled') return { ...outcome, settledAt: await recordSettled(tx, ctx, s, outcome.tx), payer: s.payer }
+    if (outcome.status === 'failed' || opts.lastAttempt) {
       await recordFailure(tx, ctx, s, outcome.reason)
       return { status: 'failed', reason: outcome.reason }
     }
-    if (outcome.status === 'settled') await recordSettled(tx, ctx, s, outcome.tx)
-    else if (outcome.status === 'failed') await recordFailure(tx, ctx, s, outcome.reason)
-    else log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
-    return outcome.status === 'settled' ? { ...outcome, settledAt: new Date() } : outcome
+    log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
+    return outcome
   })
 }
 
@@ -88,44 +94,55 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
   const client = publicClient(ctx, s.network)
   if (!client) return { status: 'retry', reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` }
   const auth = authorizationOf(s)
-  try {
-    if (await isAuthorizationUsed(client, s.network, auth.from, auth.nonce)) return await resolveUsed(client, s.network, auth)
-  } catch (error) {
-    return { status: 'retry', reason: 'facilitator_unavailable', message: `authorizationState: ${(error as Error).message}`.slice(0, 300) }
-  }
-  const result = await facilitatorFor(ctx, s.network, client, rpcUrl(ctx.config, s.network)!).settle({
+  // Read while the facilitator prepares the transfer; it sends nothing before the answer.
+  const used = isAuthorizationUsed(client, s.network, auth.from, auth.nonce)
+  used.catch(() => {})
+  const result = await facilitatorFor(ctx, s.network, client).settle({
     network: s.network,
     authorization: auth,
     signature: s.payment.signature,
+    authorizationUsed: used,
     paymentPayload: s.payment.paymentPayload,
     paymentRequirements: s.payment.paymentRequirements,
   })
   if (result.ok) return { status: 'settled', tx: result.tx }
-  // Used between our read and our send (a front-run): the chain says by whom and how.
-  if (result.reason === 'authorization_already_used') return resolveUsed(client, s.network, auth).catch(() => ({ status: 'failed' as const, reason: 'authorization_already_used' as const }))
+  // Used already (our own send before a crash, or a front-run) or between the read and the send: the chain says by whom.
+  if (result.reason === 'authorization_already_used') {
+    try {
+      const use = await findAuthorizationUse(client, s.network, auth)
+      return use?.exactTransfer ? { status: 'settled', tx: use.tx } : { status: 'failed', reason: 'authorization_already_used' }
+    } catch (error) {
+      return { status: 'retry', reason: 'facilitator_unavailable', message: `reading the used authorization: ${(error as Error).message}`.slice(0, 300) }
+    }
+  }
   if (PERMANENT.has(result.reason)) return { status: 'failed', reason: result.reason }
   return { status: 'retry', reason: result.reason, message: result.message }
 }
 
-async function resolveUsed(client: NonNullable<ReturnType<typeof publicClient>>, network: Network, auth: Authorization): Promise<AttemptOutcome> {
-  const use = await findAuthorizationUse(client, network, auth)
-  return use?.exactTransfer ? { status: 'settled', tx: use.tx } : { status: 'failed', reason: 'authorization_already_used' }
-}
-
-async function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string) {
-  await tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`
-  await tx`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id}`
-  await tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`
-  await enqueuePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash })
+/** Records the settlement, its challenge and ledger rows and the events, pipelined in the caller's transaction; returns the settled_at. */
+async function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string): Promise<Date> {
+  const [, , [c]] = await Promise.all([
+    // The commit need not wait for its WAL flush: the claim and its job are durable, and a record
+    // lost to a database crash is redone by that job from the chain (the authorization is used, by
+    // exactly this transfer), with the same outcome.
+    tx`set local synchronous_commit = off`,
+    tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`,
+    tx<{ settled_at: Date }[]>`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id} returning settled_at`,
+    tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`,
+    enqueuePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash }),
+  ])
+  return c!.settled_at
 }
 
 async function recordFailure(tx: Tx, ctx: AppContext, s: SettlementRow, reason: string) {
-  await tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`
-  await tx`
-    update x402_challenges set status = 'failed', failure_reason = ${reason}, failure_category = 'settlement', failure_reasons = ${[reason]}, updated_at = now()
-     where id = ${s.challenge_id}`
-  await tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`
-  await enqueuePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } })
+  await Promise.all([
+    tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`,
+    tx`
+      update x402_challenges set status = 'failed', failure_reason = ${reason}, failure_category = 'settlement', failure_reasons = ${[reason]}, updated_at = now()
+       where id = ${s.challenge_id}`,
+    tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`,
+    enqueuePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } }),
+  ])
 }
 
 function eventFacts(s: SettlementRow) {

@@ -17,6 +17,7 @@ export type VerificationReason =
   | 'signer_mismatch'
   | 'invalid_from_address'
   | 'invalid_to_address'
+  | 'payer_mismatch'
   | 'payto_mismatch'
   | 'self_send'
   | 'amount_mismatch'
@@ -37,6 +38,11 @@ export interface VerifyOptions {
    * clients sign validAfter 0.
    */
   anyNonce?: boolean
+  /**
+   * The payer whose authorization the challenge is already claimed with (lowercase address), if
+   * any: only that payer's authorization can still settle it, so another `from` is payer_mismatch.
+   */
+  claimedPayer?: string | null
 }
 
 export type Verified = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; reasons: VerificationReason[] }
@@ -70,6 +76,7 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
     validBefore: BigInt(str(a.validBefore)),
     nonce: str(a.nonce).toLowerCase() as Hex,
   }
+  if (fromOk && opts.claimedPayer && auth.from.toLowerCase() !== opts.claimedPayer.toLowerCase()) reasons.add('payer_mismatch')
   if (toOk && auth.to !== getAddress(challenge.pay_to)) reasons.add('payto_mismatch')
   if (fromOk && toOk && auth.from === auth.to) reasons.add('self_send')
   if (auth.value <= 0n) reasons.add('verify_non_positive_amount')

@@ -20,7 +20,7 @@ import { createOrgCommand, entitleCommand } from '../../src/admin/commands'
 import { payoutStatement } from '../../src/x402/payout.service'
 import { TOKEN_ABI, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/token'
 import { networkInfo } from '../../src/x402/networks'
-import { ANVIL_KEY_0, startChain } from '../x402/anvil'
+import { startChain } from '../x402/anvil'
 import { signPayment } from '../x402/payer'
 import { freePort, percentile, startService, stopAll } from './common'
 
@@ -76,10 +76,15 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
       return performance.now() - started
     }
 
-    // The bare round trip: the same kind of signature, sent straight to the token by anvil's first
-    // account (not the service's settler: two processes on one key would race for nonces).
+    // The bare round trip: the same kind of signature, sent straight to the token from a key of its
+    // own (not the service's settler: two processes on one key would race for nonces), with viem's
+    // writeContract and waitForTransactionReceipt. No transport retries: a retried send that had
+    // gone through leaves a nonce gap.
     const info = networkInfo('base-sepolia')
-    const sender = createWalletClient({ account: privateKeyToAccount(ANVIL_KEY_0, { nonceManager: createNonceManager({ source: jsonRpc() }) }), transport: http(chain.url) })
+    const senderKey = generatePrivateKey()
+    const funding = await chain.deployer.sendTransaction({ account: chain.deployer.account!, to: privateKeyToAccount(senderKey).address, value: 10n ** 20n, chain: null })
+    await chain.client.waitForTransactionReceipt({ hash: funding })
+    const sender = createWalletClient({ account: privateKeyToAccount(senderKey, { nonceManager: createNonceManager({ source: jsonRpc() }) }), transport: http(chain.url, { retryCount: 0 }) })
     const bare = async (key: Hex) => {
       const started = performance.now()
       const from = privateKeyToAccount(key)

@@ -223,6 +223,55 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(s.payeeWallet.address)).toBe(15000n)
   })
 
+  test('a challenge claimed by one payer (its settlement not completed) refuses another payer with payer_mismatch; the first still settles', async () => {
+    const s = await setup('12000')
+    const down = await testApp({ X402_RPC_URL_BASE_SEPOLIA: 'http://127.0.0.1:9', X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+    const first = await signPayment(s.payerKey, s.challenge)
+    expectError(await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: first } }), 502, 'settlement_failed')
+    const otherKey = generatePrivateKey()
+    await chain.mint(privateKeyToAccount(otherKey).address, 1_000_000n)
+    const res = await pay(s.payer.key, s.challenge.id, await signPayment(otherKey, s.challenge))
+    expectError(res, 422, 'payment_verification_failed')
+    expect(res.body.error.details).toEqual({ reasons: ['payer_mismatch'], failure_category: 'verification' })
+    // with other faults it is one reason among several
+    const both = await pay(s.payer.key, s.challenge.id, await signPayment(otherKey, s.challenge, a => void (a.value = '1')))
+    expect(both.body.error.details.reasons.toSorted()).toEqual(['amount_mismatch', 'payer_mismatch'])
+    expect(await chain.balance(privateKeyToAccount(otherKey).address)).toBe(1_000_000n)
+    // the claimed payer's fresh signature of the same authorization settles it
+    expect(expectOk(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)))).toMatchObject({ status: 'settled', payer: s.payerAddress.toLowerCase() })
+    expect(await chain.balance(s.payeeWallet.address)).toBe(12000n)
+  })
+
+  test('an endpoint without eth_sendRawTransactionSync: the transaction is sent with eth_sendRawTransaction and its receipt polled', async () => {
+    const methods: string[] = []
+    const proxy = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(request) {
+        const body = (await request.json()) as { id: number; method: string } | { id: number; method: string }[]
+        for (const call of [body].flat()) methods.push(call.method)
+        if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
+          return Response.json({ jsonrpc: '2.0', id: body.id, error: { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' } })
+        }
+        return fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      },
+    })
+    try {
+      const older = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+      for (const amount of ['3000', '4000']) {
+        const s = await setup(amount)
+        const receipt = expectOk(await older.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+        expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
+        expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
+      }
+      // asked once, then not again
+      expect(methods.filter(m => m === 'eth_sendRawTransactionSync')).toHaveLength(1)
+      expect(methods.filter(m => m === 'eth_sendRawTransaction')).toHaveLength(2)
+    } finally {
+      proxy.stop(true)
+    }
+  })
+
   test('settle caps: over a cap the challenge fails with category cap and nothing moves', async () => {
     const s = await setup('10000001', 20_000_000n)
     const res = await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge))
