@@ -3,6 +3,7 @@
  * colors only on a terminal and never with NO_COLOR (picocolors), relative times, and a progress
  * bar for uploads (cli-progress) drawn on stderr so stdout stays clean for pipes.
  */
+import { createInterface } from 'node:readline'
 import Table from 'cli-table3'
 import cliProgress from 'cli-progress'
 import pc from 'picocolors'
@@ -69,4 +70,54 @@ export function printError(error: unknown, json: boolean) {
     return
   }
   process.stderr.write(`${color.red('error')}: ${(error as Error).message}\n`)
+}
+
+/** Lines of piped stdin, read by one reader for the whole run (a second reader would lose what the first buffered). */
+let piped: AsyncIterator<string> | null = null
+
+/** Typed without echo: the terminal in raw mode, backspace honoured, Ctrl-C exits. */
+async function hiddenLine(): Promise<string> {
+  const stdin = process.stdin
+  stdin.setRawMode(true)
+  stdin.resume()
+  let text = ''
+  try {
+    for await (const chunk of stdin) {
+      for (const ch of String(chunk)) {
+        if (ch === '\r' || ch === '\n') return text
+        if (ch === '\u0003') process.exit(130)
+        text = ch === '\u007f' || ch === '\b' ? text.slice(0, -1) : text + ch
+      }
+    }
+    return text
+  } finally {
+    stdin.setRawMode(false)
+    stdin.pause()
+    process.stderr.write('\n')
+  }
+}
+
+/**
+ * Asks a question on stderr (stdout stays the command's output, clean for --json and pipes) and
+ * reads one line of stdin; a secret is not echoed on a terminal. '' when stdin has ended.
+ */
+export async function ask(question: string, opts: { secret?: boolean } = {}): Promise<string> {
+  process.stderr.write(`${question} `)
+  if (process.stdin.isTTY) {
+    if (opts.secret) return (await hiddenLine()).trim()
+    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false })
+    try {
+      return await new Promise<string>(resolve => {
+        rl.once('line', line => resolve(line.trim()))
+        rl.once('close', () => resolve(''))
+      })
+    } finally {
+      rl.close()
+    }
+  }
+  piped ??= createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]()
+  const next = await piped.next()
+  // nothing echoed the answer's line end: end the question's line
+  process.stderr.write('\n')
+  return next.done ? '' : next.value.trim()
 }

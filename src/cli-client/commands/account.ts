@@ -4,7 +4,7 @@ import type { Command } from 'commander'
 import pkg from '../../../package.json'
 import { Api, CliError, EXIT } from '../api'
 import { credentialsPath, removeCredentials, writeCredentials } from '../config'
-import { color, printJson, table } from '../output'
+import { ask, color, printJson, table } from '../output'
 import { globals } from '../context'
 
 interface TokenSet {
@@ -70,8 +70,9 @@ export function accountCommands(program: Command) {
       if (!opts.acceptTerms) throw new CliError('signup needs --accept-terms', EXIT.usage)
       const started = (await api.call('POST', '/v1/cli/signup/start', { auth: false, body: { email: opts.email, name: opts.name, org_name: opts.orgName, terms_accepted: true } })).data
       say(`A verification code was sent to ${opts.email}.`)
-      const code = opts.code ?? prompt('Verification code:')?.trim()
-      const password = opts.password ?? process.env.AGENT_MAIL_PASSWORD ?? prompt('Choose a password (12+ characters):')?.trim()
+      // an empty option or variable counts as not given
+      const code = opts.code || (await ask('Verification code:'))
+      const password = opts.password || process.env.AGENT_MAIL_PASSWORD || (await ask('Choose a password (12+ characters):', { secret: true }))
       if (!code || !password) throw new CliError('signup needs the verification code and a password', EXIT.usage)
       const tokens = (await api.call<TokenSet & { inbox: { address: string } | null }>('POST', '/v1/cli/signup/verify', { auth: false, body: { signup_token: started.signup_token, verification_code: code, password } })).data
       save(api, tokens)

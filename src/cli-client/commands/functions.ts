@@ -92,10 +92,10 @@ export function functionCommands(program: Command) {
         }
       }
       print((await api.call('GET', `/v1/functions/${id}/logs?limit=${encodeURIComponent(opts.limit)}`)).data.logs)
+      if (opts.follow) process.stderr.write(color.dim('Following new lines (Ctrl-C to stop)...') + '\n')
       while (opts.follow) {
         await Bun.sleep(FOLLOW_INTERVAL_MS)
         print((await api.call('GET', `/v1/functions/${id}/logs?limit=500`)).data.logs)
       }
     })
-  void table
 }
