@@ -11,6 +11,7 @@ import { startWorker, type Worker } from '../../src/jobs/worker'
 import { JOB_KINDS } from '../../src/job-kinds'
 import { sandboxPool } from '../../src/functions/sandbox/pool'
 import { until } from '../helpers/until'
+import { markDomainVerified } from '../../src/domains/service'
 
 const ENV = { WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '1', FUNCTION_WALL_CLOCK_MS: '10000', FUNCTION_CPU_MS: '700' }
 
@@ -182,6 +183,80 @@ describe('a function on the inbound path', () => {
     const full = await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })
     expect(full.body.data.logs[0].message).toBe('changed')
   })
+})
+
+describe('routing and records', () => {
+  test('a function routed to a domain gets its mail; the fallback function the rest; a held slot is 409', async () => {
+    const org = await createOrg()
+    const managed = await managedAddress(h.ctx, org.orgId)
+    const name = `fn-route-${crypto.randomUUID().slice(0, 8)}.example`
+    const other = `fn-other-${crypto.randomUUID().slice(0, 8)}.example`
+    const domain = await markDomainVerified(h.ctx.sql, h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, name)
+    await markDomainVerified(h.ctx.sql, h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, other)
+    const logging = (label: string) => `export default { async fetch(request) { const e = await request.json(); console.log('${label}: ' + e.email.headers.subject); return new Response('') } }`
+    const deploy = async (label: string) => (await h.request('POST', '/v1/functions', { key: org.key, body: { name: `route-${label}-${++n}`, code: logging(label) } })).body.data
+    const [forDomain, fallback, third] = [await deploy('domain'), await deploy('fallback'), await deploy('third')]
+    const routed = await h.request('PUT', `/v1/functions/${forDomain.id}/route`, { key: org.key, body: { domain_id: domain.id } })
+    expect(routed.body.data.route).toEqual({ domain_id: domain.id, enabled: true, is_route_target: false })
+    expect((await h.request('PUT', `/v1/functions/${fallback.id}/route`, { key: org.key, body: { domain_id: null } })).status).toBe(200)
+    expectError(await h.request('PUT', `/v1/functions/${third.id}/route`, { key: org.key, body: { domain_id: domain.id } }), 409, 'conflict')
+
+    for (const [to, subject] of [[`anyone@${name}`, 'to the domain'], [`anyone@${other}`, 'other domain, no endpoint of its own'], [managed, 'managed inbox']]) {
+      await h.transport.sendMail({ from: 'sam@sender.example', to, subject, text: 'x' })
+    }
+    await until(() => deliveriesOf(org), ds => ds.length === 3 && ds.every(d => d.status === 'delivered'))
+    const logsOf = async (id: string) => ((await h.request('GET', `/v1/functions/${id}/logs`, { key: org.key })).body.data.logs as any[]).map(l => l.message).sort()
+    expect(await logsOf(forDomain.id)).toEqual(['domain: to the domain'])
+    expect(await logsOf(fallback.id)).toEqual(['fallback: managed inbox', 'fallback: other domain, no endpoint of its own'])
+    expect(await logsOf(third.id)).toEqual([])
+    const topo = (await h.request('GET', '/v1/functions/routing-topology', { key: org.key })).body.data.functions as any[]
+    expect(topo.find(f => f.function_id === forDomain.id)).toMatchObject({ slot: 'domain', domain_id: domain.id, domain: name, enabled: true })
+    expect(topo.find(f => f.function_id === third.id)).toMatchObject({ slot: 'none', endpoint_id: null })
+  })
+
+  test('activity (email.sent and email.replied) and invocations, with their filters and pages', async () => {
+    const target = await createOrg()
+    const targetAddress = await managedAddress(h.ctx, target.orgId)
+    const code = `export default { async fetch(request, env) {
+      const event = await request.json()
+      const send = body => fetch(env.SERVICE_API_BASE_URL + '/send-mail', { method: 'POST', headers: { authorization: 'Bearer ' + env.SERVICE_API_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ from: event.email.envelope.rcpt_to[0], ...body }) })
+      const a = await send({ to: ${JSON.stringify(targetAddress)}, subject: 'fyi ' + event.email.headers.subject, body_text: 'forwarded' })
+      const b = await send({ in_reply_to_email_id: event.email.id, subject: 'Re: ' + event.email.headers.subject, body_text: 'thanks' })
+      return new Response('', { status: a.ok && b.ok ? 200 : 500 }) } }`
+    const { org, address, fn } = await orgWithFunction(code)
+    const first = await mailAndWait(org, address, 'one')
+    const started = new Date()
+    const second = await mailAndWait(org, address, 'two')
+    expect([first.status, second.status]).toEqual(['delivered', 'delivered'])
+
+    const activity = async (query = '') => (await h.request('GET', `/v1/functions/${fn.id}/activity${query}`, { key: org.key })).body
+    const all = await activity()
+    expect(all.meta.total).toBe(4)
+    expect((all.data as any[]).map(a => a.type).sort()).toEqual(['email.replied', 'email.replied', 'email.sent', 'email.sent'])
+    const sent = (await activity('?type=email.sent')).data as any[]
+    expect(sent.map(a => a.delivery_id).sort()).toEqual([first.id, second.id].sort())
+    const sentEmail = await h.request('GET', `/v1/sent-emails/${sent[0].email_id}`, { key: org.key })
+    expect(sentEmail.body.data.subject).toStartWith('fyi ')
+    expect(((await activity('?type=email.replied')).data as any[]).every(a => a.type === 'email.replied')).toBe(true)
+    const ofFirst = (await activity(`?delivery_id=${first.id}`)).data as any[]
+    expect(ofFirst.map(a => a.type).sort()).toEqual(['email.replied', 'email.sent'])
+    expect(ofFirst.every(a => a.delivery_id === first.id)).toBe(true)
+    expect(((await activity(`?email_id=${sent[0].email_id}`)).data as any[]).map(a => a.email_id)).toEqual([sent[0].email_id])
+    expect((await activity(`?type=email.sent&delivery_id=${second.id}`)).meta.total).toBe(1)
+    expectError(await h.request('GET', `/v1/functions/${fn.id}/activity?type=email.received`, { key: org.key }), 400, 'validation_error', /^type: /)
+    expectError(await h.request('GET', `/v1/functions/${fn.id}/activity?email_id=nope`, { key: org.key }), 400, 'validation_error', /^email_id: /)
+
+    // invocations: one page at a time, newest first, and since
+    const page1 = (await h.request('GET', `/v1/functions/${fn.id}/invocations?limit=1`, { key: org.key })).body
+    expect(page1.data.map((i: any) => i.delivery_id)).toEqual([second.id])
+    expect(page1.meta).toMatchObject({ total: 2, limit: 1 })
+    const page2 = (await h.request('GET', `/v1/functions/${fn.id}/invocations?limit=1&cursor=${encodeURIComponent(page1.meta.cursor)}`, { key: org.key })).body
+    expect(page2.data.map((i: any) => i.delivery_id)).toEqual([first.id])
+    const recent = (await h.request('GET', `/v1/functions/${fn.id}/invocations?since=${encodeURIComponent(started.toISOString())}`, { key: org.key })).body
+    expect(recent.data.map((i: any) => i.delivery_id)).toEqual([second.id])
+    expectError(await h.request('GET', `/v1/functions/${fn.id}/invocations?since=yesterday`, { key: org.key }), 400, 'validation_error', /^since: /)
+    expectError(await h.request('GET', `/v1/functions/${fn.id}/invocations?outcome=fine`, { key: org.key }), 400, 'validation_error', /^outcome: /)
+  }, 60_000)
 })
 
 describe('limits end the run with their own outcome and leave the worker healthy', () => {

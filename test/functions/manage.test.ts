@@ -141,6 +141,28 @@ describe('secrets', () => {
   })
 })
 
+describe('secret caps', () => {
+  test('at most 100 per function and 100 per organization, counted apart; replacing one at the cap is fine', async () => {
+    const capped = await createOrg()
+    const fn = (await deploy(OK_CODE, uniqueName(), capped)).body.data
+    for (const [base, put] of [
+      [`/v1/functions/${fn.id}/secrets`, (key: string) => `/v1/functions/${fn.id}/secrets/${key}`],
+      ['/v1/org/secrets', (key: string) => `/v1/org/secrets/${key}`],
+    ] as const) {
+      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => h.request('POST', base, { key: capped.key, body: { key: `S_${i}`, value: 'v' } })))
+      expect(answers.map(r => r.status)).toEqual(Array(100).fill(201))
+      const scope = base.startsWith('/v1/org') ? 'organization' : 'function'
+      expectError(await h.request('POST', base, { key: capped.key, body: { key: 'ONE_MORE', value: 'v' } }), 400, 'validation_error', new RegExp(`^key: at most 100 secrets per ${scope}`))
+      expectError(await h.request('PUT', put('ONE_MORE'), { key: capped.key, body: { value: 'v' } }), 400, 'validation_error', /^key: at most 100/)
+      expect((await h.request('PUT', put('S_7'), { key: capped.key, body: { value: 'replaced' } })).status).toBe(200)
+      expect((await h.request('GET', base, { key: capped.key })).body.data).toHaveLength(100)
+    }
+    // a deleted secret frees its place
+    await h.request('DELETE', '/v1/org/secrets/S_0', { key: capped.key })
+    expect((await h.request('POST', '/v1/org/secrets', { key: capped.key, body: { key: 'ONE_MORE', value: 'v' } })).status).toBe(201)
+  }, 30_000)
+})
+
 describe('managed builds', () => {
   const files = {
     'src/index.ts': `import { greet } from './lib/greet'\nexport default { async fetch(request: Request): Promise<Response> { return new Response(greet('you')) } }`,
