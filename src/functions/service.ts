@@ -8,6 +8,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
+import { transaction } from '../db/transaction'
 import { createApiKey } from '../auth/api-keys'
 import { deleteFunctionMemories } from '../memories/service'
 import { recordChanges } from '../changes/record'
@@ -193,14 +194,14 @@ async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundl
   return row!
 }
 
-/** POST /functions: creates the function and its first deployment. */
-export async function deployFunction(ctx: AppContext, orgId: string, input: { name: string } & DeployInput) {
+/** POST /functions: creates the function and its first deployment (in `sql`'s transaction when it is one: see db/transaction.ts). */
+export async function deployFunction(ctx: AppContext, orgId: string, input: { name: string } & DeployInput, sql: Tx = ctx.sql) {
   const started = performance.now()
   const bundle = checkBundleSize(await bundleOf(ctx, orgId, input))
   const check = await checkModule(ctx, bundle.code)
   check.ms = Math.round((performance.now() - started) * 100) / 100
   try {
-    return await ctx.sql.begin(async tx => {
+    return await transaction(sql, async tx => {
       const id = randomUUIDv7()
       const key = await createApiKey(tx, orgId, null, `function ${input.name} runtime`)
       await tx`

@@ -113,6 +113,20 @@ interface Pending {
 }
 
 /**
+ * Takes the organization's memory lock, its `memory_usage` row (made on first use), and reads
+ * its plan. Every memory write takes it first, before the changes feed's counter; a transaction
+ * that records other changes before its memory writes (a catalog install) takes it at its start.
+ */
+export async function lockMemoryUsage(tx: Tx, orgId: string): Promise<{ plan: Plan } | null> {
+  const [org] = await tx<{ plan: Plan }[]>`
+    with usage as (
+      insert into memory_usage (org_id) values (${orgId})
+      on conflict (org_id) do update set keys = memory_usage.keys returning org_id)
+    select o.plan from orgs o join usage u on u.org_id = o.id`
+  return org ?? null
+}
+
+/**
  * Applies `ops` in order, all or nothing (in `inTx` when given, as the last writes of that
  * transaction); later operations see earlier ones. In a `batch`,
  * errors name the operation (`operations[2].value`); otherwise the request's own fields
@@ -131,11 +145,7 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
     return null
   })
   const apply = async (tx: Tx): Promise<OpResult[]> => {
-    const [org] = await tx<{ plan: Plan }[]>`
-      with usage as (
-        insert into memory_usage (org_id) values (${scope.orgId})
-        on conflict (org_id) do update set keys = memory_usage.keys returning org_id)
-      select o.plan from orgs o join usage u on u.org_id = o.id`
+    const org = await lockMemoryUsage(tx, scope.orgId)
     if (!org) throw errors.notFound('organization')
     const keys = [...new Set(ops.map(o => o.key))]
     const existing = await tx<(MemoryRow & { expired: boolean })[]>`

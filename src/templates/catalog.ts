@@ -1,13 +1,24 @@
 /**
- * Installable setups: ready-made email templates and the memories that configure them,
- * created in one transaction (all or nothing), with Idempotency-Key honoured. Install
- * variables fill `{{name}}` in the memory values (rendered as text, not as templates of mail).
+ * Installable setups: ready-made agent setups (email templates, a function with the route that
+ * feeds it, a webhook endpoint with its route, and the memories that configure them), created in
+ * one transaction, all or nothing, with Idempotency-Key honoured. Install variables fill
+ * `{{name}}` in memory values, endpoint URLs and route patterns (as text, not as templates of
+ * mail).
+ *
+ * Each resource is made by its feature's own creation (deployFunction, createEndpoint,
+ * createRoute, insertTemplate, applyMemoryOps) in the install's transaction, so every rule of a
+ * standalone creation holds (plan limits, entitlements, URL safety, name and pattern conflicts).
  */
 import type { AppContext } from '../context'
+import type { Tx } from '../db/client'
 import { errors } from '../http/errors'
 import { idempotent } from '../http/idempotency'
 import { mailEvents } from '../mail/events'
-import { applyMemoryOps } from '../memories/service'
+import { applyMemoryOps, lockMemoryUsage } from '../memories/service'
+import { deployFunction } from '../functions/service'
+import { createEndpoint } from '../webhooks/endpoints.service'
+import { createRoute } from '../webhooks/recipient-routes.service'
+import { lockOrgForWebhooks } from '../webhooks/plan-access'
 import { dataProblems, type Variable } from './render'
 import { insertTemplate, type TemplateInput } from './service'
 
@@ -17,18 +28,52 @@ interface Entry {
   description: string
   variables: Variable[]
   templates: TemplateInput[]
-  /** key and value; string values may use the install variables as {{name}} */
-  memories: { key: string; value: unknown }[]
+  /** a function deployed with this code (its name must be free in the organization) */
+  function?: { name: string; code: string }
+  /** an HTTP endpoint that is a route target; `url` may use the install variables */
+  endpoint?: { url: string }
+  /** a recipient route (pattern may use the install variables) to the function or the endpoint */
+  route?: { pattern: string; to: 'function' | 'endpoint' }
+  /** key and value; string values may use the install variables as {{name}}; `function`: in the function's own scope */
+  memories: { key: string; value: unknown; scope: 'org' | 'function' }[]
 }
+
+/**
+ * The auto-responder's code. For each received message it reads its settings from its own
+ * memory scope (SERVICE_API_BASE_URL, SERVICE_API_KEY), and answers in the thread with the
+ * stored template; it never answers its own address.
+ */
+const AUTO_RESPONDER_CODE = `export default {
+  async fetch(request, env) {
+    const event = await request.json()
+    if (event.event !== 'email.received' || !event.email) return new Response('ignored: ' + event.event)
+    const api = (path, init = {}) =>
+      fetch(env.SERVICE_API_BASE_URL + path, { ...init, headers: { authorization: 'Bearer ' + env.SERVICE_API_KEY, 'content-type': 'application/json' } })
+    const settings = await api('/memories/' + encodeURIComponent('auto-responder/config'))
+    if (!settings.ok) return new Response('no settings (' + settings.status + ')', { status: 500 })
+    const config = (await settings.json()).data.value
+    const sender = event.email.parsed.from
+    if (!config.enabled || !sender || sender.address.toLowerCase() === String(config.from).toLowerCase()) return new Response('not answered')
+    const data = { subject: event.email.headers.subject || '', signature: config.signature }
+    if (sender.name) data.sender_name = sender.name
+    const sent = await api('/send-mail', {
+      method: 'POST',
+      body: JSON.stringify({ from: config.from, in_reply_to_email_id: event.email.id, template: { alias: config.template_alias, data } }),
+    })
+    if (!sent.ok) return new Response('send-mail answered ' + sent.status + ': ' + (await sent.text()), { status: 502 })
+    return new Response('answered')
+  },
+}
+`
 
 export const CATALOG: Entry[] = [
   {
     slug: 'auto-responder',
     name: 'Auto-responder',
     description:
-      'An acknowledgement template (alias auto-reply) and its settings in memory (auto-responder/config): an agent or function answering each inbound message sends the template with the sender\'s name and subject.',
+      'A function (auto-responder) that answers every message to the address in its thread, a recipient route that feeds it that address\'s mail, an acknowledgement template (alias auto-reply) with the sender\'s name and subject, and the function\'s settings in its own memory (auto-responder/config: enabled, template_alias, from, signature).',
     variables: [
-      { name: 'from_address', description: 'the address replies are sent from' },
+      { name: 'from_address', description: 'the address whose mail is answered, and that replies come from' },
       { name: 'signature', required: false, default: 'The team', description: 'closing line' },
     ],
     templates: [
@@ -41,7 +86,23 @@ export const CATALOG: Entry[] = [
         variables: [{ name: 'subject' }, { name: 'sender_name', required: false, default: 'there' }, { name: 'signature', required: false, default: 'The team' }],
       },
     ],
-    memories: [{ key: 'auto-responder/config', value: { enabled: true, template_alias: 'auto-reply', from: '{{from_address}}', signature: '{{signature}}' } }],
+    function: { name: 'auto-responder', code: AUTO_RESPONDER_CODE },
+    route: { pattern: '{{from_address}}', to: 'function' },
+    memories: [{ key: 'auto-responder/config', scope: 'function', value: { enabled: true, template_alias: 'auto-reply', from: '{{from_address}}', signature: '{{signature}}' } }],
+  },
+  {
+    slug: 'forward-to-webhook',
+    name: 'Forward to a webhook',
+    description:
+      'An HTTPS endpoint (a route target) and a recipient route to it: every message to the address (or pattern) is delivered to the URL as a signed email.received event, and to nothing else.',
+    variables: [
+      { name: 'address', description: 'the address or pattern whose mail is forwarded (for example support@your-domain, or *@your-domain)' },
+      { name: 'url', description: 'the HTTPS URL that receives the events' },
+    ],
+    templates: [],
+    endpoint: { url: '{{url}}' },
+    route: { pattern: '{{address}}', to: 'endpoint' },
+    memories: [],
   },
   {
     slug: 'payment-request',
@@ -70,7 +131,7 @@ export const CATALOG: Entry[] = [
         variables: [{ name: 'amount' }, { name: 'description' }, { name: 'settle_tx' }],
       },
     ],
-    memories: [{ key: 'payments/config', value: { request_template: 'payment-request', receipt_template: 'payment-receipt', from: '{{from_address}}', network: '{{network}}' } }],
+    memories: [{ key: 'payments/config', scope: 'org', value: { request_template: 'payment-request', receipt_template: 'payment-receipt', from: '{{from_address}}', network: '{{network}}' } }],
   },
 ]
 
@@ -79,20 +140,66 @@ export const presentEntry = (e: Entry) => ({
   name: e.name,
   description: e.description,
   variables: e.variables,
-  creates: [...e.templates.map(t => ({ type: 'template', name: t.alias ?? t.name })), ...e.memories.map(m => ({ type: 'memory', name: m.key }))],
+  creates: [
+    ...e.templates.map(t => ({ type: 'template', name: t.alias ?? t.name })),
+    ...(e.function ? [{ type: 'function', name: e.function.name }] : []),
+    ...(e.endpoint ? [{ type: 'endpoint', name: e.endpoint.url }] : []),
+    ...(e.route ? [{ type: 'route', name: e.route.pattern }] : []),
+    ...e.memories.map(m => ({ type: 'memory', name: m.scope === 'function' ? `${e.function!.name}: ${m.key}` : m.key })),
+  ],
 })
 
 /** Fills {{name}} in the strings of a JSON value; nothing else is interpreted. */
-function fill(value: unknown, vars: Record<string, unknown>): unknown {
-  if (typeof value === 'string') return value.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(vars[name] ?? ''))
-  if (Array.isArray(value)) return value.map(v => fill(v, vars))
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v, vars)]))
+function fill<T>(value: T, vars: Record<string, unknown>): T {
+  if (typeof value === 'string') return value.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(vars[name] ?? '')) as T
+  if (Array.isArray(value)) return value.map(v => fill(v, vars)) as T
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v, vars)])) as T
   return value
 }
 
 export interface InstallResult {
   slug: string
   created: { type: string; id: string; name: string }[]
+}
+
+/** Creates the entry's resources in the caller's transaction, in the order they depend on each other. */
+async function createAll(ctx: AppContext, tx: Tx, orgId: string, entry: Entry, vars: Record<string, unknown>): Promise<InstallResult['created']> {
+  // Every lock the steps take, first and in the order other writers take them (the webhooks
+  // lock, then the memory lock): a deployment records a change, which takes the feed's
+  // counter, and no later step may then wait for a lock that a writer holding it waits for.
+  if (entry.endpoint || entry.route) await lockOrgForWebhooks(tx, orgId)
+  if (entry.memories.length) await lockMemoryUsage(tx, orgId)
+  const created: InstallResult['created'] = []
+  for (const t of entry.templates) {
+    const row = await insertTemplate(tx, orgId, t)
+    created.push({ type: 'template', id: row.id, name: row.alias ?? row.name })
+  }
+  let functionId: string | null = null
+  if (entry.function) {
+    const fn = await deployFunction(ctx, orgId, entry.function, tx)
+    if (!fn.current_deployment_id) throw new Error(`catalog ${entry.slug}: its function did not deploy (${fn.deployment.deploy_error?.message})`)
+    functionId = fn.id
+    created.push({ type: 'function', id: fn.id, name: fn.name })
+  }
+  let endpointId: string | null = null
+  if (entry.endpoint) {
+    const { row } = await createEndpoint(tx, ctx, orgId, { kind: 'http', url: fill(entry.endpoint.url, vars), is_route_target: true })
+    endpointId = row.id
+    created.push({ type: 'endpoint', id: row.id, name: row.url! })
+  }
+  if (entry.route) {
+    const target = entry.route.to === 'function' ? { function_id: functionId! } : { endpoint_id: endpointId! }
+    const route = await createRoute(tx, ctx.config.MANAGED_DOMAIN, orgId, { pattern: fill(entry.route.pattern, vars), ...target })
+    if (entry.route.to === 'function') created.push({ type: 'endpoint', id: route.endpoint_id, name: `function://${functionId}` })
+    created.push({ type: 'route', id: route.id, name: route.pattern })
+  }
+  for (const scope of ['org', 'function'] as const) {
+    const ops = entry.memories.filter(m => m.scope === scope).map(m => ({ op: 'set' as const, key: m.key, value: fill(m.value, vars) }))
+    if (!ops.length) continue
+    const results = await applyMemoryOps(ctx, { orgId, functionId: scope === 'function' ? functionId : null }, ops, true, tx)
+    for (const r of results) created.push({ type: 'memory', id: r.key, name: scope === 'function' ? `functions/${functionId}/memories/${r.key}` : r.key })
+  }
+  return created
 }
 
 /** Creates an entry's resources in one transaction; returns the outcome for the route (201, or a replay). */
@@ -105,16 +212,7 @@ export async function install(ctx: AppContext, orgId: string, body: { slug: stri
   if (missing.length) throw errors.validation('variables', `missing ${missing.map(n => `"${n}"`).join(', ')}`)
   const vars = Object.fromEntries(entry.variables.map(v => [v.name, v.name in given ? given[v.name] : v.default]))
   const outcome = await idempotent<InstallResult>(ctx.sql, ctx.keys, { scope: `org:${orgId}:templates.install`, key, payload: body }, async tx => {
-    const created: InstallResult['created'] = []
-    for (const t of entry.templates) {
-      const row = await insertTemplate(tx, orgId, t)
-      created.push({ type: 'template', id: row.id, name: row.alias ?? row.name })
-    }
-    // memories last: their writes end with the changes feed's counter (see changes/record.ts)
-    const ops = entry.memories.map(m => ({ op: 'set' as const, key: m.key, value: fill(m.value, vars) }))
-    const results = await applyMemoryOps(ctx, { orgId, functionId: null }, ops, true, tx)
-    for (const r of results) created.push({ type: 'memory', id: r.key, name: r.key })
-    return { status: 201, data: { slug: entry.slug, created } }
+    return { status: 201, data: { slug: entry.slug, created: await createAll(ctx, tx, orgId, entry, vars) } }
   })
   if (!outcome.replayed) mailEvents(ctx).emitChange(orgId)
   return outcome

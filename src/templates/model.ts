@@ -95,5 +95,12 @@ export const Install = t.Object(
 
 export const Installed = t.Object({
   slug: t.String(),
-  created: t.Array(t.Object({ type: t.String({ description: 'template or memory' }), id: t.String({ description: 'template id, or memory key' }), name: t.String() })),
+  created: t.Array(
+    t.Object({
+      type: t.String({ description: 'template, function, endpoint, route or memory' }),
+      id: t.String({ description: 'the resource id (a memory: its key)' }),
+      name: t.String({ description: "alias, name, URL, pattern or key (a function's memory: functions/{id}/memories/{key})" }),
+    }),
+    { description: 'in creation order' },
+  ),
 })

@@ -13,6 +13,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Config } from '../config'
 import type { Sql, Tx } from '../db/client'
+import { transaction } from '../db/transaction'
 import type { Resolver } from '../dns/resolver'
 import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
@@ -162,7 +163,7 @@ async function assertSlotFree(tx: Tx, orgId: string, domainId: string | null, ex
 }
 
 /** A unique violation of the slot index (a race the check did not see) as the contract's 409. */
-async function mapSlotViolation<T>(sql: Sql, orgId: string, domainId: string | null, except: string | null, write: () => Promise<T>): Promise<T> {
+async function mapSlotViolation<T>(sql: Tx, orgId: string, domainId: string | null, except: string | null, write: () => Promise<T>): Promise<T> {
   try {
     return await write()
   } catch (error) {
@@ -219,7 +220,7 @@ async function insertEndpoint(tx: Tx, access: PlanAccess, orgId: string, e: Inse
  * Creates an endpoint. A function has at most one endpoint: asking again for the same function
  * returns the existing one, unchanged, with `created: false`.
  */
-export async function createEndpoint(sql: Sql, deps: EndpointDeps, orgId: string, input: NewEndpoint): Promise<{ row: EndpointRow; created: boolean }> {
+export async function createEndpoint(sql: Tx, deps: EndpointDeps, orgId: string, input: NewEndpoint): Promise<{ row: EndpointRow; created: boolean }> {
   const kind = input.kind ?? 'http'
   if (kind === 'http') {
     if (input.function_id !== undefined) throw errors.validation('function_id', 'must not be set for an http endpoint')
@@ -240,7 +241,7 @@ export async function createEndpoint(sql: Sql, deps: EndpointDeps, orgId: string
   const url = input.url === undefined ? null : (await checkWebhookUrl(input.url, deps.resolver, deps.config.WEBHOOK_ALLOW_LOOPBACK)).url.href
   const fields: Insert = { kind, url, functionId, enabled: input.enabled ?? true, domainId, isRouteTarget: input.is_route_target ?? false, rules }
   return mapSlotViolation(sql, orgId, domainId, null, () =>
-    sql.begin(async tx => {
+    transaction(sql, async tx => {
       await lockOrgForWebhooks(tx, orgId)
       if (functionId) {
         // another request for the same function got here first

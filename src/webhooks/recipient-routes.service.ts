@@ -21,6 +21,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
+import { transaction } from '../db/transaction'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
@@ -58,7 +59,7 @@ const patternTaken = (pattern: string, routeId: string | null) =>
   errors.conflict(`pattern: a route for ${pattern} already exists${routeId ? ` (${routeId})` : ''}; delete it first`, { conflicting_route_id: routeId })
 
 /** Creates a route to a route-target endpoint, or to a function (minting its route-target endpoint when it has none). */
-export async function createRoute(sql: Sql, managedDomain: string, orgId: string, input: NewRoute): Promise<RouteRow> {
+export async function createRoute(sql: Tx, managedDomain: string, orgId: string, input: NewRoute): Promise<RouteRow> {
   if (input.endpoint_id !== undefined && input.function_id !== undefined) throw errors.validation('function_id', 'must not be set together with endpoint_id')
   if (input.endpoint_id === undefined && input.function_id === undefined) throw errors.validation('endpoint_id', 'is required (or function_id)')
   const pattern = normalizePattern(input.pattern)
@@ -73,7 +74,7 @@ export async function createRoute(sql: Sql, managedDomain: string, orgId: string
     )
   }
   try {
-    return await sql.begin(async tx => {
+    return await transaction(sql, async tx => {
       await lockOrgForWebhooks(tx, orgId)
       const existing = await routeWithPattern(tx, orgId, pattern)
       if (existing) throw patternTaken(pattern, existing)
