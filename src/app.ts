@@ -43,6 +43,8 @@ import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
 import { wakeRoutes } from './wake/routes'
+import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
+import { graphqlErrorBody } from './graphql/errors'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -92,7 +94,7 @@ export function createApp(ctx: AppContext) {
       const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': facts.id })
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === 'string') headers.set(k, v)
       for (const [k, v] of Object.entries(apiError.headers)) headers.set(k, v)
-      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : apiError.toBody(ctx.config.siteUrl)
+      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : path === GRAPHQL_PATH ? graphqlErrorBody(apiError, ctx.config.siteUrl) : apiError.toBody(ctx.config.siteUrl)
       return new Response(JSON.stringify(body), { status: apiError.status, headers })
     })
     // Response validation may hand mapResponse a copy of the value, so note before it whether it was a Page.
@@ -142,6 +144,7 @@ export function createApp(ctx: AppContext) {
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
     .use(wakeRoutes(ctx))
+    .use(graphqlRoutes(ctx))
   return app
 }
 

@@ -1,7 +1,7 @@
 /** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../http/errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
@@ -178,6 +178,22 @@ export async function getThread(sql: Sql, orgId: string, id: string) {
     select ${sql(SUMMARY_COLUMNS)}
       from emails where thread_id = ${id} and org_id = ${orgId} order by id`
   return { ...presentThread(thread), emails: emails.map(presentSummary) }
+}
+
+/** Messages by id, in any order, for readers that batch (GraphQL); of `address` only, when given. */
+export async function emailsByIds(sql: Sql, orgId: string, ids: readonly string[], address?: string): Promise<EmailRow[]> {
+  return sql<EmailRow[]>`select * from emails where id = any(${ids}::uuid[]) and org_id = ${orgId} ${ofAddress(sql, address)}`
+}
+
+/** Threads by id, in any order, for readers that batch (GraphQL). */
+export async function threadsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<ThreadRow[]> {
+  return sql<ThreadRow[]>`
+    select id, subject, participants, message_count, last_message_at, created_at from threads where id = any(${ids}::uuid[]) and org_id = ${orgId}`
+}
+
+/** A page of the messages (summaries, newest first) of each of several threads, in two statements. */
+export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], page: PageRequest) {
+  return listPagesOf<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: sql`org_id = ${orgId}`, parentColumn: 'thread_id', parents: threadIds, page })
 }
 
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, m => `\\${m}`)}%`

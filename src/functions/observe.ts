@@ -7,7 +7,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { ingest } from '../mail/inbound/ingest'
 import { parseMail } from '../mail/inbound/parse'
@@ -77,6 +77,11 @@ export async function listInvocations(sql: Sql, orgId: string, functionId: strin
       ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``} ${f.since ? sql`and created_at >= ${f.since}` : sql``}`,
     page,
   })
+}
+
+/** A page of the invocations (newest first) of each of several functions, in two statements. */
+export function invocationPages(sql: Sql, orgId: string, functionIds: string[], page: PageRequest) {
+  return listPagesOf<InvocationRow>(sql, { columns: sql`*`, from: sql`function_invocations`, where: sql`org_id = ${orgId}`, parentColumn: 'function_id', parents: functionIds, page })
 }
 
 export async function getInvocation(sql: Sql, orgId: string, functionId: string, id: string) {

@@ -107,6 +107,13 @@ export async function listFunctions(sql: Sql, orgId: string, page: PageRequest) 
   })
 }
 
+/** Live functions by id, in any order, for readers that batch (GraphQL). */
+export async function functionsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<FunctionRow[]> {
+  return sql<FunctionRow[]>`
+    select ${functionColumns(sql)} from functions f ${withEndpoint(sql)}
+     where f.id = any(${ids}::uuid[]) and f.org_id = ${orgId} and f.deleted_at is null`
+}
+
 const deploymentColumns = (sql: Tx) => sql`
   d.id, d.function_id, d.status, d.deploy_error, d.build_ms, d.bundle_bytes, d.gzip_bytes,
   d.source_map is not null as has_source_map, d.sources is not null as managed_build, f.current_deployment_id is not distinct from d.id as is_current, d.created_at`

@@ -87,6 +87,19 @@ export async function authenticateRequest(ctx: AppContext, request: Request, set
   return auth
 }
 
+/**
+ * For an operation open to anonymous callers that shows more to authenticated ones (GraphQL):
+ * null without an Authorization header (rate limited per client address, as public routes),
+ * else exactly `authenticateRequest`, so a header with a bad credential is 401 as anywhere.
+ */
+export async function authenticateOptional(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth | null> {
+  if (!request.headers.has('authorization')) {
+    await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
+    return null
+  }
+  return authenticateRequest(ctx, request, set, server, opts)
+}
+
 // Both run at the transform stage, before body and query validation: a caller without valid
 // credentials gets 401 (and is counted against its address) whatever it sent.
 export function authenticated(ctx: AppContext) {

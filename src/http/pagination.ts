@@ -53,6 +53,36 @@ export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise
   return { rows, total: count!.total }
 }
 
+/** Pages of one child list for many parents at once, as a GraphQL field under a list reads them. */
+export interface ChildListQuery extends ListQuery {
+  /** the column naming a row's parent (uuid), qualified when a join makes it ambiguous */
+  parentColumn: string
+  parents: string[]
+}
+
+/**
+ * `listPage` for many parents in two statements whatever their number: each parent's first
+ * `limit + 1` rows below the cursor (a lateral join), and the totals of all of them (grouped).
+ * Parents without rows get an empty page.
+ */
+export async function listPagesOf<T extends object>(sql: Tx, q: ChildListQuery): Promise<Map<string, { rows: T[]; total: number }>> {
+  const id = sql(q.idColumn ?? 'id')
+  const parent = sql(q.parentColumn)
+  const found = await sql<(T & { parent_key__: string })[]>`
+    select k.parent_key__, x.* from unnest(${q.parents}::uuid[]) as k(parent_key__)
+     cross join lateral (
+       select ${q.columns} from ${q.from} ${q.join ?? sql``}
+        where ${q.where} and ${parent} = k.parent_key__ ${q.page.after ? sql`and ${id} < ${q.page.after}` : sql``}
+        order by ${id} desc limit ${q.page.limit + 1}) x`
+  const counts = await sql<{ parent_key__: string; total: number }[]>`
+    select ${parent} as parent_key__, count(*)::int as total from ${q.from}
+     where ${q.where} and ${parent} = any(${q.parents}::uuid[]) group by 1`
+  const pages = new Map(q.parents.map(p => [p, { rows: [] as T[], total: 0 }]))
+  for (const { parent_key__: key, ...row } of found) pages.get(key)?.rows.push(row as unknown as T)
+  for (const c of counts) pages.get(c.parent_key__)!.total = c.total
+  return pages
+}
+
 export class Cursors {
   constructor(private readonly keys: ServerKeys) {}
 

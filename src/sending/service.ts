@@ -13,6 +13,7 @@ import { sha256 } from '../crypto'
 import { ApiError, errors, type PlainCode } from '../http/errors'
 import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
+import { listPage, type PageRequest } from '../http/pagination'
 import { enqueueWith } from '../jobs/queue'
 import { runNow } from '../jobs/run'
 import { recordChanges } from '../changes/record'
@@ -78,6 +79,10 @@ async function loadSend(ctx: AppContext, orgId: string, id: string): Promise<Sen
   if (!send) throw errors.notFound('sent email')
   return send
 }
+
+/** The organization's sends, newest first (read by GraphQL's `sentEmails`). */
+export const listSends = (ctx: AppContext, orgId: string, page: PageRequest) =>
+  listPage<SendRow>(ctx.sql, { columns: ctx.sql`*`, from: ctx.sql`sends`, where: ctx.sql`org_id = ${orgId}`, page })
 
 export const getSend = async (ctx: AppContext, orgId: string, id: string) => presentSend(await loadSend(ctx, orgId, id))
 

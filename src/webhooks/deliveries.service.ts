@@ -2,7 +2,7 @@
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { iso } from '../http/timestamps'
 import { attemptDelivery, type DeliveryStatus } from './attempt'
@@ -86,6 +86,25 @@ export async function getDelivery(sql: Sql, orgId: string, id: string): Promise<
     select ${deliveryColumns(sql)} from webhook_deliveries d ${withEmail(sql)} where d.id = ${id} and d.org_id = ${orgId}`
   if (!row) throw errors.notFound('delivery')
   return row
+}
+
+/** Deliveries by id, in any order, for readers that batch (GraphQL). */
+export async function deliveriesByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<DeliveryRow[]> {
+  return sql<DeliveryRow[]>`select ${deliveryColumns(sql)} from webhook_deliveries d ${withEmail(sql)} where d.id = any(${ids}::uuid[]) and d.org_id = ${orgId}`
+}
+
+/** A page of the deliveries (newest first) of each of several endpoints, in two statements. */
+export function endpointDeliveryPages(sql: Sql, orgId: string, endpointIds: string[], page: PageRequest) {
+  return listPagesOf<DeliveryRow>(sql, {
+    columns: deliveryColumns(sql),
+    from: sql`webhook_deliveries d`,
+    join: withEmail(sql),
+    where: sql`d.org_id = ${orgId}`,
+    parentColumn: 'd.endpoint_id',
+    parents: endpointIds,
+    page,
+    idColumn: 'd.id',
+  })
 }
 
 /** Sends the stored event again, with its original id, to its original endpoint; now, in this request. */

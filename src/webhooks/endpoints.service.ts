@@ -131,6 +131,11 @@ export async function listEndpoints(sql: Sql, orgId: string, page: PageRequest) 
   })
 }
 
+/** Active endpoints by id, in any order, for readers that batch (GraphQL). */
+export async function endpointsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<EndpointRow[]> {
+  return sql<EndpointRow[]>`select * from endpoints where id = any(${ids}::uuid[]) and org_id = ${orgId} and deactivated_at is null`
+}
+
 /** The active endpoint of a function, if it has one (a function has at most one). */
 export async function functionEndpoint(sql: Tx, orgId: string, functionId: string): Promise<EndpointRow | null> {
   const [row] = await sql<EndpointRow[]>`

@@ -118,6 +118,11 @@ export async function findChallenge(sql: Sql | Tx, id: string, opts: { lock?: bo
   return row ?? null
 }
 
+/** The organization's challenges by id, in any order, for readers that batch (GraphQL). */
+export async function challengesByIds(sql: Sql | Tx, orgId: string, ids: readonly string[]): Promise<ChallengeRow[]> {
+  return sql<ChallengeRow[]>`select *, amount::text as amount from x402_challenges where id = any(${ids}::uuid[]) and org_id = ${orgId}`
+}
+
 export async function getOwnChallenge(sql: Sql | Tx, orgId: string, id: string): Promise<ChallengeRow> {
   const row = await findChallenge(sql, id)
   if (!row || row.org_id !== orgId) throw errors.notFound('challenge')

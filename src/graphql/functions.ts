@@ -1,0 +1,106 @@
+/** Functions and their invocations. */
+import { getFunction, listFunctions, presentFunction } from '../functions/service'
+import { getInvocation, presentInvocation } from '../functions/observe'
+import { allow, uuidArg } from './context'
+import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import { deliveryById, emailById, endpointById, functionById } from './related'
+import type { SchemaModule } from './module'
+
+export const functionsModule: SchemaModule = {
+  sdl: `
+extend type Query {
+  "Live functions, newest first (as GET /v1/functions)."
+  functions(${CONNECTION_ARGS}): FunctionConnection
+  function(id: ID!): Function
+  "One invocation of a function, with its exception stack and logs."
+  invocation(functionId: ID!, id: ID!): Invocation
+}
+
+type FunctionRoute {
+  domainId: ID
+  enabled: Boolean!
+  isRouteTarget: Boolean!
+}
+
+type Function {
+  id: ID!
+  name: String!
+  "deployed, or failed (no deployment ever succeeded)"
+  deployStatus: String!
+  currentDeploymentId: ID
+  tags: [String!]!
+  endpointId: ID
+  route: FunctionRoute
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  "the function's endpoint (mail reaches it through its routes)"
+  endpoint: Endpoint
+  "its invocations, newest first"
+  invocations(${CONNECTION_ARGS}): InvocationConnection!
+}
+
+type InvocationLog {
+  id: ID!
+  level: String!
+  message: String!
+  loggedAt: DateTime!
+}
+
+type Invocation {
+  id: ID!
+  functionId: ID!
+  deploymentId: ID!
+  deliveryId: ID
+  emailId: ID
+  outcome: String!
+  cpuMs: Float!
+  wallMs: Float!
+  requestMethod: String!
+  requestUrl: String!
+  responseStatus: Int
+  exceptionName: String
+  exceptionMessage: String
+  logsTruncated: Boolean!
+  subrequests: Int!
+  createdAt: DateTime!
+  "only on invocation(functionId, id)"
+  exceptionStack: String
+  "only on invocation(functionId, id); null in lists"
+  logs: [InvocationLog!]
+  function: Function
+  "the message it handled, if any"
+  email: Email
+  "the delivery that invoked it, if any"
+  delivery: Delivery
+}
+
+${connectionTypes('Function', 'functions')}
+${connectionTypes('Invocation', 'invocations')}
+`,
+  resolvers: {
+    Query: {
+      functions: async (_s, args: ConnectionArgs, g) => {
+        const auth = allow(g, '/v1/functions', 'functions')
+        const page = pageOf(g.ctx, 'gql:functions', args)
+        return connection(g.ctx, 'gql:functions', page, await listFunctions(g.ctx.sql, auth.orgId, page), presentFunction)
+      },
+      function: async (_s, args: { id: string }, g) => presentFunction(await getFunction(g.ctx.sql, allow(g, '/v1/functions/:id', 'functions').orgId, uuidArg('id', args.id))),
+      invocation: async (_s, args: { functionId: string; id: string }, g) =>
+        getInvocation(g.ctx.sql, allow(g, '/v1/functions/:id/invocations/:invocation_id', 'function invocations').orgId, uuidArg('functionId', args.functionId), uuidArg('id', args.id)),
+    },
+    Function: {
+      endpoint: (f: { endpoint_id: string | null }, _a, g) => endpointById(g, f.endpoint_id),
+      invocations: async (f: { id: string }, args: ConnectionArgs, g) => {
+        allow(g, '/v1/functions/:id/invocations', 'function invocations')
+        const scope = `gql:function-invocations:${f.id}`
+        const page = pageOf(g.ctx, scope, args)
+        return connection(g.ctx, scope, page, await g.loaders.functionInvocations.load({ parent: f.id, page }), presentInvocation)
+      },
+    },
+    Invocation: {
+      function: (i: { function_id: string }, _a, g) => functionById(g, i.function_id),
+      email: (i: { email_id: string | null }, _a, g) => emailById(g, i.email_id),
+      delivery: (i: { delivery_id: string | null }, _a, g) => deliveryById(g, i.delivery_id),
+    },
+  },
+}

@@ -1,0 +1,276 @@
+/** Domains, inboxes, received and sent mail, threads. */
+import { getDomain, listDomains, presentDomain } from '../domains/service'
+import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
+import { errors } from '../http/errors'
+import { parseTimestamp } from '../http/timestamps'
+import { getInbox, listInboxes, presentManagedInbox } from '../inboxes/service'
+import { getSend, listSends, presentSend } from '../sending/service'
+import { allow, uuidArg, type GqlContext } from './context'
+import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import type { Resolver, SchemaModule } from './module'
+
+const ADDRESS = /^[^\s@]+@[^\s@]+$/
+
+/** What only the full message has: an email from a list is completed through the batch loader. */
+const FULL_FIELDS = [
+  'messageId', 'inReplyTo', 'references', 'replyTo', 'sentAt', 'text', 'html', 'headers', 'attachments', 'authentication', 'envelope', 'contentDiscardedAt',
+] as const
+const snake = (name: string) => name.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`)
+
+async function fullEmail(g: GqlContext, email: { id: string; text?: unknown }) {
+  if ('text' in email) return email as ReturnType<typeof presentEmail>
+  const row = await g.loaders.email.load(email.id)
+  if (!row) throw errors.notFound('email')
+  return presentEmail(row)
+}
+
+async function thread(g: GqlContext, id: string | null) {
+  allow(g, '/v1/threads/:id', 'threads')
+  if (!id) return null
+  const row = await g.loaders.thread.load(id)
+  return row ? presentThread(row) : null
+}
+
+export const mailModule: SchemaModule = {
+  sdl: `
+extend type Query {
+  "Custom domains, newest first (as GET /v1/domains)."
+  domains(${CONNECTION_ARGS}): DomainConnection
+  domain(id: ID!): Domain
+  "Managed inboxes, newest first (as GET /v1/inboxes)."
+  inboxes(${CONNECTION_ARGS}): InboxConnection
+  inbox(id: ID!): Inbox
+  """
+  Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key
+  sees only the mail of its address.
+  """
+  emails(${CONNECTION_ARGS}, direction: Direction, threadId: ID, address: String, since: DateTime): EmailConnection
+  email(id: ID!): Email
+  "Conversations, newest first (as GET /v1/threads). Not for connection keys."
+  threads(${CONNECTION_ARGS}): ThreadConnection
+  thread(id: ID!): Thread
+  "Sends (POST /v1/send-mail), newest first."
+  sentEmails(${CONNECTION_ARGS}): SentEmailConnection
+  sentEmail(id: ID!): SentEmail
+}
+
+enum Direction { inbound outbound }
+
+type Domain {
+  id: ID!
+  domain: String!
+  "pending or verified"
+  status: String!
+  createdAt: DateTime!
+  verifiedAt: DateTime
+  lastCheckedAt: DateTime
+  "the records to publish, each with the status of its last check"
+  dnsRecords: [DnsRecord!]!
+  "the last verification's checks per purpose; null before every purpose was checked"
+  checks: JSON
+}
+
+type DnsRecord {
+  type: String!
+  name: String!
+  value: String!
+  priority: Int
+  purpose: String!
+  status: String!
+}
+
+type Inbox {
+  id: ID!
+  address: String!
+  displayName: String
+  createdAt: DateTime!
+}
+
+type MailAddress {
+  address: String!
+  name: String!
+}
+
+type Header {
+  name: String!
+  value: String!
+}
+
+type Attachment {
+  index: Int!
+  filename: String
+  contentType: String!
+  sizeBytes: Int!
+  contentId: String
+  disposition: String
+}
+
+type Envelope {
+  mailFrom: String
+  rcptTo: [String!]!
+  remoteIp: String
+  helo: String
+  tls: Boolean!
+}
+
+"""
+A received or sent message. The fields from messageId on are the full message: asked for on a
+list, they are read for all its messages at once.
+"""
+type Email {
+  id: ID!
+  threadId: ID!
+  direction: Direction!
+  "email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure; outbound: email.sent or email.replied"
+  eventType: String!
+  from: MailAddress
+  to: [MailAddress!]!
+  cc: [MailAddress!]!
+  subject: String!
+  receivedAt: DateTime!
+  sizeBytes: Int!
+  attachmentCount: Int!
+  contentDiscarded: Boolean!
+  messageId: String
+  inReplyTo: String
+  references: [String!]!
+  replyTo: [MailAddress!]!
+  "the Date header"
+  sentAt: DateTime
+  text: String
+  html: String
+  headers: [Header!]!
+  attachments: [Attachment!]!
+  "mailauth verdicts (spf, dkim, dmarc, arc); only pass means authenticated"
+  authentication: JSON!
+  envelope: Envelope!
+  contentDiscardedAt: DateTime
+  "the conversation (not for connection keys)"
+  thread: Thread
+}
+
+type Thread {
+  id: ID!
+  subject: String!
+  participants: [String!]!
+  messageCount: Int!
+  lastMessageAt: DateTime!
+  createdAt: DateTime!
+  "its messages, newest first"
+  emails(${CONNECTION_ARGS}): EmailConnection!
+}
+
+type SendError {
+  code: String!
+  message: String!
+}
+
+type SendRepeat {
+  everyMinutes: Int!
+  ticks: Int!
+  nextAt: DateTime
+  stoppedAt: DateTime
+  stoppedBy: String
+}
+
+type SentEmail {
+  id: ID!
+  "sending, queued, scheduled, executing, executed, failed or canceled"
+  status: String!
+  from: String!
+  to: [String!]!
+  cc: [String!]!
+  bcc: [String!]!
+  subject: String!
+  scheduledAt: DateTime
+  emailId: ID
+  threadId: ID
+  accepted: [String!]!
+  rejected: [String!]!
+  relayResponse: String
+  error: SendError
+  repeat: SendRepeat
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  "the stored message of the last execution"
+  email: Email
+  thread: Thread
+}
+
+${connectionTypes('Domain', 'domains')}
+${connectionTypes('Inbox', 'inboxes')}
+${connectionTypes('Email', 'messages')}
+${connectionTypes('Thread', 'threads')}
+${connectionTypes('SentEmail', 'sends')}
+`,
+  resolvers: {
+    Query: {
+      domains: async (_s, args: ConnectionArgs, g) => {
+        const auth = allow(g, '/v1/domains', 'domains')
+        const page = pageOf(g.ctx, 'gql:domains', args)
+        return connection(g.ctx, 'gql:domains', page, await listDomains(g.ctx.sql, auth.orgId, page), d => presentDomain(d, g.ctx.config.SMTP_HOSTNAME))
+      },
+      domain: async (_s, args: { id: string }, g) =>
+        presentDomain(await getDomain(g.ctx.sql, allow(g, '/v1/domains/:id', 'domains').orgId, uuidArg('id', args.id)), g.ctx.config.SMTP_HOSTNAME),
+      inboxes: async (_s, args: ConnectionArgs, g) => {
+        const auth = allow(g, '/v1/inboxes', 'inboxes')
+        const page = pageOf(g.ctx, 'gql:inboxes', args)
+        return connection(g.ctx, 'gql:inboxes', page, await listInboxes(g.ctx.sql, auth.orgId, page), presentManagedInbox)
+      },
+      inbox: async (_s, args: { id: string }, g) => presentManagedInbox(await getInbox(g.ctx.sql, allow(g, '/v1/inboxes/:id', 'inboxes').orgId, uuidArg('id', args.id))),
+      emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
+        const auth = allow(g, '/v1/emails', 'mail')
+        const address = args.address?.trim().toLowerCase()
+        if (address !== undefined && !ADDRESS.test(address)) throw errors.validation('address', 'must be an email address')
+        const filters = {
+          since: args.since ? parseTimestamp('since', args.since) : null,
+          direction: args.direction,
+          threadId: args.threadId ? uuidArg('threadId', args.threadId) : undefined,
+          addresses: [auth.boundAddress, address].filter(a => a !== undefined),
+        }
+        // a cursor continues the list it came from: signed for these filters, refused with others
+        const scope = `gql:emails?${JSON.stringify([args.since ?? null, args.direction ?? null, filters.threadId ?? null, address ?? null])}`
+        const page = pageOf(g.ctx, scope, args)
+        return connection(g.ctx, scope, page, await listEmails(g.ctx.sql, auth.orgId, page, filters), presentSummary)
+      },
+      email: async (_s, args: { id: string }, g) => {
+        allow(g, '/v1/emails/:id', 'mail')
+        const row = await g.loaders.email.load(uuidArg('id', args.id))
+        if (!row) throw errors.notFound('email')
+        return presentEmail(row)
+      },
+      threads: async (_s, args: ConnectionArgs, g) => {
+        const auth = allow(g, '/v1/threads', 'threads')
+        const page = pageOf(g.ctx, 'gql:threads', args)
+        return connection(g.ctx, 'gql:threads', page, await listThreads(g.ctx.sql, auth.orgId, page), presentThread)
+      },
+      thread: async (_s, args: { id: string }, g) => (await thread(g, uuidArg('id', args.id))) ?? Promise.reject(errors.notFound('thread')),
+      sentEmails: async (_s, args: ConnectionArgs, g) => {
+        const auth = allow(g, '/v1/sent-emails/:id', 'sent emails')
+        const page = pageOf(g.ctx, 'gql:sent-emails', args)
+        return connection(g.ctx, 'gql:sent-emails', page, await listSends(g.ctx, auth.orgId, page), presentSend)
+      },
+      sentEmail: async (_s, args: { id: string }, g) => getSend(g.ctx, allow(g, '/v1/sent-emails/:id', 'sent emails').orgId, uuidArg('id', args.id)),
+    },
+    Email: {
+      ...Object.fromEntries(FULL_FIELDS.map(f => [f, (async (e, _a, g) => (await fullEmail(g, e))[snake(f) as keyof ReturnType<typeof presentEmail>]) as Resolver])),
+      thread: (e: { thread_id: string }, _a, g) => thread(g, e.thread_id),
+    },
+    Thread: {
+      emails: async (t: { id: string }, args: ConnectionArgs, g) => {
+        allow(g, '/v1/emails', 'mail')
+        const scope = `gql:thread-emails:${t.id}`
+        const page = pageOf(g.ctx, scope, args)
+        return connection(g.ctx, scope, page, await g.loaders.threadEmails.load({ parent: t.id, page }), presentSummary)
+      },
+    },
+    SentEmail: {
+      email: async (s: { email_id: string | null }, _a, g) => {
+        allow(g, '/v1/emails/:id', 'mail')
+        const row = s.email_id ? await g.loaders.email.load(s.email_id) : null
+        return row ? presentEmail(row) : null
+      },
+      thread: (s: { thread_id: string | null }, _a, g) => thread(g, s.thread_id),
+    },
+  },
+}
