@@ -4,6 +4,7 @@
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { availableParallelism } from 'node:os'
 
 const Port = (fallback: number, description: string) => T.Integer({ minimum: 0, maximum: 65535, default: fallback, description })
 const Roles = ['api', 'smtp', 'worker'] as const
@@ -25,6 +26,8 @@ export const ConfigSchema = T.Object({
   SMTP_MAX_MESSAGE_BYTES: T.Integer({ minimum: 1024, default: 26_214_400, description: 'largest inbound message (SIZE); 552 5.3.4 beyond' }),
   SMTP_MAX_RECIPIENTS: T.Integer({ minimum: 1, default: 100, description: 'recipients per SMTP transaction; 452 4.5.3 beyond' }),
   SMTP_MAX_CONNECTIONS: T.Integer({ minimum: 1, default: 500, description: 'concurrent SMTP connections; 421 beyond' }),
+  SMTP_PROCESSES: T.Optional(T.Integer({ minimum: 1, maximum: 256, description: 'processes running the smtp role on SMTP_PORT (reusePort; needs DATABASE_URL); unset = the number of cores' })),
+  SMTP_CHILD: T.Boolean({ default: false, description: 'set by the service on the extra smtp processes it starts (SMTP_PROCESSES); not an operator setting' }),
   SMTP_TLS_CERT_FILE: T.Optional(T.String({ description: 'PEM certificate chain for STARTTLS; unset = no STARTTLS' })),
   SMTP_TLS_KEY_FILE: T.Optional(T.String({ description: 'PEM private key for STARTTLS' })),
   SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
@@ -60,7 +63,13 @@ export const ConfigSchema = T.Object({
   JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })
 
-export type Config = Static<typeof ConfigSchema> & { HOST: string; roles: Role[]; siteUrl: string }
+export type Config = Static<typeof ConfigSchema> & {
+  HOST: string
+  roles: Role[]
+  siteUrl: string
+  /** processes that run the smtp role on one port: SMTP_PROCESSES, or the cores; 1 on the embedded database */
+  smtpProcesses: number
+}
 
 /** Environment values are strings; numbers and booleans are converted only when they are well formed. */
 function coerce(type: string | undefined, value: string): unknown {
@@ -122,5 +131,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const roles = [...new Set(withDefaults.ROLES.split(','))] as Role[]
   // A development machine's service answers this machine only, unless HOST says otherwise.
   const HOST = withDefaults.HOST ?? (withDefaults.NODE_ENV === 'production' ? '0.0.0.0' : '127.0.0.1')
-  return { ...withDefaults, HOST, roles, siteUrl: withDefaults.SITE_URL ?? withDefaults.PUBLIC_URL }
+  const smtpProcesses = withDefaults.DATABASE_URL ? (withDefaults.SMTP_PROCESSES ?? availableParallelism()) : 1
+  return { ...withDefaults, HOST, roles, siteUrl: withDefaults.SITE_URL ?? withDefaults.PUBLIC_URL, smtpProcesses }
 }

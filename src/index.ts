@@ -6,10 +6,13 @@ import { openDatabase } from './db/client'
 import { migrate } from './db/migrate'
 import { log, setLogLevel } from './log'
 import { startRoles, type RunningRoles } from './roles'
+import { serveParent, startSmtpProcesses, type SmtpProcesses } from './smtp-processes'
 import { explainStartupFailure, startupExitCode } from './startup-failure'
 
 export interface Service {
   running: RunningRoles
+  /** the extra processes of the smtp role (SMTP_PROCESSES), when this process started them */
+  smtpProcesses?: SmtpProcesses
   ctx: ReturnType<typeof createContext>
   shutdown(signal: string): Promise<void>
 }
@@ -25,21 +28,31 @@ export async function startService(env = process.env): Promise<Service> {
   })
   const ctx = createContext(config, db.sql, loadServerKeys(config))
   const running = await startRoles(ctx, config.roles, { embedded: db.embedded })
-  log.info('service started', { roles: config.roles, api_port: running.apiPort, smtp_port: running.smtpPort, database: db.embedded ? 'embedded' : 'postgres' })
+  const smtpProcesses = running.smtpPort !== undefined && !config.SMTP_CHILD ? await startSmtpProcesses(config, env, running.smtpPort) : undefined
+  log.info(config.SMTP_CHILD ? 'smtp process started' : 'service started', {
+    roles: config.roles,
+    api_port: running.apiPort,
+    smtp_port: running.smtpPort,
+    smtp_processes: running.smtpPort === undefined ? 0 : config.SMTP_CHILD ? 1 : config.smtpProcesses,
+    database: db.embedded ? 'embedded' : 'postgres',
+  })
   let stopping: Promise<void> | undefined
-  return {
+  const service: Service = {
     running,
     ctx,
+    smtpProcesses,
     shutdown(signal) {
       stopping ??= (async () => {
         log.info('shutting down', { signal })
-        await running.stop()
+        await Promise.all([running.stop(), smtpProcesses?.stop()])
         await db.close()
         log.info('stopped')
       })()
       return stopping
     },
   }
+  if (config.SMTP_CHILD) serveParent(() => service.shutdown('parent gone'))
+  return service
 }
 
 export function exitOnSignals(service: Service) {

@@ -8,7 +8,9 @@ import { createApp } from './app'
 import { JOB_KINDS } from './job-kinds'
 import { largestBodyLimit } from './http/boundary'
 import { releaseInline } from './jobs/run'
-import { serveHttp } from './http/serve'
+import { serveHttp, type HttpServer } from './http/serve'
+import { MAX_WAIT_SECONDS } from './emails/model'
+import { MAX_CHANGES_WAIT_SECONDS } from './changes/routes'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
@@ -32,11 +34,19 @@ export function smtpOptions(config: Config): SmtpServerOptions {
     maxBadCommands: 10,
     idleTimeoutMs: 5 * 60_000, // RFC 5321 4.5.3.2: at least 5 minutes
     tls,
+    // several processes share the port (src/smtp-processes.ts)
+    reusePort: config.smtpProcesses > 1,
   }
 }
 
+/** The longest a request may wait for something to happen: a long-poll's `wait` at its maximum. */
+export const LONGEST_WAIT_MS = Math.max(MAX_WAIT_SECONDS, MAX_CHANGES_WAIT_SECONDS) * 1000
+/** What a request may take on top of its wait (the reads before and after it). */
+const REQUEST_TIMEOUT_MARGIN_MS = 30_000
+
 export interface RunningRoles {
   apiPort?: number
+  api?: HttpServer
   smtpPort?: number
   worker?: Worker
   stop(): Promise<void>
@@ -65,7 +75,9 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
       hostname: ctx.config.HOST,
       // Our own parser answers 413 in the envelope up to twice the largest route limit; past that the listener cuts the body off.
       maxBodyBytes: 2 * largestBodyLimit(app, ctx.config.MAX_BODY_BYTES),
+      requestTimeoutMs: LONGEST_WAIT_MS + REQUEST_TIMEOUT_MARGIN_MS,
     })
+    running.api = server
     running.apiPort = server.port
     log.info('api listening', { port: running.apiPort })
     stops.push(async () => {

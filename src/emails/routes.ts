@@ -17,7 +17,7 @@ import { tarGz } from './tar'
 import {
   discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
 } from './service'
-import { mailEvents } from '../mail/events'
+import { mailEvents, pollMail } from '../mail/events'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 
 const downloadDetail = (summary: string) => ({
@@ -97,12 +97,11 @@ export function emailRoutes(ctx: AppContext) {
         // A cursor continues the list it came from: it is signed for these filters and refused with others.
         const scope = `emails?${JSON.stringify([query.since ?? null, query.direction ?? null, query.thread_id ?? null, query.event_type ?? null, query.inbox_id ?? null, query.address?.toLowerCase() ?? null])}`
         const page = cursors(ctx).request(scope, query)
-        // Subscribe before reading, so mail stored between the read and the wait still wakes us.
-        const abort = new AbortController()
-        const wait = query.wait && !page.after ? mailEvents(ctx).waitForMail(auth.orgId, query.wait * 1000, AbortSignal.any([abort.signal, request.signal])) : null
-        let result = await listEmails(ctx.sql, auth.orgId, page, filters)
-        if (wait && result.rows.length === 0 && (await wait)) result = await listEmails(ctx.sql, auth.orgId, page, filters)
-        abort.abort()
+        const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
+        // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
+        const result = query.wait && !page.after
+          ? await pollMail(mailEvents(ctx), { orgId: auth.orgId, address: filters.addresses[0], ms: query.wait * 1000, signal: request.signal }, read, r => r.rows.length > 0)
+          : await read()
         return cursors(ctx).page(scope, result.rows, page, result.total, presentSummary)
       },
       {

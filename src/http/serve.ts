@@ -20,7 +20,9 @@ import http from 'node:http'
 import type { Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import type { AnyElysia } from 'elysia'
+import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
+import { errors } from './errors'
 import { setClientSocketAddress } from './request-context'
 
 export interface HttpServerOptions {
@@ -34,6 +36,13 @@ export interface HttpServerOptions {
    * keep-alive connections alike.
    */
   headTimeoutMs?: number
+  /**
+   * The longest a request may take once its head is in, long-polls included: the listener never
+   * cuts a request off before this (the api role derives it from the longest `wait`).
+   */
+  requestTimeoutMs?: number
+  /** the connections this listener may hold, with the process's others (default: the process's budget, src/connection-budget.ts) */
+  budget?: ConnectionBudget
 }
 
 export interface HttpServer {
@@ -43,9 +52,21 @@ export interface HttpServer {
    * answered, or at once with `force`, which cuts them off (like Bun.serve's `stop(true)`).
    */
   stop(force?: boolean): Promise<void>
+  /** the listener's own timeouts as set on it, in ms (0 = none): what may cut a request or a connection off */
+  timeouts(): { request: number; socket: number; head: number }
 }
 
 export const HEAD_TIMEOUT_MS = 10_000
+/** Without a longer one asked for: Node's default for `requestTimeout`. */
+export const REQUEST_TIMEOUT_MS = 300_000
+
+/** The answer to a connection past the budget (a 429 in the envelope), written before it is closed. */
+const OVER_BUDGET = (() => {
+  const error = errors.retryLater('rate_limited', 'too many connections to this server', 1)
+  const body = JSON.stringify(error.toBody())
+  const headers = { ...error.headers, connection: 'close', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
+  return `HTTP/1.1 ${error.status} Too Many Requests\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`
+})()
 
 interface Connection {
   timer?: ReturnType<typeof setTimeout>
@@ -96,6 +117,7 @@ async function writeResponse(res: http.ServerResponse, response: Response, metho
 /** Serves `app` on `options.port` (0: any free port) until `stop()`. */
 export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Promise<HttpServer> {
   const headTimeoutMs = options.headTimeoutMs ?? HEAD_TIMEOUT_MS
+  const budget = options.budget ?? connectionBudget
   const connections = new Map<Socket, Connection>()
   let stopping = false
   let origin = 'http://localhost'
@@ -133,12 +155,22 @@ export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Pro
       res.end(res.headersSent ? undefined : JSON.stringify({ success: false, error: { code: 'internal_error', message: 'internal error' } }))
     }
   })
+  // Nothing of node:http's own may cut a request off before it is answered: no socket
+  // inactivity timeout (a long-poll writes nothing while it waits), a request timeout at least
+  // the longest a request may take. Idle connections are the head deadline's (above).
+  server.timeout = 0
+  server.requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS
   server.on('connection', (socket: Socket) => {
     if (stopping) return void socket.destroy()
+    if (!budget.take()) {
+      log.warn('http connection refused', { reason: 'too many connections', open: budget.used })
+      return void socket.end(OVER_BUDGET)
+    }
     const conn: Connection = { active: 0 }
     connections.set(socket, conn)
     arm(socket, conn)
     socket.once('close', () => {
+      budget.release()
       clearTimeout(conn.timer)
       connections.delete(socket)
     })
@@ -158,6 +190,7 @@ export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Pro
 
   return {
     port,
+    timeouts: () => ({ request: server.requestTimeout, socket: server.timeout, head: headTimeoutMs }),
     async stop(force = false) {
       stopping = true
       const closed = new Promise<void>(resolve => server.close(() => resolve()))

@@ -6,7 +6,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-import { EMAILS_CHANNEL } from './events'
+import { EMAILS_CHANNEL, mailSignal } from './events'
 import { threadCtes } from './threads'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
@@ -73,7 +73,7 @@ export type StorageCounts = Map<string, { bytes: number; emails: number }>
 /**
  * The storage counters and new-mail notifications of `batched` stores, one update per
  * organization instead of one per message: `counts` for the organizations not counted by
- * reserveStorage, `notified` every organization that got mail. The rows come in the order of
+ * reserveStorage, `notified` the new-mail signal of each organization that got mail (`mailSignal`). The rows come in the order of
  * their ids, which the plan for a few rows follows, so concurrent batches rarely lock them in
  * opposite orders; when they do, PostgreSQL fails one of them, and its messages are written
  * again one by one (GroupCommit).
@@ -86,7 +86,12 @@ export async function countStored(tx: Tx, counts: StorageCounts, notified: Itera
         from (select * from unnest(${orgs}::uuid[], ${orgs.map(o => counts.get(o)!.bytes)}::bigint[], ${orgs.map(o => counts.get(o)!.emails)}::int[])
                 as c(org_id, bytes, emails) order by org_id) c
        where orgs.id = c.org_id)
-    select pg_notify(${EMAILS_CHANNEL}, org_id) from unnest(${[...notified]}::text[]) as org_id`
+    select pg_notify(${EMAILS_CHANNEL}, signal) from unnest(${[...notified]}::text[]) as signal`
+}
+
+/** The addresses a stored message is of, as the address filter of a list reads them (`ofAddress`). */
+export function signalAddresses(s: Pick<StoreInput, 'direction' | 'rcptTo' | 'mail'>): string[] {
+  return s.direction === 'inbound' ? s.rcptTo : s.mail.from?.address ? [s.mail.from.address] : []
 }
 
 export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
@@ -123,7 +128,7 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
     counters as (
       update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
        where id = ${s.orgId} and not ${batched}::boolean)
-    select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${s.orgId}) where not ${batched}::boolean) from email`
+    select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
   return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }
 }

@@ -2,7 +2,8 @@
  * The inbound SMTP listener: owns sockets, the connection cap, idle timers, STARTTLS and
  * shutdown. Everything protocol-related happens in SmtpSession.
  */
-import type { Socket } from 'bun'
+import type { Socket, TCPSocketListenOptions } from 'bun'
+import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
 import { formatReply } from './reply'
 import { SmtpSession, newSessionId, type SessionIO } from './session'
@@ -149,10 +150,15 @@ class Server {
   stopping = false
   private allClosed: (() => void) | null = null
 
+  /** the sockets this process may hold, HTTP's included (src/connection-budget.ts) */
+  readonly budget: ConnectionBudget
+
   constructor(
     readonly opts: SmtpServerOptions,
     readonly hooks: SmtpHooks,
-  ) {}
+  ) {
+    this.budget = opts.budget ?? connectionBudget
+  }
 
   readonly plainHandlers = {
     open: (socket: ConnSocket) => this.accept(socket),
@@ -187,7 +193,7 @@ class Server {
   }
 
   forget(conn: Connection): void {
-    this.connections.delete(conn)
+    if (this.connections.delete(conn)) this.budget.release()
     if (this.connections.size === 0) this.allClosed?.()
   }
 
@@ -209,7 +215,8 @@ class Server {
   }
 
   private accept(socket: ConnSocket): void {
-    if (this.stopping || this.connections.size >= this.opts.maxConnections) {
+    // the process's budget last: it counts the connection in
+    if (this.stopping || this.connections.size >= this.opts.maxConnections || !this.budget.take()) {
       const remote = normalizeAddress(socket.remoteAddress)
       socket.data = undefined
       socket.write(formatReply(421, '4.7.0', `${this.opts.hostname} too many connections, try again later`))
@@ -232,11 +239,14 @@ function normalizeAddress(ip: string): string {
 
 export async function startSmtpServer(opts: SmtpServerOptions, hooks: SmtpHooks): Promise<SmtpServer> {
   const server = new Server(opts, hooks)
-  const listener = Bun.listen<Connection | undefined>({
+  // Bun.listen takes reusePort (SO_REUSEPORT) on 1.4.5, though its types only list it for connect.
+  const listenOptions: TCPSocketListenOptions<Connection | undefined> & { reusePort: boolean } = {
     hostname: opts.host ?? '0.0.0.0',
     port: opts.port,
+    reusePort: opts.reusePort ?? false,
     socket: server.plainHandlers,
-  })
+  }
+  const listener = Bun.listen<Connection | undefined>(listenOptions)
   log.info('smtp listening', { host: opts.host ?? '0.0.0.0', port: listener.port, tls: opts.tls !== undefined })
   return {
     port: listener.port,

@@ -3,6 +3,7 @@
  * The engine speaks RFC 5321; every policy decision (who may connect, which recipients exist,
  * where a message is stored) is delegated to these hooks.
  */
+import type { ConnectionBudget } from '../connection-budget'
 
 /** One SMTP reply. `enhanced` (RFC 3463, e.g. '5.1.1') defaults to `<class>.0.0` when omitted. */
 export interface SmtpReply {
@@ -76,6 +77,10 @@ export interface SmtpServerOptions {
   idleTimeoutMs: number
   /** PEM certificate chain and key; enables STARTTLS. */
   tls?: { cert: string; key: string }
+  /** Share the port with other processes listening on it with reusePort too (SO_REUSEPORT: the kernel spreads connections). */
+  reusePort?: boolean
+  /** The connections this process may hold, HTTP's included; default: the process's (src/connection-budget.ts). */
+  budget?: ConnectionBudget
 }
 
 export interface SmtpServer {

@@ -53,7 +53,8 @@ export async function startService(children: Bun.Subprocess[], env: Record<strin
   const service = Bun.spawn([process.execPath, ...(profile ? profileArgs() : []), `${import.meta.dir}/../../src/index.ts`], {
     stdout: 'ignore',
     stderr: 'inherit',
-    env: { ...process.env, ...env },
+    // one smtp process unless a section asks for more: the layouts measured are the section's
+    env: { ...process.env, SMTP_PROCESSES: '1', ...env },
   })
   children.push(service)
   await waitForHttp(`http://127.0.0.1:${env.PORT}/v1/health`)
@@ -103,6 +104,17 @@ export function processCpuMicros(pid: number): number | null {
   } catch {
     return null
   }
+}
+
+/** The CPU time of `pid` and of its child processes, in microseconds (Linux); null when unknown. */
+export function processTreeCpuMicros(pid: number): number | null {
+  const own = processCpuMicros(pid)
+  if (own === null) return null
+  let children: number[] = []
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {}
+  return children.reduce((sum, child) => sum + (processTreeCpuMicros(child) ?? 0), own)
 }
 
 /** The p-th percentile (0-100) of ascending `sorted`, rounded to 0.01; 0 for no values. */

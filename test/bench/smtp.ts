@@ -5,6 +5,8 @@
  *
  * - nodemailer's smtp-server with no processing: the protocol-only baseline;
  * - our listener with no-op hooks: the protocol layer alone, to compare with smtp-server;
+ * - the service itself (src/index.ts, ROLES=smtp) with SMTP_PROCESSES unset: one process per
+ *   core on one port (reusePort), the durable path in each, sender DNS from a loopback stub;
  * - our listener with the service's hooks: the full durable path (postal-mime, SPF/DKIM/DMARC
  *   with mailauth against in-memory DNS for the sender domain, the message stored with its
  *   thread and routing in a PostgreSQL transaction shared with concurrent sessions, 250 after
@@ -16,13 +18,13 @@
  */
 import { generateKeyPairSync } from 'node:crypto'
 import { rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { dkimSign } from 'mailauth/lib/dkim/sign'
 import type { Sql } from '../../src/db/client'
 import type { MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
-import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, profileArgs, refreshStatistics, runJson, stopAll, waitForSmtpGreeting } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, processTreeCpuMicros, profileArgs, refreshStatistics, runJson, stopAll, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const SESSIONS = (process.env.BENCH_SMTP_SESSIONS ?? '1,20,100').split(',').map(Number)
@@ -53,6 +55,7 @@ const TARGETS = [
   { mode: 'smtp-server', label: 'smtp-server, no processing' },
   { mode: 'noop', label: 'our listener, no-op hooks' },
   { mode: 'durable', label: 'durable ingest (full path)' },
+  { mode: 'service', label: 'service, default processes' },
 ] as const
 type Mode = (typeof TARGETS)[number]['mode']
 
@@ -132,8 +135,23 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   try {
     const ports = new Map<Mode, number>()
     const pids = new Map<Mode, number>()
+    // the service as started in production (src/index.ts, ROLES=smtp, SMTP_PROCESSES unset: one
+    // process per core on one port), resolving the sender domain through a loopback DNS stub
+    const dnsPort = await freePort()
+    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
     for (const target of TARGETS) {
       const port = await freePort()
+      if (target.mode === 'service') {
+        const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: dbUrl, MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', ROLES: 'smtp', SMTP_PORT: String(port), HOST: '127.0.0.1', SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', DNS_SERVERS: `127.0.0.1:${dnsPort}`, LOG_LEVEL: 'info' }
+        delete env.SMTP_PROCESSES
+        children.push(Bun.spawn([process.execPath, `${dir}/../../src/index.ts`], { stdout: 'ignore', stderr: 'inherit', env }))
+        await waitForSmtpGreeting(port)
+        // the extra processes listen once the first says it started; a greeting from it alone is not enough
+        await Bun.sleep(3000)
+        ports.set(target.mode, port)
+        pids.set(target.mode, children.at(-1)!.pid)
+        continue
+      }
       children.push(
         // BENCH_PROFILE_DIR: a CPU profile of the durable receiver, written when it exits
         Bun.spawn([process.execPath, ...(target.mode === 'durable' ? profileArgs() : []), `${dir}/smtp-target.ts`, target.mode, String(port)], {
@@ -154,13 +172,13 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
       for (const target of TARGETS) {
         const port = ports.get(target.mode)!
         const pid = pids.get(target.mode)!
-        if (target.mode === 'durable') await refreshStatistics(sql)
-        const cpuBefore = processCpuMicros(pid)
+        if (target.mode === 'durable' || target.mode === 'service') await refreshStatistics(sql)
+        const cpuBefore = processTreeCpuMicros(pid)
         const dbBefore = await databaseCpu(sql)
         const r = await load(port, sessions, SECONDS)
-        const cpuAfter = processCpuMicros(pid)
+        const cpuAfter = processTreeCpuMicros(pid)
         r.server_cpu_us_per_msg = cpuBefore !== null && cpuAfter !== null && r.completed ? Math.round((cpuAfter - cpuBefore) / r.completed) : null
-        const dbSpent = target.mode === 'durable' ? databaseCpuSpent(dbBefore, await databaseCpu(sql)) : null
+        const dbSpent = target.mode === 'durable' || target.mode === 'service' ? databaseCpuSpent(dbBefore, await databaseCpu(sql)) : null
         r.db_cpu_us_per_msg = dbSpent !== null && r.completed ? Math.round(dbSpent / r.completed) : null
         results.get(target.mode)!.push(r)
       }
@@ -173,7 +191,7 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   const cpu = (us: number | null | undefined) => (us === null || us === undefined ? 'n/a' : String(us))
   const row = (label: string, target: Mode, r: Result) =>
     `${label.padEnd(28)}${String(r.sessions).padStart(9)}${String(r.mps).padStart(10)}${r.p50_ms.toFixed(2).padStart(10)}${r.p99_ms.toFixed(2).padStart(10)}${String(r.errors).padStart(8)}` +
-    `${cpu(r.server_cpu_us_per_msg).padStart(12)}${String(r.client_cpu_us_per_msg).padStart(12)}${(target === 'durable' ? cpu(r.db_cpu_us_per_msg) : '').padStart(8)}`
+    `${cpu(r.server_cpu_us_per_msg).padStart(12)}${String(r.client_cpu_us_per_msg).padStart(12)}${(target === 'durable' || target === 'service' ? cpu(r.db_cpu_us_per_msg) : '').padStart(8)}`
   console.log(
     `${'target'.padEnd(28)}${'sessions'.padStart(9)}${'msg/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'errors'.padStart(8)}` +
       `${'server us'.padStart(12)}${'client us'.padStart(12)}${'db us'.padStart(8)}`,
@@ -198,6 +216,16 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(
       `durable ingest at 20 sessions: ${durable.mps} msg/s parsed, authenticated and committed before the 250 (target >= 1000); ` +
         `end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message`,
+    )
+  }
+
+  const service = at('service', 20)
+  const baseline = at('smtp-server', 20)
+  if (service && baseline) {
+    console.log(
+      `durable ingest by the service (src/index.ts, ROLES=smtp, SMTP_PROCESSES unset = ${availableParallelism()} processes on one port) at 20 sessions: ${service.mps} msg/s, ` +
+        `ratio to smtp-server with no storage ${(service.mps / baseline.mps).toFixed(3)} (target >= 0.4); p50 ${service.p50_ms} ms, p99 ${service.p99_ms} ms; ` +
+        `${cpu(service.server_cpu_us_per_msg)} us of service CPU (all its processes) and ${cpu(service.db_cpu_us_per_msg)} us of PostgreSQL CPU per message`,
     )
   }
 

@@ -21,9 +21,11 @@ export interface ServiceProcess {
 const root = `${import.meta.dir}/../..`
 
 /** Starts the service with the test configuration plus `env`; resolves once it logged `service started`. */
-export async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
+export async function spawnService(env: Record<string, string>, opts: { openFiles?: number } = {}): Promise<ServiceProcess> {
   const db = await testDatabase()
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+  // `openFiles`: the process's open-file limit (ulimit -n), set by the shell that becomes it
+  const command = opts.openFiles ? ['sh', '-c', `ulimit -n ${opts.openFiles} && exec "$0" src/index.ts`, process.execPath] : [process.execPath, 'src/index.ts']
+  const proc = Bun.spawn(command, {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
@@ -36,6 +38,8 @@ export async function spawnService(env: Record<string, string>): Promise<Service
       PORT: '0',
       SMTP_PORT: '0',
       LOG_LEVEL: 'info',
+      // one process unless a test asks for more (src/smtp-processes.ts)
+      SMTP_PROCESSES: '1',
       ...env,
     },
     stdin: 'ignore',

@@ -6,8 +6,10 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import type { Socket } from 'bun'
 import { createApp } from '../../src/app'
 import { serveHttp } from '../../src/http/serve'
-import { startRoles } from '../../src/roles'
-import { testApp } from '../helpers/app'
+import { LONGEST_WAIT_MS, startRoles } from '../../src/roles'
+import { ConnectionBudget } from '../../src/connection-budget'
+import { MAX_WAIT_SECONDS } from '../../src/emails/model'
+import { createOrg, testApp } from '../helpers/app'
 
 const HEAD_TIMEOUT_MS = 400
 const { ctx } = await testApp({ PORT: '0', HOST: '127.0.0.1' })
@@ -15,6 +17,12 @@ const { ctx } = await testApp({ PORT: '0', HOST: '127.0.0.1' })
 const role = await startRoles(ctx, ['api'], { embedded: true })
 // the same listener with a short head deadline, so the slow tests stay short
 const quick = await serveHttp(createApp(ctx), { port: 0, hostname: '127.0.0.1', maxBodyBytes: 1 << 20, headTimeoutMs: HEAD_TIMEOUT_MS })
+
+// started now, answered at the end of the file: the wait costs the file no time of its own
+const longWait = (async () => {
+  const org = await createOrg()
+  return fetch(`http://127.0.0.1:${role.apiPort}/v1/emails?wait=33`, { headers: { authorization: `Bearer ${org.key}` } })
+})()
 
 afterAll(async () => {
   await quick.stop()
@@ -113,6 +121,45 @@ describe('slow and idle clients', () => {
     expect(statuses(c.text())).toEqual([200, 200, 200])
     await until(c.closed, 10 * HEAD_TIMEOUT_MS)
     expect(c.closed()).toBe(true)
+  })
+})
+
+describe('long requests', () => {
+  test('nothing in the listener cuts a request off before the longest long-poll has had its time', () => {
+    const timeouts = role.api!.timeouts()
+    expect(timeouts.socket).toBe(0)
+    expect(timeouts.request).toBeGreaterThan(LONGEST_WAIT_MS)
+    expect(LONGEST_WAIT_MS).toBe(MAX_WAIT_SECONDS * 1000)
+  })
+
+  test('a long-poll longer than the idle timeout that used to reset it (31.6 s) is answered', async () => {
+    const res = await longWait
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { success: boolean; data: unknown[] })).toMatchObject({ success: true, data: [] })
+  }, 60_000)
+})
+
+describe('connections past the budget', () => {
+  test('are answered 429 in the envelope and closed at once; a closed one gives its place back', async () => {
+    const budget = new ConnectionBudget(2)
+    const small = await serveHttp(createApp(ctx), { port: 0, hostname: '127.0.0.1', maxBodyBytes: 1 << 20, budget })
+    try {
+      const held = [await connect(small.port), await connect(small.port)]
+      await until(() => budget.used === 2)
+      const refused = await connect(small.port)
+      await until(refused.closed)
+      expect(refused.closed()).toBe(true)
+      const [head, body] = refused.text().split('\r\n\r\n')
+      expect(head).toStartWith('HTTP/1.1 429 ')
+      expect(head).toContain('retry-after: 1')
+      expect(JSON.parse(body!)).toMatchObject({ success: false, error: { code: 'rate_limited' } })
+      held[0]!.socket.end()
+      await until(() => budget.used === 1)
+      expect((await fetch(`http://127.0.0.1:${small.port}/v1/health`)).status).toBe(200)
+      held[1]!.socket.end()
+    } finally {
+      await small.stop(true)
+    }
   })
 })
 

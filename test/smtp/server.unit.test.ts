@@ -3,6 +3,8 @@ import net from 'node:net'
 import { startSmtpServer } from '../../src/smtp/server'
 import type { SmtpEnvelope, SmtpHooks, SmtpServer, SmtpServerOptions } from '../../src/smtp/types'
 import { RawClient } from '../helpers/smtp-client'
+import { until } from '../helpers/until'
+import { ConnectionBudget } from '../../src/connection-budget'
 
 const fixtures = `${import.meta.dir}/../fixtures/tls`
 const cert = await Bun.file(`${fixtures}/cert.pem`).text()
@@ -166,6 +168,22 @@ describe('SMTP listener (raw sockets)', () => {
     await Bun.sleep(20)
     const d = await RawClient.connect(server.port)
     expect(code(await d.read())).toBe('220')
+  })
+
+  test("the process's connection budget (its open files, HTTP's connections included) counts too: past it 421 4.7.0, and a closed session gives its place back", async () => {
+    const budget = new ConnectionBudget(1)
+    const { server } = await start({ budget })
+    const a = await RawClient.connect(server.port)
+    expect(code(await a.read())).toBe('220')
+    const b = await RawClient.connect(server.port)
+    expect(await b.read()).toBe('421 4.7.0 mx.test too many connections, try again later')
+    await b.closed
+    expect(budget.used).toBe(1)
+    a.end()
+    await a.closed
+    await until(async () => budget.used, n => n === 0)
+    const c = await RawClient.connect(server.port)
+    expect(code(await c.read())).toBe('220')
   })
 
   test('bad command cap: 421 and close', async () => {

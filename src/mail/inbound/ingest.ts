@@ -22,7 +22,7 @@ import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
-import { mailEvents } from '../events'
+import { mailEvents, mailSignal } from '../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
 import { enqueueInboundStep } from '../../x402/email/step-mail'
 
@@ -103,20 +103,33 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     const results = settled.slice(1).map(r => (r as PromiseFulfilledResult<IngestResult>).value)
     // The counters of organizations without a limit move once per batch, at its end, so their
     // rows are locked only from then to the commit.
-    const notified = new Set(results.flatMap(r => r.stored.map(e => e.orgId)))
-    if (notified.size) await countStored(tx, counted, notified)
+    const notified = mailSignals(results.flatMap(r => r.stored))
+    if (notified.length) await countStored(tx, counted, notified)
     // last: the changes feed's counter rows stay locked only from here to the commit
     await recordChanges(tx, changes)
     return results
   })
-  for (const { stored } of results) {
-    for (const email of stored) {
-      mailEvents(ctx).emit(email.orgId)
-      mailEvents(ctx).emitChange(email.orgId)
-    }
+  const stored = results.flatMap(r => r.stored)
+  for (const [orgId, addresses] of addressesByOrg(stored)) {
+    mailEvents(ctx).emit(orgId, addresses)
+    mailEvents(ctx).emitChange(orgId)
   }
   return results
 }
+
+/** The envelope recipients of the stored copies, by organization. */
+function addressesByOrg(stored: StoredEmail[]): Map<string, Set<string>> {
+  const byOrg = new Map<string, Set<string>>()
+  for (const email of stored) {
+    const addresses = byOrg.get(email.orgId) ?? new Set()
+    for (const a of email.rcptTo) addresses.add(a)
+    byOrg.set(email.orgId, addresses)
+  }
+  return byOrg
+}
+
+/** One new-mail signal per organization of a batch, naming its copies' recipients. */
+const mailSignals = (stored: StoredEmail[]) => [...addressesByOrg(stored)].map(([orgId, addresses]) => mailSignal(orgId, addresses))
 
 /**
  * `counted` collects the copies of organizations without a storage limit, for countStored;
