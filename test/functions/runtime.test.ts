@@ -134,3 +134,12 @@ test('console output is captured by level; a response over the size cap is excee
   const wrong = await run(`return 'not a response'`)
   expect(wrong).toMatchObject({ outcome: 'exception', error: { name: 'TypeError' } })
 })
+
+test("nothing of one run's globals reaches the next cold run on the thread (each gets its own prepared instance)", async () => {
+  const first = await run(`globalThis.leak = 'secret of the first'; Object.prototype.polluted = true; return Response.json(null)`)
+  expect(first.outcome).toBe('ok')
+  for (let i = 0; i < 3; i++) {
+    const next = await run(`return Response.json([typeof globalThis.leak, ({}).polluted === undefined])`)
+    expect(next.json).toEqual(['undefined', true])
+  }
+})
