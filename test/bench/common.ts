@@ -1,5 +1,7 @@
 /** Helpers shared by the benchmark sections of `make bench`. */
 import { readFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import type { Sql } from '../../src/db/client'
 
 /** A free loopback port (the listener that found it is closed again at once). */
@@ -18,6 +20,55 @@ export async function runJson<T>(argv: string[]): Promise<T> {
   const last = out.trim().split('\n').at(-1)
   if (code !== 0 || !last) throw new Error(`${argv.slice(0, 2).join(' ')} exited with ${code}`)
   return JSON.parse(last) as T
+}
+
+/** One wrk run: requests/s, latency percentiles, and the requests that failed or were not 2xx/3xx. */
+export interface WrkResult {
+  rps: number
+  p50_ms: number
+  p99_ms: number
+  requests: number
+  errors: number
+}
+
+/** The wrk figure `1.23ms`, `456.00us` or `1.20s` in ms. */
+function wrkMs(value: string): number {
+  const [, n, unit] = value.match(/^([\d.]+)(us|ms|s|m)$/) ?? []
+  return Number(n) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 }[unit as 'us'] ?? NaN)
+}
+
+/**
+ * Drives `url` with wrk (the external load generator: 2 threads, `connections` connections,
+ * `seconds` after 1 s of warm-up); `method` and `body` through a Lua script.
+ */
+export async function wrk(url: string, opts: { connections: number; seconds: number; headers?: Record<string, string>; method?: string; body?: string }): Promise<WrkResult> {
+  const script = `${tmpdir()}/agent-mail-wrk-${crypto.randomUUID()}.lua`
+  const lines = [`wrk.method = ${JSON.stringify(opts.method ?? 'GET')}`]
+  if (opts.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(opts.body)}`)
+  for (const [name, value] of Object.entries(opts.headers ?? {})) lines.push(`wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`)
+  await Bun.write(script, lines.join('\n'))
+  const run = async (seconds: number) => {
+    const proc = Bun.spawn(['wrk', '-t2', `-c${opts.connections}`, `-d${seconds}s`, '--latency', '-s', script, url], { stdout: 'pipe', stderr: 'inherit' })
+    const out = await new Response(proc.stdout).text()
+    if ((await proc.exited) !== 0) throw new Error(`wrk exited with ${proc.exitCode}: ${out}`)
+    return out
+  }
+  try {
+    await run(1)
+    const out = await run(opts.seconds)
+    const field = (re: RegExp) => out.match(re)?.[1]
+    const requests = Number(field(/(\d+) requests in/))
+    const socketErrors = [...(field(/Socket errors: (.*)/) ?? '').matchAll(/\d+/g)].reduce((sum, m) => sum + Number(m[0]), 0)
+    return {
+      rps: Math.round(Number(field(/Requests\/sec:\s+([\d.]+)/))),
+      p50_ms: wrkMs(field(/\s50%\s+(\S+)/) ?? ''),
+      p99_ms: wrkMs(field(/\s99%\s+(\S+)/) ?? ''),
+      requests,
+      errors: Number(field(/Non-2xx or 3xx responses: (\d+)/) ?? 0) + socketErrors,
+    }
+  } finally {
+    await rm(script, { force: true })
+  }
 }
 
 /** Kills the children a section started and waits for them. */
