@@ -11,5 +11,6 @@ import { settleJob } from './x402/settle.job'
 import { wakeRunJob } from './wake/run.job'
 import { wakeSchedulerJob } from './wake/scheduler.job'
 import { expireJob, inboundStepJob } from './x402/email/inbound'
+import { registryFetchJob } from './registries/fetch.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob]

@@ -31,7 +31,7 @@ export function normalizeAddress(input: string): string {
 }
 
 /** Whether the address is a managed inbox of the organization or an address at one of its verified domains. */
-async function ownsAddress(sql: Tx, orgId: string, address: string): Promise<boolean> {
+export async function ownsAddress(sql: Tx, orgId: string, address: string): Promise<boolean> {
   const { local, domain } = splitAddress(address)
   if (!local || !domain) return false
   const [row] = await sql<{ ok: boolean }[]>`

@@ -21,9 +21,11 @@ export interface ConnectionRoute {
 }
 
 /**
- * The allow-list. Still to come with their features (contract rule 2), each to be added here:
- * organization address-note reads and writes to the bound address's own notes, network
- * discovery when can_view is enabled, recipient-bound network contact admission.
+ * The allow-list. Routes whose rule depends on more than the path check the rest themselves:
+ * network discovery needs the membership's can_view (src/networks/discovery.ts), admission only
+ * for the bound address (the body's owner_address), note edits only of notes the bound address
+ * authored (src/notes/service.ts). Everything of networks, contacts and registries not listed
+ * here (management, publishing, contact reads) stays closed to connection keys.
  */
 export const CONNECTION_KEY_ROUTES: readonly ConnectionRoute[] = [
   { method: 'GET', path: '/v1/emails', why: 'mail reads for the bound address' },
@@ -32,6 +34,14 @@ export const CONNECTION_KEY_ROUTES: readonly ConnectionRoute[] = [
   { method: 'GET', path: '/v1/changes', why: 'the changes of the bound address (the route filters by it)' },
   { method: 'GET', path: '/v1/changes/cursor', why: 'where the feed of the bound address starts now' },
   { method: 'DELETE', path: '/v1/agent-connections/:address', ownAddress: 'address', why: 'exact-address self-disconnect' },
+  { method: 'GET', path: '/v1/networks', why: 'network discovery: the networks it may browse (active, can_view)' },
+  { method: 'GET', path: '/v1/networks/:id/agents', why: 'network discovery when the membership has can_view' },
+  { method: 'POST', path: '/v1/networks/:id/agents/:agent_id/admit', why: 'recipient-bound network contact admission: as a contact of the bound address only' },
+  { method: 'GET', path: '/v1/address-notes', why: 'organization address-note reads' },
+  { method: 'GET', path: '/v1/address-notes/:id', why: 'organization address-note reads' },
+  { method: 'POST', path: '/v1/address-notes', why: 'writing notes authored by the bound address' },
+  { method: 'PATCH', path: '/v1/address-notes/:id', why: 'editing notes authored by the bound address only' },
+  { method: 'DELETE', path: '/v1/address-notes/:id', why: 'deleting notes authored by the bound address only' },
 ]
 
 interface Compiled {
@@ -83,5 +93,5 @@ export function checkConnectionScope(auth: Auth, request: Request): void {
     if (value !== null && value.trim().toLowerCase() === auth.boundAddress) return
     throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
   }
-  throw errors.forbidden(`connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed and disconnecting for ${auth.boundAddress}`)
+  throw errors.forbidden(`connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`)
 }

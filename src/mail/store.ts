@@ -8,6 +8,8 @@ import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
 import { EMAILS_CHANNEL, mailSignal } from './events'
 import { threadCtes } from './threads'
+import { contactCountsCte } from '../contacts/counters'
+import { agentActivityCte } from '../networks/activity'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
@@ -100,8 +102,10 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
   const { mail } = s
   const batched = s.batched ?? false
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
-  // One statement: the thread (found and updated, or created), the email, its bytes, and unless
-  // `batched` the storage counters and the new-mail NOTIFY (delivered on commit).
+  const activity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
+  // One statement: the thread (found and updated, or created), the email, its bytes, the
+  // counters of the contacts it is between and its sender's last activity, and unless `batched`
+  // the storage counters and the new-mail NOTIFY (delivered on commit).
   const [row] = await tx<{ thread_id: string }[]>`
     with ${threadCtes(tx, {
       orgId: s.orgId,
@@ -127,7 +131,9 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (
       update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
-       where id = ${s.orgId} and not ${batched}::boolean)
+       where id = ${s.orgId} and not ${batched}::boolean),
+    ${contactCountsCte(tx, activity)},
+    ${agentActivityCte(tx, activity)}
     select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
   return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }

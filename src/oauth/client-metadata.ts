@@ -6,10 +6,9 @@
  * connected to, no redirects, a bounded body and time), check it like a registration, and keep
  * what it says in `oauth_clients` under that id, so the token endpoint knows the client.
  */
-import { isIP } from 'node:net'
 import type { AppContext } from '../context'
 import { ApiError } from '../http/errors'
-import { addressUrl, readAtMost } from '../webhooks/dispatch'
+import { getChecked } from '../webhooks/dispatch'
 import { checkWebhookUrl } from '../webhooks/url-safety'
 import { checkRegistration } from './clients'
 import type { ClientRow } from './queries'
@@ -49,17 +48,10 @@ export async function loadMetadataClient(ctx: AppContext, clientId: string): Pro
   let document: Record<string, unknown>
   try {
     const target = await checkWebhookUrl(clientId, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK, 'client_id')
-    const name = target.url.hostname.replace(/^\[|\]$/g, '')
-    const res = await fetch(addressUrl(target), {
-      headers: { host: target.url.host, accept: 'application/json', 'user-agent': 'agent-mail-oauth/1' },
-      redirect: 'manual',
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-      tls: isIP(name) ? undefined : { serverName: name },
-      proxy: false,
-    })
+    const res = await getChecked(target, { accept: 'application/json', userAgent: 'agent-mail-oauth/1', timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_DOCUMENT_BYTES })
     if (res.status !== 200) return { error: `client_id: the metadata document answered HTTP ${res.status}` }
-    const text = await readAtMost(res, MAX_DOCUMENT_BYTES + 1)
-    if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) return { error: `client_id: the metadata document is larger than ${MAX_DOCUMENT_BYTES} bytes` }
+    if (res.tooLarge) return { error: `client_id: the metadata document is larger than ${MAX_DOCUMENT_BYTES} bytes` }
+    const text = res.body
     const parsed: unknown = JSON.parse(text)
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { error: 'client_id: the metadata document is not a JSON object' }
     document = parsed as Record<string, unknown>

@@ -124,7 +124,7 @@ async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFa
   }
   if (!facts.sender) await requireSender(tx, auth.orgId, r.from)
   const plan = planDefinition(auth.plan)
-  if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
+  if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, r.from, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
   // The plan's limits unless an operator set the organization's own (`admin org set-send-limits`).
   const send_per_hour = facts.per_hour ?? plan.limits.send_per_hour
   const send_per_day = facts.per_day ?? plan.limits.send_per_day

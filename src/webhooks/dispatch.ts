@@ -49,6 +49,24 @@ export async function readAtMost(res: Response, max: number): Promise<string> {
   return Buffer.concat(chunks).subarray(0, max).toString('utf8')
 }
 
+/**
+ * GET a document from the checked address, by the same rules as a webhook POST (no redirects,
+ * no proxy, the name as Host and TLS server name); reads at most `maxBytes` + 1 bytes, so
+ * `tooLarge` says the document is over the cap. Throws when no answer arrives in time.
+ */
+export async function getChecked(target: CheckedUrl, opts: { accept: string; userAgent: string; timeoutMs: number; maxBytes: number }): Promise<{ status: number; body: string; tooLarge: boolean }> {
+  const name = target.url.hostname.replace(/^\[|\]$/g, '')
+  const res = await fetch(addressUrl(target), {
+    headers: { host: target.url.host, accept: opts.accept, 'user-agent': opts.userAgent },
+    redirect: 'manual',
+    signal: AbortSignal.timeout(opts.timeoutMs),
+    tls: isIP(name) ? undefined : { serverName: name },
+    proxy: false,
+  })
+  const body = await readAtMost(res, opts.maxBytes + 1)
+  return { status: res.status, body, tooLarge: Buffer.byteLength(body) > opts.maxBytes }
+}
+
 export async function postWebhook(target: CheckedUrl, body: string, headers: Record<string, string>, timeoutMs: number, eventId: string): Promise<AttemptOutcome> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)

@@ -158,7 +158,7 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address and self-disconnect', () => {
+  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address, self-disconnect, network discovery and admission, and address notes', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
@@ -166,6 +166,14 @@ describe('forbidden: everything else', () => {
       'GET /v1/changes',
       'GET /v1/changes/cursor',
       'DELETE /v1/agent-connections/:address',
+      'GET /v1/networks',
+      'GET /v1/networks/:id/agents',
+      'POST /v1/networks/:id/agents/:agent_id/admit',
+      'GET /v1/address-notes',
+      'GET /v1/address-notes/:id',
+      'POST /v1/address-notes',
+      'PATCH /v1/address-notes/:id',
+      'DELETE /v1/address-notes/:id',
     ])
   })
 

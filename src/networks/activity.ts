@@ -1,0 +1,13 @@
+/**
+ * A published agent's last_active_at is the last mail sent from its address: the store of an
+ * outbound email (src/mail/store.ts) adds this update to its one statement.
+ */
+import type { Tx } from '../db/client'
+import type { MailBetween } from '../contacts/counters'
+
+export function agentActivityCte(tx: Tx, m: MailBetween) {
+  const senders = m.direction === 'outbound' && m.from ? [m.from.toLowerCase()] : []
+  return tx`agent_activity as (
+    update published_agents set last_active_at = greatest(coalesce(last_active_at, ${m.at}), ${m.at})
+     where org_id = ${m.orgId} and address = any(${senders}))`
+}

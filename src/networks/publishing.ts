@@ -1,0 +1,91 @@
+/**
+ * Which of its addresses an organization publishes, and how: a display name, a description,
+ * skills, whether others may admit it as a contact, and its visibility (the members of the
+ * organization's networks, or also everyone on this service: the built-in registry and a public
+ * A2A agent card). Publishing exposes an address beyond the organization, so it needs an owner
+ * or admin.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Static } from '@sinclair/typebox'
+import type { Auth } from '../auth/principal'
+import type { Config } from '../config'
+import { normalizeAddress, ownsAddress } from '../connections/service'
+import type { Sql } from '../db/client'
+import { requireOwnerOrAdmin } from '../http/auth'
+import { errors } from '../http/errors'
+import { iso } from '../http/timestamps'
+import type { PublishedAgent } from './model'
+
+export interface PublishedAgentRow {
+  id: string
+  org_id: string
+  address: string
+  display_name: string
+  description: string
+  skills: string[]
+  accepts_contacts: boolean
+  visibility: 'networks' | 'public'
+  last_active_at: Date | null
+  created_at: Date
+  updated_at: Date
+}
+
+export interface PublishInput {
+  display_name: string
+  description?: string
+  skills?: string[]
+  accepts_contacts?: boolean
+  visibility?: 'networks' | 'public'
+}
+
+/** Where the service serves the A2A agent card of a public agent. */
+export const agentCardUrl = (config: Config, address: string) => `${config.PUBLIC_URL}/agents/${encodeURIComponent(address)}/.well-known/agent-card.json`
+
+export function presentPublished(config: Config, row: PublishedAgentRow): Static<typeof PublishedAgent> {
+  return {
+    id: row.id,
+    address: row.address,
+    display_name: row.display_name,
+    description: row.description,
+    skills: row.skills,
+    accepts_contacts: row.accepts_contacts,
+    visibility: row.visibility,
+    agent_card_url: row.visibility === 'public' ? agentCardUrl(config, row.address) : null,
+    last_active_at: iso(row.last_active_at),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  }
+}
+
+/** Publishes an address of the organization, or replaces how it is published; `created` says which. */
+export async function publishAddress(sql: Sql, auth: Auth, rawAddress: string, input: PublishInput): Promise<{ row: PublishedAgentRow; created: boolean }> {
+  await requireOwnerOrAdmin(sql, auth, 'published-agents')
+  const address = normalizeAddress(rawAddress)
+  if (!(await ownsAddress(sql, auth.orgId, address))) {
+    throw errors.validation('address', 'must be a managed inbox of this organization or an address at one of its verified domains')
+  }
+  const skills = [...new Set((input.skills ?? []).map(s => s.toLowerCase()))]
+  const [row] = await sql<(PublishedAgentRow & { created: boolean })[]>`
+    insert into published_agents (id, org_id, address, display_name, description, skills, accepts_contacts, visibility)
+    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.display_name}, ${input.description ?? ''}, ${skills},
+            ${input.accepts_contacts ?? true}, ${input.visibility ?? 'networks'})
+    on conflict (org_id, address) do update set
+      display_name = excluded.display_name, description = excluded.description, skills = excluded.skills,
+      accepts_contacts = excluded.accepts_contacts, visibility = excluded.visibility, updated_at = now()
+    returning *, (xmax = 0) as created`
+  const { created, ...published } = row!
+  return { row: published, created }
+}
+
+export async function listPublished(sql: Sql, orgId: string): Promise<PublishedAgentRow[]> {
+  return sql<PublishedAgentRow[]>`select * from published_agents where org_id = ${orgId} order by address`
+}
+
+/** Withdraws an address: it leaves every directory; contacts admitted through it lose their send grant. */
+export async function unpublishAddress(sql: Sql, auth: Auth, rawAddress: string): Promise<{ address: string; unpublished: true }> {
+  await requireOwnerOrAdmin(sql, auth, 'published-agents')
+  const address = normalizeAddress(rawAddress)
+  const rows = await sql`delete from published_agents where org_id = ${auth.orgId} and address = ${address} returning id`
+  if (!rows.length) throw errors.notFound('published agent')
+  return { address, unpublished: true }
+}

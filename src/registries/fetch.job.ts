@@ -1,0 +1,73 @@
+/**
+ * The `registries.fetch` job: fetches a registry's document through the webhook SSRF guard
+ * (public addresses only, or loopback where WEBHOOK_ALLOW_LOOPBACK allows it; the checked
+ * address is the one connected to; no redirects; bounded size and time) and replaces the cached
+ * cards with their fetch time. A failed fetch keeps the previous cards and records why; it is
+ * not retried (POST /v1/registries/{id}/refresh asks again).
+ */
+import { randomUUIDv7 } from 'bun'
+import type { AppContext } from '../context'
+import { ApiError } from '../http/errors'
+import type { JobKind } from '../jobs/kind'
+import { log } from '../log'
+import { getChecked } from '../webhooks/dispatch'
+import { checkWebhookUrl } from '../webhooks/url-safety'
+import { readRegistryDocument } from './cards'
+
+export const REGISTRY_FETCH_KIND = 'registries.fetch'
+export const MAX_REGISTRY_BYTES = 512 * 1024
+export const MAX_REGISTRY_AGENTS = 200
+const FETCH_TIMEOUT_MS = 10_000
+
+/** Where the document of a registry URL is: a bare origin means its agent card. */
+export function documentUrl(raw: string): string {
+  const url = new URL(raw)
+  if (url.pathname === '/' || url.pathname === '') url.pathname = '/.well-known/agent-card.json'
+  return url.toString()
+}
+
+async function fetchCards(ctx: AppContext, url: string) {
+  const target = await checkWebhookUrl(documentUrl(url), ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
+  const res = await getChecked(target, { accept: 'application/json', userAgent: 'agent-mail-registries/1', timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_REGISTRY_BYTES })
+  if (res.status !== 200) throw new Error(`the registry answered HTTP ${res.status}`)
+  if (res.tooLarge) throw new Error(`the registry document is larger than ${MAX_REGISTRY_BYTES} bytes`)
+  let document: unknown
+  try {
+    document = JSON.parse(res.body)
+  } catch {
+    throw new Error('the registry document is not JSON')
+  }
+  const cards = readRegistryDocument(document, MAX_REGISTRY_AGENTS)
+  if (!cards.length) throw new Error('the registry document holds no agent card (an object with a name)')
+  return cards
+}
+
+export const registryFetchJob: JobKind<{ registry_id: string }> = {
+  kind: REGISTRY_FETCH_KIND,
+  async handle(ctx, payload) {
+    const [registry] = await ctx.sql<{ id: string; url: string }[]>`select id, url from registries where id = ${payload.registry_id}`
+    if (!registry) return
+    let cards
+    try {
+      cards = await fetchCards(ctx, registry.url)
+    } catch (error) {
+      const reason =
+        error instanceof ApiError ? error.message : (error as Error).name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS} ms` : (error as Error).message
+      await ctx.sql`update registries set status = 'failed', last_error = ${reason.slice(0, 500)} where id = ${registry.id}`
+      log.info('registry fetch failed', { registry_id: registry.id, reason })
+      return
+    }
+    await ctx.sql.begin(async tx => {
+      const [kept] = await tx`select id from registries where id = ${registry.id} for update`
+      if (!kept) return
+      await tx`delete from registry_agents where registry_id = ${registry.id}`
+      const at = new Date()
+      for (const c of cards) {
+        await tx`
+          insert into registry_agents (id, registry_id, name, description, url, skills, card, fetched_at)
+          values (${randomUUIDv7()}, ${registry.id}, ${c.name}, ${c.description}, ${c.url}, ${c.skills}, ${tx.json(c.card as never)}, ${at})`
+      }
+      await tx`update registries set status = 'ok', last_error = null, fetched_at = ${at} where id = ${registry.id}`
+    })
+  },
+}

@@ -1,0 +1,193 @@
+/**
+ * Registries of agents: the built-in one (the agents published on this service with visibility
+ * public, read live) and the registries an owner or admin adds by URL (their cards fetched by
+ * the registries.fetch job and read from the cache). Registries added by an organization are
+ * its own: another organization's are 404.
+ */
+import { randomUUIDv7 } from 'bun'
+import type { Static } from '@sinclair/typebox'
+import type { Auth } from '../auth/principal'
+import type { Config } from '../config'
+import type { Sql, Tx } from '../db/client'
+import { isUniqueViolation } from '../db/errors'
+import { requireOwnerOrAdmin } from '../http/auth'
+import { errors } from '../http/errors'
+import { listPage, type PageRequest } from '../http/pagination'
+import { iso } from '../http/timestamps'
+import { enqueue } from '../jobs/queue'
+import type { Resolver } from '../dns/resolver'
+import { checkWebhookUrl } from '../webhooks/url-safety'
+import type { PublishedAgentRow } from '../networks/publishing'
+import { agentCard } from './cards'
+import { documentUrl, REGISTRY_FETCH_KIND } from './fetch.job'
+import { BUILTIN_REGISTRY_ID, type Registry, type RegistryAgent, type RegistryAgentDetail } from './model'
+
+export const MAX_REGISTRIES_PER_ORG = 20
+
+interface RegistryRow {
+  id: string
+  name: string
+  url: string
+  status: 'pending' | 'ok' | 'failed'
+  last_error: string | null
+  fetched_at: Date | null
+  created_at: Date
+  agent_count: number
+}
+
+const presentRegistry = (r: RegistryRow): Static<typeof Registry> => ({
+  id: r.id,
+  kind: 'a2a',
+  name: r.name,
+  url: r.url,
+  status: r.status,
+  last_error: r.last_error,
+  fetched_at: iso(r.fetched_at),
+  agent_count: r.agent_count,
+  created_at: iso(r.created_at),
+})
+
+const registryColumns = (sql: Tx) => sql`r.id, r.name, r.url, r.status, r.last_error, r.fetched_at, r.created_at,
+  (select count(*)::int from registry_agents a where a.registry_id = r.id) as agent_count`
+
+/** The built-in registry first, then the organization's, newest first. */
+export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeof Registry>[]> {
+  const [builtin] = await sql<{ n: number }[]>`select count(*)::int as n from published_agents where visibility = 'public'`
+  const rows = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${auth.orgId} order by r.id desc`
+  return [
+    { id: BUILTIN_REGISTRY_ID, kind: 'builtin', name: 'Agents on this service', url: null, status: 'ok', last_error: null, fetched_at: null, agent_count: builtin!.n, created_at: null },
+    ...rows.map(presentRegistry),
+  ]
+}
+
+async function registryRow(sql: Tx, orgId: string, id: string): Promise<RegistryRow> {
+  const [row] = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${orgId} and r.id = ${id}`
+  if (!row) throw errors.notFound('registry')
+  return row
+}
+
+const isUuid = (id: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
+
+/** 404 unless `id` is the built-in registry or one of the organization's. */
+async function requireRegistry(sql: Tx, orgId: string, id: string): Promise<'builtin' | RegistryRow> {
+  if (id === BUILTIN_REGISTRY_ID) return 'builtin'
+  if (!isUuid(id)) throw errors.notFound('registry')
+  return registryRow(sql, orgId, id)
+}
+
+export async function getRegistry(sql: Sql, auth: Auth, id: string): Promise<Static<typeof Registry>> {
+  const found = await requireRegistry(sql, auth.orgId, id)
+  if (found === 'builtin') return (await listRegistries(sql, auth))[0]!
+  return presentRegistry(found)
+}
+
+/**
+ * Adds a registry by URL (owner or admin): the URL must pass the SSRF guard now (a private or
+ * loopback address is a validation_error), and the job that fetches it is written with it.
+ */
+export async function addRegistry(sql: Sql, resolver: Resolver, allowLoopback: boolean, auth: Auth, input: { name: string; url: string }): Promise<Static<typeof Registry>> {
+  await requireOwnerOrAdmin(sql, auth, 'registries')
+  await checkWebhookUrl(documentUrl(safeUrl(input.url)), resolver, allowLoopback)
+  const id = randomUUIDv7()
+  try {
+    await sql.begin(async tx => {
+      const [count] = await tx<{ n: number }[]>`select count(*)::int as n from registries where org_id = ${auth.orgId}`
+      if (count!.n >= MAX_REGISTRIES_PER_ORG) throw errors.conflict(`registries: at most ${MAX_REGISTRIES_PER_ORG} per organization`, { reason: 'limit_reached' })
+      await tx`insert into registries (id, org_id, name, url) values (${id}, ${auth.orgId}, ${input.name}, ${input.url})`
+      await enqueue(tx, REGISTRY_FETCH_KIND, { registry_id: id })
+    })
+  } catch (error) {
+    if (isUniqueViolation(error)) throw errors.conflict('url: this registry is already added', { reason: 'registry_exists' })
+    throw error
+  }
+  return presentRegistry(await registryRow(sql, auth.orgId, id))
+}
+
+function safeUrl(raw: string): string {
+  try {
+    return new URL(raw).toString()
+  } catch {
+    throw errors.validation('url', 'must be an absolute URL')
+  }
+}
+
+/** Asks for a new fetch of the registry's cards (owner or admin). */
+export async function refreshRegistry(sql: Sql, auth: Auth, id: string): Promise<Static<typeof Registry>> {
+  await requireOwnerOrAdmin(sql, auth, 'registries')
+  const found = await requireRegistry(sql, auth.orgId, id)
+  if (found === 'builtin') throw errors.conflict('registry: the built-in registry is always current', { reason: 'builtin_registry' })
+  await enqueue(sql, REGISTRY_FETCH_KIND, { registry_id: id })
+  return presentRegistry(found)
+}
+
+export async function deleteRegistry(sql: Sql, auth: Auth, id: string): Promise<{ id: string; deleted: true }> {
+  await requireOwnerOrAdmin(sql, auth, 'registries')
+  const found = await requireRegistry(sql, auth.orgId, id)
+  if (found === 'builtin') throw errors.conflict('registry: the built-in registry cannot be removed', { reason: 'builtin_registry' })
+  await sql`delete from registries where org_id = ${auth.orgId} and id = ${id}`
+  return { id, deleted: true }
+}
+
+interface EntryRow {
+  id: string
+  name: string
+  description: string
+  url: string | null
+  address: string | null
+  skills: string[]
+  fetched_at: Date | null
+}
+
+const presentEntry = (registryId: string) => (r: EntryRow): Static<typeof RegistryAgent> => ({
+  id: r.id,
+  registry_id: registryId,
+  name: r.name,
+  description: r.description,
+  url: r.url,
+  address: r.address,
+  skills: r.skills,
+  fetched_at: iso(r.fetched_at),
+})
+
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, c => `\\${c}`)}%`
+
+/** A page of a registry's agents, newest first; `q` searches name and description, `skill` must be among the skills. */
+export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filter: { q?: string; skill?: string }, page: PageRequest) {
+  const found = await requireRegistry(sql, auth.orgId, id)
+  const builtin = found === 'builtin'
+  const name = builtin ? sql`display_name` : sql`name`
+  const where = [builtin ? sql`visibility = 'public'` : sql`registry_id = ${id}`]
+  if (filter.q) where.push(sql`(${name} ilike ${likePattern(filter.q)} or description ilike ${likePattern(filter.q)})`)
+  if (filter.skill) where.push(sql`skills @> ${[filter.skill.toLowerCase()]}::text[]`)
+  const result = await listPage<EntryRow>(sql, {
+    columns: builtin
+      ? sql`id, display_name as name, description, null as url, address, skills, null::timestamptz as fetched_at`
+      : sql`id, name, description, url, null as address, skills, fetched_at`,
+    from: builtin ? sql`published_agents` : sql`registry_agents`,
+    where: where.reduce((all, w) => sql`${all} and ${w}`),
+    page,
+  })
+  return { ...result, present: presentEntry(builtin ? BUILTIN_REGISTRY_ID : id) }
+}
+
+/** One agent of a registry with its card: ours, built from the published agent, or the cached (untrusted) one. */
+export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id: string, agentId: string): Promise<Static<typeof RegistryAgentDetail>> {
+  const found = await requireRegistry(sql, auth.orgId, id)
+  if (!isUuid(agentId)) throw errors.notFound('agent')
+  if (found === 'builtin') {
+    const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where id = ${agentId} and visibility = 'public'`
+    if (!agent) throw errors.notFound('agent')
+    const card = agentCard(config, agent)
+    return { ...presentEntry(BUILTIN_REGISTRY_ID)({ id: agent.id, name: agent.display_name, description: agent.description, url: null, address: agent.address, skills: agent.skills, fetched_at: null }), card }
+  }
+  const [row] = await sql<(EntryRow & { card: Record<string, unknown> })[]>`
+    select id, name, description, url, null as address, skills, fetched_at, card from registry_agents where registry_id = ${id} and id = ${agentId}`
+  if (!row) throw errors.notFound('agent')
+  return { ...presentEntry(id)(row), card: row.card }
+}
+
+/** The public agent card of an address, or null when it is not published publicly. */
+export async function publicAgentCard(sql: Sql, config: Config, address: string) {
+  const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where address = ${address.trim().toLowerCase()} and visibility = 'public' limit 1`
+  return agent ? agentCard(config, agent) : null
+}
