@@ -63,6 +63,7 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
         openapi_url: `${base}/v1/openapi`,
         docs_url: `${ctx.config.siteUrl}/docs`,
         health_url: `${base}/v1/health`,
+        graphql_url: `${base}/graphql`,
         oauth_authorization_server: `${base}/.well-known/oauth-authorization-server`,
         oauth_protected_resource: `${ctx.config.siteUrl}/.well-known/oauth-protected-resource`,
         managed_domain: ctx.config.MANAGED_DOMAIN,

@@ -53,6 +53,7 @@ describe('GET /v1', () => {
       openapi_url: 'http://api.test.local/v1/openapi',
       docs_url: 'http://api.test.local/docs',
       health_url: 'http://api.test.local/v1/health',
+      graphql_url: 'http://api.test.local/graphql',
       oauth_authorization_server: 'http://api.test.local/.well-known/oauth-authorization-server',
       oauth_protected_resource: 'http://api.test.local/.well-known/oauth-protected-resource',
       managed_domain: 'agents.test.local',
