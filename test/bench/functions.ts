@@ -12,7 +12,8 @@
  *    Beside them, in the same process and run: the same code as a bare `new Function` in Bun,
  *    compiled per call ("compiled per call") and called again ("warm").
  * 2. SMTP 250 to function completed at 100 msg/s: the fan-out section with a routed function
- *    that forwards each event to the loopback receiver (fanout.ts, target function).
+ *    that forwards each event to the loopback receiver (fanout.ts, target function), after the
+ *    same at the same rate with an HTTP endpoint on that receiver, as the baseline.
  *
  * Targets (printed, not asserted): cold p50 < 10 ms with the hard memory cap, warm p50 < 0.5 ms,
  * 250-to-completed p50 < 50 ms and p99 < 250 ms.
@@ -57,18 +58,24 @@ const noFetch = async () => ({ error: 'no fetch in the benchmark' })
 interface Figures {
   p50: number
   p99: number
+  /** CPU time of the whole process (every thread) per invocation, in ms: what the work costs, however loaded the machine */
+  cpu: number
   perSecond: number
 }
 
-async function sequential(run: () => Promise<unknown>, n = ITERATIONS, gapMs = 0): Promise<number[]> {
+/** `n` invocations one after the other (after a pause of `gapMs` each): latencies and CPU per invocation. */
+async function sequential(run: () => Promise<unknown>, n = ITERATIONS, gapMs = 0): Promise<Omit<Figures, 'perSecond'>> {
   const times: number[] = []
+  const cpuBefore = process.cpuUsage()
   for (let i = 0; i < n; i++) {
     if (gapMs) await Bun.sleep(gapMs)
     const t = performance.now()
     await run()
     times.push(performance.now() - t)
   }
-  return times.sort((a, b) => a - b)
+  const cpu = process.cpuUsage(cpuBefore)
+  times.sort((a, b) => a - b)
+  return { p50: percentile(times, 50), p99: percentile(times, 99), cpu: (cpu.user + cpu.system) / 1000 / n }
 }
 
 /** Invocations completed per second with `parallel` in flight, for SECONDS. */
@@ -110,27 +117,24 @@ export async function functionsBench(sql: Sql, dbUrl: string): Promise<void> {
     const warm = () => pool.run(warmInvoke, noFetch)
     const local = new WarmSandboxes()
     const engineWarm = () => runInSandbox(warmInvoke, { request: noFetch }, local)
-    const coldSpare = await sequential(cold, Math.min(ITERATIONS, 150), SPARE_GAP_MS)
-    rows.push([`${name}: cold, spare ready (thread)`, { p50: percentile(coldSpare, 50), p99: percentile(coldSpare, 99), perSecond: 0 }])
-    const coldTimes = await sequential(cold)
-    rows.push([`${name}: cold, back to back (thread)`, { p50: percentile(coldTimes, 50), p99: percentile(coldTimes, 99), perSecond: await throughput(cold, 8) }])
-    const warmTimes = await sequential(warm)
-    rows.push([`${name}: warm (same deployment, thread)`, { p50: percentile(warmTimes, 50), p99: percentile(warmTimes, 99), perSecond: await throughput(warm, 8) }])
-    const engineTimes = await sequential(engineWarm)
-    rows.push([`${name}: warm, engine on this thread`, { p50: percentile(engineTimes, 50), p99: percentile(engineTimes, 99), perSecond: await throughput(engineWarm, 1) }])
-    const bareCold = await sequential(() => bareCall(bare(code)))
-    rows.push([`${name}: new Function, compiled per call`, { p50: percentile(bareCold, 50), p99: percentile(bareCold, 99), perSecond: await throughput(() => bareCall(bare(code)), 1) }])
+    rows.push([`${name}: cold, spare ready (thread)`, { ...(await sequential(cold, Math.min(ITERATIONS, 150), SPARE_GAP_MS)), perSecond: 0 }])
+    rows.push([`${name}: cold, back to back (thread)`, { ...(await sequential(cold)), perSecond: await throughput(cold, 8) }])
+    rows.push([`${name}: warm (same deployment, thread)`, { ...(await sequential(warm)), perSecond: await throughput(warm, 8) }])
+    rows.push([`${name}: warm, engine on this thread`, { ...(await sequential(engineWarm)), perSecond: await throughput(engineWarm, 1) }])
+    rows.push([`${name}: new Function, compiled per call`, { ...(await sequential(() => bareCall(bare(code)))), perSecond: await throughput(() => bareCall(bare(code)), 1) }])
     const handler = bare(code)
-    const bareWarm = await sequential(() => bareCall(handler))
-    rows.push([`${name}: new Function, warm`, { p50: percentile(bareWarm, 50), p99: percentile(bareWarm, 99), perSecond: await throughput(() => bareCall(handler), 1) }])
+    rows.push([`${name}: new Function, warm`, { ...(await sequential(() => bareCall(handler))), perSecond: await throughput(() => bareCall(handler), 1) }])
   }
   pool.stop()
-  console.log(`${'invocation'.padEnd(56)}${n('p50 ms')}${n('p99 ms')}${n('inv/s')}`)
-  for (const [name, f] of rows) console.log(`${name.padEnd(56)}${n(f.p50.toFixed(3))}${n(f.p99.toFixed(3))}${n(f.perSecond || '-')}`)
+  console.log(`${'invocation'.padEnd(56)}${n('p50 ms')}${n('p99 ms')}${n('cpu ms')}${n('inv/s')}`)
+  for (const [name, f] of rows) console.log(`${name.padEnd(56)}${n(f.p50.toFixed(3))}${n(f.p99.toFixed(3))}${n(f.cpu.toFixed(3))}${n(f.perSecond || '-')}`)
+  console.log('(cpu ms: CPU time of the whole process, every thread, per invocation in the sequential run, the spare preparations included; inv/s: with 8 in flight, 1 for the rows on this thread)')
   const [spare, cold, warm] = [rows[0]![1], rows[1]![1], rows[2]![1]]
   console.log(
     `\ntrivial function, through a sandbox thread, each instance with the hard memory cap: cold start p50 ${spare.p50.toFixed(2)} ms with the spare ready, ${cold.p50.toFixed(2)} ms back to back (target < 10); ` +
       `warm p50 ${warm.p50.toFixed(3)} ms (target < 0.5; the engine alone is the fourth row)`,
   )
+  // the same path to an HTTP endpoint first, in the same run: what the function adds is the difference
+  await fanoutBench(sql, dbUrl, { target: 'http', rates: [100] })
   await fanoutBench(sql, dbUrl, { target: 'function', rates: [100] })
 }
