@@ -24,9 +24,10 @@ bench: install
 start: install
 	$(BUN) run src/index.ts
 
-# The command-line client as one executable (Bun's runtime inside): dist/agent-mail
+# The command-line client as one executable (Bun's runtime inside): dist/agent-mail, or CLI_OUT
+CLI_OUT ?= dist/agent-mail
 cli: install
-	$(BUN) build --compile --minify src/cli-client/main.ts --outfile dist/agent-mail
+	$(BUN) build --compile --minify src/cli-client/main.ts --outfile $(CLI_OUT)
 
 typecheck: install
 	$(BUN) x tsc --noEmit -p .

@@ -10,7 +10,9 @@ import { testApp, type TestApp } from '../helpers/app'
 import { managedAddress } from '../helpers/mail'
 import { decideInBrowser } from '../helpers/identity'
 import { person, type Person } from '../oauth/helpers'
-import { cliService, readUntil, type CliService } from './helpers'
+import type { Command } from 'commander'
+import { buildProgram } from '../../src/cli-client/main'
+import { BIN, cliService, readUntil, type CliService } from './helpers'
 
 let s: CliService
 let browser: TestApp
@@ -77,6 +79,25 @@ describe('agent-mail CLI', () => {
     expect(raw).toContain(Buffer.from('quarterly numbers').toString('base64'))
   })
 
+  test('send on a terminal draws an upload progress bar on stderr (in a pseudo-terminal from script(1))', async () => {
+    const attachment = join(s.home, 'big.bin')
+    writeFileSync(attachment, Buffer.alloc(300_000, 7))
+    const before = s.relay.messages.length
+    const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
+    const command = [BIN, 'send', '--from', inbox, '--to', 'alice@example.com', '--subject', 'Big', '--text', 'attached', '--attach', attachment].map(quote).join(' ')
+    const p = Bun.spawn(['script', '-q', '-e', '-c', command, '/dev/null'], {
+      env: { ...process.env, XDG_CONFIG_HOME: s.home, AGENT_MAIL_URL: s.origin, AGENT_MAIL_API_KEY: '', NO_COLOR: '1' },
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [terminal, code] = await Promise.all([new Response(p.stdout).text(), p.exited])
+    expect({ code, terminal: code ? terminal : '' }).toEqual({ code: 0, terminal: '' })
+    expect(terminal).toMatch(/uploading \[[^\]]*\] \d+% \d+\/\d+ bytes/)
+    expect(terminal).toMatch(/Sent: [0-9a-f-]{36} to alice@example\.com/)
+    expect(s.relay.messages.length - before).toBe(1)
+  })
+
   test('tail follows the long-poll and prints a message delivered over SMTP', async () => {
     const p = s.spawn(['tail', '--json', '--max', '1', '--address', inbox])
     await readUntil(p.stderr as ReadableStream, /Waiting for mail/)
@@ -105,11 +126,14 @@ describe('agent-mail CLI', () => {
     expect((await cli(['whoami', '--url', 'http://127.0.0.1:9'])).code).toBe(6)
   })
 
-  test('--help works on every command', async () => {
-    for (const args of [[], ['login'], ['signup'], ['whoami'], ['inboxes'], ['inboxes', 'create'], ['send'], ['tail'], ['read'], ['webhooks'], ['webhooks', 'create'], ['functions'], ['functions', 'deploy'], ['functions', 'logs']]) {
+  test('--help works on every command the program defines', async () => {
+    const paths = (c: Command, prefix: string[] = []): string[][] => [prefix, ...c.commands.flatMap(sub => paths(sub, [...prefix, sub.name()]))]
+    const all = paths(buildProgram())
+    expect(all.length).toBeGreaterThanOrEqual(17)
+    for (const args of all) {
       const res = await cli([...args, '--help'])
       expect({ args, code: res.code }).toEqual({ args, code: 0 })
-      expect(res.stdout).toStartWith('Usage: agent-mail')
+      expect(res.stdout).toStartWith(`Usage: agent-mail${args.length ? ` ${args.join(' ')}` : ''}`)
     }
   })
 })
