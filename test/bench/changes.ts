@@ -14,7 +14,7 @@ import { rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import type { Sql } from '../../src/db/client'
 import { systemResolver } from '../../src/dns/resolver'
-import { createOrgCommand } from '../../src/admin/commands'
+import { createOrgCommand, setApiLimitCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { freePort, percentile, runJson, startService, stopAll, waitForSmtpGreeting } from './common'
 
@@ -56,6 +56,8 @@ function summarize(name: string, sender: RateResult, got: Consumed) {
 
 export async function changesBench(sql: Sql, dbUrl: string): Promise<void> {
   const org = await createOrgCommand(sql, { plan: 'developer', name: 'changes bench' })
+  // 40 consumers answered once per message or so: the plan's 3000/min would turn the run into a 429 benchmark
+  await setApiLimitCommand(sql, org.org_id, '100000000')
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
   const message = ['From: Bench <bench@sender.bench.example>', `To: <${inbox.address}>`, 'Subject: changes @@MARK@@', 'Message-ID: <@@ID@@@sender.bench.example>', '', 'hello', ''].join('\r\n')
   const templateFile = `${tmpdir()}/agent-mail-changes-${crypto.randomUUID()}.eml`

@@ -1,6 +1,6 @@
 /**
- * The feed over real sockets: a long-poll woken by a message delivered over SMTP, and a feed
- * resumed after the service restarts, with nothing missed or repeated.
+ * The feed over real sockets: a long-poll woken by a message delivered over SMTP, many woken
+ * together, and a feed resumed after the service restarts, with nothing missed or repeated.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import nodemailer from 'nodemailer'
@@ -34,6 +34,27 @@ describe('long-poll', () => {
     const res = await polling
     const changes = expectOk(res)
     expect(changes.map((c: { type: string; data: { subject: string } }) => [c.type, c.data.subject])).toEqual([['email.received', 'wake up']])
+  })
+
+  test('twenty long-polls at one cursor, woken together, each get every change once, in order', async () => {
+    const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: org.key })).cursor as string
+    const subjects = ['one', 'two', 'three', 'four', 'five']
+    const consumer = async () => {
+      const seen: string[] = []
+      let cursor = start
+      while (seen.length < subjects.length) {
+        const res = await h.request('GET', `/v1/changes?cursor=${cursor}&wait=20&types=email.received`, { key: org.key })
+        const page = expectOk(res) as { data: { subject: string } }[]
+        if (!page.length) break
+        seen.push(...page.map(c => c.data.subject))
+        cursor = res.body.meta.cursor
+      }
+      return seen
+    }
+    const consumers = Array.from({ length: 20 }, consumer)
+    await Bun.sleep(50)
+    for (const subject of subjects) await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject, text: 'x' })
+    for (const seen of await Promise.all(consumers)) expect(seen).toEqual(subjects)
   })
 
   test('a change the filters skip does not end the wait; a matching one does', async () => {
