@@ -103,11 +103,22 @@ async function writeResponse(res: http.ServerResponse, response: Response, metho
   })
   const cookies = response.headers.getSetCookie()
   if (cookies.length) headers['set-cookie'] = cookies
-  res.writeHead(response.status, response.statusText || undefined, headers)
   if (!response.body || method === 'HEAD') {
+    res.writeHead(response.status, response.statusText || undefined, headers)
     res.end()
     return
   }
+  // Every answer but an event stream is whole in memory already (JSON, a stored message): one
+  // write with its length. Writing it chunk by chunk through the stream cost a third of the
+  // CPU of a small JSON request (node:http's cork/uncork per write).
+  if (!headers['content-type']?.toString().startsWith('text/event-stream')) {
+    const bytes = await response.bytes()
+    headers['content-length'] = String(bytes.byteLength)
+    res.writeHead(response.status, response.statusText || undefined, headers)
+    res.end(bytes)
+    return
+  }
+  res.writeHead(response.status, response.statusText || undefined, headers)
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     if (!res.write(chunk)) await new Promise(resolve => res.once('drain', resolve))
   }

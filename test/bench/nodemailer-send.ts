@@ -3,7 +3,8 @@
  * `bun test/bench/nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file> [<dkim-key-file> <domain> <selector>]`.
  *
  * nodemailer's pooled SMTP transport with `connections` connections to the relay sends one
- * prebuilt message again and again, `connections` sends in flight, for 1 s of warm-up plus
+ * prebuilt message again and again, BENCH_NODEMAILER_CLIENTS sends in flight (default
+ * `connections`), for 1 s of warm-up plus
  * `seconds`, and at most `max-sends` in all. Without a key the message is sent as it is (built
  * and DKIM-signed once, before this process starts); with one, nodemailer DKIM-signs every
  * message itself (its `dkim` option: RSA, relaxed/relaxed, the header fields we sign).
@@ -19,6 +20,8 @@ if (!portArg || !from || !to || !messageFile || (keyFile && (!domainName || !key
   throw new Error('usage: nodemailer-send.ts <relay-port> <connections> <seconds> <max-sends> <from> <to> <message-file> [<dkim-key-file> <domain> <selector>]')
 }
 const connections = Number(connectionsArg)
+/** sends in flight (BENCH_NODEMAILER_CLIENTS); default: one per pooled connection */
+const clients = Number(process.env.BENCH_NODEMAILER_CLIENTS ?? connections)
 const durationMs = Number(secondsArg) * 1000
 const maxSends = Number(maxArg)
 const raw = await Bun.file(messageFile).text()
@@ -39,7 +42,7 @@ const transport = nodemailer.createTransport({
 })
 
 const errorSamples = new Map<string, number>()
-const result = await closedLoop({ connections, durationMs, maxSends, clock: epochMs }, async () => {
+const result = await closedLoop({ connections: clients, durationMs, maxSends, clock: epochMs }, async () => {
   try {
     await transport.sendMail({ envelope, raw })
     return true

@@ -10,9 +10,10 @@
  * send with a subject of its own so the payload-derived idempotency key never dedupes. Every
  * send is built with mimetext, DKIM-signed with the managed domain's key, stored as an outbound
  * email and handed to the relay before the API answers. Beside it, two baselines from
- * nodemailer-send.ts over as many pooled connections to the same relay: the issue's, one
- * prebuilt message (the same builder, DKIM-signed once) sent again and again; and the same
- * message unsigned, DKIM-signed by nodemailer for every send with the same RSA-2048 key. Before
+ * nodemailer-send.ts with as many sends in flight over a pool of 5 connections to the same relay
+ * (the service's relay pool): the baseline of issue 19, the message unsigned and DKIM-signed by
+ * nodemailer for every send with the same RSA-2048 key; and for reference one prebuilt message
+ * (the same builder, DKIM-signed once) sent again and again, which no send path can approach. Before
  * the runs, sign-rate.ts measures how many RSA-2048 signatures (and whole DKIM signing steps)
  * this machine's Bun makes per second on one core: with every send signed, the number of cores
  * times that rate bounds the send rate even if nothing else cost anything.
@@ -20,8 +21,9 @@
  * Printed: messages the relay accepted per second in the measured window, p50/p99 latency per
  * message, CPU time per message of the sending process and (send-mail) of the service and its
  * PostgreSQL backends, the ratios against both baselines and the signing bound; after the runs,
- * that every send was stored, relayed and DKIM-signed (samples verified with mailauth). Target
- * (printed, not asserted): the send-mail rate at least half the direct nodemailer rate.
+ * that every send was stored, relayed and DKIM-signed (samples verified with mailauth). Targets
+ * (printed, not asserted): at least 0.8 of the nodemailer DKIM-signing rate, accept p50 under
+ * 10 ms and p99 under 50 ms.
  */
 import { rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -38,7 +40,10 @@ import { managedDkimKey } from '../../src/mail/outbound/managed-key'
 import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-const CONNECTIONS = Number(process.env.BENCH_OUTBOUND_CONNECTIONS ?? 10)
+/** concurrent clients of send-mail and of the nodemailer baselines (issue 19: 20) */
+const CONNECTIONS = Number(process.env.BENCH_OUTBOUND_CONNECTIONS ?? 20)
+/** the nodemailer baselines' pooled connections to the relay, as many as the service's relay pool */
+const POOL = 5
 const MAX_SENDS = 50_000
 const dir = import.meta.dir
 
@@ -146,9 +151,10 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       const load = await runJson<SendResult>([process.execPath, ...argv])
       return { name, load, relay: (await (await fetch(`${control}/stats`)).json()) as RelayStats }
     }
-    const nodemailerArgs = [`${dir}/nodemailer-send.ts`, String(relayPort), String(CONNECTIONS), String(SECONDS), String(MAX_SENDS), from, RECIPIENT]
-    runs.push(await run(`nodemailer direct, ${CONNECTIONS} connections`, [...nodemailerArgs, files.signed]))
-    runs.push(await run(`nodemailer signing each, ${CONNECTIONS} conn.`, [...nodemailerArgs, files.unsigned, files.key, key.domain, key.selector]))
+    const nodemailerArgs = [`${dir}/nodemailer-send.ts`, String(relayPort), String(POOL), String(SECONDS), String(MAX_SENDS), from, RECIPIENT]
+    process.env.BENCH_NODEMAILER_CLIENTS = String(CONNECTIONS)
+    runs.push(await run(`nodemailer direct, pool ${POOL}`, [...nodemailerArgs, files.signed]))
+    runs.push(await run(`nodemailer DKIM each, pool ${POOL}`, [...nodemailerArgs, files.unsigned, files.key, key.domain, key.selector]))
 
     const cpuBefore = processCpuMicros(service.pid)
     const dbBefore = await databaseCpu(sql)
@@ -184,11 +190,12 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     `\nsigning on one core of this Bun: ${signRate!.rsa_per_s} RSA-2048 signatures/s (node:crypto, key parsed once), ` +
       `${signRate!.dkim_per_s} whole DKIM signing steps/s (mailauth's dkimSign: PEM parse, canonicalization, hashes, signature). ` +
       `With every send signed and nothing else using a core, signing alone caps sends at ${cores} x ${signRate!.dkim_per_s} = ${bound}/s ` +
-      `(${cores} x ${signRate!.rsa_per_s} = ${cores * signRate!.rsa_per_s}/s for the bare signatures); the target is ${Math.round(directRate / 2)}/s`,
+      `(${cores} x ${signRate!.rsa_per_s} = ${cores * signRate!.rsa_per_s}/s for the bare signatures); 0.8 of the baseline is ${Math.round(signingRate * 0.8)}/s`,
   )
   console.log(
-    `ratio send-mail/nodemailer direct: ${(apiRate / directRate).toFixed(3)} (target >= 0.5); ` +
-      `send-mail/nodemailer signing each: ${(apiRate / signingRate).toFixed(3)}; send-mail/signing bound: ${(apiRate / bound).toFixed(3)}`,
+    `ratio send-mail/nodemailer DKIM-signing each (the baseline): ${(apiRate / signingRate).toFixed(3)} (target >= 0.8); ` +
+      `accept latency p50 ${api.load.p50_ms.toFixed(2)} ms (target < 10), p99 ${api.load.p99_ms.toFixed(2)} ms (target < 50); ` +
+      `send-mail/nodemailer direct (prebuilt, signed once): ${(apiRate / directRate).toFixed(3)}; send-mail/signing bound: ${(apiRate / bound).toFixed(3)}`,
   )
 
   // Every accepted send was stored as an outbound email and reached the relay, DKIM-signed.

@@ -62,7 +62,8 @@ async function until(done: () => boolean, ms = 5_000) {
   while (!done() && Date.now() < end) await Bun.sleep(10)
 }
 
-const statuses = (text: string) => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map(m => Number(m[1]))
+// a body sent with its content-length does not end with a line break: the next status line follows it directly
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(m => Number(m[1]))
 
 describe('HTTP/1.1 pipelining', () => {
   test('two requests in one packet, each awaiting the database, get two answers in order', async () => {
