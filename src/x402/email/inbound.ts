@@ -14,7 +14,8 @@ import { ApiError } from '../../http/errors'
 import type { JobKind } from '../../jobs/kind'
 import type { AuthVerdicts } from '../../mail/inbound/authenticate'
 import { attachmentContents } from '../../mail/inbound/parse'
-import { splitAddress } from '../../mail/inbound/recipients'
+import { resolveRecipient } from '../../mail/inbound/recipients'
+import { planAccess } from '../../webhooks/plan-access'
 import { findChallenge } from '../challenges.service'
 import { enqueuePaymentEvents } from '../events'
 import { payChallenge } from '../pay.service'
@@ -31,12 +32,38 @@ export const alignedDomain = (signing: string, pinned: string) => {
   return d === p || d.endsWith('.' + p)
 }
 
+type Header = { name: string; value: string }
+
+/**
+ * The `domain/selector` of each DKIM-Signature header with a body length tag (`l=`): such a
+ * signature covers only the first bytes of the body, so anything may be appended after them
+ * (another MIME part, another interaction.json) and it still passes. It never counts as covering.
+ */
+export function bodyLengthLimited(headers: Header[]): Set<string> {
+  const limited = new Set<string>()
+  for (const h of headers) {
+    if (h.name.toLowerCase() !== 'dkim-signature') continue
+    const tags = new Map(
+      h.value
+        .replace(/\s+/g, '')
+        .split(';')
+        .filter(Boolean)
+        .map(tag => [tag.slice(0, tag.indexOf('=')).toLowerCase(), tag.slice(tag.indexOf('=') + 1)] as const),
+    )
+    if (tags.has('l')) limited.add(`${(tags.get('d') ?? '').toLowerCase()}/${(tags.get('s') ?? '').toLowerCase()}`)
+  }
+  return limited
+}
+
 /** Why a message may not act for the pinned payer; empty when it may. */
-export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_domain'>, from: string | null, fromHeaders: number, auth: AuthVerdicts): string[] {
+export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_domain'>, from: string | null, headers: Header[], auth: AuthVerdicts): string[] {
   const reasons = new Set<string>()
+  const fromHeaders = headers.filter(h => h.name.toLowerCase() === 'from').length
   if (fromHeaders !== 1 || (from ?? '').toLowerCase() !== i.payer_address) reasons.add('identity_mismatch')
-  // `l=` signatures are not covered here: mailauth reports the body length only in its header, and our own keys never use it.
-  const covering = auth.dkim.filter(d => d.result === 'pass' && d.signed_headers.includes('from') && d.signed_headers.includes('content-type'))
+  const limited = bodyLengthLimited(headers)
+  const covering = auth.dkim.filter(
+    d => d.result === 'pass' && d.signed_headers.includes('from') && d.signed_headers.includes('content-type') && !limited.has(`${d.domain.toLowerCase()}/${d.selector.toLowerCase()}`),
+  )
   if (!covering.length) reasons.add('dkim_required')
   else if (!covering.some(d => alignedDomain(d.domain, i.payer_domain))) reasons.add('identity_mismatch')
   return [...reasons]
@@ -47,7 +74,9 @@ interface InboundEmail {
   org_id: string
   direction: string
   from_address: string | null
-  headers: { name: string; value: string }[]
+  headers: Header[]
+  in_reply_to: string | null
+  references: string[]
   auth: AuthVerdicts
   raw: Uint8Array
 }
@@ -63,7 +92,7 @@ const rejectText = (reasons: string[]) => `This message was not accepted as a pa
 
 export async function handleInboundStep(ctx: AppContext, emailId: string): Promise<void> {
   const [e] = await ctx.sql<InboundEmail[]>`
-    select e.id, e.org_id, e.direction, e.from_address, e.headers, e.auth, c.raw
+    select e.id, e.org_id, e.direction, e.from_address, e.headers, e.in_reply_to, e."references", e.auth, c.raw
       from emails e join email_contents c on c.email_id = e.id where e.id = ${emailId}`
   if (!e || e.direction !== 'inbound') return
   const part = (await attachmentContents(new Uint8Array(e.raw))).find(a => a.filename?.toLowerCase() === STEP_FILENAME)
@@ -78,8 +107,13 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   const [seen] = await ctx.sql`select 1 from x402_interaction_steps where email_id = ${e.id}`
   if (seen && !resuming) return
 
-  const fromHeaders = (e.headers ?? []).filter(h => h.name.toLowerCase() === 'from').length
-  const trust = trustReasons(i, e.from_address, fromHeaders, e.auth)
+  // The payee organization lost an entitlement since: the step is recorded and nothing is done.
+  const access = await planAccess(ctx.sql, i.org_id)
+  if (!access.entitlements.includes('x402_payments') || !access.entitlements.includes('interactions_enabled')) {
+    await recordReceived(ctx.sql, i, e.id, parsed.ok ? parsed.step.step : 'unparsed', parsed.ok ? parsed.step.step_id : null, false, ['feature_disabled'], parsed.ok ? parsed.step : null)
+    return
+  }
+  const trust = trustReasons(i, e.from_address, e.headers ?? [], e.auth)
   if (trust.length) {
     await recordReceived(ctx.sql, i, e.id, parsed.ok ? parsed.step.step : 'unparsed', parsed.ok ? parsed.step.step_id : null, false, trust, parsed.ok ? parsed.step : null)
     const [claimed] = await ctx.sql`
@@ -99,6 +133,15 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
     return
   }
   const s = parsed.step
+  // A payment or a decline answers the challenge message: In-Reply-To or References names it.
+  const [challengeMail] = await ctx.sql<{ message_id: string | null }[]>`select last_message_id as message_id from sends where id = ${i.send_id}`
+  const threaded = Boolean(challengeMail?.message_id) && [e.in_reply_to, ...(e.references ?? [])].includes(challengeMail!.message_id)
+  if (!threaded && !resuming && (s.step === 'payment' || s.step === 'decline')) {
+    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, ['not_in_thread'], s)
+    const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: 'not_in_thread', reasons: ['not_in_thread'] })
+    await sendStep(ctx, i, step, `unthreaded:${e.id}`, rejectText(['not_in_thread (reply to the challenge message, so that In-Reply-To or References names it)']), e.id)
+    return
+  }
   const challengeStep = await challengeStepId(ctx.sql, i)
   if (s.prev_step_id !== challengeStep || (s.step !== 'payment' && s.step !== 'decline')) {
     await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, [s.prev_step_id !== challengeStep ? 'prev_step_mismatch' : 'unexpected_step'], s)
@@ -139,18 +182,18 @@ async function challengeStepId(sql: Sql | Tx, i: InteractionRow) {
   return (await findChallenge(sql, i.challenge_id))!.challenge_step_id
 }
 
-/** The organization that owns the pinned payer address, by address (a managed domain is shared). */
-async function payerOrgOf(sql: Sql, address: string): Promise<string | null> {
-  const [row] = await sql<{ org_id: string }[]>`
-    select org_id from managed_inboxes where address = ${address}
-    union all
-    select org_id from domains where name = ${splitAddress(address).domain} and status = 'verified'
-    limit 1`
-  return row?.org_id ?? null
+/**
+ * The organization hosting the pinned payer address, resolved as inbound mail to it is: a
+ * managed inbox by its address (the managed domain is shared, so never by domain), any address
+ * at a domain an organization has verified; null when it is not hosted here.
+ */
+export async function payerOrgOf(ctx: AppContext, address: string): Promise<string | null> {
+  const hosted = await resolveRecipient(ctx, address)
+  return 'orgId' in hosted ? hosted.orgId : null
 }
 
 async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: Step, challengeStep: string) {
-  const payerOrg = await payerOrgOf(ctx.sql, i.payer_address)
+  const payerOrg = await payerOrgOf(ctx, i.payer_address)
   const payment = (s.payload as { payment?: unknown }).payment
   try {
     const receipt = await payChallenge(ctx, { challengeId: i.challenge_id, payerOrg, payment })

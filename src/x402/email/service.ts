@@ -9,7 +9,7 @@ import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
 import type { Auth } from '../../auth/principal'
 import type { Plan } from '../../account/plans'
-import { errors } from '../../http/errors'
+import { ApiError, errors } from '../../http/errors'
 import { idempotent } from '../../http/idempotency'
 import { enqueue } from '../../jobs/queue'
 import { splitAddress } from '../../mail/inbound/recipients'
@@ -140,11 +140,18 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
         attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
       }, `x402-email:${interactionId}:challenge`)
       await ctx.sql.begin(async tx => {
-        await tx`update x402_interactions set send_id = ${sent.data.id}, thread_id = ${sent.data.thread_id ?? null}, updated_at = now() where id = ${interactionId}`
-        await recordSentStep(tx, interactionId, step)
+        // a replay racing the original may get here too, with the same send (it is idempotent): the step is recorded once
+        const [claimed] = await tx`
+          update x402_interactions set send_id = ${sent.data.id}, thread_id = ${sent.data.thread_id ?? null}, updated_at = now()
+           where id = ${interactionId} and send_id is null returning id`
+        if (claimed) await recordSentStep(tx, interactionId, step)
       })
       i!.send_id = sent.data.id
     } catch (error) {
+      // The request that created it (or another retry) is sending it right now: this one lost the race.
+      if (error instanceof ApiError && error.code === 'conflict') {
+        throw errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
+      }
       // Nothing went out: nothing of this request stays (a retry with the key creates it anew).
       await ctx.sql.begin(async tx => {
         await tx`delete from jobs where kind = ${EXPIRE_KIND} and payload->>'interaction_id' = ${interactionId}`

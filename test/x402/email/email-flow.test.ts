@@ -6,51 +6,16 @@
  * over the SMTP listener, signed by keys published in the test's DNS.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { generateKeyPairSync } from 'node:crypto'
-import { dkimSign } from 'mailauth/lib/dkim/sign'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import type { Hex } from 'viem'
 import { testSql } from '../../helpers/app'
 import { expectError, expectOk } from '../../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../../helpers/mail'
-import { runNow } from '../../../src/jobs/run'
-import { inboundStepJob } from '../../../src/x402/email/inbound'
-import { STEP_KIND } from '../../../src/x402/email/step-mail'
 import { anvilBinary, startChain, type Chain } from '../anvil'
-import { signPayment } from '../payer'
 import { registerPayout, x402Org } from '../helpers'
-import { setSettleCaps } from '../../../src/x402/caps'
+import { bodyLengthLimited } from '../../../src/x402/email/inbound'
+import { adminSetCaps, b64, outsidePayer, paymentStep, runStepJobs, signedFor, stepsReceived } from './helpers'
 
 const sql = await testSql()
-
-/** Runs the pending step jobs (what a worker would), all at once. */
-async function runStepJobs(t: InboundHarness) {
-  const jobs = await sql<{ id: string }[]>`select id from jobs where kind = ${STEP_KIND} and locked_by is null and attempts = 0`
-  await Promise.all(jobs.map(j => runNow(t.ctx, inboundStepJob, j.id)))
-}
-
-/** The interaction.json parts of the mail an organization received, oldest first. */
-async function stepsReceived(orgId: string) {
-  const rows = await sql<{ id: string; raw: Buffer }[]>`
-    select e.id, c.raw from emails e join email_contents c on c.email_id = e.id
-     where e.org_id = ${orgId} and e.direction = 'inbound' order by e.received_at, e.id`
-  const { attachmentContents } = await import('../../../src/mail/inbound/parse')
-  const out: { emailId: string; step: any }[] = []
-  for (const r of rows) {
-    const part = (await attachmentContents(new Uint8Array(r.raw))).find(a => a.filename === 'interaction.json')
-    if (part) out.push({ emailId: r.id, step: JSON.parse(new TextDecoder().decode(part.content)) })
-  }
-  return out
-}
-
-const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64')
-
-function paymentStep(challenge: any, payment: unknown, overrides: Record<string, unknown> = {}) {
-  return {
-    interaction_version: 1, interaction_id: challenge.interaction_id, protocol: 'x402.payment', protocol_version: 1, step: 'payment',
-    step_id: crypto.randomUUID(), prev_step_id: challenge.step_id, expires_at: null, payload: { payment }, ...overrides,
-  }
-}
 
 describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
   let chain: Chain
@@ -97,10 +62,6 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
         attachments: [{ filename: 'interaction.json', content_type: 'application/json', content: b64(step) }],
       },
     })
-
-  async function signedFor(payerKey: Hex, challengeStep: any, edit?: (a: Record<string, string>) => void) {
-    return signPayment(payerKey, { payment_requirements: challengeStep.payload.payment_requirements, authorization_nonce: challengeStep.payload.authorization_nonce }, edit)
-  }
 
   test('the challenge goes out as DKIM-signed mail with an interaction.json step; Idempotency-Key replays without a second send', async () => {
     const p = await payee()
@@ -195,15 +156,36 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     expect(await chain.balance(s.p.wallet.address)).toBe(0n)
   })
 
-  test("a payment over the payee's per-settle ceiling (set by the operator) is a cap reject: $failed, nothing on chain", async () => {
-    const s = await onNet()
-    await setSettleCaps(sql, s.p.org.orgId, { daily: 'default', monthly: 'default', per_settle: '10000' })
-    expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))))
-    await runStepJobs(t)
-    const i = await interaction(s.p.org.key, s.created.interaction_id)
-    expect(i).toMatchObject({ state: '$failed', failure_reason: 'amount_exceeds_per_settle_ceiling' })
-    expect(await chain.balance(s.p.wallet.address)).toBe(0n)
-    expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'amount_exceeds_per_settle_ceiling' } })
+  test('each settle cap, set with bin/admin x402 set-caps, rejects the payment that would exceed it: $failed with the cap reason, nothing on chain', async () => {
+    /** a second challenge of the same payee to the same payer, as received */
+    async function again(s: Awaited<ReturnType<typeof onNet>>) {
+      const created = expectOk(await challengeFor(s.p.address, s.p.org.key, s.payerAddress), 201)
+      return { created, received: (await stepsReceived(s.payerOrg.orgId)).find(x => x.step.interaction_id === created.interaction_id)! }
+    }
+    const pay = async (s: Awaited<ReturnType<typeof onNet>>, created: any, received: any) => {
+      expectOk(await replyWith(s.payerOrg, s.payerAddress, received.emailId, paymentStep(received.step, await signedFor(s.payerKey, received.step))))
+      await runStepJobs(t)
+      return interaction(s.p.org.key, created.interaction_id)
+    }
+    const cases: [string, [string, string, string]][] = [
+      ['amount_exceeds_per_settle_ceiling', ['default', 'default', '10000']],
+      ['settle_daily_cap_exceeded', ['30000', 'default', 'default']],
+      ['settle_monthly_cap_exceeded', ['default', '30000', 'default']],
+    ]
+    for (const [reason, caps] of cases) {
+      const s = await onNet()
+      expect(await adminSetCaps(s.p.org.orgId, ...caps)).toMatchObject({ org_id: s.p.org.orgId, per_settle: caps[2] === 'default' ? '10000000' : caps[2] })
+      let refused = { created: s.created, received: s.received }
+      if (reason !== 'amount_exceeds_per_settle_ceiling') {
+        // 20000 of 30000 settles; the next 20000 would exceed the day's or the month's cap
+        expect(await pay(s, s.created, s.received)).toMatchObject({ state: '$completed', outcome: 'settled' })
+        refused = await again(s)
+      }
+      const i = await pay(s, refused.created, refused.received)
+      expect(i).toMatchObject({ state: '$failed', outcome: 'rejected', failure_reason: reason, reasons: [reason] })
+      expect(await chain.balance(s.p.wallet.address)).toBe(reason === 'amount_exceeds_per_settle_ceiling' ? 0n : 20000n)
+      expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason, reasons: [reason] } })
+    }
   })
 
   test('past expires_at the interaction is $expired and a late payment is rejected with challenge_expired', async () => {
@@ -217,49 +199,35 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'challenge_expired' } })
   })
 
-  test('an outside payer over SMTP: no DKIM, Content-Type not signed, a sibling, a parent domain are refused (one notice); a subdomain signature then settles', async () => {
+  test('an outside payer over SMTP: no DKIM, Content-Type not signed, a body length tag, a sibling, a parent domain are refused (one notice); a subdomain signature then settles', async () => {
     const p = await payee()
     const payerKey = generatePrivateKey()
     await chain.mint(privateKeyToAccount(payerKey).address, 1_000_000n)
     const created = expectOk(await challengeFor(p.address, p.org.key, 'ap@payer.example'), 201)
-    const [out] = await sql<{ raw: string; message_id: string }[]>`select raw, message_id from outbox_messages where rcpt = 'ap@payer.example' order by created_at limit 1`
-    const { attachmentContents } = await import('../../../src/mail/inbound/parse')
-    const challengeStep = JSON.parse(new TextDecoder().decode((await attachmentContents(new TextEncoder().encode(out!.raw))).find(a => a.filename === 'interaction.json')!.content))
-
-    const keys: Record<string, string> = {}
-    for (const domain of ['payer.example', 'sub.payer.example', 'evilpayer.example', 'example']) {
-      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
-      t.dns[`sel._domainkey.${domain}`] = { TXT: [[`v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`]] }
-      keys[domain] = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
-    }
-    const boundary = 'b1'
-    const message = (step: unknown) =>
-      [
-        'From: ap@payer.example', `To: ${p.address}`, 'Subject: payment', `Message-ID: <${crypto.randomUUID()}@payer.example>`, `In-Reply-To: ${out!.message_id}`,
-        'MIME-Version: 1.0', `Content-Type: multipart/mixed; boundary="${boundary}"`, '',
-        `--${boundary}`, 'Content-Type: text/plain', '', 'paying', `--${boundary}`,
-        'Content-Type: application/json; name="interaction.json"', 'Content-Disposition: attachment; filename="interaction.json"', 'Content-Transfer-Encoding: base64', '',
-        b64(step), `--${boundary}--`, '',
-      ].join('\r\n')
-    const sign = async (raw: string, domain: string, headerList?: string) =>
-      (await dkimSign(raw, { canonicalization: 'relaxed/relaxed', ...(headerList && { headerList }), signatureData: [{ signingDomain: domain, selector: 'sel', privateKey: keys[domain] }] } as never)).signatures + raw
-    const deliver = (raw: string) => t.transport.sendMail({ envelope: { from: 'ap@payer.example', to: [p.address] }, raw })
-
-    const payment = await signPayment(payerKey, { payment_requirements: challengeStep.payload.payment_requirements, authorization_nonce: challengeStep.payload.authorization_nonce })
-    const genuine = paymentStep(challengeStep, payment)
-    await deliver(message(genuine))
-    await deliver(await sign(message(genuine), 'payer.example', 'From:To:Subject'))
-    await deliver(await sign(message(genuine), 'evilpayer.example'))
-    await deliver(await sign(message(genuine), 'example'))
+    const payer = outsidePayer(t, 'ap@payer.example', ['sub.payer.example', 'evilpayer.example', 'example'])
+    const challenge = await payer.challenge()
+    const genuine = paymentStep(challenge.step, await signedFor(payerKey, challenge.step))
+    const reply = () => payer.message(p.address, genuine, challenge.messageId)
+    await payer.deliver(p.address, reply())
+    await payer.deliver(p.address, await payer.sign(reply(), 'payer.example', { headerList: 'From:To:Subject' }))
+    // l=: the signature covers the body's first bytes only (here all of them, but anything could follow)
+    await payer.deliver(p.address, await payer.sign(reply(), 'payer.example', { maxBodyLength: 100_000 }))
+    await payer.deliver(p.address, await payer.sign(reply(), 'evilpayer.example'))
+    await payer.deliver(p.address, await payer.sign(reply(), 'example'))
     await runStepJobs(t)
     let i = await interaction(p.org.key, created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
-    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons.join()).sort()).toEqual(['dkim_required', 'dkim_required', 'identity_mismatch', 'identity_mismatch'])
+    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons.join()).sort()).toEqual(['dkim_required', 'dkim_required', 'dkim_required', 'identity_mismatch', 'identity_mismatch'])
+    // the body-length signature did pass DKIM: refused for its l= tag, not for a failed verification
+    const stored = await sql<{ auth: any; headers: { name: string; value: string }[] }[]>`select auth, headers from emails where org_id = ${p.org.orgId} and direction = 'inbound'`
+    const limited = stored.filter(e => bodyLengthLimited(e.headers).size > 0)
+    expect(limited).toHaveLength(1)
+    expect(limited[0]!.auth.dkim).toEqual([expect.objectContaining({ result: 'pass', domain: 'payer.example', signed_headers: expect.arrayContaining(['from', 'content-type']) })])
     const notices = await sql`select 1 from outbox_messages where rcpt = 'ap@payer.example'`
     expect(notices).toHaveLength(2) // the challenge and one reject notice
 
-    const good = await sign(message(genuine), 'sub.payer.example')
-    await Promise.all([deliver(good), deliver(good)])
+    const good = await payer.sign(reply(), 'sub.payer.example')
+    await Promise.all([payer.deliver(p.address, good), payer.deliver(p.address, good)])
     await runStepJobs(t)
     i = await interaction(p.org.key, created.interaction_id)
     expect(i).toMatchObject({ state: '$completed', outcome: 'settled', payer_org: null })
