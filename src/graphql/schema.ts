@@ -1,5 +1,6 @@
 /**
- * The schema: SDL per part (account, mail, webhooks, functions, memories, payments), with the
+ * The schema: SDL per part (account, mail, webhooks, functions, memories, payments, networks
+ * with contacts and address notes), with the
  * resolvers attached to the built schema. Sources are the REST representations that the
  * services present, so a field without a resolver reads the property of its snake_case name
  * (`receivedAt` reads `received_at`): one representation for both surfaces.
@@ -12,12 +13,13 @@ import { webhooksModule } from './webhooks'
 import { functionsModule } from './functions'
 import { memoriesModule } from './memories'
 import { paymentsModule } from './payments'
+import { networksModule } from './networks'
 import type { SchemaModule } from './module'
 
 /** The version of the GraphQL surface (Versioning rule 6): changes inside it are additive. */
 export const API_VERSION = 'v1'
 
-const MODULES: SchemaModule[] = [accountModule, mailModule, webhooksModule, functionsModule, memoriesModule, paymentsModule]
+const MODULES: SchemaModule[] = [accountModule, mailModule, webhooksModule, functionsModule, memoriesModule, paymentsModule, networksModule]
 
 const BASE = `
 """
