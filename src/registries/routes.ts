@@ -106,7 +106,7 @@ export function registryRoutes(ctx: AppContext) {
       async ({ params }) => {
         const card = await publicAgentCard(ctx.sql, ctx.config, params.address)
         if (!card) throw errors.notFound('agent card')
-        return card
+        return new Response(JSON.stringify(card), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' } })
       },
       {
         params: t.Object({ address: t.String({ minLength: 3, maxLength: 320, description: 'a published address' }) }),
