@@ -75,8 +75,10 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
     return { status: null }
   }
   const functionId = wake.target_type === 'function' ? wake.target_id : run.endpoint_kind === 'function' ? run.endpoint_function : null
+  // signed as webhook deliveries are (the run id as webhook-id): a function verifies it with SERVICE_WEBHOOK_SECRET
+  const signed = { ...signedHeaders(await cachedSigningSecrets(ctx, run.org_id), run.id, body), 'x-wake-run-id': run.id }
   if (functionId) {
-    const headers: [string, string][] = [['content-type', 'application/json'], ['x-wake-run-id', run.id]]
+    const headers: [string, string][] = [['content-type', 'application/json'], ['user-agent', 'agent-mail-wake/1'], ...Object.entries(signed)]
     // a guest request's body travels base64-encoded (sandbox/protocol.ts)
     const invocation = await invokeFunction(ctx, { orgId: run.org_id, functionId, request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body: Buffer.from(body).toString('base64') } })
     if (!invocation) throw new Error('the function has no deployment to run')
@@ -86,8 +88,7 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
   }
   if (!run.url) throw new Error('the endpoint is deactivated')
   const target = await checkWebhookUrl(run.url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
-  const headers = { ...signedHeaders(await cachedSigningSecrets(ctx, run.org_id), run.id, body), 'x-wake-run-id': run.id }
-  const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, run.id)
+  const outcome = await postWebhook(target, body, signed, ctx.config.WEBHOOK_TIMEOUT_MS, run.id)
   if (!outcome.ok) throw Object.assign(new Error(outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : (outcome.message ?? 'no response')), { status: outcome.status })
   return { status: outcome.status }
 }

@@ -2,6 +2,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
+import { managedAddress } from '../helpers/mail'
 
 let t: TestApp
 let org: TestOrg
@@ -52,10 +53,39 @@ describe('function scope', () => {
     expect(usage!.keys).toBe(0)
   })
 
-  test("another organization's function is 404", async () => {
+  test("another organization's function is 404 on every route, and its keys stay as they were", async () => {
     const fn = await deploy(org, 'private-fn')
+    expectOk(await t.request('PUT', `/v1/functions/${fn.id}/memories/k`, { key: org.key, body: { value: 'mine' } }))
     const other = await createOrg()
-    expectError(await t.request('GET', `/v1/functions/${fn.id}/memories`, { key: other.key }), 404, 'not_found')
-    expectError(await t.request('PUT', `/v1/functions/${fn.id}/memories/k`, { key: other.key, body: { value: 1 } }), 404, 'not_found')
+    const base = `/v1/functions/${fn.id}/memories`
+    for (const [method, path, body] of [
+      ['GET', base],
+      ['GET', `${base}/k`],
+      ['PUT', `${base}/k`, { value: 1 }],
+      ['PATCH', `${base}/k`, { a: 1 }],
+      ['DELETE', `${base}/k`],
+      ['POST', `${base}/batch`, { operations: [{ op: 'delete', key: 'k' }] }],
+    ] as [string, string, unknown?][]) {
+      expectError(await t.request(method, path, { key: other.key, body }), 404, 'not_found')
+    }
+    expect(expectOk(await t.request('GET', `${base}/k`, { key: org.key })).value).toBe('mine')
+  })
+
+  test('a connection key may not call any function memory route (403)', async () => {
+    const fn = await deploy(org, 'conn-fn')
+    const bound = await managedAddress(t.ctx, org.orgId)
+    const inv = expectOk(await t.request('POST', '/v1/agent-connections', { key: org.key, body: { address: bound } }), 201)
+    const conn = expectOk(await t.request('POST', '/v1/agent-connections/claim', { body: { invitation_code: inv.invitation_code } })).connection_key
+    const base = `/v1/functions/${fn.id}/memories`
+    for (const [method, path, body] of [
+      ['GET', base],
+      ['GET', `${base}/k`],
+      ['PUT', `${base}/k`, { value: 1 }],
+      ['PATCH', `${base}/k`, { a: 1 }],
+      ['DELETE', `${base}/k`],
+      ['POST', `${base}/batch`, { operations: [{ op: 'check', key: 'k' }] }],
+    ] as [string, string, unknown?][]) {
+      expectError(await t.request(method, path, { key: conn, body }), 403, 'forbidden')
+    }
   })
 })

@@ -223,6 +223,7 @@ describe('boundaries', () => {
     expectError(await t.request('GET', path('private'), { key: other.key }), 404, 'not_found')
     expectError(await t.request('DELETE', path('private'), { key: other.key }), 404, 'not_found')
     expectError(await t.request('PATCH', path('private'), { key: other.key, body: { a: 1 } }), 404, 'not_found')
+    expectError(await t.request('POST', '/v1/memories/batch', { key: other.key, body: { operations: [{ op: 'delete', key: 'private' }] } }), 404, 'not_found')
     expectOk(await t.request('PUT', path('private'), { key: other.key, body: { value: 'theirs' } }))
     expect(expectOk(await t.request('GET', path('private'), { key: org.key })).value).toBe('mine')
     expect(expectOk(await t.request('GET', '/v1/memories?prefix=private', { key: other.key })).map((m: { value?: unknown; key: string }) => m.key)).toEqual(['private'])

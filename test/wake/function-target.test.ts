@@ -1,8 +1,9 @@
 /**
  * A wake whose target is a function, end to end: the scheduler job fires the due slot, the
- * `wake.run` job invokes the function's current deployment in a real QuickJS sandbox, the
- * function reaches its own memories through SERVICE_API_BASE_URL with SERVICE_API_KEY, and the
- * invocation, its logs, the run and the feed record what happened.
+ * `wake.run` job invokes the function's current deployment in a real QuickJS sandbox with a
+ * request signed like a webhook delivery (the function checks it), the function reaches its
+ * own memories through SERVICE_API_BASE_URL with SERVICE_API_KEY, and the invocation, its
+ * logs, the run and the feed record what happened.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createOrg, testApp, type TestApp } from '../helpers/app'
@@ -27,9 +28,18 @@ afterAll(async () => {
 })
 
 const CODE = `
+const hex = buf => [...new Uint8Array(buf)].map(b => b.toString(16).padStart(2, '0')).join('')
 export default {
   async fetch(request, env) {
-    const run = await request.json()
+    const body = await request.text()
+    // the run is signed like a webhook delivery, with the organization's signing secret
+    const header = request.headers.get('service-signature')
+    const t = header.split(',')[0].slice(2)
+    const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(env.SERVICE_WEBHOOK_SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+    const expected = hex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(t + '.' + body)))
+    if (!header.split(',').slice(1).some(v => v === 'v1=' + expected)) return new Response('bad signature', { status: 401 })
+    const run = JSON.parse(body)
+    if (request.headers.get('webhook-id') !== run.run_id) return new Response('webhook-id is not the run id', { status: 400 })
     console.log('woken ' + run.run_id)
     const res = await fetch(env.SERVICE_API_BASE_URL + '/memories/last-wake', {
       method: 'PUT',
