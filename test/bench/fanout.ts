@@ -154,6 +154,8 @@ export interface FanoutOptions {
   /** http: an HTTP endpoint on the receiver; function: a routed function that forwards each event to it */
   target?: 'http' | 'function'
   rates?: number[]
+  /** split: two processes (api+smtp, api+worker); single: one with every role. Default BENCH_FANOUT_LAYOUT, else split */
+  layout?: 'split' | 'single'
 }
 
 /** A function that forwards each delivery to the receiver: its arrival marks the function's completion. */
@@ -178,8 +180,10 @@ async function deployForwarder(sql: Sql, orgId: string, apiUrl: string, receiver
   await call('PUT', `/v1/functions/${fn.id}/route`, { domain_id: null })
 }
 
-export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions = {}): Promise<void> {
+/** Runs the section; returns, for each offered rate, the deliveries per second sustained. */
+export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions = {}): Promise<{ rate: number; deliveriesPerSecond: number; missing: number }[]> {
   const target = opts.target ?? 'http'
+  const layout = opts.layout ?? LAYOUT
   const rates = opts.rates ?? RATES
   const org = await createOrgCommand(sql, { plan: 'developer', name: 'fanout bench' })
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
@@ -225,7 +229,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
       WEBHOOK_ALLOW_LOOPBACK: 'true',
       LOG_LEVEL: 'info',
     }
-    const roles = LAYOUT === 'split' ? ['api,smtp', 'api,worker'] : ['api,smtp,worker']
+    const roles = layout === 'split' ? ['api,smtp', 'api,worker'] : ['api,smtp,worker']
     const services: Bun.Subprocess[] = []
     const apiPorts: number[] = []
     for (const ROLES of roles) {
@@ -246,7 +250,7 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
         `1 organization, 1 managed inbox, ${target === 'http' ? '1 HTTP endpoint on a loopback receiver' : '1 function (QuickJS) that forwards each event to a loopback receiver with fetch'}; ` +
-        `${LAYOUT === 'split' ? 'two service processes, roles api+smtp and api+worker' : 'one service process with roles api, smtp and worker'} ` +
+        `${layout === 'split' ? 'two service processes, roles api+smtp and api+worker' : 'one service process with roles api, smtp and worker'} ` +
         `(${DEFAULT_CONCURRENCY} concurrent jobs); ${CONCURRENCY} SMTP sessions, ${SECONDS} s per offered rate after ${WARMUP_MESSAGES} warm-up messages, statistics refreshed before each; ` +
         `latency = the sender's 250 to the ${target === 'http' ? "webhook's arrival" : "function's forward arriving (the function completed)"}; load average ${loadavg()[0]!.toFixed(2)} before the runs\n`,
     )
@@ -341,4 +345,21 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
       from emails where org_id = ${org.org_id} group by 2, 3, 4 order by 1 desc`
   console.log(`deliveries recorded: ${statuses.map(s => `${s.n} ${s.status}`).join(', ') || 'none'}`)
   console.log(`stored: ${verdicts.map(v => `${v.n} emails with spf=${v.spf} dkim=${v.dkim} dmarc=${v.dmarc}`).join('; ') || 'nothing'}`)
+  return runs.map(r => ({ rate: r.rate, deliveriesPerSecond: r.deliveriesPerSecond, missing: r.missing.length + (r.sender.count - r.sender.acked) + r.duplicates }))
+}
+
+/**
+ * One process against two (issue 19 item 6): the same SMTP-to-webhook load offered past what
+ * either takes (1,500 msg/s), to one process with every role and to two processes (api+smtp,
+ * api+worker) on the same PostgreSQL; deliveries/s of each and their ratio.
+ */
+export async function processesBench(sql: Sql, dbUrl: string): Promise<void> {
+  const rates = [Number(process.env.BENCH_PROCESSES_RATE ?? 1500)]
+  const [one] = await fanoutBench(sql, dbUrl, { layout: 'single', rates })
+  const [two] = await fanoutBench(sql, dbUrl, { layout: 'split', rates })
+  console.log(
+    `
+processes: at ${rates[0]} msg/s offered, one process with every role delivered ${one!.deliveriesPerSecond}/s, two processes ${two!.deliveriesPerSecond}/s: ` +
+      `ratio two/one ${(two!.deliveriesPerSecond / one!.deliveriesPerSecond).toFixed(2)}; messages missing, refused or delivered twice: ${one!.missing} and ${two!.missing}`,
+  )
 }

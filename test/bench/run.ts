@@ -17,22 +17,31 @@
  * - changes.ts: 20 consumers long-polling GET /v1/changes while mail arrives at 200 msg/s, next
  *   to 20 long-polling GET /v1/emails?wait=, 250-to-response latency and exactly-once.
  *
+ * - processes: the fan-out load at 1,500 msg/s offered to one process with every role and to
+ *   two processes, deliveries/s of each (issue 19 item 6);
+ * - waiters.ts: 10,000 long-polls over 1,000 inboxes and 10,000 idle SMTP sessions held by one
+ *   process, memory per waiter and per session, and who wakes for one message.
+ *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound, functions, x402 or changes runs one section.
+ * fanout, outbound, functions, x402, changes, processes or waiters runs one section (several:
+ * separated by commas).
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import { httpBench } from './http'
 import { smtpBench } from './smtp'
-import { fanoutBench } from './fanout'
+import { fanoutBench, processesBench } from './fanout'
+import { waitersBench } from './waiters'
 import { outboundBench } from './outbound'
 import { functionsBench } from './functions'
 import { x402Bench } from './x402'
 import { changesBench } from './changes'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const only = process.env.BENCH_ONLY
+/** BENCH_ONLY: one section, or several separated by commas */
+const only = process.env.BENCH_ONLY?.split(',')
+const run = (section: string) => !only || only.includes(section)
 
 const dbName = `agent_mail_bench_${Date.now().toString(36)}`
 const admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
@@ -41,13 +50,15 @@ const dbUrl = Object.assign(new URL(serverUrl), { pathname: `/${dbName}` }).toSt
 const sql = connectUrl(dbUrl, 2)
 try {
   await migrate(sql)
-  if (!only || only === 'http') await httpBench(sql, dbUrl)
-  if (!only || only === 'smtp') await smtpBench(sql, dbUrl)
-  if (!only || only === 'fanout') await fanoutBench(sql, dbUrl)
-  if (!only || only === 'outbound') await outboundBench(sql, dbUrl)
-  if (!only || only === 'functions') await functionsBench(sql, dbUrl)
-  if (!only || only === 'x402') await x402Bench(sql, dbUrl)
-  if (!only || only === 'changes') await changesBench(sql, dbUrl)
+  if (run('http')) await httpBench(sql, dbUrl)
+  if (run('smtp')) await smtpBench(sql, dbUrl)
+  if (run('fanout')) await fanoutBench(sql, dbUrl)
+  if (run('outbound')) await outboundBench(sql, dbUrl)
+  if (run('functions')) await functionsBench(sql, dbUrl)
+  if (run('x402')) await x402Bench(sql, dbUrl)
+  if (run('changes')) await changesBench(sql, dbUrl)
+  if (run('processes')) await processesBench(sql, dbUrl)
+  if (run('waiters')) await waitersBench(sql, dbUrl)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)
