@@ -96,7 +96,10 @@ describe('connection keys see only the tools and mail of their address', () => {
     test(`${version}: tools of the allow-list only; mail of the bound address only; sending only as it`, async () => {
       const client = await mcpClient(t, key, era)
       const names = (await client.listTools()).tools.map(tool => tool.name)
-      expect(names).toEqual(['forward_email', 'get_email', 'list_emails', 'reply_to_email', 'send_email', 'wait_for_email'])
+      expect(names).toEqual([
+        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_email',
+        'list_address_notes', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
+      ])
       const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
       const listed = (await call('list_emails', {})).structuredContent.items.map((e: { id: string }) => e.id)
       expect(listed).toContain(ids.toBound)
@@ -109,6 +112,20 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect((await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).structuredContent.error.code).toBe('not_found')
       // a tool outside the allow-list does not exist for this key: the protocol's unknown-tool error
       await expect(call('list_inboxes', {})).rejects.toThrow(/list_inboxes not found/)
+      await expect(call('list_contacts', {})).rejects.toThrow(/list_contacts not found/)
+
+      // notes: it reads the organization's, writes its own, and may not edit one a member wrote
+      const mine = (await call('create_address_note', { address: 'sam@sender.example', body: `by the agent ${era}` })).structuredContent
+      expect(mine.author).toMatchObject({ kind: 'connection', address: bound })
+      expect((await call('update_address_note', { note_id: mine.id, body: 'edited by the agent', if_version: mine.version })).structuredContent.body).toBe('edited by the agent')
+      const members = expectOk(await t.request('POST', '/v1/address-notes', { key: org.key, body: { address: 'sam@sender.example', body: `by a member ${era}` } }), 201)
+      expect((await call('list_address_notes', { address: 'sam@sender.example' })).structuredContent.items.map((n: { id: string }) => n.id)).toEqual(expect.arrayContaining([mine.id, members.id]))
+      expect((await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).structuredContent.error.code).toBe('forbidden')
+      expect((await call('delete_address_note', { note_id: members.id })).structuredContent.error.code).toBe('forbidden')
+      // networks: only those it may browse (none here), and admission only for its own address
+      expect((await call('list_networks', {})).structuredContent.items).toEqual([])
+      const admit = await call('admit_network_agent', { network_id: crypto.randomUUID(), agent_id: crypto.randomUUID(), owner_address: sibling })
+      expect(admit.structuredContent.error).toMatchObject({ code: 'forbidden' })
       await client.close()
     })
   }

@@ -103,7 +103,9 @@ for (const { era, version } of ERAS) {
       expect(names).toEqual([...names].sort())
       expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge', 'deploy_function', 'redeploy_function', 'list_functions', 'get_function', 'list_function_logs', 'list_function_invocations', 'get_function_invocation', 'list_memories', 'get_memory', 'set_memory', 'delete_memory',
         'pay_payment_challenge', 'get_spend_policy', 'update_spend_policy', 'list_payments', 'list_declined_payments', 'list_webhook_deliveries', 'get_webhook_delivery', 'replay_webhook_delivery',
-        'patch_memory', 'batch_memories', 'route_function', 'get_routing_topology', 'list_function_secrets', 'set_function_secret', 'delete_function_secret']))
+        'patch_memory', 'batch_memories', 'route_function', 'get_routing_topology', 'list_function_secrets', 'set_function_secret', 'delete_function_secret',
+        'list_networks', 'discover_network_agents', 'admit_network_agent', 'list_contacts', 'get_contact', 'save_contact', 'delete_contact',
+        'list_address_notes', 'get_address_note', 'create_address_note', 'update_address_note', 'delete_address_note']))
       for (const tool of tools) {
         expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/)
         expect(tool.inputSchema.type).toBe('object')
@@ -340,6 +342,44 @@ for (const { era, version } of ERAS) {
       expect(failed.message).toContain('operations[1]')
       expect((await fails('get_memory', { key: `${key}/never` })).code).toBe('not_found')
       expect((await fails('batch_memories', { operations: [] })).code).toBe('validation_error')
+    })
+
+    test('networks: discover a member\'s published agent and admit it as a contact; contacts; address notes with versions', async () => {
+      // another organization publishes an agent and joins a network of the tests' organization (REST: management stays there)
+      const partner = await createOrg()
+      const agent = await managedAddress(t.ctx, partner.orgId)
+      expect((await t.request('PUT', `/v1/published-agents/${agent}`, { key: partner.key, body: { display_name: `Helper ${era}`, skills: ['triage'] } })).status).toBe(201)
+      const network = (await t.request('POST', '/v1/networks', { key: org.key, body: { name: `Partners ${era}` } })).body.data
+      expect((await t.request('POST', `/v1/networks/${network.id}/members`, { key: org.key, body: { org_id: partner.orgId } })).status).toBe(201)
+      expect((await t.request('POST', `/v1/networks/${network.id}/accept`, { key: partner.key })).status).toBe(200)
+
+      expect((await ok('list_networks', { limit: 100 })).items.map((n: { id: string }) => n.id)).toContain(network.id)
+      const found = await ok('discover_network_agents', { network_id: network.id, skill: 'triage' })
+      expect(found.items).toEqual([expect.objectContaining({ address: agent, display_name: `Helper ${era}`, accepts_contacts: true, org: { id: partner.orgId, name: expect.any(String) } })])
+      expect((await ok('discover_network_agents', { network_id: network.id, q: 'nobody-matches-this' })).items).toEqual([])
+      const admitted = await ok('admit_network_agent', { network_id: network.id, agent_id: found.items[0].id, owner_address: inbox, tags: ['partner'] })
+      expect(admitted).toMatchObject({ owner_address: inbox, address: agent, tags: ['partner'], created: true })
+      expect((await ok('admit_network_agent', { network_id: network.id, agent_id: found.items[0].id, owner_address: inbox, name: 'Helper' })).created).toBe(false)
+      // a network the organization is not in does not exist for it
+      expect((await fails('discover_network_agents', { network_id: crypto.randomUUID() })).code).toBe('not_found')
+
+      expect((await ok('list_contacts', { owner_address: inbox, tag: 'partner' })).items.map((c: { id: string }) => c.id)).toContain(admitted.id)
+      expect(await ok('get_contact', { contact_id: admitted.id })).toMatchObject({ id: admitted.id, name: 'Helper', address: agent })
+      const saved = await ok('save_contact', { owner_address: inbox, address: `someone-${era}@example.com`, name: 'Someone' })
+      expect(saved.created).toBe(true)
+      expect((await ok('save_contact', { owner_address: inbox, address: `someone-${era}@example.com`, tags: ['x'] })).name).toBe('Someone')
+      expect(await ok('delete_contact', { contact_id: saved.id })).toEqual({ id: saved.id, deleted: true })
+      expect((await fails('get_contact', { contact_id: saved.id })).code).toBe('not_found')
+
+      const note = await ok('create_address_note', { address: agent, body: 'answers within a day' })
+      expect(note).toMatchObject({ address: agent, body: 'answers within a day' })
+      expect((await ok('list_address_notes', { address: agent })).items.map((n: { id: string }) => n.id)).toContain(note.id)
+      const edited = await ok('update_address_note', { note_id: note.id, body: 'answers within an hour', if_version: note.version })
+      expect(edited.version).toBeGreaterThan(note.version)
+      expect((await fails('update_address_note', { note_id: note.id, body: 'stale', if_version: note.version })).code).toBe('precondition_failed')
+      expect((await ok('get_address_note', { note_id: note.id })).body).toBe('answers within an hour')
+      expect(await ok('delete_address_note', { note_id: note.id, if_version: edited.version })).toEqual({ id: note.id, deleted: true })
+      expect((await fails('get_address_note', { note_id: note.id })).code).toBe('not_found')
     })
 
     test('payment challenges: the x402_payments entitlement gates them like the REST routes', async () => {
