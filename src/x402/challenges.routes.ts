@@ -55,7 +55,7 @@ export function challengeRoutes(ctx: AppContext) {
           '(`{x402Version: 1, scheme: "exact", network, payload: {signature, authorization: {from, to, value, validAfter, validBefore, nonce}}}`), built for example with the ' +
           "`x402` package: `preparePaymentHeader(from, 1, payment_requirements)`, set `payload.authorization.nonce` to the challenge's `authorization_nonce`, `signPaymentHeader`, and send the decoded header. " +
           'It is verified against the stored challenge only, then the token\'s authorizationState is read, the transfer simulated and sent; the receipt comes back synchronously. ' +
-          'A settled challenge returns the original receipt. Failures: 422 payment_verification_failed (details.reasons, several at once), 422 payment_declined (spend policy; the challenge stays pending), ' +
+          'A settled challenge returns the original receipt. Failures: 422 payment_verification_failed (details.reasons, several at once; payer_mismatch when the challenge is already claimed with another payer\'s authorization), 422 payment_declined (spend policy; the challenge stays pending), ' +
           "422 settle_cap_exceeded (the payee's caps; the challenge fails, nothing moves on chain), 422 challenge_expired, 502 settlement_failed with reasons insufficient_funds (permanent), " +
           'authorization_already_used (permanent), facilitator_unavailable and settlement_failed (transient, Retry-After) or settlement_misconfigured (operator fault); ' +
           '409 conflict when another payment of the challenge or another challenge holds this authorization. Every failure carries details {reasons, failure_category}.',

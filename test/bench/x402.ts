@@ -68,12 +68,28 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     const wallets = Array.from({ length: CONCURRENT }, () => generatePrivateKey())
     for (const w of wallets) await chain.mint(privateKeyToAccount(w).address, 10n ** 12n)
 
-    const onePayment = async (key: Hex) => {
+    // the sequential payments' parts, as the client sees them
+    const parts = { create: [] as number[], sign: [] as number[], pay: [] as number[] }
+    const onePayment = async (key: Hex, record = false) => {
       const started = performance.now()
       const challenge = await call('POST', '/v1/x402/challenges', payee.api_key, { amount: AMOUNT.toString(), network: 'base-sepolia' })
+      const created = performance.now()
       const payment = await signPayment(key, challenge)
+      const signed = performance.now()
       await call('POST', `/v1/x402/challenges/${challenge.id}/pay`, payer.api_key, { payment })
-      return performance.now() - started
+      const paid = performance.now()
+      if (record) parts.create.push(created - started), parts.sign.push(signed - created), parts.pay.push(paid - signed)
+      return paid - started
+    }
+    // The database's floor in the same run: one row inserted and committed (a durable commit
+    // waits for its WAL flush, which a loaded disk makes the largest single cost). A payment
+    // commits twice durably (the challenge; the claim with its job) and once without waiting.
+    const commits: number[] = []
+    await sql`create table if not exists bench_commit (id int)`
+    const oneCommit = async () => {
+      const started = performance.now()
+      await sql`insert into bench_commit values (1)`
+      commits.push(performance.now() - started)
     }
 
     // The bare round trip: the same kind of signature, sent straight to the token from a key of its
@@ -115,8 +131,9 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     for (let round = 0; round < ROUNDS; round++) {
       // alternated, so a slower moment of the machine hits both
       for (let i = 0; i < SEQUENTIAL / ROUNDS; i++) {
-        ours.push(await onePayment(wallets[i % CONCURRENT]!))
+        ours.push(await onePayment(wallets[i % CONCURRENT]!, true))
         theirs.push(await bare(wallets[i % CONCURRENT]!))
+        await oneCommit()
       }
       oursConcurrent.push(...(await Promise.all(wallets.map(w => onePayment(w)))))
       theirsConcurrent.push(...(await Promise.all(wallets.map(w => bare(w)))))
@@ -128,6 +145,8 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     console.log('\n== x402: challenge to settled on anvil (USDC FiatTokenV2_2), the service as its own process ==')
     console.log(JSON.stringify({ sequential: seq, bare_viem_sequential: bareSeq, ratio_p50: Math.round((seq.p50_ms / bareSeq.p50_ms) * 100) / 100 }))
     console.log(JSON.stringify({ concurrent_20: conc, bare_viem_concurrent_20: bareConc, ratio_p50: Math.round((conc.p50_ms / bareConc.p50_ms) * 100) / 100 }))
+    const p50 = (v: number[]) => summary(v).p50_ms
+    console.log(JSON.stringify({ sequential_parts_p50_ms: { create_challenge: p50(parts.create), sign: p50(parts.sign), pay_to_receipt: p50(parts.pay) }, database_commit_p50_ms: p50(commits) }))
     console.log('target: our end-to-end p50 within 2x of the bare viem round trip')
   } finally {
     await stopAll(children)

@@ -28,9 +28,10 @@ export function emailX402Routes(ctx: AppContext) {
           description:
             '`from` must be a sender of the organization (as on a send); `to` is the payer, pinned with its domain. Sends a DKIM-signed message with a text part and an ' +
             '`interaction.json` part (the `challenge` step: payment_requirements, challenge_nonce, authorization_nonce). The payer signs an EIP-3009 authorization with ' +
-            'nonce = authorization_nonce and replies in the thread with a `payment` step, or a `decline`. Only a reply with a passing DKIM signature covering From and ' +
-            'Content-Type, by the payer domain or a true subdomain of it, from the pinned address, can pay or decline; others are recorded and answered with at most one ' +
-            '`reject` notice (identity_mismatch, dkim_required). Idempotency-Key: a retry returns the original without a second send; a concurrent duplicate gets 409 conflict.',
+            'nonce = authorization_nonce and replies to the challenge message (In-Reply-To or References naming it; else not_in_thread) with a `payment` step, or a `decline`. ' +
+            'Only a reply with a passing DKIM signature covering From and Content-Type (and no l= body length tag), by the payer domain or a true subdomain of it, from the ' +
+            'pinned address, can pay or decline; others are recorded and answered with at most one `reject` notice (identity_mismatch, dkim_required). ' +
+            'Idempotency-Key: a retry returns the original without a second send; a concurrent duplicate gets 409 conflict.',
         },
       },
     )

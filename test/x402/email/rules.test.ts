@@ -78,6 +78,31 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     expect(await chain.balance(s.wallet.address)).toBe(20000n)
   })
 
+  test('steps are parsed strictly: an unknown step is ignored, a wrong prev_step_id or a malformed step changes nothing; a genuine payment then settles', async () => {
+    const s = await onNet()
+    const reply = (step: unknown) => send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment(step) })
+    const payment = await signedFor(s.payerKey, s.received.step)
+    expectOk(await reply(paymentStep(s.received.step, payment, { step: 'refund', payload: {} })))
+    expectOk(await reply(paymentStep(s.received.step, payment, { prev_step_id: crypto.randomUUID() })))
+    expectOk(await reply(paymentStep(s.received.step, payment, { interaction_version: 2 })))
+    expectOk(await reply(paymentStep(s.received.step, payment, { surprise: true })))
+    await runStepJobs(t)
+    const i = await interaction(s.payee.key, s.created.interaction_id)
+    expect(i.state).toBe('awaiting_payment')
+    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons[0]).sort()).toEqual(['malformed_step', 'malformed_step', 'prev_step_mismatch', 'unknown_step'])
+    expect(i.steps.filter((x: any) => x.direction === 'received').every((x: any) => !x.accepted)).toBe(true)
+    // malformed steps are answered (reason and the detail); an unknown step and a wrong prev_step_id are not
+    const rejects = (await stepsReceived(s.payer.orgId)).filter(x => x.step.step === 'reject').map(x => x.step.payload)
+    expect(rejects).toHaveLength(2)
+    expect(rejects.every(r => r.reason === 'malformed_step')).toBe(true)
+    expect(rejects.map(r => r.detail).sort()).toEqual(['interaction_version: must be 1', 'surprise: unknown field'])
+    expect(await chain.balance(s.wallet.address)).toBe(0n)
+    expectOk(await reply(paymentStep(s.received.step, payment)))
+    await runStepJobs(t)
+    expect(await interaction(s.payee.key, s.created.interaction_id)).toMatchObject({ state: '$completed', outcome: 'settled' })
+    expect(await chain.balance(s.wallet.address)).toBe(20000n)
+  })
+
   test('interactions_enabled: without it the email routes are 403 feature_disabled; replies for a payee that lost it are recorded and do nothing', async () => {
     const org = await createOrg({ plan: 'developer' })
     await sql`update orgs set extra_entitlements = ${['x402_payments']} where id = ${org.orgId}`
