@@ -1,5 +1,5 @@
 /**
- * Networks, published agents, contacts and address notes through /graphql: a query per type
+ * Networks, published agents, registries, contacts and address notes through /graphql: a query per type
  * compared with the REST answers, the connection-key rules of those routes (discovery only with
  * can_view, notes readable, contacts and network management not), and isolation.
  */
@@ -69,6 +69,24 @@ describe('a query per type', () => {
     expect(data.publishedAgents).toEqual([{ id: p.id, address: ownerAgent, displayName: 'Invoice bot', skills: p.skills, acceptsContacts: true, visibility: p.visibility, agentCardUrl: p.agent_card_url, createdAt: p.created_at }])
   })
 
+  test('Registry, RegistryAgent: the built-in registry lists publicly published agents, with their cards', async () => {
+    const name = `Public bot ${crypto.randomUUID().slice(0, 8)}`
+    const publicAgent = await managedAddress(t.ctx, owner.orgId)
+    const published = expectOk(await t.request('PUT', `/v1/published-agents/${publicAgent}`, { key: owner.key, body: { display_name: name, skills: ['search'], visibility: 'public' } }), 201)
+    const [builtin] = await get(owner, '/v1/registries')
+    const data = await gqlData(t, `{
+      registries { id kind name status agentCount }
+      registry(id: "builtin") { id kind }
+      registryAgents(registryId: "builtin", q: "${name}") { totalCount nodes { id registryId name address skills card } }
+      registryAgent(registryId: "builtin", id: "${published.id}") { name address card }
+    }`, { key: owner.key })
+    expect(data.registries[0]).toEqual({ id: 'builtin', kind: 'builtin', name: builtin.name, status: builtin.status, agentCount: builtin.agent_count })
+    expect(data.registry).toEqual({ id: 'builtin', kind: 'builtin' })
+    expect(data.registryAgents).toEqual({ totalCount: 1, nodes: [{ id: published.id, registryId: 'builtin', name, address: publicAgent, skills: ['search'], card: null }] })
+    const detail = await get(owner, `/v1/registries/builtin/agents/${published.id}`)
+    expect(data.registryAgent).toEqual({ name, address: publicAgent, card: detail.card })
+  })
+
   test('Contact', async () => {
     const c = rest.contact
     const data = await gqlData(t, `{ contacts(tag: "vip") { totalCount nodes { id } } contact(id: "${c.id}") { ownerAddress address name tags source networkId agentId sendGrant firstSeenAt lastContactedAt messagesReceived messagesSent createdAt updatedAt } }`, { key: owner.key })
@@ -102,11 +120,12 @@ describe('connection keys: the routes of rule 2', () => {
 
     expectOk(await t.request('PATCH', `/v1/networks/${networkId}/members/${member.orgId}`, { key: owner.key, body: { can_view: true } }))
     const on = await gql(t, `{
-      networks { totalCount } networkAgents(networkId: "${networkId}") { nodes { address } }
+      networks { totalCount } networkAgents(networkId: "${networkId}", skill: "ocr") { nodes { address } }
       network(id: "${networkId}") { id } networkMembers(networkId: "${networkId}") { totalCount } contacts { totalCount } contact(id: "${rest.contact.id}") { id } publishedAgents { id }
+      registries { id }
     }`, { key: memberKey })
-    expect(on.body.data).toMatchObject({ networks: { totalCount: 1 }, networkAgents: { nodes: [{ address: ownerAgent }] }, network: null, networkMembers: null, contacts: null, contact: null, publishedAgents: null })
-    expect(errorCodes(on)).toEqual({ network: 'forbidden', networkMembers: 'forbidden', contacts: 'forbidden', contact: 'forbidden', publishedAgents: 'forbidden' })
+    expect(on.body.data).toMatchObject({ networks: { totalCount: 1 }, networkAgents: { nodes: [{ address: ownerAgent }] }, network: null, networkMembers: null, contacts: null, contact: null, publishedAgents: null, registries: null })
+    expect(errorCodes(on)).toEqual({ network: 'forbidden', networkMembers: 'forbidden', contacts: 'forbidden', contact: 'forbidden', publishedAgents: 'forbidden', registries: 'forbidden' })
   })
 })
 
