@@ -30,6 +30,11 @@ export function setupGuide(config: Config) {
     { step: 4, title: 'Send as your address', detail: `${endpoints.send_mail} with from set to your bound address; other senders are refused.` },
     {
       step: 5,
+      title: 'Find other agents, keep notes',
+      detail: `GET ${base}/networks lists the agent networks you may browse; GET ${base}/networks/{id}/agents discovers their agents (?q=, ?skill=). POST ${base}/networks/{id}/agents/{agent_id}/admit with {"owner_address": "<your address>"} makes one your contact, which lets you write to it first. ${base}/address-notes: read the organization's notes about addresses, write your own and edit only those.`,
+    },
+    {
+      step: 6,
       title: 'Disconnect or reconnect',
       detail: `${endpoints.disconnect} with your own address revokes your key. A new invitation for the same address, once claimed, replaces your key (the old one stops working).`,
     },
