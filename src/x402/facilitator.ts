@@ -6,7 +6,7 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, createNonceManager, encodeFunctionData, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import { BaseError, ContractFunctionRevertedError, createNonceManager, encodeFunctionData, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import { sendRawTransactionSync } from 'viem/actions'
 import { jsonRpc } from 'viem/nonce'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -47,7 +47,11 @@ export function classifyChainError(error: unknown): SettleResult {
   const reason = revert?.reason ?? message
   if (/exceeds balance/i.test(reason)) return fail('insufficient_funds', 'the payer does not hold enough of the token')
   if (/authorization is used|used or canceled/i.test(reason)) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
-  if (/insufficient funds for gas|insufficient funds for transfer|gas required exceeds/i.test(message)) return fail('settlement_misconfigured', 'the settler account cannot pay for gas')
+  // the settler's own funds (the node's words, or viem's error for them), not the payer's token balance
+  const full = String((error as Error)?.message ?? error)
+  if ((error instanceof BaseError && error.walk(e => e instanceof InsufficientFundsError)) || /insufficient funds for gas|insufficient funds for transfer|gas required exceeds/i.test(full)) {
+    return fail('settlement_misconfigured', 'the settler account cannot pay for gas')
+  }
   const text = `${message} ${(error as Error)?.name ?? ''}`
   if (/HTTP request failed|fetch failed|ECONNREFUSED|Unable to connect|timed? ?out|TimeoutError|socket/i.test(text)) return fail('facilitator_unavailable', 'the chain RPC endpoint did not answer')
   return fail('settlement_failed', `settlement did not complete: ${reason}`.slice(0, 300))

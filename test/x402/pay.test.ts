@@ -210,6 +210,17 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(s.payerAddress)).toBe(1_000_000n)
   })
 
+  test('a settler key without gas money: 502 settlement_misconfigured (operator fault, no Retry-After), the challenge stays pending, nothing moves', async () => {
+    const s = await setup('10000')
+    const broke = await testApp({ X402_RPC_URL_BASE_SEPOLIA: chain.url, X402_SETTLER_PRIVATE_KEY: generatePrivateKey() })
+    const res = await broke.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } })
+    expectError(res, 502, 'settlement_failed')
+    expect(res.body.error.details).toEqual({ reasons: ['settlement_misconfigured'], failure_category: 'settlement' })
+    expect(res.headers.get('retry-after')).toBeNull()
+    expect(expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key })).status).toBe('pending')
+    expect(await chain.balance(s.payerAddress)).toBe(1_000_000n)
+  })
+
   test('a crash after sending and before recording: the job reads the chain and records that transaction, without a second transfer', async () => {
     const s = await setup('15000')
     const down = await testApp({ X402_RPC_URL_BASE_SEPOLIA: 'http://127.0.0.1:9', X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
