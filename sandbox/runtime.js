@@ -1,7 +1,7 @@
 /*
  * The guest runtime: the web platform a function sees inside QuickJS. It is evaluated as a
  * global script in every fresh sandbox, before the function's module. Everything here is plain
- * JavaScript except two host entry points the sandbox installs:
+ * JavaScript except three host entry points the sandbox installs:
  *   __host(op, json)        a synchronous host operation (logs, random bytes, digests, HMAC)
  *   __hostAsync(op, json)   an asynchronous one, returning a promise (fetch, timers)
  *   __bytes(op, value, offset, length)   a byte conversion done natively by the host (UTF-8

@@ -355,9 +355,10 @@ function resultOf(state: RunState, outcome: Outcome, extra: Partial<RunResult> =
   }
 }
 
-/** The guest's module failed to load: its error, and how that ended the run. */
+/** The bridge of a prepared instance that no run has taken yet. */
 const NO_BRIDGE: HostBridge = { request: async () => ({ error: 'no run is using this sandbox' }) }
 
+/** The guest's module failed to load: its error, and how that ended the run. */
 class GuestFailure extends Error {
   outcome: Outcome = 'exception'
   constructor(readonly guest: GuestError) {
@@ -583,7 +584,8 @@ function crashResult(state: RunState, error: unknown, memory: WebAssembly.Memory
 /**
  * Idle warm sandboxes of one thread, by deployment (the oldest go first), and one spare: a
  * prepared instance with no module yet, which the next cold start takes instead of building
- * one while its run waits. The spare is built again after the run that took it has finished.
+ * one while its run waits. A new spare is prepared on a timer right after a cold start took
+ * the last one, so it is built between the tasks of the runs on the thread, not before them.
  */
 export class WarmSandboxes {
   private idle = new Map<string, Sandbox[]>()
@@ -633,7 +635,7 @@ export class WarmSandboxes {
     return sandbox
   }
 
-  /** Prepares a spare for `limits` once nothing is running on the thread (this one's caller ends). */
+  /** Prepares a spare for `limits` on a timer, unless one is ready or under way. */
   replenish(limits: RunLimits) {
     if (this.spare || this.spareWanted) return
     this.spareWanted = true
