@@ -5,6 +5,7 @@
 import { verificationMailJob } from './account/verification-mail.job'
 import type { JobKind } from './jobs/kind'
 import { cleanupJob } from './maintenance/cleanup.job'
+import { plannerJob } from './maintenance/planner.job'
 import { executeJob } from './sending/execute'
 import { deliverJob } from './webhooks/deliver.job'
 import { settleJob } from './x402/settle.job'
@@ -13,4 +14,4 @@ import { wakeSchedulerJob } from './wake/scheduler.job'
 import { expireJob, inboundStepJob } from './x402/email/inbound'
 import { registryFetchJob } from './registries/fetch.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, plannerJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob]

@@ -1,6 +1,7 @@
 /** The embedded default database: PGlite (PostgreSQL in WebAssembly) served over a loopback socket. */
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { PGlite } from '@electric-sql/pglite'
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 
 /**
@@ -62,7 +63,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number) {
   mkdirSync(dataDir, { recursive: true })
   const unlock = lockDataDir(dataDir)
   try {
-    const db = await PGlite.create(dataDir)
+    // btree_gin: the search index holds the organization with the words (sql/0027)
+    const db = await PGlite.create(dataDir, { extensions: { btree_gin } })
     const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: port || (await freePort()) })
     await server.start()
     return {

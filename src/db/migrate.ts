@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { sha256 } from '../crypto'
 import type { Sql } from './client'
 import { log } from '../log'
+import { analyzeFilledTables } from './statistics'
 
 const MIGRATIONS_DIR = join(import.meta.dir, '../../sql')
 const LOCK_ID = 727_001 // arbitrary, constant: the advisory lock that serialises migrators
@@ -60,5 +61,7 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]>
     return pending
   })
   for (const name of applied) log.info('migration applied', { name })
+  // new indexes and columns get their statistics now, not at the first autovacuum (if any)
+  if (applied.length) await analyzeFilledTables(sql)
   return applied
 }

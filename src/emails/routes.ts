@@ -157,9 +157,9 @@ export function emailRoutes(ctx: AppContext) {
         return cursors(ctx).page('search', rows, page, total, presentSummary)
       },
       {
-        query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'text to find in subject, sender or body' }) }),
+        query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }) }),
         response: { 200: Paged(Summary) },
-        detail: { tags: ['Search'], summary: 'Search mail by subject, sender and text', description: '504 search_timeout past a 3-second budget.' },
+        detail: { tags: ['Search'], summary: 'Search mail by subject, sender and text, newest first', description: 'Full-text search by words (no stemming). 504 search_timeout past a 3-second budget.' },
       },
     )
 

@@ -100,7 +100,14 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}
     ${f.eventType ? sql`and event_type = ${f.eventType}` : sql``}`
-  return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page })
+  // The counters kept with the mail give the totals of the whole mailbox and of a thread; any
+  // other filter counts up to COUNT_CAP.
+  const filtered = f.addresses.length > 0 || f.since || f.direction || f.eventType
+  const total =
+    filtered ? 'capped'
+    : f.threadId ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
+    : sql`select emails_count from orgs where id = ${orgId}`
+  return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page, total })
 }
 
 /** One message of the organization (of `address` only, when given); anything else is not_found. */
@@ -167,6 +174,7 @@ export async function listThreads(sql: Sql, orgId: string, page: PageRequest) {
     from: sql`threads`,
     where: sql`org_id = ${orgId}`,
     page,
+    total: 'capped',
   })
 }
 
@@ -174,9 +182,11 @@ export async function getThread(sql: Sql, orgId: string, id: string) {
   const [thread] = await sql<ThreadRow[]>`
     select id, subject, participants, message_count, last_message_at, created_at from threads where id = ${id} and org_id = ${orgId}`
   if (!thread) throw errors.notFound('thread')
+  // The thread is the organization's, so are its messages. (With `and org_id = ...` here the
+  // planner may intersect the thread's index entries with all of the organization's.)
   const emails = await sql<SummaryRow[]>`
     select ${sql(SUMMARY_COLUMNS)}
-      from emails where thread_id = ${id} and org_id = ${orgId} order by id`
+      from emails where thread_id = ${id} order by id`
   return { ...presentThread(thread), emails: emails.map(presentSummary) }
 }
 
@@ -196,16 +206,57 @@ export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], p
   return listPagesOf<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: sql`org_id = ${orgId}`, parentColumn: 'thread_id', parents: threadIds, page })
 }
 
-const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, m => `\\${m}`)}%`
+/**
+ * How many of the newest messages a search reads before it asks the index. A word in more than
+ * one message in 40 fills a page from them; a rarer one is looked up in the index, which
+ * returns its matches in no order, so a word in half the mailbox would sort half a million
+ * rows there.
+ */
+const SEARCH_WINDOW = 2_000
 
-/** Substring search over subject, sender and text, within SEARCH_BUDGET_MS (504 search_timeout past it). */
+/**
+ * The most matches a search counts (`meta.total`; past it, "at least"). The index hands over
+ * every match of a word before any is counted, which for a word in most of a million messages
+ * takes most of a second, so a word with this many matches among the newest messages is not
+ * counted further.
+ */
+export const SEARCH_COUNT_CAP = 1_000
+
+/**
+ * Full-text search over subject, sender and text (the `search` column, sql/0027), newest first,
+ * within SEARCH_BUDGET_MS (504 search_timeout past it). `q` is read as web search syntax:
+ * words (all must match), "a phrase", `or`, `-word`.
+ */
 export async function searchEmails(sql: Sql, orgId: string, q: string, page: PageRequest, budgetMs = SEARCH_BUDGET_MS) {
-  const pattern = likePattern(q)
   try {
     return await sql.begin(async tx => {
-      await tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`
-      const matching = tx`org_id = ${orgId} and (subject ilike ${pattern} or from_address ilike ${pattern} or from_name ilike ${pattern} or text_body ilike ${pattern})`
-      return listPage<SummaryRow>(tx, { columns: tx(SUMMARY_COLUMNS), from: tx`emails`, where: matching, page })
+      const timeout = tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`.execute()
+      const query = tx`websearch_to_tsquery('simple', ${q})`
+      // The organization as emails_search_idx holds it: no other index serves these statements.
+      const matching = tx`org_id::text = ${orgId}::text and search @@ ${query}`
+      // The newest SEARCH_WINDOW messages of the mailbox, and those below the cursor.
+      const window = (below: string | null) => tx<{ scanned: number; edge: string | null; hits: number; ids: string[] }[]>`
+        with recent as materialized (
+          select id, search from emails
+           where org_id = ${orgId} ${below ? tx`and id < ${below}` : tx``}
+           order by id desc limit ${SEARCH_WINDOW}),
+        hit as materialized (select id from recent where search @@ ${query})
+        select (select count(*)::int from recent) as scanned, (select id from recent order by id limit 1) as edge,
+               (select count(*)::int from hit) as hits, array(select id from hit order by id desc limit ${page.limit + 1}) as ids`
+      const [, [top], below] = await Promise.all([timeout, window(null), page.after ? window(page.after) : null])
+      const recent = below?.[0] ?? top!
+      let ids = recent.ids
+      if (ids.length <= page.limit && recent.scanned === SEARCH_WINDOW) {
+        const older = await tx<{ id: string }[]>`
+          select id from emails where ${matching} and id < ${recent.edge} order by id desc limit ${page.limit + 1 - ids.length}`
+        ids = [...ids, ...older.map(r => r.id)]
+      }
+      // All of the mailbox was in the window, or the window alone has SEARCH_COUNT_CAP matches.
+      const total =
+        top!.scanned < SEARCH_WINDOW || top!.hits >= SEARCH_COUNT_CAP ? Math.min(top!.hits, SEARCH_COUNT_CAP)
+        : (await tx<{ total: number }[]>`select count(*)::int as total from (select from emails where ${matching} limit ${SEARCH_COUNT_CAP}) capped`)[0]!.total
+      const rows = await tx<SummaryRow[]>`select ${tx(SUMMARY_COLUMNS)} from emails where id = any(${ids}::uuid[]) order by id desc`
+      return { rows, total }
     })
   } catch (error) {
     // 57014: query_canceled, which is how statement_timeout ends a query

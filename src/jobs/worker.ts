@@ -56,9 +56,16 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
   // claim again instead of sleeping a whole poll interval.
   let woken = false
   let polled = false
+  // The last claim filled every free slot, so more jobs may be due: a slot that frees claims again.
+  let backlog = false
+  // a slot freed since the loop last looked
+  let freed = false
+  // when the loop claims anyway, for jobs that became due with no notification (retries, run_at)
+  let pollAt = 0
   let wakeUp: (() => void) | undefined
   let idle: (() => void)[] = []
 
+  /** New jobs may be due (a NOTIFY, an enqueue in this process, jobs freed from a dead worker). */
   const wake = () => {
     woken = true
     wakeUp?.()
@@ -68,7 +75,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
   function track(p: Promise<void>) {
     const tracked = p.finally(() => {
       running.delete(tracked)
-      wake()
+      // a free slot: the loop claims for it if jobs are waiting (or answers drain() when idle)
+      freed = true
+      wakeUp?.()
     })
     running.add(tracked)
   }
@@ -93,23 +102,33 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
       // Drain waiters are answered only by a claim that began after they asked.
       const waiting = idle
       idle = []
-      woken = false
+      // Slots are filled as they free while jobs are waiting (the last claim filled every slot)
+      // or new ones may be due; a slot freed with nothing waiting costs no claim. Slots that
+      // free while a claim is under way are claimed for together by the next one.
       const free = concurrency - running.size
-      // A claim costs a statement whatever it returns: while jobs run, wait for half the slots to
-      // be free (or for the poll) rather than claiming one job per finished one.
-      const worthClaiming = free > 0 && (running.size === 0 || free * 2 >= concurrency || polled)
-      polled = false
-      const jobs = worthClaiming ? await claim(ctx.sql, id, [...kinds.keys()], free, opts.clock?.() ?? null).catch(error => (log.error('claim failed', { error }), [] as Job[])) : []
-      start(jobs)
+      const worthClaiming = free > 0 && (woken || polled || backlog || running.size === 0)
+      freed = false
+      let jobs: Job[] = []
+      if (worthClaiming) {
+        woken = false
+        polled = false
+        pollAt = performance.now() + pollMs
+        jobs = await claim(ctx.sql, id, [...kinds.keys()], free, opts.clock?.() ?? null).catch(error => (log.error('claim failed', { error }), [] as Job[]))
+        backlog = jobs.length === free
+        start(jobs)
+      }
       if (jobs.length === 0 && running.size === 0) for (const resolve of waiting) resolve()
       else idle.push(...waiting)
-      // Fewer jobs than free slots means none was left due; a job committed since wakes us.
-      if (woken) continue
+      // A job committed or a slot freed (with jobs waiting) during the claim: claim again now.
+      if (running.size < concurrency && (woken || (freed && (backlog || running.size === 0)))) continue
       await new Promise<void>(resolve => {
-        const timer = setTimeout(() => {
-          polled = true
-          resolve()
-        }, pollMs)
+        // the poll is due at pollAt; once due, it waits for a free slot
+        const timer = polled
+          ? undefined
+          : setTimeout(() => {
+              polled = true
+              resolve()
+            }, Math.max(0, pollAt - performance.now()))
         wakeUp = () => {
           clearTimeout(timer)
           resolve()

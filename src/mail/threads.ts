@@ -32,24 +32,27 @@ export interface ThreadInput {
  * sender took part. That thread's counters and participants are updated, or a new thread is
  * inserted.
  *
- * The referenced messages are found first (materialized, through the (org_id, message_id)
- * index) and only then ordered: written as one `order by id desc limit 1` query, the planner
- * may walk the organization's mail newest first looking for a match, which reads every message
- * of the organization when nothing matches, as for the first message of a conversation.
+ * The referenced messages are found first, one lookup per Message-ID (materialized) in the
+ * (message_id, org_id) index, and only then ordered. The organization is checked outside the
+ * lookup (`offset 0` keeps the condition out of it), so no plan can read the organization's
+ * mail and filter it by Message-ID, as PostgreSQL may choose while its statistics take the
+ * table for empty: written `org_id = ... and message_id = any(...)`, or ordered `by id desc
+ * limit 1` in one query, that read every message of the organization for each reply.
  *
  * A message that references nothing (most new mail) looks nothing up: its statement is another
- * text, prepared apart, with no lookup in it. Its plan cannot go wrong: postgres.js prepares
- * the statement and PostgreSQL keeps a generic plan after five executions, and one made while
- * the table was small reads the references as `org_id = $1` with the Message-IDs as a filter,
- * that is every message of the organization, for every message stored, until an ANALYZE
- * replaces it. For replies that remains possible while the statistics lag behind the table.
+ * text, prepared apart, with no lookup in it. postgres.js prepares statements and PostgreSQL
+ * keeps a generic plan after five executions; one made while a table was nearly empty may
+ * scan it whole, and stays until the table's statistics change. The worker's statistics job
+ * (src/maintenance/planner.job.ts) analyzes a table as it grows, which replaces such plans.
  */
 export function threadCtes(sql: Tx, m: ThreadInput): postgres.Fragment {
   const key = subjectKey(m.subject)
   const byReference = m.messageIds.length
     ? sql`
       referenced as materialized (
-        select id, thread_id from emails where org_id = ${m.orgId} and message_id = any(${m.messageIds}::text[])),
+        select e.id, e.thread_id from unnest(${m.messageIds}::text[]) as r (message_id)
+         cross join lateral (select id, thread_id, org_id from emails where message_id = r.message_id offset 0) e
+         where e.org_id = ${m.orgId}),
       by_reference as (select thread_id from referenced order by id desc limit 1)`
     : sql`by_reference as (select null::uuid as thread_id where false)`
   const hit = m.threadId

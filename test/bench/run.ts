@@ -15,16 +15,19 @@
  * - x402.ts: challenge to settled on anvil (sequential and 20 payers at once), next to a bare
  *   viem transferWithAuthorization round trip to the same anvil;
  * - changes.ts: 20 consumers long-polling GET /v1/changes while mail arrives at 200 msg/s, next
- *   to 20 long-polling GET /v1/emails?wait=, 250-to-response latency and exactly-once.
- *
+ *   to 20 long-polling GET /v1/emails?wait=, 250-to-response latency and exactly-once;
+ * - mailbox.ts: lists, threads, a cursor walk and search in a mailbox of 100,000 messages
+ *   (BENCH_MAILBOX_MESSAGES) next to one of 1,000, and SMTP ingest of replies into each;
+ * - jobs.ts: the job queue's dead rows and size under sustained churn, without and with the
+ *   worker's statistics job;
  * - processes: the fan-out load at 1,500 msg/s offered to one process with every role and to
  *   two processes, deliveries/s of each (issue 19 item 6);
  * - waiters.ts: 10,000 long-polls over 1,000 inboxes and 10,000 idle SMTP sessions held by one
  *   process, memory per waiter and per session, and who wakes for one message.
  *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound, functions, x402, changes, processes or waiters runs one section (several:
- * separated by commas).
+ * fanout, outbound, functions, x402, changes, processes, waiters, mailbox or jobs runs one
+ * section (several: separated by commas).
  */
 import postgres from 'postgres'
 import { connectUrl } from '../../src/db/client'
@@ -37,6 +40,8 @@ import { outboundBench } from './outbound'
 import { functionsBench } from './functions'
 import { x402Bench } from './x402'
 import { changesBench } from './changes'
+import { mailboxBench } from './mailbox'
+import { jobsBench } from './jobs'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 /** BENCH_ONLY: one section, or several separated by commas */
@@ -59,6 +64,8 @@ try {
   if (run('changes')) await changesBench(sql, dbUrl)
   if (run('processes')) await processesBench(sql, dbUrl)
   if (run('waiters')) await waitersBench(sql, dbUrl)
+  if (run('mailbox')) await mailboxBench(sql, dbUrl)
+  if (run('jobs')) await jobsBench(sql)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)

@@ -7,6 +7,7 @@ import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
 import { testApp, testSql } from '../helpers/app'
 import { testDatabase } from '../helpers/database'
+import { until } from '../helpers/until'
 
 const kind = () => `test.${randomUUIDv7()}`
 
@@ -285,6 +286,35 @@ describe('the queue', () => {
     await done
     await worker.stop(1000)
   }, 5000)
+})
+
+describe('claiming as slots free', () => {
+  test('a slot that frees while jobs wait is filled at once, not when half the slots are free or at the poll', async () => {
+    const { ctx } = await testApp()
+    const k = kind()
+    const started: number[] = []
+    const gates = new Map<number, () => void>()
+    // the poll is a minute away: only a claim for the freed slot starts the fifth job in time
+    const worker = await startWorker(ctx, {
+      concurrency: 4,
+      pollMs: 60_000,
+      kinds: [{ kind: k, handle: (_c, p: { n: number }) => new Promise<void>(resolve => (started.push(p.n), gates.set(p.n, resolve))) }],
+    })
+    await ctx.sql.begin(async tx => {
+      for (let n = 0; n < 6; n++) await enqueue(tx, k, { n })
+    })
+    worker.wake()
+    await until(async () => started.length, n => n === 4)
+    gates.get(started[0]!)!()
+    const five = await until(async () => started.length, n => n === 5)
+    expect(five).toBe(5)
+    gates.get(started[1]!)!()
+    await until(async () => started.length, n => n === 6)
+    for (const open of gates.values()) open()
+    await worker.drain()
+    await worker.stop(1000)
+    expect([...started].sort()).toEqual([0, 1, 2, 3, 4, 5])
+  }, 15_000)
 })
 
 describe('cleanup', () => {

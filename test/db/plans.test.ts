@@ -1,0 +1,173 @@
+/**
+ * The plans of the big-mailbox statements, as PostgreSQL runs them, on tables that filled after
+ * their statistics were taken (no autovacuum on this server): no sequential scan of the mail.
+ *
+ * Each test has a database of its own: migrated, analyzed while empty, then a mailbox of 30,000
+ * messages imported (test/helpers/mailbox-seed.ts) and not analyzed. The service's own functions (the
+ * list, a thread, the cursor, search, storing a reply and a new message) run on a connection
+ * that logs the plan of every statement it executes (auto_explain, as notices) and plans every
+ * statement generically, as PostgreSQL does for a prepared statement after five executions:
+ * the plan has to be right for any value, whatever the statistics say.
+ *
+ * And the hazard the worker's statistics job exists for: a statement planned while its table
+ * held a handful of rows keeps that plan (a scan of the whole table) as the table fills, until
+ * ANALYZE; refreshStatistics replaces it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
+import { connectUrl, type Sql } from '../../src/db/client'
+import { migrate } from '../../src/db/migrate'
+import { refreshStatistics } from '../../src/db/statistics'
+import { createContext } from '../../src/context'
+import { ServerKeys } from '../../src/crypto'
+import { memoryResolver } from '../../src/dns/resolver'
+import { createOrgCommand } from '../../src/admin/commands'
+import { createManagedInbox } from '../../src/inboxes/service'
+import { getThread, listEmails, searchEmails } from '../../src/emails/service'
+import { ingest } from '../../src/mail/inbound/ingest'
+import { seedMailbox } from '../helpers/mailbox-seed'
+import { testDatabase } from '../helpers/database'
+import { TEST_SECRET, testConfig } from '../helpers/app'
+import { rfc822 } from '../helpers/mail'
+
+// auto_explain and a database of its own need the PostgreSQL server; the embedded fallback is neither.
+const embedded = (await testDatabase()).kind === 'pglite'
+const SIZE = 30_000
+const serverUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
+const name = `agent_mail_plans_${process.pid}_${Date.now().toString(36)}`
+const config = testConfig()
+
+let admin: ReturnType<typeof postgres>
+let url: string
+let sql: Sql
+let made = 0
+
+/** A database of its own, migrated and analyzed while empty: the planner knows nothing of what follows. */
+async function freshDatabase() {
+  if (sql) await sql.end({ timeout: 5 })
+  url = Object.assign(new URL(serverUrl), { pathname: `/${name}_${++made}` }).toString()
+  await admin.unsafe(`create database ${name}_${made}`)
+  sql = connectUrl(url, 2)
+  await migrate(sql)
+  await sql`analyze`
+}
+
+/** One connection that logs the plan of each statement it runs as a notice, planned as `planCache` says. */
+function explaining(planCache: 'auto' | 'force_generic_plan') {
+  const plans: string[] = []
+  const client = postgres(url, {
+    max: 1,
+    onnotice: n => void (n.message?.includes('Query Text:') && plans.push(n.message)),
+    types: { bigint: postgres.BigInt },
+    transform: { undefined: null },
+    connection: {
+      session_preload_libraries: 'auto_explain',
+      'auto_explain.log_min_duration': '0',
+      'auto_explain.log_level': 'notice',
+      plan_cache_mode: planCache,
+    } as Record<string, string>,
+  }) as unknown as Sql
+  return { client, plans, take: () => plans.splice(0) }
+}
+
+const mailPlans = (plans: string[]) => plans.filter(p => /\b(emails|threads)\b/.test(p))
+const scansOfMail = (plans: string[]) => plans.filter(p => /Seq Scan on (emails|threads|email_contents)\b/.test(p))
+
+async function mailbox(count: number) {
+  const org = await createOrgCommand(sql, { plan: 'developer', name: `plans ${count}` })
+  const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, config.MANAGED_DOMAIN))
+  await seedMailbox(sql, { orgId: org.org_id, address: inbox.address, count })
+  return { orgId: org.org_id, address: inbox.address }
+}
+
+const message = (to: string, headers: Record<string, string>) => ({
+  raw: new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: to, Date: new Date().toUTCString(), ...headers }, 'the figures for w17 look right\n')),
+  mailFrom: 'sam@sender.example',
+  rcptTo: [to],
+  remoteIp: '127.0.0.1',
+  tls: false,
+})
+
+beforeAll(() => {
+  if (!embedded) admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
+})
+
+afterAll(async () => {
+  if (embedded) return
+  await sql?.end({ timeout: 5 })
+  for (let n = 1; n <= made; n++) await admin.unsafe(`drop database if exists ${name}_${n} with (force)`)
+  await admin.end({ timeout: 5 })
+})
+
+describe.skipIf(embedded)('plans of the mailbox statements', () => {
+  test('a statement planned on a nearly empty table reads it whole; refreshStatistics replaces the plan once the table grew', async () => {
+    await freshDatabase()
+    const tiny = await mailbox(20)
+    // generic plans from the first execution on: PostgreSQL keeps one when it costs no more
+    // than the plans for the values, which on a table of 20 rows it does not
+    const session = explaining('force_generic_plan')
+    try {
+      const list = () => listEmails(session.client, tiny.orgId, { limit: 50, after: null }, { since: null, addresses: [] })
+      session.take()
+      await list()
+      // made on 20 rows, the plan reads the table: kept, it would still read it at 30,000
+      // (unless something else invalidates it meanwhile, as anything that overflows the
+      // server's invalidation queue does, so that is not asserted)
+      expect(scansOfMail(session.take())).not.toEqual([])
+      await seedMailbox(sql, { orgId: tiny.orgId, address: tiny.address, count: SIZE })
+      expect((await refreshStatistics(sql)).analyzed).toContain('public.emails')
+      await list()
+      const plans = mailPlans(session.take())
+      expect(plans).not.toEqual([])
+      expect(scansOfMail(plans)).toEqual([])
+    } finally {
+      await session.client.end({ timeout: 5 })
+    }
+  }, 120_000)
+
+  test('lists, threads, the cursor, search and the store keep index plans on a mailbox its statistics do not know', async () => {
+    await freshDatabase()
+    const big = await mailbox(SIZE)
+    const session = explaining('force_generic_plan')
+    const ctx = createContext(config, session.client, new ServerKeys(TEST_SECRET), { resolver: memoryResolver({}) })
+    try {
+      const plans = new Map<string, string[]>()
+      const run = async (what: string, f: () => Promise<unknown>) => {
+        session.take()
+        await f()
+        plans.set(what, mailPlans(session.take()))
+      }
+      const none = { since: null, addresses: [] }
+      const first = await listEmails(session.client, big.orgId, { limit: 50, after: null }, none)
+      await run('list', () => listEmails(session.client, big.orgId, { limit: 50, after: null }, none))
+      await run('cursor', () => listEmails(session.client, big.orgId, { limit: 50, after: first.rows.at(-1)!.id }, none))
+      const threadId = (first.rows[0] as { thread_id: string }).thread_id
+      await run('thread filter', () => listEmails(session.client, big.orgId, { limit: 50, after: null }, { ...none, threadId }))
+      await run('thread', () => getThread(session.client, big.orgId, threadId))
+      await run('search, a word of most messages', () => searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null }))
+      await run('search, a rare word', () => searchEmails(session.client, big.orgId, 'w45000', { limit: 50, after: null }))
+      await run('reply', () => ingest(ctx, message(big.address, { Subject: 'Re: About it', 'Message-ID': '<r1@sender.example>', 'In-Reply-To': '<seed-500@bench.example>', References: '<seed-499@bench.example> <seed-500@bench.example>' })))
+      await run('new message', () => ingest(ctx, message(big.address, { Subject: 'Fresh', 'Message-ID': '<n1@sender.example>' })))
+
+      for (const [what, found] of plans) {
+        expect({ what, found: found.length > 0 }).toEqual({ what, found: true })
+        expect({ what, scans: scansOfMail(found) }).toEqual({ what, scans: [] })
+      }
+      // the reply is looked up by its Message-IDs in the index, not by filtering the organization's mail
+      const reply = plans.get('reply')!.join('\n')
+      expect(reply).toMatch(/on emails_message_id_org_idx[^\n]*\n\s+Index Cond: \(message_id = r\.message_id\)/)
+      expect(reply).not.toContain('emails_org_idx')
+      // the thread's messages come from the thread's index entries alone
+      expect(plans.get('thread')!.join('\n')).not.toContain('emails_org_idx')
+      // search reads the index of words, with the organization in it
+      expect(plans.get('search, a rare word')!.join('\n')).toContain('emails_search_idx')
+      // the reply joined the seeded thread
+      const [stored] = await sql<{ same: boolean }[]>`
+        select r.thread_id = s.thread_id as same from emails r, emails s
+         where r.org_id = ${big.orgId} and r.message_id = '<r1@sender.example>' and s.org_id = ${big.orgId} and s.message_id = '<seed-500@bench.example>'`
+      expect(stored!.same).toBe(true)
+    } finally {
+      await session.client.end({ timeout: 5 })
+    }
+  }, 180_000)
+})
