@@ -27,7 +27,7 @@ interface Sample { at_s: number; dead: number; live: number; bytes: number }
 
 async function sample(sql: Sql, started: number): Promise<Sample> {
   const [row] = await sql<{ dead: number; live: number; bytes: number }[]>`
-    select n_dead_tup::int as dead, n_live_tup::int as live, pg_total_relation_size(relid)::bigint as bytes
+    select n_dead_tup::int as dead, n_live_tup::int as live, pg_total_relation_size(relid)::float8 as bytes
       from pg_stat_user_tables where relname = 'jobs'`
   return { at_s: Math.round((performance.now() - started) / 1000), ...row! }
 }

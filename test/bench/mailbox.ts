@@ -57,24 +57,10 @@ export async function mailboxBench(sql: Sql, dbUrl: string): Promise<void> {
     const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
     mailboxes.push({ label: count.toLocaleString('en'), count, key: org.api_key, address: inbox.address, orgId: org.org_id })
   }
-  const seedStarted = performance.now()
-  for (const m of mailboxes) await seedMailbox(sql, { orgId: m.orgId, address: m.address, count: m.count })
-  const seedSeconds = (performance.now() - seedStarted) / 1000
-  const [stats] = await sql<{ rows: number; estimate: number; modified: number; analyzed: Date | null }[]>`
-    select (select count(*)::int from emails) as rows, c.reltuples::bigint as estimate, s.n_mod_since_analyze as modified, greatest(s.last_analyze, s.last_autoanalyze) as analyzed
-      from pg_class c join pg_stat_user_tables s on s.relid = c.oid where c.relname = 'emails'`
-
   const files: string[] = []
   const children: Bun.Subprocess[] = []
   try {
-    const threadFiles = new Map<string, string>()
-    for (const m of mailboxes) {
-      const ids = await sql<{ id: string }[]>`select id from threads where org_id = ${m.orgId} order by random() limit 500`
-      const file = `${tmpdir()}/agent-mail-bench-threads-${crypto.randomUUID()}.txt`
-      await Bun.write(file, ids.map(r => r.id).join('\n'))
-      files.push(file)
-      threadFiles.set(m.orgId, file)
-    }
+    // started first (it reads nothing until the reads below), so a service that does not come up fails the section before the import
     const port = await freePort()
     const smtpPort = await freePort()
     await startService(children, {
@@ -91,6 +77,22 @@ export async function mailboxBench(sql: Sql, dbUrl: string): Promise<void> {
       LOG_LEVEL: 'info',
     })
     await waitForSmtpGreeting(smtpPort)
+
+    const seedStarted = performance.now()
+    for (const m of mailboxes) await seedMailbox(sql, { orgId: m.orgId, address: m.address, count: m.count })
+    const seedSeconds = (performance.now() - seedStarted) / 1000
+    const [stats] = await sql<{ rows: number; estimate: number; modified: number; analyzed: Date | null }[]>`
+      select (select count(*)::int from emails) as rows, c.reltuples::bigint as estimate, s.n_mod_since_analyze as modified, greatest(s.last_analyze, s.last_autoanalyze) as analyzed
+        from pg_class c join pg_stat_user_tables s on s.relid = c.oid where c.relname = 'emails'`
+
+    const threadFiles = new Map<string, string>()
+    for (const m of mailboxes) {
+      const ids = await sql<{ id: string }[]>`select id from threads where org_id = ${m.orgId} order by random() limit 500`
+      const file = `${tmpdir()}/agent-mail-bench-threads-${crypto.randomUUID()}.txt`
+      await Bun.write(file, ids.map(r => r.id).join('\n'))
+      files.push(file)
+      threadFiles.set(m.orgId, file)
+    }
 
     const read = (m: (typeof mailboxes)[number], mode: string) =>
       runJson<ReadResult>([process.execPath, `${dir}/mailbox-load.ts`, `http://127.0.0.1:${port}`, m.key, mode, String(SECONDS), threadFiles.get(m.orgId)!])
