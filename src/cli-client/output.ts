@@ -75,26 +75,42 @@ export function printError(error: unknown, json: boolean) {
 /** Lines of piped stdin, read by one reader for the whole run (a second reader would lose what the first buffered). */
 let piped: AsyncIterator<string> | null = null
 
-/** Typed without echo: the terminal in raw mode, backspace honoured, Ctrl-C exits. */
-async function hiddenLine(): Promise<string> {
+/**
+ * One line typed at the terminal, read in raw mode: echoed to stderr unless it is a secret,
+ * backspace honoured, Ctrl-C exits, Ctrl-D ends. The listener is removed after the line, so the
+ * next question reads the next one.
+ */
+function typedLine(echo: boolean): Promise<string> {
   const stdin = process.stdin
-  stdin.setRawMode(true)
-  stdin.resume()
-  let text = ''
-  try {
-    for await (const chunk of stdin) {
+  return new Promise(resolve => {
+    let text = ''
+    const done = () => {
+      stdin.off('data', onData)
+      stdin.setRawMode(false)
+      stdin.pause()
+      process.stderr.write('\n')
+      resolve(text.trim())
+    }
+    const onData = (chunk: Buffer) => {
       for (const ch of String(chunk)) {
-        if (ch === '\r' || ch === '\n') return text
-        if (ch === '\u0003') process.exit(130)
-        text = ch === '\u007f' || ch === '\b' ? text.slice(0, -1) : text + ch
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done()
+        if (ch === '\u0003') {
+          stdin.setRawMode(false)
+          process.exit(130)
+        }
+        if (ch === '\u007f' || ch === '\b') {
+          if (text && echo) process.stderr.write('\b \b')
+          text = text.slice(0, -1)
+        } else {
+          text += ch
+          if (echo) process.stderr.write(ch)
+        }
       }
     }
-    return text
-  } finally {
-    stdin.setRawMode(false)
-    stdin.pause()
-    process.stderr.write('\n')
-  }
+    stdin.setRawMode(true)
+    stdin.resume()
+    stdin.on('data', onData)
+  })
 }
 
 /**
@@ -103,18 +119,7 @@ async function hiddenLine(): Promise<string> {
  */
 export async function ask(question: string, opts: { secret?: boolean } = {}): Promise<string> {
   process.stderr.write(`${question} `)
-  if (process.stdin.isTTY) {
-    if (opts.secret) return (await hiddenLine()).trim()
-    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false })
-    try {
-      return await new Promise<string>(resolve => {
-        rl.once('line', line => resolve(line.trim()))
-        rl.once('close', () => resolve(''))
-      })
-    } finally {
-      rl.close()
-    }
-  }
+  if (process.stdin.isTTY) return typedLine(!opts.secret)
   piped ??= createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]()
   const next = await piped.next()
   // nothing echoed the answer's line end: end the question's line

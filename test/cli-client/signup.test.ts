@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { lastCode, newEmail, wrongCode } from '../helpers/identity'
-import { cliService, watch, type CliService } from './helpers'
+import { BIN, cliService, watch, type CliService } from './helpers'
 
 let s: CliService
 const PASSWORD = 'a long enough password'
@@ -61,6 +61,32 @@ describe('agent-mail signup', () => {
     expect(run.code).toBe(0)
     expect(run.stdout).toBe('')
     expect(run.stderr).toMatch(/Signed up: organization [0-9a-f-]{36}, inbox \S+@agents\.test\.local\. You are logged in\./)
+  }, 30_000)
+
+  test('on a terminal (a pseudo-terminal from script(1)): the code is echoed as typed, the password is not', async () => {
+    const email = newEmail('cli')
+    const home = freshHome()
+    const command = `'${BIN}' signup --email '${email}' --accept-terms`
+    const p = Bun.spawn(['script', '-q', '-e', '-c', command, '/dev/null'], {
+      env: { ...process.env, XDG_CONFIG_HOME: home, AGENT_MAIL_URL: s.origin, AGENT_MAIL_API_KEY: '', AGENT_MAIL_PASSWORD: '', NO_COLOR: '1' },
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const terminal = watch(p.stdout)
+    await terminal.until(/Verification code:/)
+    const code = await lastCode(email)
+    p.stdin.write(`${code}\r`)
+    p.stdin.flush()
+    await terminal.until(/Choose a password/)
+    p.stdin.write(`${PASSWORD}\r`)
+    p.stdin.flush()
+    await terminal.until(/Signed up/)
+    p.stdin.end()
+    expect(await p.exited).toBe(0)
+    expect(terminal.text).toContain(`Verification code: ${code}`)
+    expect(terminal.text).not.toContain(PASSWORD)
+    expect(statSync(join(home, 'agent-mail', 'credentials.json')).mode & 0o777).toBe(0o600)
   }, 30_000)
 
   test('a wrong code: the service\'s message and exit 1, nothing saved; no --accept-terms: exit 2 before anything is sent', async () => {
