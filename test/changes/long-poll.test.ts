@@ -10,6 +10,7 @@ import { testDatabase } from '../helpers/database'
 import { expectOk } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { startService, type Service } from '../../src/index'
+import { mailEvents } from '../../src/mail/events'
 
 const db = await testDatabase()
 
@@ -24,17 +25,24 @@ beforeAll(async () => {
 })
 afterAll(() => h.stop())
 
+/**
+ * A wait that ends at its deadline still reads once more, and would hold the change: so the
+ * tests of wake-ups wait longer (30 s) than they may take (this timeout), and a poll that was
+ * not woken fails them.
+ */
+const WOKEN_WITHIN = 15_000
+
 describe('long-poll', () => {
   test('GET /v1/changes?wait= is woken by a message delivered over SMTP', async () => {
     const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: org.key })).cursor
-    // the poll waits up to 20 s; it can only hold the change if the delivery woke it
-    const polling = h.request('GET', `/v1/changes?cursor=${start}&wait=20`, { key: org.key })
+    // the poll would wait 30 s, past this test's 15 s: it answers in time only if the delivery woke it
+    const polling = h.request('GET', `/v1/changes?cursor=${start}&wait=30`, { key: org.key })
     await Bun.sleep(50)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'wake up', text: 'hello' })
     const res = await polling
     const changes = expectOk(res)
     expect(changes.map((c: { type: string; data: { subject: string } }) => [c.type, c.data.subject])).toEqual([['email.received', 'wake up']])
-  })
+  }, WOKEN_WITHIN)
 
   test('twenty long-polls at one cursor, woken together, each get every change once, in order', async () => {
     const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: org.key })).cursor as string
@@ -57,16 +65,28 @@ describe('long-poll', () => {
     for (const seen of await Promise.all(consumers)) expect(seen).toEqual(subjects)
   })
 
+  test('without LISTEN (as on the embedded database), a change whose writer signals no one still ends the wait', async () => {
+    // this harness does not LISTEN, and a deployment sends only its NOTIFY: the wait reads again
+    expect(mailEvents(h.ctx).listening).toBe(false)
+    const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: org.key })).cursor
+    // as above: 30 s of wait against the test's 15 s
+    const polling = h.request('GET', `/v1/changes?cursor=${start}&wait=30&types=function.*`, { key: org.key })
+    await Bun.sleep(50)
+    const fn = expectOk(await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'silent-writer', code: 'export default { fetch() { return new Response("") } }' } }), 201)
+    const changes = expectOk(await polling)
+    expect(changes.map((c: { type: string; data: { function_id: string } }) => [c.type, c.data.function_id])).toEqual([['function.deployed', fn.id]])
+  }, WOKEN_WITHIN)
+
   test('a change the filters skip does not end the wait; a matching one does', async () => {
     const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: org.key })).cursor
-    const polling = h.request('GET', `/v1/changes?cursor=${start}&wait=20&types=email.received`, { key: org.key })
+    const polling = h.request('GET', `/v1/changes?cursor=${start}&wait=30&types=email.received`, { key: org.key })
     await Bun.sleep(50)
     expectOk(await h.request('PUT', '/v1/memories/skipped', { key: org.key, body: { value: 1 } }))
     await Bun.sleep(50)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'matching', text: 'hello' })
     const changes = expectOk(await polling)
     expect(changes.map((c: { data: { subject: string } }) => c.data.subject)).toEqual(['matching'])
-  })
+  }, WOKEN_WITHIN)
 })
 
 const onServer = db.kind === 'postgres'

@@ -106,7 +106,7 @@ describe('sources of changes', () => {
     const endpointId = crypto.randomUUID()
     await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${endpointId}, ${org.orgId}, 'http', ${receiver.url(`/${endpointId}`)}, true, '{}')`
     const start = await cursorOf(org.key)
-    const polling = h.request('GET', `/v1/changes?cursor=${start}&types=delivery.status_changed&wait=20`, { key: org.key })
+    const polling = h.request('GET', `/v1/changes?cursor=${start}&types=delivery.status_changed&wait=30`, { key: org.key })
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'deliver me', text: 'x' })
     const [req] = await receiver.waitFor(1, `/${endpointId}`)
     const [outcome] = expectOk(await polling) as Change[]
@@ -114,7 +114,8 @@ describe('sources of changes', () => {
     // and the message's own change carries that same id
     const received = (await changes(org.key, `cursor=${start}&types=email.received`))[0]!
     expect(received.id).toBe(req!.headers['webhook-id']!)
-  })
+    // the poll would have waited 30 s: answering within the test's 15 s, it was woken
+  }, 15_000)
 
   test('function deployments: deployed, and a failed one that is not current', async () => {
     const org = await createOrg()

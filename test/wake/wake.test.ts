@@ -183,11 +183,12 @@ describe('delivery', () => {
     const [conn] = await sql<{ id: string }[]>`select id from agent_connections where org_id = ${o.orgId} and address = ${bound} and revoked_at is null`
     const start = expectOk(await t.request('GET', '/v1/changes/cursor', { key: claimed.connection_key })).cursor
     const wake = expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'agent_connection', id: conn!.id }, schedule: { every_minutes: 60 }, command: { name: 'check-inbox', payload: { folder: 'in' } } } }), 201)
-    const polling = t.request('GET', `/v1/changes?cursor=${start}&types=wake.command&wait=20`, { key: claimed.connection_key })
+    const polling = t.request('GET', `/v1/changes?cursor=${start}&types=wake.command&wait=30`, { key: claimed.connection_key })
     const run = expectOk(await t.request('POST', `/v1/wake/${wake.id}/run`, { key: o.key }), 202)
     const [change] = expectOk(await polling)
     expect(change).toMatchObject({ type: 'wake.command', data: { run_id: run.run_id, command: { name: 'check-inbox', payload: { folder: 'in' } } } })
-  })
+    // the poll would have waited 30 s: answering within the test's 15 s, it was woken
+  }, 15_000)
 })
 
 describe('boundaries', () => {
