@@ -613,7 +613,7 @@ export class WarmSandboxes {
   }
 
   give(key: string, sandbox: Sandbox) {
-    if (!sandbox.reusable || sandbox.uses >= this.maxUses) return sandbox.dispose()
+    if (!sandbox.reusable || sandbox.uses >= this.maxUses) return disposeLater(sandbox)
     sandbox.idleSince = performance.now()
     // a deployment that was replaced leaves its sandboxes to age out; the oldest overall goes first
     while (this.count >= this.max) this.evictOldest()
@@ -662,6 +662,11 @@ export class WarmSandboxes {
   }
 }
 
+/** Frees a sandbox on a timer: the run's result goes back first (freeing one takes about 0.3 ms). */
+function disposeLater(sandbox: Sandbox) {
+  setTimeout(() => sandbox.dispose(), 0)
+}
+
 /**
  * Runs a deploy check or an invocation to its end; never throws. An invocation with a `warmKey`
  * (its deployment) takes an idle sandbox of that deployment from `warm` when there is one, and
@@ -694,7 +699,7 @@ export async function runInSandbox(req: RunRequest, bridge: HostBridge, warm?: W
   } catch (error) {
     return sandbox ? sandbox.failure(error, req.limits) : crashResult(state, error, null, req.limits)
   } finally {
-    sandbox?.dispose()
+    if (sandbox) disposeLater(sandbox)
   }
 }
 
