@@ -83,9 +83,9 @@ export async function stopAll(children: Bun.Subprocess[]): Promise<void> {
  */
 export const epochMs = (): number => performance.timeOrigin + performance.now()
 
-/** Waits until `url` answers 2xx (10 s at most). */
+/** Waits until `url` answers 2xx (30 s at most: a service starts slowly on a loaded machine). */
 export async function waitForHttp(url: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(url)).ok) return
     } catch {}
