@@ -5,13 +5,14 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { Deleted, IdParams } from '../http/schema'
+import { Address } from '../sending/model'
 import { Contact, contactName, tag, tags } from './model'
 import { deleteContact, getContact, listContacts, presentContact, saveContact, updateContact } from './service'
 
 const ContactBody = t.Object(
   {
     owner_address: t.String({ minLength: 3, maxLength: 320, description: 'the organization\'s address (managed inbox or at a verified domain) whose contact this is' }),
-    address: t.String({ minLength: 3, maxLength: 320, description: 'the correspondent' }),
+    address: t.String({ ...Address, description: 'the correspondent' }),
     name: t.Optional(contactName),
     tags: t.Optional(tags),
   },

@@ -17,6 +17,7 @@ import { iso } from '../http/timestamps'
 import { storedMailCounts } from './counters'
 import { grantState, type GrantState } from './grants'
 import type { Contact } from './model'
+import { containsPattern } from '../db/like'
 
 export interface ContactRow {
   id: string
@@ -80,13 +81,10 @@ export function presentContact(row: ContactRow): Static<typeof Contact> {
   }
 }
 
-const ADDRESS = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
-
 /** The owning and the contact address, checked: the owner must be the organization's. */
 async function addressesOf(sql: Tx, orgId: string, input: { owner_address: string; address: string }): Promise<{ owner: string; address: string }> {
   const owner = normalizeAddress(input.owner_address)
   const address = normalizeAddress(input.address)
-  if (!ADDRESS.test(address)) throw errors.validation('address', 'must be an email address')
   if (!(await ownsAddress(sql, orgId, owner))) {
     throw errors.validation('owner_address', 'must be a managed inbox of this organization or an address at one of its verified domains')
   }
@@ -145,13 +143,12 @@ export interface ContactFilter {
   tag?: string
 }
 
-const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, c => `\\${c}`)}%`
 
 /** A page of contacts, newest first; `q` searches the address and the name, `tag` must be among the tags. */
 export async function listContacts(sql: Sql, auth: Auth, filter: ContactFilter, page: PageRequest) {
   const where = [sql`c.org_id = ${auth.orgId}`]
   if (filter.owner_address) where.push(sql`c.owner_address = ${normalizeAddress(filter.owner_address)}`)
-  if (filter.q) where.push(sql`(c.address ilike ${likePattern(filter.q)} or c.name ilike ${likePattern(filter.q)})`)
+  if (filter.q) where.push(sql`(c.address ilike ${containsPattern(filter.q)} or c.name ilike ${containsPattern(filter.q)})`)
   if (filter.tag) where.push(sql`c.tags @> ${[filter.tag]}::text[]`)
   return listPage<ContactRow>(sql, {
     columns: columns(sql),

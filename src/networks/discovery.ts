@@ -15,6 +15,7 @@ import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { DiscoveredAgent } from './model'
 import { membershipOf } from './service'
+import { containsPattern } from '../db/like'
 
 interface DiscoveredRow {
   id: string
@@ -46,7 +47,6 @@ async function requireViewer(sql: Tx, auth: Auth, networkId: string) {
   if (!membership.can_view) throw errors.forbidden('network: this organization may not browse the directory (can_view is off)')
 }
 
-const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, c => `\\${c}`)}%`
 
 const directory = (sql: Tx, networkId: string) => sql`
   published_agents pa join network_members m on m.org_id = pa.org_id and m.network_id = ${networkId} and m.status = 'active'`
@@ -56,7 +56,7 @@ export async function discoverAgents(sql: Sql, auth: Auth, networkId: string, fi
   await requireViewer(sql, auth, networkId)
   const where = [sql`true`]
   if (filter.q) {
-    const like = likePattern(filter.q)
+    const like = containsPattern(filter.q)
     where.push(sql`(pa.address ilike ${like} or pa.display_name ilike ${like} or pa.description ilike ${like})`)
   }
   if (filter.skill) where.push(sql`pa.skills @> ${[filter.skill.toLowerCase()]}::text[]`)

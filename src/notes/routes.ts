@@ -6,6 +6,7 @@ import { Ok, Paged } from '../http/envelope'
 import { errors } from '../http/errors'
 import { cursors, pageQuery } from '../http/pagination'
 import { Deleted, IdParams } from '../http/schema'
+import { Address } from '../sending/model'
 import { AddressNote, NOTE_BODY_MAX } from './model'
 import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from './service'
 
@@ -53,7 +54,7 @@ export function noteRoutes(ctx: AppContext) {
         return presentNote(row)
       },
       {
-        body: t.Object({ address: t.String({ minLength: 3, maxLength: 320, description: 'the address the note is about' }), body }, { additionalProperties: false }),
+        body: t.Object({ address: t.String({ ...Address, description: 'the address the note is about' }), body }, { additionalProperties: false }),
         response: { 201: Ok(AddressNote) },
         detail: { summary: 'Write a note about an address', description: 'The author is the credential: a member, a function (its runtime key) or an agent connection (its bound address).' },
       },

@@ -46,11 +46,8 @@ async function authorOf(sql: Tx, auth: Auth): Promise<Pick<NoteRow, 'author_kind
   return { author_kind: 'member', author_id: auth.userId ?? auth.keyId, author_address: null }
 }
 
-const ADDRESS = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
-
 export async function createNote(sql: Sql, auth: Auth, input: { address: string; body: string }): Promise<NoteRow> {
   const address = normalizeAddress(input.address)
-  if (!ADDRESS.test(address)) throw errors.validation('address', 'must be an email address')
   const author = await authorOf(sql, auth)
   const [row] = await sql<NoteRow[]>`
     insert into address_notes (id, org_id, address, body, author_kind, author_id, author_address)

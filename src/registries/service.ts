@@ -21,6 +21,7 @@ import type { PublishedAgentRow } from '../networks/publishing'
 import { agentCard } from './cards'
 import { documentUrl, REGISTRY_FETCH_KIND } from './fetch.job'
 import { BUILTIN_REGISTRY_ID, type Registry, type RegistryAgent, type RegistryAgentDetail } from './model'
+import { containsPattern } from '../db/like'
 
 export const MAX_REGISTRIES_PER_ORG = 20
 
@@ -149,7 +150,6 @@ const presentEntry = (registryId: string) => (r: EntryRow): Static<typeof Regist
   fetched_at: iso(r.fetched_at),
 })
 
-const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, c => `\\${c}`)}%`
 
 /** A page of a registry's agents, newest first; `q` searches name and description, `skill` must be among the skills. */
 export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filter: { q?: string; skill?: string }, page: PageRequest) {
@@ -157,7 +157,7 @@ export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filte
   const builtin = found === 'builtin'
   const name = builtin ? sql`display_name` : sql`name`
   const where = [builtin ? sql`visibility = 'public'` : sql`registry_id = ${id}`]
-  if (filter.q) where.push(sql`(${name} ilike ${likePattern(filter.q)} or description ilike ${likePattern(filter.q)})`)
+  if (filter.q) where.push(sql`(${name} ilike ${containsPattern(filter.q)} or description ilike ${containsPattern(filter.q)})`)
   if (filter.skill) where.push(sql`skills @> ${[filter.skill.toLowerCase()]}::text[]`)
   const result = await listPage<EntryRow>(sql, {
     columns: builtin
