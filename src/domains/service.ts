@@ -194,6 +194,7 @@ export async function markDomainVerified(sql: Sql, keys: ServerKeys, managedDoma
     try {
       const [updated] = await tx<DomainRow[]>`
         update domains set status = 'verified', verified_at = now() where id = ${row.id} returning ${tx(COLUMNS)}`
+      await recordChanges(tx, [{ orgId, type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } }])
       return updated!
     } catch (error) {
       if (isUniqueViolation(error, 'domains_verified_name_key')) throw verifiedElsewhere(name)

@@ -6,6 +6,7 @@ import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/
 import { startReceiver, type Receiver } from '../helpers/receiver'
 import { startWorker, type Worker } from '../../src/jobs/worker'
 import { JOB_KINDS } from '../../src/job-kinds'
+import { markDomainVerified } from '../../src/domains/service'
 
 let h: InboundHarness
 let worker: Worker
@@ -128,6 +129,14 @@ describe('sources of changes', () => {
     expect(got[0]).toMatchObject({ resource: { type: 'deployment', id: fn.current_deployment_id }, data: { function_id: fn.id, status: 'deployed', is_current: true, deploy_error: null } })
     expect(got[1]).toMatchObject({ resource: { type: 'deployment', id: broken.deployment.id }, data: { function_id: fn.id, status: 'failed', is_current: false } })
     expect(got[1]!.data.deploy_error).toMatchObject({ name: 'SyntaxError' })
+  })
+
+  test('a domain verified by the operator (admin verify-domain) is a change', async () => {
+    const org = await createOrg()
+    const start = await cursorOf(org.key)
+    const name = `op${crypto.randomUUID().slice(0, 8)}.example.net`
+    const row = await markDomainVerified(await testSql(), h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, name)
+    expect(await changes(org.key, `cursor=${start}`)).toMatchObject([{ type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } }])
   })
 
   test('a failed domain verification is a change', async () => {
