@@ -111,4 +111,18 @@ describe('SMTP_PROCESSES', () => {
     await until(async () => s.logs.filter(l => l.msg === 'smtp process started').length, n => n === 2)
     console.log(`${acknowledged} messages acknowledged, ${broken} attempts cut off by the kill and sent again`)
   }, 60_000)
+
+  test.skipIf(!onServer)('the extra process stops when the process that started it is killed', async () => {
+    const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2' })
+    cleanup.push(() => s.proc.kill(9))
+    const [childPid] = (await s.waitForLog(l => l.msg === 'smtp processes started')).pids as number[]
+    // running, not gone or a zombie waiting to be reaped
+    const alive = async () => {
+      const stat = await Bun.file(`/proc/${childPid}/stat`).text().catch(() => '')
+      return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+    }
+    expect(await alive()).toBe(true)
+    s.proc.kill(9)
+    expect(await until(alive, a => !a)).toBe(false)
+  }, 30_000)
 })

@@ -112,9 +112,9 @@ export async function startService(children: Bun.Subprocess[], env: Record<strin
   return service
 }
 
-/** Waits until an SMTP server on the loopback port sends its 220 greeting (10 s at most). */
+/** Waits until an SMTP server on the loopback port sends its 220 greeting (30 s at most: a loaded machine starts it slowly). */
 export async function waitForSmtpGreeting(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     const greeted = await new Promise<boolean>(resolve => {
       Bun.connect({
         hostname: '127.0.0.1',

@@ -168,6 +168,8 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
     const load = (port: number, sessions: number, seconds: number) =>
       runJson<Result>([process.execPath, `${dir}/smtp-load.ts`, String(port), String(sessions), String(seconds), MAIL_FROM, inbox.address, messageFile])
     await load(ports.get('durable')!, 20, 2)
+    // the same for the service's processes (each warms its own JIT)
+    await load(ports.get('service')!, 20, 2)
     for (const sessions of SESSIONS) {
       for (const target of TARGETS) {
         const port = ports.get(target.mode)!
