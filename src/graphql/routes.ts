@@ -120,7 +120,7 @@ const RESPONSES = {
 const description =
   'The read-only GraphQL API (apiVersion v1), introspection enabled. Queries only: mutations and subscriptions are refused. ' +
   'Without a credential only the schema (introspection) and `apiVersion` can be read; with one, the same credentials and permissions as the REST API decide what is seen ' +
-  '(an agent connection key reads only the mail of its address). Connections are Relay-style (`first`, `after`, `pageInfo`). ' +
+  '(an agent connection key reads what its REST allow-list permits: the mail of its address, network discovery with can_view, address notes). Connections are Relay-style (`first`, `after`, `pageInfo`). ' +
   `Queries nest at most ${MAX_DEPTH} fields deep and may cost at most ${MAX_COST} (see docs/graphql.md). Errors carry the v1 error code in \`extensions.code\`.`
 
 export function graphqlRoutes(ctx: AppContext) {

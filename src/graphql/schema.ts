@@ -1,6 +1,6 @@
 /**
  * The schema: SDL per part (account, mail, webhooks, functions, memories, payments, networks
- * with contacts and address notes, registries), with the
+ * with contacts and address notes, registries, templates and wakes), with the
  * resolvers attached to the built schema. Sources are the REST representations that the
  * services present, so a field without a resolver reads the property of its snake_case name
  * (`receivedAt` reads `received_at`): one representation for both surfaces.
@@ -15,12 +15,13 @@ import { memoriesModule } from './memories'
 import { paymentsModule } from './payments'
 import { networksModule } from './networks'
 import { registriesModule } from './registries'
+import { stateModule } from './state'
 import type { SchemaModule } from './module'
 
 /** The version of the GraphQL surface (Versioning rule 6): changes inside it are additive. */
 export const API_VERSION = 'v1'
 
-const MODULES: SchemaModule[] = [accountModule, mailModule, webhooksModule, functionsModule, memoriesModule, paymentsModule, networksModule, registriesModule]
+const MODULES: SchemaModule[] = [accountModule, mailModule, webhooksModule, functionsModule, memoriesModule, paymentsModule, networksModule, registriesModule, stateModule]
 
 const BASE = `
 """

@@ -25,12 +25,12 @@ describe('introspection', () => {
     expect(client.getMutationType()).toBeNull()
     expect(client.getSubscriptionType()).toBeNull()
     const types = Object.keys(client.getTypeMap())
-    for (const name of ['Account', 'Storage', 'Domain', 'Inbox', 'Email', 'Thread', 'SentEmail', 'Endpoint', 'Delivery', 'Function', 'Invocation', 'Memory', 'Payment', 'PaymentChallenge', 'Network', 'NetworkMember', 'DiscoveredAgent', 'PublishedAgent', 'Contact', 'AddressNote', 'Registry', 'RegistryAgent', 'PageInfo']) {
+    for (const name of ['Account', 'Storage', 'Domain', 'Inbox', 'Email', 'Thread', 'SentEmail', 'Endpoint', 'Delivery', 'Function', 'Invocation', 'Memory', 'Payment', 'PaymentChallenge', 'Network', 'NetworkMember', 'DiscoveredAgent', 'PublishedAgent', 'Contact', 'AddressNote', 'Registry', 'RegistryAgent', 'Template', 'Wake', 'WakeRun', 'PageInfo']) {
       expect(types).toContain(name)
     }
     // every list is a Relay connection: edges with cursor and node, pageInfo
     const query = client.getQueryType()!.getFields()
-    for (const name of ['domains', 'inboxes', 'emails', 'threads', 'sentEmails', 'endpoints', 'deliveries', 'functions', 'memories', 'payments', 'networks', 'networkMembers', 'networkAgents', 'contacts', 'addressNotes', 'registryAgents']) {
+    for (const name of ['domains', 'inboxes', 'emails', 'threads', 'sentEmails', 'endpoints', 'deliveries', 'functions', 'memories', 'payments', 'networks', 'networkMembers', 'networkAgents', 'contacts', 'addressNotes', 'registryAgents', 'templates', 'wakes', 'wakeRuns']) {
       const type = client.getType(String(query[name]!.type))
       expect(isObjectType(type) && Object.keys(type.getFields()).sort()).toEqual(['edges', 'nodes', 'pageInfo', 'totalCount'])
       expect(query[name]!.args.map(a => a.name)).toEqual(expect.arrayContaining(['first', 'after']))
