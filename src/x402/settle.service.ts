@@ -121,11 +121,10 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
 
 /** Records the settlement, its challenge and ledger rows and the events, pipelined in the caller's transaction; returns the settled_at. */
 async function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string): Promise<Date> {
-  const [, , [c]] = await Promise.all([
-    // The commit need not wait for its WAL flush: the claim and its job are durable, and a record
-    // lost to a database crash is redone by that job from the chain (the authorization is used, by
-    // exactly this transfer), with the same outcome.
-    tx`set local synchronous_commit = off`,
+  // A durable commit, though the claim's job would redo a lost record from the chain: what this
+  // transaction writes is visible before its WAL flush, so a record lost to a database crash would
+  // have shown changes-feed numbers and webhook event ids that its redo gives to other writes.
+  const [, [c]] = await Promise.all([
     tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`,
     tx<{ settled_at: Date }[]>`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id} returning settled_at`,
     tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`,

@@ -83,7 +83,7 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     }
     // The database's floor in the same run: one row inserted and committed (a durable commit
     // waits for its WAL flush, which a loaded disk makes the largest single cost). A payment
-    // commits twice durably (the challenge; the claim with its job) and once without waiting.
+    // commits three times (the challenge; the claim with its job; the record).
     const commits: number[] = []
     await sql`create table if not exists bench_commit (id int)`
     const oneCommit = async () => {
