@@ -13,5 +13,6 @@ import { wakeRunJob } from './wake/run.job'
 import { wakeSchedulerJob } from './wake/scheduler.job'
 import { expireJob, inboundStepJob } from './x402/email/inbound'
 import { registryFetchJob } from './registries/fetch.job'
+import { registryRefreshJob } from './registries/refresh.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, plannerJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob]
+export const JOB_KINDS: JobKind[] = [cleanupJob, plannerJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob, registryRefreshJob]

@@ -15,6 +15,8 @@ import { checkWebhookUrl } from '../webhooks/url-safety'
 import { readRegistryDocument } from './cards'
 
 export const REGISTRY_FETCH_KIND = 'registries.fetch'
+/** One pending fetch per registry, whoever asks for it. */
+export const fetchDedupeKey = (registryId: string) => `${REGISTRY_FETCH_KIND}:${registryId}`
 export const MAX_REGISTRY_BYTES = 512 * 1024
 export const MAX_REGISTRY_AGENTS = 200
 const FETCH_TIMEOUT_MS = 10_000
@@ -53,7 +55,7 @@ export const registryFetchJob: JobKind<{ registry_id: string }> = {
     } catch (error) {
       const reason =
         error instanceof ApiError ? error.message : (error as Error).name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS} ms` : (error as Error).message
-      await ctx.sql`update registries set status = 'failed', last_error = ${reason.slice(0, 500)} where id = ${registry.id}`
+      await ctx.sql`update registries set status = 'failed', last_error = ${reason.slice(0, 500)}, attempted_at = now() where id = ${registry.id}`
       log.info('registry fetch failed', { registry_id: registry.id, reason })
       return
     }
@@ -67,7 +69,7 @@ export const registryFetchJob: JobKind<{ registry_id: string }> = {
           insert into registry_agents (id, registry_id, name, description, url, skills, card, fetched_at)
           values (${randomUUIDv7()}, ${registry.id}, ${c.name}, ${c.description}, ${c.url}, ${c.skills}, ${tx.json(c.card as never)}, ${at})`
       }
-      await tx`update registries set status = 'ok', last_error = null, fetched_at = ${at} where id = ${registry.id}`
+      await tx`update registries set status = 'ok', last_error = null, fetched_at = ${at}, attempted_at = ${at} where id = ${registry.id}`
     })
   },
 }

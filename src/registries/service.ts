@@ -19,7 +19,7 @@ import type { Resolver } from '../dns/resolver'
 import { checkWebhookUrl } from '../webhooks/url-safety'
 import type { PublishedAgentRow } from '../networks/publishing'
 import { agentCard } from './cards'
-import { documentUrl, REGISTRY_FETCH_KIND } from './fetch.job'
+import { documentUrl, fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
 import { BUILTIN_REGISTRY_ID, type Registry, type RegistryAgent, type RegistryAgentDetail } from './model'
 import { containsPattern } from '../db/like'
 
@@ -95,7 +95,7 @@ export async function addRegistry(sql: Sql, resolver: Resolver, allowLoopback: b
       const [count] = await tx<{ n: number }[]>`select count(*)::int as n from registries where org_id = ${auth.orgId}`
       if (count!.n >= MAX_REGISTRIES_PER_ORG) throw errors.conflict(`registries: at most ${MAX_REGISTRIES_PER_ORG} per organization`, { reason: 'limit_reached' })
       await tx`insert into registries (id, org_id, name, url) values (${id}, ${auth.orgId}, ${input.name}, ${input.url})`
-      await enqueue(tx, REGISTRY_FETCH_KIND, { registry_id: id })
+      await enqueue(tx, REGISTRY_FETCH_KIND, { registry_id: id }, { dedupeKey: fetchDedupeKey(id) })
     })
   } catch (error) {
     if (isUniqueViolation(error)) throw errors.conflict('url: this registry is already added', { reason: 'registry_exists' })
@@ -117,7 +117,7 @@ export async function refreshRegistry(sql: Sql, auth: Auth, id: string): Promise
   await requireOwnerOrAdmin(sql, auth, 'registries')
   const found = await requireRegistry(sql, auth.orgId, id)
   if (found === 'builtin') throw errors.conflict('registry: the built-in registry is always current', { reason: 'builtin_registry' })
-  await enqueue(sql, REGISTRY_FETCH_KIND, { registry_id: id })
+  await enqueue(sql, REGISTRY_FETCH_KIND, { registry_id: id }, { dedupeKey: fetchDedupeKey(id) })
   return presentRegistry(found)
 }
 

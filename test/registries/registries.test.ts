@@ -12,6 +12,8 @@ import { until } from '../helpers/until'
 import { memoryResolver } from '../../src/dns/resolver'
 import { startWorker, type Worker } from '../../src/jobs/worker'
 import { registryFetchJob } from '../../src/registries/fetch.job'
+import { registryRefreshJob } from '../../src/registries/refresh.job'
+import { testSql } from '../helpers/app'
 import { unique } from '../helpers/identity'
 
 /** What the loopback registry host serves, by path. */
@@ -117,6 +119,21 @@ describe('a registry added by URL (loopback test mode)', () => {
     expectOk(await loop.request('POST', `/v1/registries/${added.id}/refresh`, { key: org.key }), 202)
     const after = await until(async () => expectOk(await registry(loop, org, added.id)), r => r.fetched_at !== before)
     expect(after.agent_count).toBe(1)
+  })
+
+  test('the periodic refresh fetches again the registries last fetched more than six hours ago, and only those', async () => {
+    documents.set('/stale.json', JSON.stringify([card('old', [])]))
+    documents.set('/fresh.json', JSON.stringify([card('new', [])]))
+    const stale = expectOk(await loop.request('POST', '/v1/registries', { key: org.key, body: { name: 'Stale', url: `${base}/stale.json` } }), 201)
+    const fresh = expectOk(await loop.request('POST', '/v1/registries', { key: org.key, body: { name: 'Fresh', url: `${base}/fresh.json` } }), 201)
+    await settled(loop, org, stale.id)
+    const freshBefore = (await settled(loop, org, fresh.id)).fetched_at
+    await (await testSql())`update registries set attempted_at = now() - interval '7 hours' where id = ${stale.id}`
+    documents.set('/stale.json', JSON.stringify([card('renewed', []), card('more', [])]))
+    documents.set('/fresh.json', JSON.stringify([]))
+    await registryRefreshJob.handle(loop.ctx, {}, undefined as never)
+    expect(await until(async () => expectOk(await registry(loop, org, stale.id)), r => r.agent_count === 2)).toMatchObject({ status: 'ok', agent_count: 2 })
+    expect(expectOk(await registry(loop, org, fresh.id))).toMatchObject({ status: 'ok', agent_count: 1, fetched_at: freshBefore })
   })
 
   test('a document over the size cap, not JSON, or an error status fails the fetch and keeps the cached cards', async () => {

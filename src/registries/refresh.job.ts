@@ -1,0 +1,23 @@
+/**
+ * The periodic `registries.refresh` job: cached cards go stale, so every quarter of an hour the
+ * registries last fetched (or last tried) more than REFRESH_AFTER_HOURS ago get a fetch job,
+ * deduplicated per registry with the ones a request asks for.
+ */
+import type { JobKind } from '../jobs/kind'
+import { enqueue } from '../jobs/queue'
+import { fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
+
+export const REFRESH_AFTER_HOURS = 6
+const BATCH = 500
+
+export const registryRefreshJob: JobKind<{}> = {
+  kind: 'registries.refresh',
+  everyMs: 15 * 60_000,
+  async handle(ctx) {
+    const stale = await ctx.sql<{ id: string }[]>`
+      select id from registries
+       where coalesce(attempted_at, created_at) < now() - make_interval(hours => ${REFRESH_AFTER_HOURS})
+       order by coalesce(attempted_at, created_at) limit ${BATCH}`
+    for (const r of stale) await enqueue(ctx.sql, REGISTRY_FETCH_KIND, { registry_id: r.id }, { dedupeKey: fetchDedupeKey(r.id) })
+  },
+}
