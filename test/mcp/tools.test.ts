@@ -371,6 +371,8 @@ for (const { era, version } of ERAS) {
       expect(await ok('delete_contact', { contact_id: saved.id })).toEqual({ id: saved.id, deleted: true })
       expect((await fails('get_contact', { contact_id: saved.id })).code).toBe('not_found')
 
+      expect((await fails('create_address_note', { address: 'not an address', body: 'x' })).message).toStartWith('address: ')
+      expect((await fails('save_contact', { owner_address: inbox, address: 'not an address' })).message).toStartWith('address: ')
       const note = await ok('create_address_note', { address: agent, body: 'answers within a day' })
       expect(note).toMatchObject({ address: agent, body: 'answers within a day' })
       expect((await ok('list_address_notes', { address: agent })).items.map((n: { id: string }) => n.id)).toContain(note.id)

@@ -14,6 +14,7 @@ import { admitAgent, discoverAgents, presentDiscovered } from '../../networks/di
 import { DiscoveredAgent, Network, skill } from '../../networks/model'
 import { listNetworks, presentFor } from '../../networks/service'
 import { AddressNote, NOTE_BODY_MAX } from '../../notes/model'
+import { Address } from '../../sending/model'
 import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from '../../notes/service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'
@@ -115,7 +116,7 @@ export const networkTools = [
     description: 'Keyed by owner_address and address: creates the contact, or updates its name and tags (omitted ones are kept). Records no send grant: admit_network_agent does.',
     input: Type.Object({
       owner_address: AddressOf("the organization's address (managed inbox or at a verified domain) whose contact this is"),
-      address: AddressOf('the correspondent'),
+      address: Type.String({ ...Address, description: 'the correspondent' }),
       name: Type.Optional(contactName),
       tags: Type.Optional(tags),
     }),
@@ -166,7 +167,7 @@ export const networkTools = [
     name: 'create_address_note',
     title: 'Write an address note',
     description: 'A note about an address (a correspondent, a sender to watch), shared with the organization; the author is the credential.',
-    input: Type.Object({ address: AddressOf('the address the note is about'), body: NoteBody }),
+    input: Type.Object({ address: Type.String({ ...Address, description: 'the address the note is about' }), body: NoteBody }),
     output: AddressNote,
     annotations: WRITE,
     rest: { method: 'POST', path: '/v1/address-notes' },
