@@ -22,11 +22,13 @@
  *   worker's statistics job;
  * - processes: the fan-out load at 1,500 msg/s offered to one process with every role and to
  *   two processes, deliveries/s of each (issue 19 item 6);
+ * - contacts.ts: inbound stores whose senders are all contacts of the recipient (the counters
+ *   move in the store's statement) next to the same stores without contacts;
  * - waiters.ts: 10,000 long-polls over 1,000 inboxes and 10,000 idle SMTP sessions held by one
  *   process, memory per waiter and per session, and who wakes for one message.
  *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound, functions, x402, changes, processes, waiters, mailbox or jobs runs one
+ * fanout, outbound, functions, x402, changes, processes, waiters, mailbox, jobs or contacts runs one
  * section (several: separated by commas).
  */
 import postgres from 'postgres'
@@ -42,6 +44,7 @@ import { x402Bench } from './x402'
 import { changesBench } from './changes'
 import { mailboxBench } from './mailbox'
 import { jobsBench } from './jobs'
+import { contactsBench } from './contacts'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 /** BENCH_ONLY: one section, or several separated by commas */
@@ -66,6 +69,7 @@ try {
   if (run('waiters')) await waitersBench(sql, dbUrl)
   if (run('mailbox')) await mailboxBench(sql, dbUrl)
   if (run('jobs')) await jobsBench(sql)
+  if (run('contacts')) await contactsBench(sql)
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)
