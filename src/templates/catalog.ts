@@ -144,6 +144,8 @@ export const presentEntry = (e: Entry) => ({
     ...e.templates.map(t => ({ type: 'template', name: t.alias ?? t.name })),
     ...(e.function ? [{ type: 'function', name: e.function.name }] : []),
     ...(e.endpoint ? [{ type: 'endpoint', name: e.endpoint.url }] : []),
+    // a route to a function mints the function's route-target endpoint
+    ...(e.route?.to === 'function' ? [{ type: 'endpoint', name: `function://${e.function!.name}` }] : []),
     ...(e.route ? [{ type: 'route', name: e.route.pattern }] : []),
     ...e.memories.map(m => ({ type: 'memory', name: m.scope === 'function' ? `${e.function!.name}: ${m.key}` : m.key })),
   ],

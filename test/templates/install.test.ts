@@ -52,6 +52,9 @@ describe('auto-responder', () => {
     const address = await managedAddress(h.ctx, o.orgId)
     const installed = expectOk(await install(o, 'auto-responder', { from_address: address, signature: "Ada's desk" }, { 'idempotency-key': 'auto-1' }), 201)
     expect(installed.created.map((c: { type: string }) => c.type)).toEqual(['template', 'function', 'endpoint', 'route', 'memory'])
+    // as the catalog announces
+    const entry = (expectOk(await h.request('GET', '/v1/templates/catalog', { key: o.key })) as any[]).find(e => e.slug === 'auto-responder')
+    expect(entry.creates.map((c: { type: string }) => c.type)).toEqual(['template', 'function', 'endpoint', 'route', 'memory'])
     const [template, fn, endpoint, route, memory] = installed.created
     expect(template).toMatchObject({ name: 'auto-reply' })
     expect(fn).toMatchObject({ name: 'auto-responder' })
@@ -123,6 +126,8 @@ describe('forward-to-webhook', () => {
     const path = `/forward-${o.orgId}`
     const installed = expectOk(await install(o, 'forward-to-webhook', { address, url: receiver.url(path) }), 201)
     expect(installed.created.map((c: { type: string; name: string }) => [c.type, c.name])).toEqual([['endpoint', receiver.url(path)], ['route', address]])
+    const entry = (expectOk(await h.request('GET', '/v1/templates/catalog', { key: o.key })) as any[]).find(e => e.slug === 'forward-to-webhook')
+    expect(entry.creates).toEqual([{ type: 'endpoint', name: '{{url}}' }, { type: 'route', name: '{{address}}' }])
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'forward me', text: 'x' })
     const [req] = await receiver.waitFor(1, path)
     expect(req!.json).toMatchObject({ event: 'email.received', email: { headers: { subject: 'forward me' } } })
