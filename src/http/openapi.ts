@@ -81,6 +81,8 @@ function errorResponses(isPublic: boolean, hasInput: boolean, hasBody: boolean):
   }
 }
 
+const optional = (security: unknown): boolean => Array.isArray(security) && security.some(s => s && typeof s === 'object' && Object.keys(s).length === 0)
+
 export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string; webhooks?: Record<string, { summary: string; schema: unknown }> }): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const route of app.routes as unknown as RouteLike[]) {
@@ -100,7 +102,8 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
     paths[path][route.method.toLowerCase()] = {
       operationId: `${route.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       ...rest,
-      ...(isPublic && { security: [] }),
+      // public: `[]`; an optional credential (`[{}, {bearer: []}]`, GraphQL) as given; else the document's bearer
+      ...(isPublic ? { security: [] } : optional(security) ? { security } : {}),
       parameters: [...parameters('path', params), ...parameters('query', query)],
       // a body declared t.Optional(...) may be left out entirely
       ...(body ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } } : {}),

@@ -213,6 +213,14 @@ function checkAnswer(method: string, path: string, status: number, type: string,
     if (typeof body.error !== 'string') throw new Error(`not an OAuth error body: ${where}`)
     return
   }
+  if (path === '/graphql') {
+    // the GraphQL shape: errors, each with a message and our code in extensions.code, the first one's status
+    const errs = body.errors as Json[] | undefined
+    const codes = (errs ?? []).map(e => (e.extensions as Json | undefined)?.code as string)
+    const fine = Array.isArray(errs) && errs.length > 0 && errs.every(e => typeof e.message === 'string') && codes.every(c => c in ERROR_STATUS) && ERROR_STATUS[codes[0] as keyof typeof ERROR_STATUS] === status
+    if (!fine) throw new Error(`outside the GraphQL error shape: ${where}`)
+    return
+  }
   const ok =
     body.success === false &&
     typeof body.error?.code === 'string' &&
