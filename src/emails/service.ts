@@ -215,12 +215,13 @@ export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], p
 const SEARCH_WINDOW = 2_000
 
 /**
- * The most matches a search counts (`meta.total`; past it, "at least"). The index hands over
- * every match of a word before any is counted, which for a word in most of a million messages
- * takes most of a second, so a word with this many matches among the newest messages is not
- * counted further.
+ * The most matches a search counts (`meta.total`; at the cap, "at least"). The index hands
+ * over every match of a word before any is counted: counting a word in a tenth of a million
+ * messages reads a hundred thousand index entries, in all of them most of a second. A word
+ * with this many matches among the newest SEARCH_WINDOW messages (one in 20 or more) is not
+ * counted further, and a rarer one has few enough matches for the index to count.
  */
-export const SEARCH_COUNT_CAP = 1_000
+export const SEARCH_COUNT_CAP = 100
 
 /**
  * Full-text search over subject, sender and text (the `search` column, sql/0027), newest first,

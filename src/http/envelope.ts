@@ -23,7 +23,7 @@ export class Page<T> {
 export const MetaSchema = t.Object({
   total: t.Integer({
     description:
-      'total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 1,000',
+      'total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 100',
   }),
   limit: t.Integer({ description: 'page size' }),
   cursor: t.Union([t.String(), t.Null()], { description: 'pass as `cursor` to fetch the next page; null when there are no more' }),

@@ -5,7 +5,7 @@
  * a claim (update) and a delete, so the table's dead rows grow with the work unless something
  * vacuums it. Twice, on the same table: first with no maintenance (what a server without
  * autovacuum did before), then with the worker's statistics job (src/maintenance/planner.job.ts,
- * once a minute), which vacuums the queue past 1,000 dead rows where autovacuum is off.
+ * every 15 seconds), which vacuums the queue past 1,000 dead rows where autovacuum is off.
  * Printed every fifth of the run: dead rows, live rows and the table's size with its indexes.
  * (Where autovacuum is on, sql/0027's per-table settings make it do the same.)
  */

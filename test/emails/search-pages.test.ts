@@ -1,0 +1,55 @@
+/**
+ * Search pages across the newest-messages window and the index (src/emails/service.ts): a walk
+ * through every page of a word finds exactly the messages that have it, newest first, whether
+ * they come from the window, from the index or from both; the total is exact up to its cap.
+ */
+import { beforeAll, expect, test } from 'bun:test'
+import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
+import { seedMailbox } from '../helpers/mailbox-seed'
+import { SEARCH_COUNT_CAP } from '../../src/emails/service'
+
+// more than the window of 2,000 newest messages, so that rarer words continue from the index
+const SIZE = 2_600
+let t: TestApp
+let org: TestOrg
+
+beforeAll(async () => {
+  t = await testApp()
+  org = await createOrg()
+  await seedMailbox(await testSql(), { orgId: org.orgId, address: 'box@agents.test.local', count: SIZE })
+}, 120_000)
+
+async function walk(q: string, limit: number) {
+  const ids: string[] = []
+  const totals = new Set<number>()
+  let cursor: string | null = null
+  do {
+    const res = await t.request('GET', `/v1/search?limit=${limit}&q=${encodeURIComponent(q)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: org.key })
+    expect(res.status).toBe(200)
+    ids.push(...res.body.data.map((e: { id: string }) => e.id))
+    totals.add(res.body.meta.total)
+    cursor = res.body.meta.cursor
+  } while (cursor)
+  return { ids, totals: [...totals] }
+}
+
+test('every page of a common, a middling and a rare word: exactly the matching messages, newest first', async () => {
+  const sql = await testSql()
+  // words by how many of the messages have them: most, some hundreds, a few (the oldest ones among them)
+  const [common, middling, rare] = await Promise.all(
+    ([[1500, SIZE], [100, 900], [1, 5]] as [number, number][]).map(async ([low, high]) => {
+      const [row] = await sql<{ word: string; n: number }[]>`
+        select word, ndoc as n from ts_stat(${`select search from emails where org_id = '${org.orgId}'`})
+         where word ~ '^w[0-9]+$' and ndoc between ${low} and ${high} order by ndoc desc limit 1`
+      return row!
+    }),
+  )
+  for (const { word, n } of [common!, middling!, rare!]) {
+    const truth = await sql<{ id: string }[]>`
+      select id from emails where org_id = ${org.orgId} and search @@ plainto_tsquery('simple', ${word}) order by id desc`
+    expect(truth).toHaveLength(n)
+    const { ids, totals } = await walk(word, 100)
+    expect({ word, ids }).toEqual({ word, ids: truth.map(r => r.id) })
+    expect({ word, totals }).toEqual({ word, totals: [Math.min(n, SEARCH_COUNT_CAP)] })
+  }
+}, 120_000)
