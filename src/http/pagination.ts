@@ -62,14 +62,12 @@ export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise
     total === 'exact' ? sql`select count(*)::int as total from ${q.from} where ${q.where}`
     : total === 'capped' ? sql`select count(*)::int as total from (select from ${q.from} where ${q.where} limit ${COUNT_CAP}) capped`
     : sql`select coalesce((${total}), 0)::int as total`
-  // sent together: postgres.js pipelines them on one connection
-  const [rows, [count]] = await Promise.all([
-    sql<T[]>`
-      select ${q.columns} from ${q.from} ${q.join ?? sql``}
-       where ${q.where} ${q.page.after ? sql`and ${id} < ${q.page.after}` : sql``}
-       order by ${id} desc limit ${q.page.limit + 1}`,
-    counted as unknown as Promise<{ total: number }[]>,
-  ])
+  // one after the other: on the pool, two at once would hold two connections for one page
+  const rows = await sql<T[]>`
+    select ${q.columns} from ${q.from} ${q.join ?? sql``}
+     where ${q.where} ${q.page.after ? sql`and ${id} < ${q.page.after}` : sql``}
+     order by ${id} desc limit ${q.page.limit + 1}`
+  const [count] = (await counted) as unknown as { total: number }[]
   return { rows, total: count!.total }
 }
 
