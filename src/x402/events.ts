@@ -12,23 +12,12 @@ import type { Tx } from '../db/client'
 import { enqueueWith } from '../jobs/queue'
 import { DELIVER_KIND, deliverAttempts } from '../webhooks/deliver.job'
 import { recordChanges, type ChangeInput } from '../changes/record'
-import { deliveryCreated, paymentChanges } from '../changes/sources'
+import { deliveryCreated, paymentChanges, type PaymentFacts } from '../changes/sources'
 
 export type PaymentEventType = 'payment.settled' | 'payment.failed'
 
-export interface PaymentOutcome {
-  type: PaymentEventType
-  challengeId: string
-  network: string
-  amount: string
-  asset: string
-  payeeOrg: string
-  payerOrg: string | null
-  payer: string | null
-  payTo: string
-  settleTx?: string
-  failure?: { reason: string; category: string; reasons: string[] }
-}
+/** A payment's outcome: the feed's payment facts narrowed to the two events a webhook carries. */
+export type PaymentOutcome = PaymentFacts & { type: PaymentEventType }
 
 function paymentEvent(eventId: string, o: PaymentOutcome, direction: 'received' | 'sent') {
   return {
