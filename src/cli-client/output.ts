@@ -76,12 +76,15 @@ export function printError(error: unknown, json: boolean) {
 let piped: AsyncIterator<string> | null = null
 
 /**
- * One line typed at the terminal, read in raw mode: echoed to stderr unless it is a secret,
+ * The question, then one line typed at the terminal, read in raw mode: echoed to stderr unless it is a secret,
  * backspace honoured, Ctrl-C exits, Ctrl-D ends. The listener is removed after the line, so the
  * next question reads the next one.
  */
-function typedLine(echo: boolean): Promise<string> {
+function typedLine(question: string, echo: boolean): Promise<string> {
   const stdin = process.stdin
+  // raw before the question shows: what is typed (or pasted) as soon as it shows is never echoed by the terminal
+  stdin.setRawMode(true)
+  process.stderr.write(`${question} `)
   return new Promise(resolve => {
     let text = ''
     const done = () => {
@@ -107,7 +110,6 @@ function typedLine(echo: boolean): Promise<string> {
         }
       }
     }
-    stdin.setRawMode(true)
     stdin.resume()
     stdin.on('data', onData)
   })
@@ -118,8 +120,8 @@ function typedLine(echo: boolean): Promise<string> {
  * reads one line of stdin; a secret is not echoed on a terminal. '' when stdin has ended.
  */
 export async function ask(question: string, opts: { secret?: boolean } = {}): Promise<string> {
+  if (process.stdin.isTTY) return typedLine(question, !opts.secret)
   process.stderr.write(`${question} `)
-  if (process.stdin.isTTY) return typedLine(!opts.secret)
   piped ??= createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]()
   const next = await piped.next()
   // nothing echoed the answer's line end: end the question's line
