@@ -31,6 +31,12 @@ export interface EnqueueOptions {
   maxAttempts?: number
   /** while a pending job with this key exists, enqueueing another is a no-op */
   dedupeKey?: string
+  /**
+   * Inserted already claimed by this lease holder, its first attempt counted (a request that runs
+   * the job itself once it has committed: `runClaimed`). No worker is woken for it; should the
+   * holder die, its lease runs out and a worker runs the job.
+   */
+  claimedBy?: string
 }
 
 /** Inserts the job in the caller's transaction; returns its id (null when a pending job has the same dedupe key). */
@@ -55,14 +61,16 @@ export async function enqueueWith(sql: Tx, write: postgres.Fragment, kind: strin
  * of a transaction into one, so several jobs of a kind enqueued together send one.
  */
 function jobStatement(sql: Tx, kind: string, payload: unknown, opts: EnqueueOptions, write?: postgres.Fragment) {
+  const claimed = opts.claimedBy ?? null
   return sql<{ id: string | null }[]>`
     with ${write ? sql`write as (${write}),` : sql``}
     job as (
-      insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key)
-      values (${randomUUIDv7()}, ${kind}, ${sql.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null})
+      insert into jobs (id, kind, payload, run_at, max_attempts, dedupe_key, locked_by, locked_at, attempts)
+      values (${randomUUIDv7()}, ${kind}, ${sql.json(payload as never)}, ${opts.runAt ?? new Date()}, ${opts.maxAttempts ?? 10}, ${opts.dedupeKey ?? null},
+              ${claimed}, ${claimed === null ? null : sql`now()`}, ${claimed === null ? 0 : 1})
       on conflict (dedupe_key) do nothing
       returning id)
-    select (select id from job) as id, pg_notify(${JOBS_CHANNEL}, ${kind})`
+    select (select id from job) as id${claimed === null ? sql`, pg_notify(${JOBS_CHANNEL}, ${kind})` : sql``}`
 }
 
 /**

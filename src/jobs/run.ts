@@ -26,14 +26,15 @@ const completions = perProcess(
 /**
  * Runs one claimed job (or awaits `attempt`, when the caller started it: a kind's `handleMany`,
  * a request that holds what the handler would read): completes it, or records the failed attempt
- * for a retry; logs one line. Never throws.
+ * for a retry; logs one line. Never throws. An `attempt` that resolves to true has deleted the
+ * job itself, in the transaction that wrote its outcome.
  */
-export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?: Promise<void>): Promise<void> {
+export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?: Promise<boolean | void>): Promise<void> {
   const started = performance.now()
   const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
   try {
-    await (attempt ?? kind.handle(ctx, job.payload, job))
-    await completions(ctx).submit(job.id)
+    const deleted = await (attempt ?? kind.handle(ctx, job.payload, job))
+    if (deleted !== true) await completions(ctx).submit(job.id)
     log.info('job', { ...fields(), outcome: 'done' })
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
@@ -56,13 +57,28 @@ const inlineHolder = perProcess(() => ({ id: `inline_${randomUUIDv7()}`, running
  * die meanwhile, the lease runs out and a worker runs the job again.
  */
 export async function runNow<T = void>(ctx: AppContext, kind: JobKind, jobId: string, attempt?: (job: Job) => Promise<T>): Promise<T | undefined> {
-  const holder = inlineHolder(ctx)
-  const job = await claimById(ctx.sql, holder.id, jobId)
+  const job = await claimById(ctx.sql, inlineHolder(ctx).id, jobId)
   if (!job) return undefined
+  return runClaimed(ctx, kind, job, attempt)
+}
+
+/**
+ * The lease holder of the jobs this process runs inline: a request may insert its job already
+ * claimed by it (`enqueue`'s claimedBy) and run it with `runClaimed` once committed, which saves
+ * the claim's statement and commit.
+ */
+export const inlineHolderId = (ctx: AppContext): string => inlineHolder(ctx).id
+
+/**
+ * Runs a job this process's inline holder has claimed (runNow's second half), as runNow does.
+ * `deletedBy`: whether the attempt, given what it returned, deleted the job with its outcome.
+ */
+export async function runClaimed<T = void>(ctx: AppContext, kind: JobKind, job: Job, attempt?: (job: Job) => Promise<T>, deletedBy?: (result: T) => boolean): Promise<T | undefined> {
+  const holder = inlineHolder(ctx)
   if (holder.running++ === 0) holder.leases = keepLeases(ctx.sql, holder.id, ctx.config.JOB_LEASE_SECONDS)
   let result: T | undefined
   try {
-    const attempted = attempt && Promise.resolve(job).then(attempt).then(r => void (result = r))
+    const attempted = attempt && Promise.resolve(job).then(attempt).then(r => ((result = r), deletedBy?.(r) ?? false))
     await runJob(ctx, kind, job, attempted)
   } finally {
     if (--holder.running === 0) holder.leases?.stop()

@@ -7,7 +7,8 @@
  */
 import { mailEvents } from '../mail/events'
 import { randomUUIDv7 } from 'bun'
-import type { AppContext } from '../context'
+import { perProcess, type AppContext } from '../context'
+import { GroupCommit } from '../db/group-commit'
 import type { Tx } from '../db/client'
 import type { JobKind } from '../jobs/kind'
 import { enqueue } from '../jobs/queue'
@@ -162,18 +163,6 @@ export function sentChange(send: Pick<SendRow, 'id' | 'org_id' | 'request'>, ema
   }
 }
 
-/** The feed's record of a send's new state, in the transaction that sets it. */
-async function recordSendState(tx: Tx, row: SendRow | undefined) {
-  if (!row) return
-  await recordChanges(tx, [{
-    orgId: row.org_id,
-    type: 'send.status_changed',
-    resource: { type: 'send', id: row.id },
-    addresses: [row.from_address],
-    data: { status: row.status, email_id: row.last_email_id, error_code: row.error_code },
-  }])
-}
-
 /** The message built before a crash, as stored. */
 async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
   const [row] = await ctx.sql<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`
@@ -197,10 +186,10 @@ function nextTick(send: SendRow): Date {
 /**
  * Executes the send once. `current` is its row when the caller has just written it (the request
  * that created it and claimed its job), with `built`, the message it stored with it, if any;
- * otherwise the row is read here. Returns the send as this execution left it, or null when there
- * was nothing to do.
+ * otherwise the row is read here. `jobId`: the job of this execution, deleted with its outcome.
+ * Returns the send as this execution left it, or null when there was nothing to do.
  */
-export async function executeSend(ctx: AppContext, sendId: string, current?: SendRow, built?: Built): Promise<SendRow | null> {
+export async function executeSend(ctx: AppContext, sendId: string, current?: SendRow, built?: Built, jobId?: string): Promise<SendRow | null> {
   const send = current ?? (await ctx.sql<SendRow[]>`select * from sends where id = ${sendId}`)[0]
   if (!send || send.status === 'canceled' || send.status === 'failed') return null
   const isTick = send.ticks > 0 && !builtNotRelayed(send)
@@ -214,18 +203,10 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   const next = repeating ? nextTick(now) : null
   try {
     const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, out.text)
-    const record = (sql: Tx) => sql<SendRow[]>`
-      update sends set status = ${immediate ? 'queued' : 'executed'}, accepted = ${result.accepted}, rejected = ${result.rejected},
-             relay_response = ${result.response}, error_code = null, error_message = null, updated_at = now(),
-             repeat_next_at = ${next}
-       where id = ${send.id}
-      returning *`
     // the next tick is enqueued with the outcome
-    const [final] = await ctx.sql.begin(async tx => {
-      const rows = await record(tx)
-      if (next) await enqueue(tx, EXECUTE_KIND, { send_id: send.id }, { runAt: next })
-      await recordSendState(tx, rows[0])
-      return rows
+    const final = await outcomes(ctx).submit({
+      send: now, ok: true, status: immediate ? 'queued' : 'executed', accepted: result.accepted, rejected: result.rejected,
+      relay_response: result.response, error_code: null, error_message: null, repeat_next_at: next, jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
     log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
@@ -233,18 +214,79 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   } catch (error) {
     if (!(error instanceof RelayError)) throw error
     // The relay's verdict is final for this execution; the client decides whether to retry.
-    const [final] = await ctx.sql.begin(async tx => {
-      const rows = await tx<SendRow[]>`
-        update sends set status = 'failed', error_code = ${error.code}, error_message = ${error.message},
-               relay_response = ${error.maybeSent ? 'unknown: the message may have been accepted' : null}, updated_at = now()
-         where id = ${send.id}
-        returning *`
-      await recordSendState(tx, rows[0])
-      return rows
+    const final = await outcomes(ctx).submit({
+      send: now, ok: false, status: 'failed', accepted: null, rejected: null,
+      relay_response: error.maybeSent ? 'unknown: the message may have been accepted' : null, error_code: error.code, error_message: error.message,
+      repeat_next_at: null, jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
     return final ?? null
+  }
+}
+
+/** What an execution's relay answer sets on its send (`ok` false: it failed, and accepted, rejected and the next tick stay as they were). */
+interface Outcome {
+  send: SendRow
+  ok: boolean
+  status: 'queued' | 'executed' | 'failed'
+  accepted: string[] | null
+  rejected: string[] | null
+  relay_response: string | null
+  error_code: string | null
+  error_message: string | null
+  /** the next tick of a repeat, enqueued with the outcome */
+  repeat_next_at: Date | null
+  /** the job of this execution, deleted with its outcome (the caller then does not delete it) */
+  jobId?: string
+}
+
+/**
+ * The outcomes of the executions that finish while one is being written go together in the next
+ * transaction (group commit): with many sends in flight, one commit for several instead of one
+ * each. Each outcome commits with its send's state change in the feed, its next tick and the
+ * deletion of its job, or not at all. Returns each send as updated (undefined if it is gone).
+ */
+const outcomes = perProcess(
+  ({ sql }) =>
+    new GroupCommit<Outcome, SendRow | undefined>(items =>
+      sql.begin(async tx => {
+        const values = items.map(o => ({
+          id: o.send.id, ok: o.ok, status: o.status, accepted: o.accepted, rejected: o.rejected, relay_response: o.relay_response,
+          error_code: o.error_code, error_message: o.error_message, repeat_next_at: o.repeat_next_at,
+        }))
+        const jobIds = items.flatMap(o => (o.jobId ? [o.jobId] : []))
+        const [rows] = await Promise.all([
+          tx<SendRow[]>`
+            update sends s set status = v.status,
+                   accepted = case when v.ok then v.accepted else s.accepted end,
+                   rejected = case when v.ok then v.rejected else s.rejected end,
+                   relay_response = v.relay_response, error_code = v.error_code, error_message = v.error_message,
+                   repeat_next_at = case when v.ok then v.repeat_next_at else s.repeat_next_at end,
+                   updated_at = now()
+              from jsonb_to_recordset(${tx.json(values as never)}::jsonb)
+                as v(id uuid, ok boolean, status text, accepted text[], rejected text[], relay_response text, error_code text, error_message text, repeat_next_at timestamptz)
+             where s.id = v.id
+            returning s.*`,
+          ...items.filter(o => o.ok && o.repeat_next_at).map(o => enqueue(tx, EXECUTE_KIND, { send_id: o.send.id }, { runAt: o.repeat_next_at! })),
+          jobIds.length ? tx`delete from jobs where id = any(${jobIds}::uuid[])` : undefined,
+        ])
+        const byId = new Map(rows.map(r => [r.id, r]))
+        const updated = items.map(o => byId.get(o.send.id))
+        await recordChanges(tx, updated.filter((r): r is SendRow => r !== undefined).map(sendStateChange))
+        return updated
+      }),
+    ),
+)
+
+/** The feed's record of a send's new state, in the transaction that sets it. */
+function sendStateChange(row: SendRow): ChangeInput {
+  return {
+    orgId: row.org_id,
+    type: 'send.status_changed',
+    resource: { type: 'send', id: row.id },
+    addresses: [row.from_address],
+    data: { status: row.status, email_id: row.last_email_id, error_code: row.error_code },
   }
 }
 

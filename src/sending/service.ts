@@ -15,7 +15,8 @@ import { canonicalJson, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { listPage, type PageRequest } from '../http/pagination'
 import { enqueueWith } from '../jobs/queue'
-import { runNow } from '../jobs/run'
+import { inlineHolderId, runClaimed } from '../jobs/run'
+import type { Job } from '../jobs/queue'
 import { recordChanges } from '../changes/record'
 import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
@@ -30,6 +31,7 @@ import { requireSender } from './senders'
 
 /** How long an immediate send's job waits before a worker takes it over from a request that died. */
 const INLINE_GRACE_MS = 60_000
+const SEND_MAX_ATTEMPTS = 5
 const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 
 const asList = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])
@@ -220,9 +222,11 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     // together: one round trip.
     const emailId = composed ? randomUUIDv7() : null
     const stored = composed && storeComposed(tx, row, composed, emailId!)
+    // An immediate send's job is inserted claimed by this process, which runs it once committed.
     const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: id }, {
       runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
-      maxAttempts: 5,
+      maxAttempts: SEND_MAX_ATTEMPTS,
+      claimedBy: future ? undefined : inlineHolderId(ctx),
     })
     // For running an immediate send inline: its job, its row as inserted, the message stored with it.
     const local = Promise.all([stored, job]).then(async ([email, jobId]): Promise<Inline> => {
@@ -237,8 +241,11 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   const { send_id: sendId, inline } = outcome.data
   if (!outcome.replayed) mailEvents(ctx).emitChange(auth.orgId)
   const written = inline ? outcome.local : undefined
-  // The send's job, run here: it starts from what was just written and hands back the final row.
-  let send = written?.jobId ? await runNow(ctx, executeJob, written.jobId, () => executeSend(ctx, sendId, written.row, written.built)) : null
+  // The send's job, claimed when it was inserted, run here: it starts from what was just written,
+  // deletes the job with the outcome and hands back the final row.
+  const jobId = written?.jobId
+  const job: Job | null = jobId ? { id: jobId, kind: EXECUTE_KIND, payload: { send_id: sendId }, attempts: 1, max_attempts: SEND_MAX_ATTEMPTS, created_at: new Date(), locked_by: inlineHolderId(ctx) } : null
+  let send = job ? await runClaimed(ctx, executeJob, job, () => executeSend(ctx, sendId, written!.row, written!.built, job.id), final => final !== null) : null
   send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.

@@ -161,6 +161,8 @@ describe('what is committed when', () => {
       expect(stored).toStartWith('DKIM-Signature: ')
       const [job] = await jobsOf(row!.id)
       expect(job!.run_at.getTime()).toBeGreaterThan(Date.now() + 50_000)
+      // inserted claimed by the request, which runs it: no claim of its own, no worker woken
+      expect(job).toMatchObject({ locked_by: expect.stringMatching(/^inline_/), attempts: 1 })
       expectError(await pending, 504, 'outbound_relay_timeout')
       // The process dying while the relay had the message: the row as it was before the answer.
       await sql`update sends set status = 'sending', relay_response = null, error_code = null, error_message = null where id = ${row!.id}`
