@@ -8,11 +8,39 @@ export function setLogLevel(level: LogLevel) {
   threshold = levels[level]
 }
 
+const replacer = (_k: string, v: unknown) => (v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : typeof v === 'bigint' ? v.toString() : v)
+
+/** Fields that JSON.stringify renders as they are: no Error, bigint or nested value, no key of the line's own. */
+function plain(fields: Record<string, unknown>): boolean {
+  for (const key in fields) {
+    const v = fields[key]
+    if ((v !== null && typeof v === 'object') || typeof v === 'bigint' || key === 'time' || key === 'level' || key === 'msg') return false
+  }
+  return true
+}
+
+// The time of a line, formatted once per millisecond: one request log line each is the common case.
+let stampMs = 0
+let stamp = ''
+function now(): string {
+  const ms = Date.now()
+  if (ms !== stampMs) {
+    stampMs = ms
+    stamp = new Date(ms).toISOString()
+  }
+  return stamp
+}
+
 function write(level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) {
   if (levels[level] < threshold) return
-  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }, (_k, v) =>
-    v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : typeof v === 'bigint' ? v.toString() : v,
-  )
+  let line: string
+  if (!fields || plain(fields)) {
+    // the same line as below, without the replacer and the merged copy (the request log line's path)
+    const rest = fields ? JSON.stringify(fields) : '{}'
+    line = `{"time":"${now()}","level":"${level}","msg":${JSON.stringify(msg)}${rest.length > 2 ? `,${rest.slice(1)}` : '}'}`
+  } else {
+    line = JSON.stringify({ time: now(), level, msg, ...fields }, replacer)
+  }
   process.stdout.write(line + '\n')
 }
 
