@@ -106,7 +106,9 @@ export function createApp(ctx: AppContext) {
     .onAfterHandle({ as: 'global' }, ({ request, response }) => {
       if (response instanceof Page) requestFacts(request).paged = true
     })
-    .mapResponse({ as: 'global' }, ({ request, responseValue, set }) => envelope(responseValue, set, requestFacts(request).paged === true))
+    // The envelope's JSON text: Elysia maps a string from this hook as it maps a handler's (one
+    // Response with the status and headers of `set`), though its types admit only a Response.
+    .mapResponse({ as: 'global' }, ({ request, responseValue, set }) => envelope(responseValue, set, requestFacts(request).paged === true) as Response)
     .onAfterResponse({ as: 'global' }, ({ request, set, path }) => {
       const facts = requestFacts(request)
       log.info('request', {

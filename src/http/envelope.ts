@@ -56,12 +56,15 @@ export const Bare = <T extends TSchema>(schema: T): T => ({ ...schema, [ENVELOPE
 
 type Set = { status?: number | string; headers: Record<string, string | number | string[]> }
 
-/** Renders a handler's return value in the success envelope, with the status and headers it set. */
-export function envelope(value: unknown, set: Set, paged: boolean): Response {
+/**
+ * Renders a handler's return value in the success envelope: the JSON text, with its content type
+ * added to the headers the handler set. Elysia makes the one Response of it with the status and
+ * headers of `set` (returning a Response here made it copy that into a second one).
+ */
+export function envelope(value: unknown, set: Set, paged: boolean): Response | string {
   if (value instanceof Response) return value
   const page = value as Page<unknown>
   const body = paged ? { success: true, data: page.data, meta: page.meta } : { success: true, data: value ?? null }
-  const headers = new Headers(set.headers as Record<string, string>)
-  headers.set('content-type', 'application/json;charset=utf-8')
-  return new Response(JSON.stringify(body), { status: typeof set.status === 'number' ? set.status : 200, headers })
+  set.headers['content-type'] = 'application/json;charset=utf-8'
+  return JSON.stringify(body)
 }
