@@ -49,10 +49,11 @@ export class CredentialCache {
       const oauth = await resolveAccessToken(this.sql, token)
       if (oauth) return oauth
     }
-    const hash = sha256(token)
-    const cacheKey = hash.toString('base64')
+    // the cache is keyed by the token's SHA-256, so a lookup's time says nothing about the token
+    const cacheKey = Bun.SHA256.hash(token, 'base64')
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
+    const hash = sha256(token)
     const [row] = await this.sql<KeyRow[]>`
       select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
         from api_keys k
@@ -74,10 +75,10 @@ export class CredentialCache {
   }
 
   private async resolveConnectionKey(token: string): Promise<Auth | null> {
-    const hash = sha256(token)
-    const cacheKey = hash.toString('base64')
+    const cacheKey = Bun.SHA256.hash(token, 'base64')
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
+    const hash = sha256(token)
     const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
       select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
         from agent_connections c join orgs o on o.id = c.org_id
