@@ -6,9 +6,8 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, createNonceManager, encodeFunctionData, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import { BaseError, ContractFunctionRevertedError, encodeFunctionData, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import { sendRawTransactionSync } from 'viem/actions'
-import { jsonRpc } from 'viem/nonce'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
@@ -61,6 +60,16 @@ export function classifyChainError(error: unknown): SettleResult {
 const RECEIPT_TIMEOUT_MS = 120_000
 /** Receipt polls when the endpoint cannot answer with the receipt itself: at once, then backing off to 250 ms. */
 const POLL_DELAYS_MS = [0, 10, 20, 40, 80, 160, 250]
+/**
+ * The gas limit a settlement is simulated and sent with. USDC's transferWithAuthorization uses
+ * about 80,000 to 100,000 on anvil (a new recipient's balance slot costs the most); a payer whose signature
+ * the token checks with a contract (EIP-1271) may need more, and is estimated instead.
+ */
+export const SETTLE_GAS_LIMIT = 150_000n
+/** Fee data older than this is refreshed in the background, and still used meanwhile... */
+const FEES_REFRESH_MS = 1_000
+/** ...until it is this old: maxFeePerGas is twice the base fee, which covers five full blocks of base fee rises (12.5% each) */
+const FEES_MAX_AGE_MS = 10_000
 
 const rpcCode = (error: unknown, code: number) => error instanceof BaseError && Boolean(error.walk(e => (e as { code?: number }).code === code))
 
@@ -68,21 +77,77 @@ const isUnsupportedMethod = (error: unknown) =>
   error instanceof BaseError &&
   Boolean(error.walk(e => [-32601, -32004].includes((e as { code?: number }).code ?? 0) || /method .*(not found|not supported|does not exist|unsupported)/i.test((e as Error).message ?? '')))
 
+interface Fees {
+  maxFeePerGas: bigint
+  maxPriorityFeePerGas: bigint
+}
+
+/** The network's fees, reused for a second and refreshed in the background (a settlement waits only for the first read, or after FEES_MAX_AGE_MS idle). */
+function feeSource(client: PublicClient) {
+  let known: { fees: Fees; at: number } | null = null
+  let loading: Promise<Fees> | null = null
+  const refresh = () =>
+    (loading ??= (async () => {
+      try {
+        const block = await client.getBlock({ blockTag: 'latest' })
+        const maxPriorityFeePerGas = await client.estimateMaxPriorityFeePerGas({ block } as never)
+        const fees = { maxFeePerGas: (block.baseFeePerGas ?? 0n) * 2n + maxPriorityFeePerGas, maxPriorityFeePerGas }
+        known = { fees, at: Date.now() }
+        return fees
+      } finally {
+        loading = null
+      }
+    })())
+  return async (): Promise<Fees> => {
+    const age = known ? Date.now() - known.at : Infinity
+    if (age > FEES_MAX_AGE_MS) return refresh()
+    if (age > FEES_REFRESH_MS) refresh().catch(() => {})
+    return known!.fees
+  }
+}
+
+/**
+ * Transaction nonces of the settler key. The chain's pending count is read with the checks of
+ * each settlement (another process may have sent with the key), and the nonce handed out is at
+ * least the one after the last handed out here, so concurrent settlements of this process get
+ * distinct nonces before their transactions reach the pool.
+ */
+function nonceSource(client: PublicClient, address: Hex) {
+  let next = 0
+  return {
+    pending: () => client.getTransactionCount({ address, blockTag: 'pending' }),
+    take(pending: number): number {
+      const nonce = Math.max(pending, next)
+      next = nonce + 1
+      return nonce
+    },
+    /** after a failed send (the transaction may not be in the pool): trust the chain's count again */
+    reset() {
+      next = 0
+    },
+  }
+}
+
 /**
  * Sends `transferWithAuthorization` itself, in as few round trips as the checks allow: the
- * token's `authorizationState` (read by the caller), the simulation (`eth_estimateGas` runs the
- * call on the latest state, and a revert carries the token's reason), the fees and the chain id
- * are read together; then the transaction is signed here and sent with
- * `eth_sendRawTransactionSync` (EIP-7966), which answers with the receipt. An endpoint without
- * that method gets `eth_sendRawTransaction` and receipt polls, at once and then backing off.
+ * token's `authorizationState` (read by the caller) and the simulation (`eth_call` of the
+ * transfer from the settler with the gas limit it is sent with, on the latest state) and the
+ * settler's pending transaction count are read together; fees and the chain id are kept here
+ * (see `feeSource`). A simulation that fails is repeated as `eth_estimateGas`, whose revert carries
+ * the token's reason (or whose estimate replaces the gas limit, for a payer that needs more).
+ * Then the transaction is signed here and sent with `eth_sendRawTransactionSync` (EIP-7966),
+ * which answers with the receipt. An endpoint without that method gets `eth_sendRawTransaction`
+ * and receipt polls, at once and then backing off.
  */
 export function rpcFacilitator(config: Config, network: Network, client: PublicClient): Facilitator {
   const key = config.X402_SETTLER_PRIVATE_KEY
   const info = networkInfo(network)
-  // Concurrent settlements from one key need distinct transaction nonces: a nonce manager of this
-  // facilitator hands them out (reset when a send fails). Several processes settling with one key
-  // would still collide: give each its own key, or use an HTTP facilitator.
-  const account = key ? privateKeyToAccount(key as Hex, { nonceManager: createNonceManager({ source: jsonRpc() }) }) : null
+  // Concurrent settlements from one key need distinct transaction nonces (see nonceSource). Several
+  // processes settling with one key at the same moment could still collide: give each its own
+  // key, or use an HTTP facilitator.
+  const account = key ? privateKeyToAccount(key as Hex) : null
+  const nonces = account ? nonceSource(client, account.address) : null
+  const fees = feeSource(client)
   let chainId: Promise<number> | null = null
   let syncSend = true
 
@@ -113,37 +178,35 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
 
   return {
     async settle(req) {
-      if (!account) return fail('settlement_misconfigured', 'no settler key is configured (X402_SETTLER_PRIVATE_KEY)')
+      if (!account || !nonces) return fail('settlement_misconfigured', 'no settler key is configured (X402_SETTLER_PRIVATE_KEY)')
       const a = req.authorization
       const { v, r, s, yParity } = parseSignature(req.signature)
       const args = [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v ?? BigInt(yParity + 27)), r, s] as const
       const call = { address: info.usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args } as const
+      const data = encodeFunctionData(call)
       let nonce: number | null = null
       try {
         chainId ??= client.getChainId().catch(error => {
           chainId = null
           throw error
         })
-        const [used, gas, fees, id] = await Promise.all([req.authorizationUsed, client.estimateContractGas({ ...call, account }), client.estimateFeesPerGas(), chainId])
+        const pending = nonces.pending()
+        pending.catch(() => {})
+        const simulated = client.call({ account: account.address, to: info.usdc, data, gas: SETTLE_GAS_LIMIT }).then(
+          () => SETTLE_GAS_LIMIT,
+          () => client.estimateContractGas({ ...call, account }),
+        )
+        const [used, gas, fee, id, count] = await Promise.all([req.authorizationUsed, simulated, fees(), chainId, pending])
         if (used) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         if (id !== info.chainId) return fail('settlement_misconfigured', `the JSON-RPC endpoint of ${network} serves chain ${id}, not ${info.chainId}`)
-        nonce = await account.nonceManager!.consume({ address: account.address, chainId: id, client })
-        const serialized = await account.signTransaction({
-          type: 'eip1559',
-          chainId: id,
-          nonce,
-          to: info.usdc,
-          data: encodeFunctionData(call),
-          gas,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        })
+        nonce = nonces.take(count)
+        const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
         const receipt = await sendAndWait(serialized)
         if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
         return { ok: true, tx: receipt.transactionHash }
       } catch (error) {
         // the transaction may not be in the pool: the next send reads the nonce from the chain again
-        if (nonce !== null) account.nonceManager!.reset({ address: account.address, chainId: await chainId!.catch(() => info.chainId) })
+        if (nonce !== null) nonces.reset()
         return classifyChainError(error)
       }
     },
