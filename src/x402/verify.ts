@@ -3,10 +3,10 @@
  * payee, amount, network, asset and nonce the signature must cover are the challenge's, never
  * requirements a client echoes back. Every reason that applies is reported, not just the first.
  */
-import { getAddress, isAddress, recoverTypedDataAddress, type Hex } from 'viem'
+import { concat, encodeAbiParameters, getAddress, hashDomain, isAddress, keccak256, recoverAddress, toHex, type Hex } from 'viem'
 import type { ChallengeRow } from './challenges.service'
-import { isNetwork, networkInfo } from './networks'
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Authorization } from './token'
+import { isNetwork, networkInfo, type Network } from './networks'
+import type { Authorization } from './token'
 
 /** The authorization window: at most 24 h wide, at least 60 s left at settlement. */
 export const MAX_WINDOW_SECONDS = 86_400
@@ -46,6 +46,35 @@ export interface VerifyOptions {
 }
 
 export type Verified = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; reasons: VerificationReason[] }
+
+/**
+ * The EIP-712 digest of a TransferWithAuthorization, as viem's `hashTypedData` computes it (a
+ * test checks they agree), in a tenth of its time: the type hash and each token's domain
+ * separator are computed once, leaving two keccaks over 256 bytes per payment.
+ */
+const TYPE_HASH = keccak256(toHex('TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)'))
+const STRUCT = [{ type: 'bytes32' }, { type: 'address' }, { type: 'address' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }] as const
+const DOMAIN_TYPES = {
+  EIP712Domain: [
+    { name: 'name', type: 'string' },
+    { name: 'version', type: 'string' },
+    { name: 'chainId', type: 'uint256' },
+    { name: 'verifyingContract', type: 'address' },
+  ],
+} as const
+const domainSeparators = new Map<string, Hex>()
+
+export function authorizationDigest(network: Network, token: Hex, a: Authorization): Hex {
+  const info = networkInfo(network)
+  const key = `${network}:${token}`
+  let separator = domainSeparators.get(key)
+  if (!separator) {
+    separator = hashDomain({ domain: { name: info.eip712.name, version: info.eip712.version, chainId: BigInt(info.chainId), verifyingContract: getAddress(token) }, types: DOMAIN_TYPES })
+    domainSeparators.set(key, separator)
+  }
+  const struct = keccak256(encodeAbiParameters(STRUCT, [TYPE_HASH, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce]))
+  return keccak256(concat(['0x1901', separator, struct]))
+}
 
 const UINT = /^(0|[1-9][0-9]{0,77})$/
 const BYTES32 = /^0x[0-9a-fA-F]{64}$/
@@ -90,15 +119,8 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
 
   // The signature is checked over the challenge's own domain: the network's canonical USDC, its real EIP-712 name.
   if (fromOk && toOk) {
-    const info = networkInfo(challenge.network)
     try {
-      const signer = await recoverTypedDataAddress({
-        domain: { name: info.eip712.name, version: info.eip712.version, chainId: info.chainId, verifyingContract: getAddress(challenge.asset) },
-        types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-        primaryType: 'TransferWithAuthorization',
-        message: auth,
-        signature: sig as Hex,
-      })
+      const signer = await recoverAddress({ hash: authorizationDigest(challenge.network, challenge.asset, auth), signature: sig as Hex })
       if (signer !== auth.from) reasons.add('signer_mismatch')
     } catch {
       reasons.add('signature_unrecoverable')
