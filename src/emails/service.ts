@@ -6,6 +6,7 @@ import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
 import { isQueryCanceled } from '../db/errors'
+import { searchQuery, searchVector } from './search-text'
 
 export const SEARCH_BUDGET_MS = 3_000
 
@@ -132,8 +133,8 @@ export async function rawMessage(sql: Sql, orgId: string, id: string): Promise<U
 export async function discardContent(sql: Sql, orgId: string, id: string) {
   return sql.begin(async tx => {
     const [org] = await tx<{ enabled: boolean }[]>`select content_discard_enabled as enabled from orgs where id = ${orgId}`
-    const [email] = await tx<{ size_bytes: number; content_discarded_at: Date | null }[]>`
-      select size_bytes, content_discarded_at from emails where id = ${id} and org_id = ${orgId} for update`
+    const [email] = await tx<{ size_bytes: number; content_discarded_at: Date | null; subject: string | null; from_name: string | null; from_address: string | null }[]>`
+      select size_bytes, content_discarded_at, subject, from_name, from_address from emails where id = ${id} and org_id = ${orgId} for update`
     if (!email) throw errors.notFound('email')
     if (!org?.enabled) {
       throw new ApiError('discard_not_enabled', 'content discard: not enabled for this organization (it is irreversible, so it needs an opt-in)')
@@ -141,7 +142,8 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
     if (!email.content_discarded_at) {
       await tx`delete from email_contents where email_id = ${id}`
       await tx`
-        update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now()
+        update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
+                          search = ${searchVector({ subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
          where id = ${id}`
       await tx`update orgs set storage_used_bytes = greatest(0, storage_used_bytes - ${email.size_bytes}) where id = ${orgId}`
     }
@@ -224,15 +226,18 @@ const SEARCH_WINDOW = 2_000
 export const SEARCH_COUNT_CAP = 100
 
 /**
- * Full-text search over subject, sender and text (the `search` column, sql/0027), newest first,
- * within SEARCH_BUDGET_MS (504 search_timeout past it). `q` is read as web search syntax:
- * words (all must match), "a phrase", `or`, `-word`.
+ * Full-text search over subject, sender and text (the `search` column, sql/0027, written by the
+ * store from search-text.ts), newest first, within SEARCH_BUDGET_MS (504 search_timeout past
+ * it). `q` is read as web search syntax (`searchQuery`): words (all must match), "a phrase",
+ * `or`, `-word`; a search with no words finds nothing.
  */
 export async function searchEmails(sql: Sql, orgId: string, q: string, page: PageRequest, budgetMs = SEARCH_BUDGET_MS) {
+  const literal = searchQuery(q)
+  if (literal === null) return { rows: [] as SummaryRow[], total: 0 }
   try {
     return await sql.begin(async tx => {
       const timeout = tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`.execute()
-      const query = tx`websearch_to_tsquery('simple', ${q})`
+      const query = tx`${literal}::tsquery`
       // The organization as emails_search_idx holds it: no other index serves these statements.
       const matching = tx`org_id::text = ${orgId}::text and search @@ ${query}`
       // The newest SEARCH_WINDOW messages of the mailbox, and those below the cursor.

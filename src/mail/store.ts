@@ -10,6 +10,7 @@ import { EMAILS_CHANNEL, mailSignal } from './events'
 import { threadCtes } from './threads'
 import { contactCountsCte } from '../contacts/counters'
 import { agentActivityCte } from '../networks/activity'
+import { searchVector } from '../emails/search-text'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
@@ -120,13 +121,14 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
       insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
                           from_address, from_name, to_addresses, cc_addresses, reply_to, subject, sent_at,
                           text_body, html_body, headers, attachments, mail_from, rcpt_to, remote_ip, helo, tls,
-                          auth, size_bytes, received_at)
+                          auth, size_bytes, received_at, search)
       values (${id}, ${s.orgId}, (select id from thread), ${s.direction}, ${s.eventType}, ${mail.messageId}, ${mail.inReplyTo}, ${mail.references},
               ${mail.from?.address ?? null}, ${mail.from?.name ?? null}, ${tx.json(mail.to as never)}, ${tx.json(mail.cc as never)},
               ${tx.json(mail.replyTo as never)}, ${mail.subject}, ${mail.date}, ${mail.text}, ${mail.html},
               ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
               ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
-              ${s.raw.byteLength}, ${at})
+              ${s.raw.byteLength}, ${at},
+              ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text })}::tsvector)
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (

@@ -82,7 +82,7 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
       new_emails as (
         insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
                             from_address, from_name, to_addresses, subject, sent_at, text_body, headers,
-                            mail_from, rcpt_to, remote_ip, helo, auth, size_bytes, received_at)
+                            mail_from, rcpt_to, remote_ip, helo, auth, size_bytes, received_at, search)
         select id, ${o.orgId}, thread_id, 'inbound', 'email.received', message_id, in_reply_to, refs,
                sender, 'Sender ' || split_part(sender, '@', 1), jsonb_build_array(jsonb_build_object('address', ${o.address}::text, 'name', '')),
                subject, at, body || E'\n',
@@ -94,7 +94,11 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
                sender, array[${o.address}::text], '127.0.0.1', 'mx.' || split_part(sender, '@', 2),
                jsonb_build_object('spf', jsonb_build_object('result', 'pass', 'domain', split_part(sender, '@', 2)), 'dkim', '[]'::jsonb,
                                   'dmarc', jsonb_build_object('result', 'none', 'policy', null, 'domain', split_part(sender, '@', 2)), 'arc', jsonb_build_object('result', 'none')),
-               octet_length(raw), at
+               octet_length(raw), at,
+               -- the store writes the vector of src/emails/search-text.ts; for these plain words
+               -- PostgreSQL's parser finds the same ones (the sender whole, and by its words)
+               to_tsvector('simple', subject || ' Sender ' || split_part(sender, '@', 1) || ' ' || sender || ' ' ||
+                                     translate(sender, '@.', '  ') || ' ' || body)
           from r),
       new_contents as (insert into email_contents (email_id, raw) select id, raw from r)
       update orgs set storage_used_bytes = storage_used_bytes + (select sum(octet_length(raw)) from r), emails_count = emails_count + ${to - from}
