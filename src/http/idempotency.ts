@@ -43,6 +43,10 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
   return key
 }
 
+/** The answer to a request whose key another request holds (its action is running). */
+export const idempotencyBusy = () =>
+  errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
+
 /** An action's outcome, and what it hands back to its caller alone. */
 export interface PendingOutcome<T, L = undefined> extends Outcome<T> {
   /**
@@ -80,9 +84,7 @@ export async function idempotent<T, L = undefined>(
       select request_hash, response_status, response_sealed from idempotency_keys
        where scope = ${req.scope} and key = ${key} and expires_at > now()`.execute()
     const [[locked], [stored]] = await Promise.all([lock, lookup])
-    if (!locked!.locked) {
-      throw errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
-    }
+    if (!locked!.locked) throw idempotencyBusy()
     if (stored) {
       if (stored.request_hash !== requestHash) {
         throw errors.conflict('Idempotency-Key: already used with a different request payload', { reason: 'idempotency_key_reused' })

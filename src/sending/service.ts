@@ -5,24 +5,26 @@
  * the safety net should this process die before the relay answered.
  */
 import { randomUUIDv7 } from 'bun'
-import type { AppContext } from '../context'
+import { perProcess, type AppContext } from '../context'
+import { GroupCommit } from '../db/group-commit'
 import type { Tx } from '../db/client'
 import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
 import { sha256 } from '../crypto'
 import { ApiError, errors, type PlainCode } from '../http/errors'
-import { canonicalJson, idempotent } from '../http/idempotency'
+import { canonicalJson, IDEMPOTENCY_TTL_HOURS, idempotencyBusy, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { listPage, type PageRequest } from '../http/pagination'
 import { enqueueWith } from '../jobs/queue'
 import { inlineHolderId, runClaimed } from '../jobs/run'
 import type { Job } from '../jobs/queue'
-import { recordChanges } from '../changes/record'
+import { recordChanges, type ChangeInput } from '../changes/record'
 import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
 import type { Rendered } from '../templates/render'
 import { mailEvents } from '../mail/events'
-import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type NormalizedRequest, type SendRow } from './execute'
+import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type Composed, type NormalizedRequest, type SendRow } from './execute'
+import type { SigningKey } from '../mail/outbound/dkim'
 import type { SendMailRequest } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
@@ -93,6 +95,8 @@ export const getSend = async (ctx: AppContext, orgId: string, id: string) => pre
  * send counts and own limits; and the display name of the inbox `from` is, if it is one.
  */
 interface SendFacts {
+  /** a live record of the request's Idempotency-Key exists (the request is answered from it) */
+  recorded: boolean
   sender: boolean
   display_name: string | null
   hour: number
@@ -101,10 +105,11 @@ interface SendFacts {
   per_day: number | null
 }
 
-async function sendFacts(tx: Tx, orgId: string, from: string): Promise<SendFacts> {
+async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: string; key: string }): Promise<SendFacts> {
   const address = from.toLowerCase()
   const [facts] = await tx<SendFacts[]>`
-    select exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
+    select exists (select 1 from idempotency_keys where scope = ${idem.scope} and key = ${idem.key} and expires_at > now()) as recorded,
+           exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
              or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
            (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
            c.hour, c.day, o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
@@ -186,6 +191,109 @@ function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as PlainCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
 }
 
+/** A send checked and built, ready to be written. */
+interface Prepared {
+  scope: string
+  key: string
+  payloadHash: Buffer
+  row: SendRow
+  future: boolean
+  scheduledAt: Date | null
+  composed?: Composed
+  data: { send_id: string; inline: boolean }
+}
+
+/**
+ * The checks of a send (reply context, sender, gates, limits) and its first message, built and
+ * signed; reads only. `request` gets the reply context and the inbox's display name.
+ */
+async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, scheduledAt: Date | null, signingKey: SigningKey | null | undefined, facts: SendFacts, scope: string, key: string, payloadHash: Buffer): Promise<Prepared> {
+  let threadId: string | null = null
+  if (request.in_reply_to_email_id) {
+    const reply = await replyContext(sql, auth.orgId, request.in_reply_to_email_id, auth.boundAddress)
+    threadId = reply.threadId
+    request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
+    if (!request.to.length) request.to = [reply.to]
+  }
+  await authorize(sql, auth, request, facts)
+  // Mail sent as an inbox shows the inbox's name, unless the request names the sender itself.
+  if (request.from_name === undefined && facts.display_name) request.from_name = facts.display_name
+  const id = randomUUIDv7()
+  const future = scheduledAt !== null && scheduledAt.getTime() > Date.now()
+  const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
+  // An immediate send's first message is built and stored with the send, as its job would
+  // (the job then only relays it, as after a crash between building and relaying). Should
+  // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
+  const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
+  if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
+  return { scope, key, payloadHash, row, future, scheduledAt, composed, data: { send_id: id, inline: !future } }
+}
+
+/**
+ * Writes a prepared send in the caller's transaction: its stored email, the send with its job
+ * (one statement; an immediate send's job claimed by this process, which runs it once committed).
+ * The statements go out at once, so those of several sends share round trips. Returns what the
+ * inline run needs and the changes to record, last, in the same transaction.
+ */
+function writeSend(tx: Tx, ctx: AppContext, p: Prepared): Promise<{ inline: Inline; changes: ChangeInput[] }> {
+  const { row, composed, future } = p
+  const emailId = composed ? randomUUIDv7() : null
+  const stored = composed && storeComposed(tx, row, composed, emailId!)
+  const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: row.id }, {
+    runAt: future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),
+    maxAttempts: SEND_MAX_ATTEMPTS,
+    claimedBy: future ? undefined : inlineHolderId(ctx),
+  })
+  return Promise.all([stored, job]).then(([email, jobId]) => {
+    if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+    const changes = [sendChange('send.created', row), ...(email && composed ? [sentChange(row, email, composed.mail.subject)] : [])]
+    const built = email && composed ? { emailId: email.id, raw: composed.raw, text: composed.text } : undefined
+    return { inline: { jobId, row, built }, changes }
+  })
+}
+
+/**
+ * The sends that are ready while a batch is being written go together in the next transaction
+ * (group commit): each under its Idempotency-Key as `idempotent` would (the key locked, its
+ * record checked once the lock is held, then written with the send), one record of their changes
+ * and one commit for all. A key another request holds, or repeated within the batch, answers
+ * 'busy'; a key recorded meanwhile, 'recorded' (answered by `idempotent`).
+ */
+const sendWrites = perProcess(
+  (ctx: AppContext) =>
+    new GroupCommit<Prepared, Inline | 'busy' | 'recorded'>(items =>
+      ctx.sql.begin(async tx => {
+        const names = items.map(p => `${p.scope}\n${p.key}`)
+        // Two statements in one round trip, run in order: the lookups see what a holder of a key committed before its lock was taken.
+        const locks = tx<{ locked: boolean }[]>`
+          select pg_try_advisory_xact_lock(hashtextextended(k, 0)) as locked from unnest(${names}::text[]) with ordinality as u(k, n) order by n`.execute()
+        const lookup = tx<{ scope: string; key: string }[]>`
+          select scope, key from idempotency_keys
+           where (scope, key) in (select * from unnest(${items.map(p => p.scope)}::text[], ${items.map(p => p.key)}::text[])) and expires_at > now()`.execute()
+        const [locked, found] = await Promise.all([locks, lookup])
+        const recorded = new Set(found.map(r => `${r.scope}\n${r.key}`))
+        const verdicts = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
+        const writing = items.filter((_, i) => verdicts[i] === 'write')
+        const written = Promise.all(writing.map(p => writeSend(tx, ctx, p)))
+        const record = writing.length
+          ? tx`
+              insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
+              select scope, key, hash, 200, decode(sealed, 'hex'), now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+                from unnest(${writing.map(p => p.scope)}::text[], ${writing.map(p => p.key)}::text[], ${writing.map(p => p.payloadHash.toString('hex'))}::text[],
+                            ${writing.map(p => ctx.keys.encrypt(JSON.stringify(p.data)).toString('hex'))}::text[]) as k(scope, key, hash, sealed)
+              on conflict (scope, key) do update set
+                request_hash = excluded.request_hash, response_status = excluded.response_status,
+                response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
+          : undefined
+        const [results] = await Promise.all([written, record])
+        // last in the transaction, as recordChanges must be
+        await recordChanges(tx, results.flatMap(w => w.changes))
+        let n = 0
+        return verdicts.map(v => (v === 'write' ? results[n++]!.inline : v))
+      }),
+    ),
+)
+
 export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined) {
   normalize(body) // the request's own checks before a template is read
   const request = normalize(body, body.template ? await renderStored(ctx.sql, auth.orgId, body.template) : null)
@@ -198,46 +306,23 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   // pool, which transactions waiting the same way could all be holding. (No key: the sender is
   // refused below, or its domain was verified a moment ago; either way the job builds.)
   const signingKey = scheduledAt && scheduledAt.getTime() > Date.now() ? undefined : await sendingKeyFor(ctx, { org_id: auth.orgId, request }).catch(() => undefined)
-  const outcome = await idempotent(ctx.sql, ctx.keys, { scope, key, payload: request, payloadHash }, async tx => {
-    let threadId: string | null = null
-    if (request.in_reply_to_email_id) {
-      const reply = await replyContext(tx, auth.orgId, request.in_reply_to_email_id, auth.boundAddress)
-      threadId = reply.threadId
-      request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
-      if (!request.to.length) request.to = [reply.to]
-    }
-    const facts = await sendFacts(tx, auth.orgId, request.from)
-    await authorize(tx, auth, request, facts)
-    // Mail sent as an inbox shows the inbox's name, unless the request names the sender itself.
-    if (request.from_name === undefined && facts.display_name) request.from_name = facts.display_name
-    const id = randomUUIDv7()
-    const future = scheduledAt && scheduledAt.getTime() > Date.now()
-    const row = draft(id, auth.orgId, future ? 'scheduled' : 'sending', request, scheduledAt, threadId)
-    // An immediate send's first message is built and stored with the send, as its job would
-    // (the job then only relays it, as after a crash between building and relaying). Should
-    // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
-    const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
-    if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
-    // The stored email, the send with its job (one statement) and the key's record go out
-    // together: one round trip.
-    const emailId = composed ? randomUUIDv7() : null
-    const stored = composed && storeComposed(tx, row, composed, emailId!)
-    // An immediate send's job is inserted claimed by this process, which runs it once committed.
-    const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: id }, {
-      runAt: future ? scheduledAt : new Date(Date.now() + INLINE_GRACE_MS),
-      maxAttempts: SEND_MAX_ATTEMPTS,
-      claimedBy: future ? undefined : inlineHolderId(ctx),
-    })
-    // For running an immediate send inline: its job, its row as inserted, the message stored with it.
-    const local = Promise.all([stored, job]).then(async ([email, jobId]): Promise<Inline> => {
-      if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
-      // last in the transaction, as recordChanges must be
-      await recordChanges(tx, [sendChange('send.created', row), ...(email && composed ? [sentChange(row, email, composed.mail.subject)] : [])])
-      if (!email || !composed) return { jobId, row }
-      return { jobId, row, built: { emailId: email.id, raw: composed.raw, text: composed.text } }
-    })
-    return { status: 200, data: { send_id: id, inline: !future }, local }
-  })
+  const idem = { scope, key, payload: request, payloadHash }
+  // Most sends are new: the key's record, the sender and the limits are read in one statement
+  // and the send is checked and built outside any transaction, then written with the sends in
+  // flight (group commit). A key already recorded, or recorded meanwhile, takes the transaction
+  // of `idempotent`, which answers from the record.
+  const facts = await sendFacts(ctx.sql, auth.orgId, request.from, idem)
+  let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, scope, key, payloadHash)
+  const batched = prepared && (await sendWrites(ctx).submit(prepared))
+  if (batched === 'busy') throw idempotencyBusy()
+  const outcome = batched && batched !== 'recorded'
+    ? { data: prepared!.data, replayed: false, local: batched }
+    : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
+        prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
+        const p = prepared
+        const local = writeSend(tx, ctx, p).then(async w => (await recordChanges(tx, w.changes), w.inline))
+        return { status: 200, data: p.data, local }
+      })
   const { send_id: sendId, inline } = outcome.data
   if (!outcome.replayed) mailEvents(ctx).emitChange(auth.orgId)
   const written = inline ? outcome.local : undefined

@@ -85,6 +85,31 @@ describe('POST /v1/send-mail through an SMTP relay', () => {
     expect(relay.messages.length - before).toBe(1)
   })
 
+  test('sends in flight together are written together, each once: one key sent at once is one send, the others busy or replays', async () => {
+    const sql = await testSql()
+    const key = `together-${unique()}`
+    const subjects = Array.from({ length: 6 }, () => `together ${unique()}`)
+    const before = relay.messages.length
+    const [keyed, distinct] = await Promise.all([
+      Promise.all(Array.from({ length: 4 }, () => send({ from, to: 'gus@example.com', subject: 'one key', body_text: 'x' }, { key }))),
+      Promise.all(subjects.map(subject => send({ from, to: 'gus@example.com', subject, body_text: 'x' }))),
+    ])
+    expect(distinct.map(r => r.body.data?.status)).toEqual(subjects.map(() => 'queued'))
+    const sent = keyed.filter(r => r.status === 200)
+    expect(sent.filter(r => !r.body.data.idempotent_replay).length).toBe(1)
+    expect(new Set(sent.map(r => r.body.data.id)).size).toBe(1)
+    for (const r of keyed.filter(r => r.status !== 200)) {
+      expectError(r, 409, 'conflict')
+      expect(r.body.error.details.reason).toBe('idempotency_request_in_progress')
+    }
+    const [rows] = await sql<{ sends: number; emails: number; jobs: number }[]>`
+      select (select count(*)::int from sends where org_id = ${org.orgId} and (request->>'subject' = any(${subjects}) or request->>'subject' = 'one key')) as sends,
+             (select count(*)::int from emails where org_id = ${org.orgId} and (subject = any(${subjects}) or subject = 'one key')) as emails,
+             (select count(*)::int from jobs where kind = 'send.execute' and payload->>'send_id' = any(${[...distinct, ...sent].map(r => r.body.data.id)})) as jobs`
+    expect(rows).toEqual({ sends: 7, emails: 7, jobs: 0 })
+    expect(relay.messages.length - before).toBe(7)
+  })
+
   test('a relay that is down: 502 outbound_unreachable, nothing sent, and a retry with the same key sends', async () => {
     const down = await startTestRelay()
     const port = down.port
