@@ -188,7 +188,7 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   const bound = cores * signRate!.dkim_per_s
   console.log(
     `\nsigning on one core of this Bun: ${signRate!.rsa_per_s} RSA-2048 signatures/s (node:crypto, key parsed once), ` +
-      `${signRate!.dkim_per_s} whole DKIM signing steps/s (mailauth's dkimSign: PEM parse, canonicalization, hashes, signature). ` +
+      `${signRate!.dkim_per_s} whole DKIM signing steps/s (src/mail/outbound/dkim.ts: canonicalization, hashes, signature with the key parsed once). ` +
       `With every send signed and nothing else using a core, signing alone caps sends at ${cores} x ${signRate!.dkim_per_s} = ${bound}/s ` +
       `(${cores} x ${signRate!.rsa_per_s} = ${cores * signRate!.rsa_per_s}/s for the bare signatures); 0.8 of the baseline is ${Math.round(signingRate * 0.8)}/s`,
   )

@@ -5,8 +5,8 @@
  * Two rates on one core (this process is single-threaded), each over 1 s after 1 s of warm-up:
  * - rsa_per_s: bare RSA-2048 signatures with node:crypto and an already parsed key, over a
  *   canonicalized header block's worth of bytes (the floor of any RSA-2048 DKIM signer);
- * - dkim_per_s: our whole signing step (src/mail/outbound/dkim.ts: mailauth's dkimSign, which
- *   parses the PEM key, canonicalizes and hashes the message, and signs) on the message.
+ * - dkim_per_s: our whole signing step (src/mail/outbound/dkim.ts: mailauth's canonicalization
+ *   and hashes of the message, then the signature with the key parsed once) on the message.
  * Prints one JSON object: {rsa_per_s, dkim_per_s}.
  */
 import { createPrivateKey, sign } from 'node:crypto'

@@ -1,9 +1,9 @@
 /** Signing keys (managed domain, verified domains), the signature itself, and the records we answer locally. */
 import { describe, expect, test } from 'bun:test'
 import { memoryResolver } from '../../../src/dns/resolver'
-import { markDomainVerified, claimDomain } from '../../../src/domains/service'
+import { markDomainVerified, claimDomain, generateDkimKey } from '../../../src/domains/service'
 import { buildMime } from '../../../src/mail/outbound/build'
-import { dkimSign, forgetSigningKeys, signingKeyFor } from '../../../src/mail/outbound/dkim'
+import { dkimSign, forgetSigningKeys, SIGNED_HEADERS, signingKeyFor } from '../../../src/mail/outbound/dkim'
 import { localResolver } from '../../../src/mail/outbound/local-resolver'
 import { managedDkimKey, managedDkimRecord } from '../../../src/mail/outbound/managed-key'
 import { RelayError } from '../../../src/mail/outbound/relay'
@@ -136,6 +136,22 @@ describe('the key cache', () => {
 })
 
 describe('dkimSign', () => {
+  test("makes the very bytes mailauth's dkimSign makes (the key parsed once, the same canonicalization and header)", async () => {
+    const { dkimSign: mailauthSign } = await import('mailauth/lib/dkim/sign')
+    const key = { domain: 'agents.test.local', selector: 'am202601', privateKeyPem: (await generateDkimKey()).privateKeyPem }
+    const signTime = new Date('2026-01-02T03:04:05Z')
+    const messages = [
+      buildMime(fullMessage('agent@agents.test.local')),
+      buildMime(fullMessage('agent@agents.test.local', { attachments: [], html: undefined, jsonPart: undefined, text: '  trailing  spaces \t\n\n\n', subject: 'x'.repeat(300) })),
+      'From: a@agents.test.local\r\nTo: b@example.com\r\nSubject: no body\r\n\r\n',
+    ]
+    for (const raw of messages) {
+      const theirs = await mailauthSign(raw, { canonicalization: 'relaxed/relaxed', headerList: SIGNED_HEADERS, signTime, signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }] } as never)
+      expect(await dkimSign(raw, key, signTime)).toBe(theirs.signatures + raw)
+      expect(await dkimSign(raw, key, signTime)).toBe(theirs.signatures + raw)
+    }
+  })
+
   test('refuses a message with bare LF line endings', async () => {
     const { ctx } = await testApp()
     const key = (await signingKeyFor(ctx, (await createOrg()).orgId, ctx.config.MANAGED_DOMAIN))!
