@@ -1,4 +1,4 @@
-/** Transactions that compose: a creation that runs alone, or as one step of a caller's transaction. */
+/** Transactions: ones that compose (a creation that runs alone, or as one step of a caller's transaction), and pipelined ones. */
 import type postgres from 'postgres'
 import type { Sql, Tx } from './client'
 
@@ -11,4 +11,41 @@ import type { Sql, Tx } from './client'
 export function transaction<T>(sql: Tx, fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
   if ('savepoint' in sql) return (sql as postgres.TransactionSql).savepoint(fn) as Promise<T>
   return (sql as Sql).begin(fn) as Promise<T>
+}
+
+/** Sends COMMIT after `statements` (already sent) and resolves with their results; see `pipelinedTransaction`. */
+export type Commit = <S extends readonly unknown[]>(...statements: S) => Promise<{ -readonly [K in keyof S]: Awaited<S[K]> }>
+
+/**
+ * A transaction in two round trips fewer than `sql.begin` on a reserved connection: BEGIN goes
+ * out ahead of the first statements `fn` sends, and `commit(...statements)` sends COMMIT behind
+ * the last ones, so both travel with other work. COMMIT follows every statement `fn` has sent
+ * by then, those sent from microtasks included (an async function's first statement); a
+ * statement that waits for another's answer before it is sent (a read, then a write built from
+ * it) must be awaited before `commit`, or it would run after the COMMIT, outside the
+ * transaction. When a statement fails the transaction is aborted and its COMMIT rolls back; `fn`
+ * returning or throwing without `commit` rolls back. A failed BEGIN fails the connection, and
+ * the statements behind it with it.
+ */
+export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: postgres.ReservedSql, commit: Commit) => Promise<T>): Promise<T> {
+  const tx = await sql.reserve()
+  let open = true
+  const begun = tx.unsafe('begin').execute()
+  begun.catch(() => {})
+  const commit = (async (...statements: unknown[]) => {
+    const all = Promise.all(statements)
+    all.catch(() => {})
+    // statements sent from microtasks are on the connection before the next macrotask
+    await new Promise(resolve => setImmediate(resolve))
+    open = false
+    const [, results, done] = await Promise.all([begun, all, tx`commit`])
+    if (done.command !== 'COMMIT') throw new Error(`transaction: COMMIT answered ${done.command}`)
+    return results
+  }) as Commit
+  try {
+    return await fn(tx, commit)
+  } finally {
+    if (open) await tx`rollback`.catch(() => {})
+    tx.release()
+  }
 }

@@ -9,6 +9,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
+import type { PendingQuery, Row } from 'postgres'
 import { enqueueWith } from '../jobs/queue'
 import { DELIVER_KIND, deliverAttempts } from '../webhooks/deliver.job'
 import { recordChanges, type ChangeInput } from '../changes/record'
@@ -39,17 +40,37 @@ function paymentEvent(eventId: string, o: PaymentOutcome, direction: 'received' 
   }
 }
 
-/** Creates the deliveries (and their jobs) of a payment outcome and its changes in the feed, in the caller's transaction. */
-export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome): Promise<void> {
-  const orgs = o.payerOrg ? [o.payeeOrg, o.payerOrg] : [o.payeeOrg]
-  const endpoints = await tx<{ id: string; url: string; org_id: string }[]>`
-    select id, url, org_id from endpoints
-     where org_id = any(${orgs}::uuid[]) and kind = 'http' and enabled and deactivated_at is null
-       and rules->'event_types' ? ${o.type}`
-  const copies = endpoints.flatMap(endpoint => [
-    ...(endpoint.org_id === o.payeeOrg ? [{ endpoint, direction: 'received' as const }] : []),
-    ...(endpoint.org_id === o.payerOrg ? [{ endpoint, direction: 'sent' as const }] : []),
-  ])
+export interface PaymentEndpoint {
+  id: string
+  url: string
+  org_id: string
+  /** the endpoint's `rules.event_types` */
+  event_types: string[]
+}
+
+const PAYMENT_EVENT_TYPES: PaymentEventType[] = ['payment.settled', 'payment.failed']
+
+/** The active HTTP endpoints, of the organizations listed or selected by a subquery, that take either payment event. */
+export function paymentEndpoints(tx: Tx, orgIds: string[] | PendingQuery<Row[]>) {
+  const orgs = Array.isArray(orgIds) ? tx`select unnest(${orgIds}::uuid[])` : orgIds
+  return tx<PaymentEndpoint[]>`
+    select id, url, org_id, rules->'event_types' as event_types from endpoints
+     where org_id in (${orgs}) and kind = 'http' and enabled and deactivated_at is null
+       and rules->'event_types' ?| ${PAYMENT_EVENT_TYPES}::text[]`
+}
+
+/**
+ * Creates the deliveries (and their jobs) of a payment outcome to `endpoints` (read with
+ * `paymentEndpoints`) and its changes in the feed, in the caller's transaction. Every statement
+ * is sent when this is called, the changes last (see changes/record.ts).
+ */
+export function writePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome, endpoints: PaymentEndpoint[]): Promise<unknown> {
+  const copies = endpoints
+    .filter(endpoint => Array.isArray(endpoint.event_types) && endpoint.event_types.includes(o.type))
+    .flatMap(endpoint => [
+      ...(endpoint.org_id === o.payeeOrg ? [{ endpoint, direction: 'received' as const }] : []),
+      ...(o.payerOrg && endpoint.org_id === o.payerOrg ? [{ endpoint, direction: 'sent' as const }] : []),
+    ])
   const deliveries: ChangeInput[] = []
   const writes = copies.map(({ endpoint, direction }) => {
     const id = randomUUIDv7()
@@ -61,6 +82,11 @@ export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOu
     deliveries.push(deliveryCreated({ id, orgId: endpoint.org_id, endpointId: endpoint.id, eventId, eventType: o.type, emailId: null, status: 'pending' }))
     return enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
   })
-  // pipelined; the changes feed's record of the outcome and its deliveries is sent last, so it runs last (see changes/record.ts)
-  await Promise.all([...writes, recordChanges(tx, [...paymentChanges(o), ...deliveries])])
+  return Promise.all([...writes, recordChanges(tx, [...paymentChanges(o), ...deliveries])])
+}
+
+/** Creates the deliveries (and their jobs) of a payment outcome and its changes in the feed, in the caller's transaction. */
+export async function enqueuePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome): Promise<void> {
+  const endpoints = await paymentEndpoints(tx, o.payerOrg ? [o.payeeOrg, o.payerOrg] : [o.payeeOrg])
+  await writePaymentEvents(tx, ctx, o, endpoints)
 }

@@ -18,6 +18,11 @@ import { declinedError, declineReasons, lockPayer, recordDecline, type DeclineRe
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
 import { PERMANENT, settleNow, settlementError, type SettlementRow } from './settle.service'
 import { verifyPayment, type VerifyOptions } from './verify'
+import { pipelinedTransaction } from '../db/transaction'
+import { isUniqueViolation } from '../db/errors'
+
+/** the unique key of x402_settlements on (chain_id, asset, payer, nonce): one claim per authorization */
+const AUTHORIZATION_KEY = 'x402_settlements_chain_id_asset_payer_nonce_key'
 
 export interface PayRequest {
   challengeId: string
@@ -90,7 +95,8 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
 
   const auth = verified.authorization
   const amount = BigInt(challenge.amount)
-  const claim = await ctx.sql.begin(async tx => {
+  // A pipelined transaction: BEGIN goes with the locks and the reads, COMMIT with the writes.
+  const claim = await pipelinedTransaction(ctx.sql, async (tx, commit) => {
     // The locks, then everything the decision reads, pipelined on the transaction's connection: the
     // statements run in order, so each read sees what committed before the locks were granted.
     // The policy and cap reads are wasted on the rare paths that do not need them.
@@ -131,18 +137,18 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
           failure: { reason: caps[0]!, category: 'cap', reasons: caps },
         }),
       ])
+      await commit()
       return { kind: 'cap' as const, reasons: caps }
     }
-    // The claim, its ledger rows and its job in one round trip; a claim lost to another challenge's
-    // (chain, asset, from, nonce) inserts nothing and the transaction is rolled back.
+    // The claim, its ledger rows, its job and its change, sent with the COMMIT (the claim first,
+    // the change last: see changes/record.ts). A claim that loses to another challenge's
+    // (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls it all back.
     const id = randomUUIDv7()
-    const [[inserted]] = await Promise.all([
-      tx<{ id: string }[]>`
+    const inserted = tx`
         with s as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment)
           values (${id}, ${challenge.id}, ${challenge.org_id}, ${req.payerOrg}, ${challenge.network}, ${networkInfo(challenge.network).chainId}, ${challenge.asset.toLowerCase()},
                   ${auth.from.toLowerCase()}, ${auth.nonce}, ${challenge.amount}, ${tx.json(settlementPayment(challenge, req.payment, verified) as never)})
-          on conflict (chain_id, asset, payer, nonce) do nothing
           returning id),
         received as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
@@ -151,15 +157,22 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, s.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
             from s where ${req.payerOrg}::uuid is not null)
-        select id from s`,
-      enqueue(tx, SETTLE_KIND, { settlement_id: id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS }),
-      // sent last, so it runs last (see changes/record.ts)
-      recordChanges(tx, paymentChanges({
-        type: 'payment.paid', challengeId: challenge.id, network: challenge.network, amount: challenge.amount, asset: challenge.asset,
-        payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: challenge.pay_to,
-      })),
-    ])
-    if (!inserted) throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
+        select id from s`.execute()
+    try {
+      await commit(
+        inserted,
+        enqueue(tx, SETTLE_KIND, { settlement_id: id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS }),
+        recordChanges(tx, paymentChanges({
+          type: 'payment.paid', challengeId: challenge.id, network: challenge.network, amount: challenge.amount, asset: challenge.asset,
+          payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: challenge.pay_to,
+        })),
+      )
+    } catch (error) {
+      if (isUniqueViolation(await inserted.then(() => null, e => e), AUTHORIZATION_KEY)) {
+        throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
+      }
+      throw error
+    }
     return { kind: 'settle' as const, id, replacement: undefined }
   })
 

@@ -16,7 +16,8 @@ import { errors, type ApiError } from '../http/errors'
 import { log } from '../log'
 import { findAuthorizationUse, isAuthorizationUsed, publicClient } from './chain'
 import { facilitatorFor, type SettlementFailure } from './facilitator'
-import { enqueuePaymentEvents } from './events'
+import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
+import { pipelinedTransaction } from '../db/transaction'
 import type { Network } from './networks'
 import type { Authorization } from './token'
 
@@ -57,19 +58,28 @@ const authorizationOf = (s: SettlementRow): Authorization => ({
   nonce: s.payment.authorization.nonce as `0x${string}`,
 })
 
-/** Settles the claimed settlement now, or reads the outcome another caller recorded. Never throws for a chain failure. */
+/**
+ * Settles the claimed settlement now, or reads the outcome another caller recorded. Never throws
+ * for a chain failure. The transaction is pipelined: its BEGIN goes with the lock and the read of
+ * the endpoints that take payment events, its COMMIT with the record of the outcome.
+ */
 export async function settleNow(
   ctx: AppContext,
   settlementId: string,
   opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
 ): Promise<SettleOutcome> {
-  return ctx.sql.begin(async tx => {
+  return pipelinedTransaction(ctx.sql, async (tx, commit) => {
     // One statement takes the row's lock, counts the attempt and swaps in a newer signature; it
-    // waits for a concurrent settler and then finds the row no longer pending.
-    const [s] = await tx<SettlementRow[]>`
-      update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
-       where id = ${settlementId} and status = 'pending'
-       returning *, amount::text as amount`
+    // waits for a concurrent settler and then finds the row no longer pending. The endpoints are
+    // read under that lock, before the outcome is known: an endpoint created during the attempt
+    // misses its event, as it would had it been created a moment later.
+    const [[s], endpoints] = await Promise.all([
+      tx<SettlementRow[]>`
+        update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
+         where id = ${settlementId} and status = 'pending'
+         returning *, amount::text as amount`,
+      paymentEndpoints(tx, tx`select payee_org from x402_settlements where id = ${settlementId} union select payer_org from x402_settlements where id = ${settlementId}`),
+    ])
     if (!s) {
       const [done] = await tx<{ status: string; tx_hash: string | null; failure_reason: string | null; payer: string; settled_at: Date | null }[]>`
         select s.status, s.tx_hash, s.failure_reason, s.payer, c.settled_at
@@ -78,11 +88,16 @@ export async function settleNow(
       return { status: 'failed', reason: done?.failure_reason ?? 'settlement_failed' }
     }
     const outcome = await attempt(ctx, s)
-    if (outcome.status === 'settled') return { ...outcome, settledAt: await recordSettled(tx, ctx, s, outcome.tx), payer: s.payer }
+    if (outcome.status === 'settled') {
+      const [[c]] = await commit(...recordSettled(tx, ctx, s, outcome.tx, endpoints))
+      return { ...outcome, settledAt: c!.settled_at, payer: s.payer }
+    }
     if (outcome.status === 'failed' || opts.lastAttempt) {
-      await recordFailure(tx, ctx, s, outcome.reason)
+      await commit(...recordFailure(tx, ctx, s, outcome.reason, endpoints))
       return { status: 'failed', reason: outcome.reason }
     }
+    // the attempt is counted (and a newer signature kept) even when it is to be retried
+    await commit()
     log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
     return outcome
   })
@@ -119,29 +134,31 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
   return { status: 'retry', reason: result.reason, message: result.message }
 }
 
-/** Records the settlement, its challenge and ledger rows and the events, pipelined in the caller's transaction; returns the settled_at. */
-async function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string): Promise<Date> {
+/**
+ * The statements recording a settled settlement, its challenge and ledger rows and the events,
+ * all sent at once (the updates ahead of the events, whose changes go last: see changes/record.ts).
+ */
+function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string, endpoints: PaymentEndpoint[]) {
   // A durable commit, though the claim's job would redo a lost record from the chain: what this
   // transaction writes is visible before its WAL flush, so a record lost to a database crash would
   // have shown changes-feed numbers and webhook event ids that its redo gives to other writes.
-  const [, [c]] = await Promise.all([
-    tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`,
-    tx<{ settled_at: Date }[]>`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id} returning settled_at`,
-    tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`,
-    enqueuePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash }),
-  ])
-  return c!.settled_at
+  return [
+    tx<{ settled_at: Date }[]>`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id} returning settled_at`.execute(),
+    tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`.execute(),
+    tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`.execute(),
+    writePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash }, endpoints),
+  ] as const
 }
 
-async function recordFailure(tx: Tx, ctx: AppContext, s: SettlementRow, reason: string) {
-  await Promise.all([
-    tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`,
+function recordFailure(tx: Tx, ctx: AppContext, s: SettlementRow, reason: string, endpoints: PaymentEndpoint[]) {
+  return [
+    tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`.execute(),
     tx`
       update x402_challenges set status = 'failed', failure_reason = ${reason}, failure_category = 'settlement', failure_reasons = ${[reason]}, updated_at = now()
-       where id = ${s.challenge_id}`,
-    tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`,
-    enqueuePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } }),
-  ])
+       where id = ${s.challenge_id}`.execute(),
+    tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`.execute(),
+    writePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } }, endpoints),
+  ] as const
 }
 
 function eventFacts(s: SettlementRow) {
