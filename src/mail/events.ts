@@ -13,6 +13,7 @@ import type { Sql } from '../db/client'
 import { log } from '../log'
 import { CHANGES_CHANNEL } from '../changes/record'
 import { perProcess } from '../context'
+import { listenForever } from '../db/listener'
 
 /** `pg_notify(EMAILS_CHANNEL, mailSignal(...))` goes with the statement that stores a message (an inbound batch: `countStored`). */
 export const EMAILS_CHANNEL = 'emails'
@@ -109,14 +110,26 @@ export class MailEvents {
     for (const wake of woken) wake()
   }
 
-  /** Relays NOTIFY, this process's own included; needs a connection of its own (not on PGlite). */
+  /**
+   * Relays NOTIFY, this process's own included, on a connection of its own (not on PGlite). When
+   * that connection comes back after a loss, every waiter is woken to read again: signals sent
+   * while it was gone are lost.
+   */
   async listen(sql: Sql) {
-    for (const channel of [EMAILS_CHANNEL, CHANGES_CHANNEL] as const) {
-      const sub = await sql.listen(channel, payload => this.signal(channel, payload))
-      this.unlisten.push(() => sub.unlisten())
-    }
+    const listener = await listenForever(
+      sql,
+      [EMAILS_CHANNEL, CHANGES_CHANNEL],
+      (channel, payload) => this.signal(channel as Channel, payload),
+      again => again && this.wakeAll(),
+    )
+    this.unlisten.push(() => listener.close())
     this.listening = true
     log.debug('listening for new mail and change notifications')
+  }
+
+  /** Wakes every waiter, of every organization and channel. */
+  private wakeAll() {
+    for (const org of this.waiters.values()) for (const wake of [...org.any, ...[...org.byAddress.values()].flatMap(set => [...set])]) wake()
   }
 
   async close() {
