@@ -1,5 +1,5 @@
 /**
- * Periodic housekeeping: expired idempotency records, past rate-limit windows, and the expired
+ * Periodic housekeeping: expired idempotency records, past rate-limit windows and send counts, and the expired
  * rows of the identity flows (OAuth requests, codes and tokens, device logins, signups,
  * unclaimed invitations). (Jobs of dead workers are freed by the workers' lease heartbeat.)
  */
@@ -35,10 +35,11 @@ export async function cleanup(ctx: AppContext) {
   const { sql } = ctx
   const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
+  const sendCounts = await sql`delete from send_counts where start < now() - interval '2 days'`
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, ...identity, expired_memories: memories, pruned_changes: changes })
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, send_counts: sendCounts.count, ...identity, expired_memories: memories, pruned_changes: changes })
 }
 
 export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

@@ -112,10 +112,10 @@ async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: str
            exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
              or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
            (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
-           c.hour, c.day, o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
-      from orgs o,
-           lateral (select count(*) filter (where s.created_at > now() - interval '1 hour')::int as hour, count(*)::int as day
-                      from sends s where s.org_id = o.id and s.created_at > now() - interval '1 day') c
+           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.id and span = 'minute' and start > now() - interval '1 hour') as hour,
+           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.id and span = 'hour' and start > now() - interval '1 day') as day,
+           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
+      from orgs o
      where o.id = ${orgId}`
   return facts!
 }
@@ -189,6 +189,22 @@ interface Inline {
 /** The error a failed immediate send answers with (the relay's verdict). */
 function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as PlainCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
+}
+
+/**
+ * Counts new sends for the send limits (`sendFacts`): one to the row of the current minute and
+ * of the current hour of each send's organization, in the transaction that writes the sends.
+ * The hour's window is then the minute rows started within the last hour, the day's the hour
+ * rows started within the last day: each misses less than a minute (an hour) of its oldest sends.
+ */
+function countSends(tx: Tx, orgIds: string[]) {
+  return tx`
+    insert into send_counts as c (org_id, span, start, sends)
+    select o.org_id, s.span, date_trunc(s.span, now()), count(*)
+      from unnest(${orgIds}::uuid[]) as o(org_id), (values ('minute'), ('hour')) as s(span)
+     group by 1, 2, 3
+     order by 1, 2, 3
+    on conflict (org_id, span, start) do update set sends = c.sends + excluded.sends`.execute()
 }
 
 /** A send checked and built, ready to be written. */
@@ -273,7 +289,8 @@ const sendWrites = perProcess(
         const [locked, found] = await Promise.all([locks, lookup])
         const recorded = new Set(found.map(r => `${r.scope}\n${r.key}`))
         const verdicts = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
-        const writing = items.filter((_, i) => verdicts[i] === 'write')
+        // written in the order of their organizations, as other batches lock the rows they share
+        const writing = items.filter((_, i) => verdicts[i] === 'write').sort((a, b) => (a.row.org_id < b.row.org_id ? -1 : a.row.org_id > b.row.org_id ? 1 : 0))
         const written = Promise.all(writing.map(p => writeSend(tx, ctx, p)))
         const record = writing.length
           ? tx`
@@ -285,11 +302,11 @@ const sendWrites = perProcess(
                 request_hash = excluded.request_hash, response_status = excluded.response_status,
                 response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
           : undefined
-        const [results] = await Promise.all([written, record])
+        const [results] = await Promise.all([written, record, writing.length ? countSends(tx, writing.map(p => p.row.org_id)) : undefined])
         // last in the transaction, as recordChanges must be
         await recordChanges(tx, results.flatMap(w => w.changes))
-        let n = 0
-        return verdicts.map(v => (v === 'write' ? results[n++]!.inline : v))
+        const inline = new Map(writing.map((p, n) => [p, results[n]!.inline]))
+        return items.map((p, i) => (verdicts[i] === 'write' ? inline.get(p)! : (verdicts[i] as 'busy' | 'recorded')))
       }),
     ),
 )
@@ -320,7 +337,10 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
         prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
         const p = prepared
-        const local = writeSend(tx, ctx, p).then(async w => (await recordChanges(tx, w.changes), w.inline))
+        // in the order of a batch: the send's statements, then its count, then its changes
+        const writing = writeSend(tx, ctx, p)
+        const counted = countSends(tx, [p.row.org_id])
+        const local = Promise.all([writing, counted]).then(async ([w]) => (await recordChanges(tx, w.changes), w.inline))
         return { status: 200, data: p.data, local }
       })
   const { send_id: sendId, inline } = outcome.data

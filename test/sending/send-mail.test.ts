@@ -253,13 +253,33 @@ describe('who may send', () => {
     expect(status.body.data).toMatchObject({ relay: 'smtp', managed_inboxes: expect.arrayContaining([from]) })
   })
 
+  /** `n` sends counted for the limits in the last minutes, as if made through send-mail. */
+  const sendsMade = async (orgId: string, n: number) => {
+    const sql = await testSql()
+    await sql`
+      insert into send_counts (org_id, span, start, sends)
+      values (${orgId}, 'minute', date_trunc('minute', now()) - interval '5 minutes', ${n}), (${orgId}, 'hour', date_trunc('hour', now()), ${n})`
+  }
+
+  test('sends are counted for the limits as they are written: this minute and this hour, old counts out of the windows', async () => {
+    const counted = await createOrg()
+    const address = await managedAddress(app.ctx, counted.orgId)
+    const sql = await testSql()
+    await sql`
+      insert into send_counts (org_id, span, start, sends)
+      values (${counted.orgId}, 'minute', now() - interval '2 hours', 5000), (${counted.orgId}, 'hour', now() - interval '2 days', 50000)`
+    const results = await Promise.all(Array.from({ length: 3 }, () => send({ from: address, to: 'x@example.com', subject: `counted ${unique()}`, body_text: 'x' }, { org: counted })))
+    expect(results.map(r => r.body.data.status)).toEqual(['queued', 'queued', 'queued'])
+    const rows = await sql<{ span: string; sends: number }[]>`
+      select span, sum(sends)::int as sends from send_counts where org_id = ${counted.orgId} and start > now() - interval '1 hour' group by span order by span`
+    expect(rows.map(r => [r.span, r.sends])).toEqual([['hour', 3], ['minute', 3]])
+  })
+
   test('the per-hour abuse limit answers 429 rate_limited', async () => {
     const busy = await createOrg()
     const address = await managedAddress(app.ctx, busy.orgId)
     const sql = await testSql()
-    await sql`
-      insert into sends (id, org_id, status, request, from_address)
-      select gen_random_uuid(), ${busy.orgId}, 'queued', '{}', ${address} from generate_series(1, 1000)`
+    await sendsMade(busy.orgId, 1000)
     expectError(await send({ from: address, to: 'x@example.com', subject: 's', body_text: 'x' }, { org: busy }), 429, 'rate_limited')
   })
 
@@ -267,9 +287,7 @@ describe('who may send', () => {
     const busy = await createOrg()
     const address = await managedAddress(app.ctx, busy.orgId)
     const sql = await testSql()
-    await sql`
-      insert into sends (id, org_id, status, request, from_address)
-      select gen_random_uuid(), ${busy.orgId}, 'queued', '{}', ${address} from generate_series(1, 1000)`
+    await sendsMade(busy.orgId, 1000)
     const body = () => ({ from: address, to: 'x@example.com', subject: `s ${unique()}`, body_text: 'x' })
     expect(await setSendLimitsCommand(sql, busy.orgId, '5000', '20000')).toEqual({ org_id: busy.orgId, send_per_hour: 5000, send_per_day: 20000 })
     expect((await send(body(), { org: busy })).body.data.status).toBe('queued')
