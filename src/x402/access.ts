@@ -1,15 +1,24 @@
 /**
- * Every /v1/x402 route needs the caller's organization to hold the `x402_payments` entitlement,
- * read from the database on each request so that `admin org entitle` applies at once.
+ * Every /v1/x402 route needs the caller's organization to hold the `x402_payments` entitlement.
+ * An organization without it is read from the database on each request, so that `admin org
+ * entitle` applies at once; one seen with it is remembered for CACHE_TTL_MS, so that a plan
+ * that loses it applies within that time, as a change of the credential's own plan does
+ * (src/auth/credentials.ts).
  */
 import { Elysia } from 'elysia'
-import type { AppContext } from '../context'
+import { LRUCache } from 'lru-cache'
+import { perProcess, type AppContext } from '../context'
 import type { Auth } from '../auth/principal'
+import { CACHE_TTL_MS } from '../auth/credentials'
 import { authenticateRequest } from '../http/auth'
 import { planAccess, requireEntitlement } from '../webhooks/plan-access'
 
+const entitled = perProcess(() => new LRUCache<string, true>({ max: 10_000, ttl: CACHE_TTL_MS }))
+
 export async function requireX402(ctx: AppContext, orgId: string) {
+  if (entitled(ctx).has(orgId)) return
   requireEntitlement(await planAccess(ctx.sql, orgId), 'x402_payments', 'x402 payments need the x402_payments entitlement (power and platinum plans, or granted by the operator)')
+  entitled(ctx).set(orgId, true)
 }
 
 /** `authenticated` plus the entitlement gate, before body and query validation. */
