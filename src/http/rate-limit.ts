@@ -3,6 +3,11 @@
  * To keep the database off the hot path, a process leases a few requests at a time from the
  * shared counter and spends them locally. The shared count never exceeds the limit; a lease a
  * process has not spent yet can make another process refuse slightly early, never late.
+ *
+ * A lease is `maxLease` requests (RATE_LIMIT_LEASE), at most 1/50 of the limit. A bucket that
+ * spends its lease within FAST_LEASE_MS asks for twice as many next time, up to 50 leases'
+ * worth and still at most 1/50 of the limit: an organization with a raised limit serving
+ * thousands of requests a second makes a few round trips a second, not one per 20 requests.
  */
 import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
@@ -11,6 +16,8 @@ import { errors, type ApiError } from './errors'
 import { perProcess } from '../context'
 
 export const WINDOW_SECONDS = 60
+/** a lease spent faster than this is followed by one twice its size */
+export const FAST_LEASE_MS = 100
 
 interface Lease {
   limit: number
@@ -22,6 +29,9 @@ interface Lease {
   resetAt: number
   /** the shared counter is at its limit until resetAt */
   exhausted: boolean
+  /** the size asked for, and when (local clock) */
+  asked: number
+  leasedAt: number
 }
 
 export interface RateDecision {
@@ -53,23 +63,27 @@ export class RateLimiter {
         }
         if (lease.exhausted) return { allowed: false, limit, remaining: 0, resetAt: lease.resetAt }
       }
-      const fresh = await this.refill(bucket, limit)
+      const fresh = await this.refill(bucket, limit, lease?.limit === limit && lease.resetAt > now ? lease : undefined)
       if (!fresh) return { allowed: true, limit, resetAt: now + WINDOW_SECONDS * 1000 }
     }
   }
 
   /** One database round trip per bucket at a time; concurrent callers share it. */
-  private refill(bucket: string, limit: number): Promise<Lease | null> {
+  private refill(bucket: string, limit: number, spent?: Lease): Promise<Lease | null> {
     let pending = this.refills.get(bucket)
     if (!pending) {
-      pending = this.lease(bucket, limit).finally(() => this.refills.delete(bucket))
+      pending = this.lease(bucket, limit, spent).finally(() => this.refills.delete(bucket))
       this.refills.set(bucket, pending)
     }
     return pending
   }
 
-  private async lease(bucket: string, limit: number): Promise<Lease | null> {
-    const want = Math.max(1, Math.min(this.maxLease, Math.ceil(limit / 50)))
+  /** A lease of `bucket` from the shared counter; `spent`: this window's previous lease, spent. */
+  private async lease(bucket: string, limit: number, spent?: Lease): Promise<Lease | null> {
+    const share = Math.ceil(limit / 50)
+    const base = Math.max(1, Math.min(this.maxLease, share))
+    const most = Math.max(base, Math.min(this.maxLease * 50, share))
+    const want = spent && Date.now() - spent.leasedAt < FAST_LEASE_MS ? Math.min(most, spent.asked * 2) : base
     try {
       const [row] = await this.sql<{ granted: number; used: number; reset_ms: number }[]>`
         select granted, used, reset_ms from rate_limit_take(${bucket}, ${WINDOW_SECONDS}, ${want}, ${limit})`
@@ -80,6 +94,8 @@ export class RateLimiter {
         used: row.used,
         resetAt: Date.now() + row.reset_ms,
         exhausted: row.granted === 0,
+        asked: want,
+        leasedAt: Date.now(),
       }
       this.leases.set(bucket, lease)
       return lease
