@@ -197,13 +197,6 @@ export function checkParams(params: URLSearchParams, part: string): void {
   }
 }
 
-/** Header values arrive as bytes (Latin-1 in a JS string): only NUL can hurt. */
-export function checkHeaders(headers: Headers): void {
-  for (const [name, value] of headers) {
-    if (value.includes('\u0000')) throw errors.validation(`header ${name}`, 'must not contain NUL (\\u0000) characters')
-  }
-}
-
 /**
  * The parsed body of a request under `rule`: JSON (checked for depth and strings), or for a
  * route with its own parser the text (form fields checked). `undefined` for an empty body.

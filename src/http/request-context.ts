@@ -13,7 +13,7 @@ export interface RequestFacts {
 const facts = new WeakMap<Request, RequestFacts>()
 
 export function beginRequest(request: Request): RequestFacts {
-  const f: RequestFacts = { id: `req_${randomUUIDv7().replaceAll('-', '')}`, startedAt: performance.now() }
+  const f: RequestFacts = { id: `req_${randomUUIDv7('buffer').toString('hex')}`, startedAt: performance.now() }
   facts.set(request, f)
   return f
 }
