@@ -9,6 +9,7 @@ import { mailEvents } from '../mail/events'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
+import { pipelinedTransaction } from '../db/transaction'
 import type { Tx } from '../db/client'
 import type { JobKind } from '../jobs/kind'
 import { enqueue } from '../jobs/queue'
@@ -250,7 +251,8 @@ interface Outcome {
 const outcomes = perProcess(
   ({ sql }) =>
     new GroupCommit<Outcome, SendRow | undefined>(items =>
-      sql.begin(async tx => {
+      // BEGIN goes out with the updates, COMMIT with the record of the changes: two round trips
+      pipelinedTransaction(sql, async (tx, commit) => {
         const values = items.map(o => ({
           id: o.send.id, ok: o.ok, status: o.status, accepted: o.accepted, rejected: o.rejected, relay_response: o.relay_response,
           error_code: o.error_code, error_message: o.error_message, repeat_next_at: o.repeat_next_at,
@@ -273,7 +275,7 @@ const outcomes = perProcess(
         ])
         const byId = new Map(rows.map(r => [r.id, r]))
         const updated = items.map(o => byId.get(o.send.id))
-        await recordChanges(tx, updated.filter((r): r is SendRow => r !== undefined).map(sendStateChange))
+        await commit(recordChanges(tx, updated.filter((r): r is SendRow => r !== undefined).map(sendStateChange)))
         return updated
       }),
     ),

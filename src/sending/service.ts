@@ -7,6 +7,7 @@
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
+import { pipelinedTransaction } from '../db/transaction'
 import type { Tx } from '../db/client'
 import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
@@ -278,7 +279,8 @@ function writeSend(tx: Tx, ctx: AppContext, p: Prepared): Promise<{ inline: Inli
 const sendWrites = perProcess(
   (ctx: AppContext) =>
     new GroupCommit<Prepared, Inline | 'busy' | 'recorded'>(items =>
-      ctx.sql.begin(async tx => {
+      // BEGIN goes out with the key lookups, COMMIT with the record of the changes: three round trips in all
+      pipelinedTransaction(ctx.sql, async (tx, commit) => {
         const names = items.map(p => `${p.scope}\n${p.key}`)
         // Two statements in one round trip, run in order: the lookups see what a holder of a key committed before its lock was taken.
         const locks = tx<{ locked: boolean }[]>`
@@ -304,7 +306,7 @@ const sendWrites = perProcess(
           : undefined
         const [results] = await Promise.all([written, record, writing.length ? countSends(tx, writing.map(p => p.row.org_id)) : undefined])
         // last in the transaction, as recordChanges must be
-        await recordChanges(tx, results.flatMap(w => w.changes))
+        await commit(recordChanges(tx, results.flatMap(w => w.changes)))
         const inline = new Map(writing.map((p, n) => [p, results[n]!.inline]))
         return items.map((p, i) => (verdicts[i] === 'write' ? inline.get(p)! : (verdicts[i] as 'busy' | 'recorded')))
       }),
