@@ -10,6 +10,10 @@
  * `transferWithAuthorization`, wait for the receipt).
  *
  * Target (printed, not asserted): our end-to-end p50 within 2x of the bare round trip.
+ *
+ * Then, as figures a shared machine's load moves less than latencies: the CPU time one payment
+ * costs each process (the service, PostgreSQL's backends, anvil, this client), over 30 of ours
+ * and then 30 bare round trips, sequentially.
  */
 import { parseSignature, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -22,7 +26,7 @@ import { TOKEN_ABI, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/tok
 import { networkInfo } from '../../src/x402/networks'
 import { startChain } from '../x402/anvil'
 import { signPayment } from '../x402/payer'
-import { freePort, percentile, startService, stopAll } from './common'
+import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, startService, stopAll } from './common'
 
 const SEQUENTIAL = Number(process.env.BENCH_X402_PAYMENTS ?? 60)
 const CONCURRENT = 20
@@ -39,7 +43,7 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
   const children: Bun.Subprocess[] = []
   try {
     const port = await freePort()
-    await startService(children, {
+    const service = await startService(children, {
       PORT: String(port),
       DATABASE_URL: dbUrl,
       ROLES: 'api,worker',
@@ -145,8 +149,25 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     console.log('\n== x402: challenge to settled on anvil (USDC FiatTokenV2_2), the service as its own process ==')
     console.log(JSON.stringify({ sequential: seq, bare_viem_sequential: bareSeq, ratio_p50: Math.round((seq.p50_ms / bareSeq.p50_ms) * 100) / 100 }))
     console.log(JSON.stringify({ concurrent_20: conc, bare_viem_concurrent_20: bareConc, ratio_p50: Math.round((conc.p50_ms / bareConc.p50_ms) * 100) / 100 }))
+    // CPU per payment, each process apart (ms): ours, then the bare round trip
+    const CPU_RUNS = 30
+    const cpuOf = async (op: (w: Hex) => Promise<unknown>) => {
+      const before = { service: processCpuMicros(service.pid), anvil: processCpuMicros(chain.pid), database: await databaseCpu(sql), client: process.cpuUsage() }
+      for (let i = 0; i < CPU_RUNS; i++) await op(wallets[i % CONCURRENT]!)
+      const client = process.cpuUsage(before.client)
+      const per = (us: number | null) => (us === null ? null : Math.round(us / CPU_RUNS / 10) / 100)
+      return {
+        service: per(before.service === null ? null : processCpuMicros(service.pid)! - before.service),
+        database: per(databaseCpuSpent(before.database, await databaseCpu(sql))),
+        anvil: per(before.anvil === null ? null : processCpuMicros(chain.pid)! - before.anvil),
+        client: per(client.user + client.system),
+      }
+    }
+    const cpuOurs = await cpuOf(w => onePayment(w))
+    const cpuBare = await cpuOf(bare)
     const p50 = (v: number[]) => summary(v).p50_ms
     console.log(JSON.stringify({ sequential_parts_p50_ms: { create_challenge: p50(parts.create), sign: p50(parts.sign), pay_to_receipt: p50(parts.pay) }, database_commit_p50_ms: p50(commits) }))
+    console.log(JSON.stringify({ cpu_ms_per_payment: cpuOurs, bare_viem_cpu_ms_per_round_trip: cpuBare }))
     console.log('target: our end-to-end p50 within 2x of the bare viem round trip')
   } finally {
     await stopAll(children)

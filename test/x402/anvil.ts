@@ -51,6 +51,8 @@ export interface Chain {
   /** mints test USDC (base units) to an address */
   mint(to: Address, amount: bigint): Promise<void>
   balance(of: Address): Promise<bigint>
+  /** the anvil process (its CPU time is read by the benchmark) */
+  pid: number
   /** sends a transaction from anvil's first account (a front-runner, for example) */
   deployer: ReturnType<typeof createWalletClient>
   stop(): void
@@ -122,6 +124,7 @@ export async function startChain(network: Network): Promise<Chain> {
       await call('mint', [to, amount])
     },
     balance: of => client.readContract({ address: info.usdc, abi: ADMIN_ABI, functionName: 'balanceOf', args: [of] }),
+    pid: proc.pid,
     stop: () => proc.kill(),
   }
 }
