@@ -6,12 +6,13 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, encodeFunctionData, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import { BaseError, ContractFunctionRevertedError, decodeFunctionResult, encodeFunctionData, hexToNumber, numberToHex, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import { sendRawTransactionSync } from 'viem/actions'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
 import { networkInfo, type Network } from './networks'
+import { rpcUrl } from './chain'
 import { TOKEN_ABI, type Authorization } from './token'
 
 export type SettlementFailure = 'insufficient_funds' | 'facilitator_unavailable' | 'settlement_misconfigured' | 'settlement_failed' | 'authorization_already_used'
@@ -22,8 +23,8 @@ export interface SettleRequest {
   network: Network
   authorization: Authorization
   signature: Hex
-  /** the token's authorizationState of (from, nonce), read by the caller while the facilitator prepares; awaited before anything is sent */
-  authorizationUsed: Promise<boolean>
+  /** reads the token's authorizationState of (from, nonce); the facilitator reads it (this way or its own) before it sends anything */
+  authorizationUsed: () => Promise<boolean>
   /** the x402 v1 payment payload and requirements, as the HTTP facilitator API takes them */
   paymentPayload: unknown
   paymentRequirements: unknown
@@ -76,6 +77,40 @@ const rpcCode = (error: unknown, code: number) => error instanceof BaseError && 
 const isUnsupportedMethod = (error: unknown) =>
   error instanceof BaseError &&
   Boolean(error.walk(e => [-32601, -32004].includes((e as { code?: number }).code ?? 0) || /method .*(not found|not supported|does not exist|unsupported)/i.test((e as Error).message ?? '')))
+
+type BatchEntry = { result: unknown } | { error: unknown }
+
+/**
+ * Reads in one JSON-RPC batch (one HTTP request, where separate calls would cost one each on
+ * both sides); null when the endpoint did not answer with the batch's answers, and the caller
+ * then makes the calls one by one. Endpoints that do not take batches are not asked again.
+ */
+function batchReader(url: string | undefined) {
+  let supported = Boolean(url)
+  return async (calls: { method: string; params: unknown[] }[]): Promise<BatchEntry[] | null> => {
+    if (!supported) return null
+    try {
+      const res = await fetch(url!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(calls.map((call, id) => ({ jsonrpc: '2.0', id, ...call }))),
+        signal: AbortSignal.timeout(15_000),
+      })
+      const body = (await res.json().catch(() => null)) as { id?: number; result?: unknown; error?: unknown }[] | null
+      if (!Array.isArray(body) || body.length !== calls.length) {
+        if (res.status < 500) supported = false
+        return null
+      }
+      return calls.map((_, id) => {
+        const entry = body.find(r => r?.id === id)
+        return entry && 'result' in entry && entry.error === undefined ? { result: entry.result } : { error: entry?.error ?? 'missing' }
+      })
+    } catch {
+      // unreachable: the calls one by one say how
+      return null
+    }
+  }
+}
 
 interface Fees {
   maxFeePerGas: bigint
@@ -130,10 +165,9 @@ function nonceSource(client: PublicClient, address: Hex) {
 
 /**
  * Sends `transferWithAuthorization` itself, in as few round trips as the checks allow: the
- * token's `authorizationState` (read by the caller) and the simulation (`eth_call` of the
- * transfer from the settler with the gas limit it is sent with, on the latest state) and the
- * settler's pending transaction count are read together; fees and the chain id are kept here
- * (see `feeSource`). A simulation that fails is repeated as `eth_estimateGas`, whose revert carries
+ * token's `authorizationState`, the simulation (`eth_call` of the transfer from the settler with
+ * the gas limit it is sent with, on the latest state) and the settler's pending transaction
+ * count are read in one JSON-RPC batch; fees and the chain id are kept here (see `feeSource`). A simulation that fails is repeated as `eth_estimateGas`, whose revert carries
  * the token's reason (or whose estimate replaces the gas limit, for a payer that needs more).
  * Then the transaction is signed here and sent with `eth_sendRawTransactionSync` (EIP-7966),
  * which answers with the receipt. An endpoint without that method gets `eth_sendRawTransaction`
@@ -148,6 +182,7 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
   const account = key ? privateKeyToAccount(key as Hex) : null
   const nonces = account ? nonceSource(client, account.address) : null
   const fees = feeSource(client)
+  const readBatch = batchReader(rpcUrl(config, network))
   let chainId: Promise<number> | null = null
   let syncSend = true
 
@@ -190,14 +225,29 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
           chainId = null
           throw error
         })
-        const pending = nonces.pending()
-        pending.catch(() => {})
-        const simulated = client.call({ account: account.address, to: info.usdc, data, gas: SETTLE_GAS_LIMIT }).then(
-          () => SETTLE_GAS_LIMIT,
-          () => client.estimateContractGas({ ...call, account }),
-        )
-        const [used, gas, fee, id, count] = await Promise.all([req.authorizationUsed, simulated, fees(), chainId, pending])
-        if (used) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
+        // authorizationState, the simulation and the pending count in one batch; each read that
+        // does not come back from it is made on its own (the simulation as eth_estimateGas, above)
+        const batch = readBatch([
+          { method: 'eth_call', params: [{ to: info.usdc, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'authorizationState', args: [a.from, a.nonce] }) }, 'latest'] },
+          { method: 'eth_call', params: [{ from: account.address, to: info.usdc, data, gas: numberToHex(SETTLE_GAS_LIMIT) }, 'latest'] },
+          { method: 'eth_getTransactionCount', params: [account.address, 'pending'] },
+        ])
+        // an answer of the batch, or null: the batch was not answered, or this call failed in it
+        const entry = async (i: number) => {
+          const e = (await batch)?.[i]
+          return e && 'result' in e && typeof e.result === 'string' ? (e.result as Hex) : null
+        }
+        const used = entry(0).then(r => (r === null ? req.authorizationUsed() : decodeFunctionResult({ abi: TOKEN_ABI, functionName: 'authorizationState', data: r })))
+        const estimate = () => client.estimateContractGas({ ...call, account })
+        const gasLimit = entry(1).then(async r => {
+          if (r !== null) return SETTLE_GAS_LIMIT
+          // a failed simulation is estimated for its reason (or the gas it needs); without the batch, simulated alone first
+          if (await batch) return estimate()
+          return client.call({ account: account.address, to: info.usdc, data, gas: SETTLE_GAS_LIMIT }).then(() => SETTLE_GAS_LIMIT, estimate)
+        })
+        const pending = entry(2).then(r => (r === null ? nonces.pending() : hexToNumber(r)))
+        const [isUsed, gas, fee, id, count] = await Promise.all([used, gasLimit, fees(), chainId, pending])
+        if (isUsed) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         if (id !== info.chainId) return fail('settlement_misconfigured', `the JSON-RPC endpoint of ${network} serves chain ${id}, not ${info.chainId}`)
         nonce = nonces.take(count)
         const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
@@ -229,7 +279,7 @@ export function httpFacilitator(baseUrl: string): Facilitator {
     async settle(req) {
       const body = { x402Version: 1, paymentPayload: req.paymentPayload, paymentRequirements: req.paymentRequirements }
       try {
-        if (await req.authorizationUsed) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
+        if (await req.authorizationUsed()) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         const verified = await post('verify', body)
         if (verified.status >= 500) return fail('facilitator_unavailable', `facilitator /verify answered HTTP ${verified.status}`)
         if (verified.json?.isValid !== true) return byReason(String(verified.json?.invalidReason ?? `HTTP ${verified.status}`))

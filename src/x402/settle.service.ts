@@ -109,14 +109,11 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
   const client = publicClient(ctx, s.network)
   if (!client) return { status: 'retry', reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` }
   const auth = authorizationOf(s)
-  // Read while the facilitator prepares the transfer; it sends nothing before the answer.
-  const used = isAuthorizationUsed(client, s.network, auth.from, auth.nonce)
-  used.catch(() => {})
   const result = await facilitatorFor(ctx, s.network, client).settle({
     network: s.network,
     authorization: auth,
     signature: s.payment.signature,
-    authorizationUsed: used,
+    authorizationUsed: () => isAuthorizationUsed(client, s.network, auth.from, auth.nonce),
     paymentPayload: s.payment.paymentPayload,
     paymentRequirements: s.payment.paymentRequirements,
   })

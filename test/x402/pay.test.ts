@@ -283,6 +283,39 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     }
   })
 
+  test('an endpoint that refuses JSON-RPC batches: the reads before the send are made one by one, and the batch is not asked again', async () => {
+    let batches = 0
+    const methods: string[] = []
+    const proxy = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(request) {
+        const body = (await request.json()) as { id: number; method: string } | { id: number; method: string }[]
+        if (Array.isArray(body)) {
+          batches++
+          return Response.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } }, { status: 400 })
+        }
+        methods.push(body.method)
+        return fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      },
+    })
+    try {
+      const single = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+      for (const amount of ['5000', '6000']) {
+        const s = await setup(amount)
+        const receipt = expectOk(await single.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+        expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
+        expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
+      }
+      expect(batches).toBe(1)
+      // authorizationState and the simulation (eth_call each) and the pending count, for each payment
+      expect(methods.filter(m => m === 'eth_call')).toHaveLength(4)
+      expect(methods.filter(m => m === 'eth_getTransactionCount')).toHaveLength(2)
+    } finally {
+      proxy.stop(true)
+    }
+  })
+
   test('settle caps: over a cap the challenge fails with category cap and nothing moves', async () => {
     const s = await setup('10000001', 20_000_000n)
     const res = await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge))
