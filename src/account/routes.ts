@@ -1,5 +1,5 @@
 /** Identity and account reads, and the webhook signing secret. */
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { deprecated } from '../http/deprecation'

@@ -18,10 +18,8 @@ export function apiKeyRoutes(ctx: AppContext) {
       async ({ auth, query }) => {
         // the scope names the organization too: a cursor of another organization's list is refused
         const scope = `api-keys:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
         const createdAfter = query.created_after ? parseTimestamp('created_after', query.created_after) : null
-        const { rows, total } = await listApiKeys(ctx.sql, auth.orgId, page, createdAfter)
-        return cursors(ctx).page(scope, rows, page, total, presentKey)
+        return cursors(ctx).read(scope, query, page => listApiKeys(ctx.sql, auth.orgId, page, createdAfter), presentKey)
       },
       {
         query: t.Object({ ...pageQuery(), created_after: t.Optional(Timestamp('only keys created after this instant')) }),

@@ -26,9 +26,7 @@ export function contactRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `contacts:${auth.orgId}:${query.owner_address ?? ''}:${query.q ?? ''}:${query.tag ?? ''}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listContacts(ctx.sql, auth, query, page)
-        return cursors(ctx).page(scope, rows, page, total, presentContact)
+        return cursors(ctx).read(scope, query, page => listContacts(ctx.sql, auth, query, page), presentContact)
       },
       {
         query: t.Object({

@@ -45,9 +45,7 @@ export function domainRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `domains:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listDomains(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, present)
+        return cursors(ctx).read(scope, query, page => listDomains(ctx.sql, auth.orgId, page), present)
       },
       {
         query: t.Object(pageQuery()),

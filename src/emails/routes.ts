@@ -138,9 +138,7 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/threads',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('threads', query)
-        const { rows, total } = await listThreads(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page('threads', rows, page, total, presentThread)
+        return cursors(ctx).read('threads', query, page => listThreads(ctx.sql, auth.orgId, page), presentThread)
       },
       { query: t.Object(pageQuery()), response: { 200: Paged(Thread) }, detail: { tags: ['Threads'], summary: 'List threads, newest first' } },
     )
@@ -152,9 +150,7 @@ export function emailRoutes(ctx: AppContext) {
     .get(
       '/search',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('search', query)
-        const { rows, total } = await searchEmails(ctx.sql, auth.orgId, query.q, page)
-        return cursors(ctx).page('search', rows, page, total, presentSummary)
+        return cursors(ctx).read('search', query, page => searchEmails(ctx.sql, auth.orgId, query.q, page), presentSummary)
       },
       {
         query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }) }),

@@ -56,9 +56,7 @@ export function functionObserveRoutes(ctx: AppContext) {
       '/:id/invocations',
       async ({ auth, params, query }) => {
         const scope = `invocations:${params.id}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listInvocations(ctx.sql, auth.orgId, params.id, page, { outcome: query.outcome, since: since(query.since) })
-        return cursors(ctx).page(scope, rows, page, total, presentInvocation)
+        return cursors(ctx).read(scope, query, page => listInvocations(ctx.sql, auth.orgId, params.id, page, { outcome: query.outcome, since: since(query.since) }), presentInvocation)
       },
       {
         params: FunctionId,
@@ -80,9 +78,7 @@ export function functionObserveRoutes(ctx: AppContext) {
       '/:id/logs',
       async ({ auth, params, query }) => {
         const scope = `logs:${params.id}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listLogs(ctx.sql, auth.orgId, params.id, page)
-        const p = cursors(ctx).page(scope, rows, page, total, presentLog)
+        const p = await cursors(ctx).read(scope, query, page => listLogs(ctx.sql, auth.orgId, params.id, page), presentLog)
         // the spec names next_cursor in the data; meta.cursor carries the same value, as in every list
         return new Page({ logs: p.data, next_cursor: p.meta.cursor } as never, p.meta) as never
       },
@@ -97,9 +93,7 @@ export function functionObserveRoutes(ctx: AppContext) {
       '/:id/activity',
       async ({ auth, params, query }) => {
         const scope = `activity:${params.id}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listActivity(ctx.sql, auth.orgId, params.id, page, { type: query.type, emailId: query.email_id, deliveryId: query.delivery_id })
-        return cursors(ctx).page(scope, rows, page, total, presentActivity)
+        return cursors(ctx).read(scope, query, page => listActivity(ctx.sql, auth.orgId, params.id, page, { type: query.type, emailId: query.email_id, deliveryId: query.delivery_id }), presentActivity)
       },
       {
         params: FunctionId,

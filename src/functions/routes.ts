@@ -5,7 +5,7 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { bodyLimit } from '../http/boundary'
-import { DEPLOY_BODY_BYTES, CODE_GZIP_BYTES, CODE_RAW_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
+import { DEPLOY_BODY_BYTES, CODE_GZIP_BYTES, CODE_RAW_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
 import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, RouteFunction, RoutingTopology, Secret, Source, Tags } from './model'
 import { functionObserveRoutes } from './observe.routes'
 import { routeFunction, routingTopology } from './routing'
@@ -89,9 +89,7 @@ export function functionRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `functions:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listFunctions(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, presentFunction)
+        return cursors(ctx).read(scope, query, page => listFunctions(ctx.sql, auth.orgId, page), presentFunction)
       },
       { query: t.Object(pageQuery()), response: { 200: Paged(FunctionSchema) }, detail: { summary: 'List functions, newest first' } },
     )
@@ -128,9 +126,7 @@ export function functionRoutes(ctx: AppContext) {
       '/:id/deployments',
       async ({ auth, params, query }) => {
         const scope = `deployments:${params.id}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listDeployments(ctx.sql, auth.orgId, params.id, page)
-        return cursors(ctx).page(scope, rows, page, total, presentDeployment)
+        return cursors(ctx).read(scope, query, page => listDeployments(ctx.sql, auth.orgId, params.id, page), presentDeployment)
       },
       { params: FunctionId, query: t.Object(pageQuery()), response: { 200: Paged(Deployment) }, detail: { summary: 'Deployments of a function, newest first' } },
     )

@@ -135,6 +135,22 @@ export class Cursors {
     return { limit: query.limit ?? fallback, after: this.decode(scope, query.cursor) }
   }
 
+  /**
+   * A list read whole: the page `query` asks for, its `limit + 1` rows and total from `fetch`,
+   * and the page built from them (`request`, then `page`).
+   */
+  async read<T extends { id: string }, R>(
+    scope: string,
+    query: { limit?: number; cursor?: string },
+    fetch: (req: PageRequest) => Promise<{ rows: T[]; total: number }>,
+    present: (row: T) => R,
+    fallback?: number,
+  ): Promise<Page<R>> {
+    const req = this.request(scope, query, fallback)
+    const { rows, total } = await fetch(req)
+    return this.page(scope, rows, req, total, present)
+  }
+
   /** Builds the page from `limit + 1` fetched rows: the extra row only says there is more. */
   page<T extends { id: string }, R>(scope: string, rows: T[], req: PageRequest, total: number, present: (row: T) => R): Page<R> {
     const more = rows.length > req.limit

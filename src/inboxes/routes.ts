@@ -42,9 +42,7 @@ export function inboxRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `inboxes:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listInboxes(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, presentManagedInbox)
+        return cursors(ctx).read(scope, query, page => listInboxes(ctx.sql, auth.orgId, page), presentManagedInbox)
       },
       {
         query: t.Object(pageQuery()),

@@ -37,9 +37,7 @@ export function networkRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `networks:${auth.orgId}:${auth.method === 'connection'}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listNetworks(ctx.sql, auth, page)
-        return cursors(ctx).page(scope, rows, page, total, presentFor(auth.orgId))
+        return cursors(ctx).read(scope, query, page => listNetworks(ctx.sql, auth, page), presentFor(auth.orgId))
       },
       {
         query: t.Object(pageQuery()),
@@ -87,9 +85,7 @@ export function networkRoutes(ctx: AppContext) {
       '/:id/members',
       async ({ auth, params, query }) => {
         const scope = `network-members:${params.id}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listMembers(ctx.sql, auth, params.id, page)
-        return cursors(ctx).page(scope, rows, page, total, presentMember)
+        return cursors(ctx).read(scope, query, page => listMembers(ctx.sql, auth, params.id, page), row => presentMember(row))
       },
       {
         params: IdParams,
@@ -135,9 +131,7 @@ export function networkRoutes(ctx: AppContext) {
       '/:id/agents',
       async ({ auth, params, query }) => {
         const scope = `network-agents:${params.id}:${query.q ?? ''}:${query.skill ?? ''}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await discoverAgents(ctx.sql, auth, params.id, query, page)
-        return cursors(ctx).page(scope, rows, page, total, presentDiscovered)
+        return cursors(ctx).read(scope, query, page => discoverAgents(ctx.sql, auth, params.id, query, page), presentDiscovered)
       },
       {
         params: IdParams,

@@ -35,9 +35,7 @@ export function noteRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `address-notes:${auth.orgId}:${query.address ?? ''}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listNotes(ctx.sql, auth, query, page)
-        return cursors(ctx).page(scope, rows, page, total, presentNote)
+        return cursors(ctx).read(scope, query, page => listNotes(ctx.sql, auth, query, page), presentNote)
       },
       {
         query: t.Object({ ...pageQuery(), address: t.Optional(t.String({ minLength: 3, maxLength: 320, description: 'only the notes about this address' })) }),

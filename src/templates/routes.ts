@@ -34,9 +34,7 @@ export function templateRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('templates', query)
-        const { rows, total } = await listTemplates(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page('templates', rows, page, total, presentTemplate)
+        return cursors(ctx).read('templates', query, page => listTemplates(ctx.sql, auth.orgId, page), presentTemplate)
       },
       { query: t.Object(pageQuery()), response: { 200: Paged(Template) }, detail: { summary: 'List templates, newest first' } },
     )

@@ -38,9 +38,7 @@ export function wakeRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('wake', query)
-        const { rows, total } = await listWakes(ctx.sql, auth.orgId, page, query)
-        return cursors(ctx).page('wake', rows, page, total, presentWake)
+        return cursors(ctx).read('wake', query, page => listWakes(ctx.sql, auth.orgId, page, query), presentWake)
       },
       {
         query: t.Object({
@@ -81,9 +79,7 @@ export function wakeRoutes(ctx: AppContext) {
       '/:id/runs',
       async ({ auth, params, query }) => {
         await getWake(ctx.sql, auth.orgId, params.id)
-        const page = cursors(ctx).request(`wake-runs:${params.id}`, query)
-        const { rows, total } = await listRuns(ctx.sql, auth.orgId, params.id, page)
-        return cursors(ctx).page(`wake-runs:${params.id}`, rows, page, total, presentRun)
+        return cursors(ctx).read(`wake-runs:${params.id}`, query, page => listRuns(ctx.sql, auth.orgId, params.id, page), presentRun)
       },
       { params: Id, query: t.Object(pageQuery()), response: { 200: Paged(WakeRun) }, detail: { summary: "A wake's runs, newest first" } },
     )

@@ -4,9 +4,9 @@ import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
-import { Nullable, OneOf, IdParams } from '../http/schema'
-import { parseTimestamp, Timestamp } from '../http/timestamps'
-import { getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from './deliveries.service'
+import { OneOf, IdParams } from '../http/schema'
+import { Timestamp } from '../http/timestamps'
+import { deliveryFilters, getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from './deliveries.service'
 import { STATUSES, Delivery } from './deliveries.model'
 
 export function deliveryRoutes(ctx: AppContext) {
@@ -15,15 +15,8 @@ export function deliveryRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('deliveries', query)
-        const filters = {
-          emailId: query.email_id,
-          status: query.status,
-          dateFrom: query.date_from ? parseTimestamp('date_from', query.date_from) : null,
-          dateTo: query.date_to ? parseTimestamp('date_to', query.date_to) : null,
-        }
-        const { rows, total } = await listDeliveries(ctx.sql, auth.orgId, page, filters)
-        return cursors(ctx).page('deliveries', rows, page, total, presentDelivery)
+        const filters = deliveryFilters(query)
+        return cursors(ctx).read('deliveries', query, page => listDeliveries(ctx.sql, auth.orgId, page, filters), presentDelivery)
       },
       {
         query: t.Object({

@@ -4,7 +4,7 @@ import type { Sql } from '../db/client'
 import { errors } from '../http/errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
-import { iso } from '../http/timestamps'
+import { iso, parseTimestamp } from '../http/timestamps'
 import { attemptDelivery, type DeliveryStatus } from './attempt'
 
 /** Replays an organization may request per minute. */
@@ -56,6 +56,14 @@ export interface DeliveryFilters {
   dateFrom: Date | null
   dateTo: Date | null
 }
+
+/** The filters of a deliveries list (REST query or tool arguments), timestamps parsed. */
+export const deliveryFilters = (q: { email_id?: string; status?: DeliveryStatus; date_from?: string; date_to?: string }): DeliveryFilters => ({
+  emailId: q.email_id,
+  status: q.status,
+  dateFrom: q.date_from ? parseTimestamp('date_from', q.date_from) : null,
+  dateTo: q.date_to ? parseTimestamp('date_to', q.date_to) : null,
+})
 
 const deliveryColumns = (sql: Sql) => sql`
   d.id, d.org_id, d.email_id, d.endpoint_id, d.endpoint_url, d.event_id, d.event_type, d.status, d.attempt_count,

@@ -45,9 +45,7 @@ export function endpointRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `endpoints:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listEndpoints(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, presentEndpoint)
+        return cursors(ctx).read(scope, query, page => listEndpoints(ctx.sql, auth.orgId, page), presentEndpoint)
       },
       {
         query: t.Object(pageQuery()),

@@ -41,9 +41,7 @@ export function filterRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `filters:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listFilters(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, presentFilter)
+        return cursors(ctx).read(scope, query, page => listFilters(ctx.sql, auth.orgId, page), presentFilter)
       },
       {
         query: t.Object(pageQuery()),

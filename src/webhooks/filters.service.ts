@@ -4,7 +4,7 @@
  * need the filters_per_domain entitlement. Only `enabled` changes after creation.
  */
 import { randomUUIDv7 } from 'bun'
-import type { Sql, Tx } from '../db/client'
+import type { Sql } from '../db/client'
 import { getDomain } from '../domains/service'
 import { errors } from '../http/errors'
 import { listPage, type PageRequest } from '../http/pagination'

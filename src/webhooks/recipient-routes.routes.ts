@@ -41,9 +41,7 @@ export function recipientRouteRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `routes:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listRoutes(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, presentRoute)
+        return cursors(ctx).read(scope, query, page => listRoutes(ctx.sql, auth.orgId, page), presentRoute)
       },
       {
         query: t.Object(pageQuery()),

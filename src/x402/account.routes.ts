@@ -38,9 +38,7 @@ export function x402AccountRoutes(ctx: AppContext) {
     .get(
       '/declined-payments',
       async ({ auth, query }) => {
-        const page = cursors(ctx).request('x402-declined', query)
-        const { rows, total } = await listDeclined(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page('x402-declined', rows, page, total, presentDeclined)
+        return cursors(ctx).read('x402-declined', query, page => listDeclined(ctx.sql, auth.orgId, page), presentDeclined)
       },
       {
         query: t.Object(pageQuery(200, 50)),
@@ -70,9 +68,7 @@ export function x402AccountRoutes(ctx: AppContext) {
             },
           }) as never
         }
-        const page = cursors(ctx).request('x402-ledger', query)
-        const { rows, total } = await listLedger(ctx.sql, auth.orgId, page, filters)
-        return cursors(ctx).page('x402-ledger', rows, page, total, presentLedgerRow)
+        return cursors(ctx).read('x402-ledger', query, page => listLedger(ctx.sql, auth.orgId, page, filters), presentLedgerRow)
       },
       {
         query: t.Object({

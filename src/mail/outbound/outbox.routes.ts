@@ -29,9 +29,7 @@ export function outboxRoutes(ctx: AppContext) {
       '/',
       async ({ auth, query }) => {
         const scope = `outbox:${auth.orgId}`
-        const page = cursors(ctx).request(scope, query)
-        const { rows, total } = await listOutbox(ctx.sql, auth.orgId, page)
-        return cursors(ctx).page(scope, rows, page, total, present)
+        return cursors(ctx).read(scope, query, page => listOutbox(ctx.sql, auth.orgId, page), present)
       },
       {
         query: t.Object(pageQuery()),

@@ -50,9 +50,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `functions:${auth.orgId}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listFunctions(ctx.sql, auth.orgId, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentFunction))
+      return pageResult(await cursors(ctx).read(scope, args, page => listFunctions(ctx.sql, auth.orgId, page), presentFunction, TOOL_PAGE))
     },
   }),
   tool({
@@ -75,9 +73,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions/:id/logs' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `logs:${args.function_id}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listLogs(ctx.sql, auth.orgId, args.function_id, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentLog))
+      return pageResult(await cursors(ctx).read(scope, args, page => listLogs(ctx.sql, auth.orgId, args.function_id, page), presentLog, TOOL_PAGE))
     },
   }),
   tool({
@@ -90,9 +86,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions/:id/invocations' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `invocations:${args.function_id}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listInvocations(ctx.sql, auth.orgId, args.function_id, page, {})
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentInvocation))
+      return pageResult(await cursors(ctx).read(scope, args, page => listInvocations(ctx.sql, auth.orgId, args.function_id, page, {}), presentInvocation, TOOL_PAGE))
     },
   }),
   tool({

@@ -30,9 +30,7 @@ export const inboxTools = [
     rest: { method: 'GET', path: '/v1/inboxes' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `inboxes:${auth.orgId}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listInboxes(ctx.sql, auth.orgId, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentManagedInbox))
+      return pageResult(await cursors(ctx).read(scope, args, page => listInboxes(ctx.sql, auth.orgId, page), presentManagedInbox, TOOL_PAGE))
     },
   }),
   tool({

@@ -69,10 +69,8 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/emails' },
     handle: async ({ ctx, auth }, args) => {
-      const page = cursors(ctx).request('emails', args, TOOL_PAGE)
       const filters = { since: args.since ? parseTimestamp('since', args.since) : null, direction: args.direction, threadId: args.thread_id, addresses: auth.boundAddress ? [auth.boundAddress] : [] }
-      const { rows, total } = await listEmails(ctx.sql, auth.orgId, page, filters)
-      return pageResult(cursors(ctx).page('emails', rows, page, total, presentSummary))
+      return pageResult(await cursors(ctx).read('emails', args, page => listEmails(ctx.sql, auth.orgId, page, filters), presentSummary, TOOL_PAGE))
     },
   }),
   tool({
@@ -84,9 +82,7 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/search' },
     handle: async ({ ctx, auth }, args) => {
-      const page = cursors(ctx).request('search', args, TOOL_PAGE)
-      const { rows, total } = await searchEmails(ctx.sql, auth.orgId, args.query, page)
-      return pageResult(cursors(ctx).page('search', rows, page, total, presentSummary))
+      return pageResult(await cursors(ctx).read('search', args, page => searchEmails(ctx.sql, auth.orgId, args.query, page), presentSummary, TOOL_PAGE))
     },
   }),
   tool({
@@ -108,9 +104,7 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/threads' },
     handle: async ({ ctx, auth }, args) => {
-      const page = cursors(ctx).request('threads', args, TOOL_PAGE)
-      const { rows, total } = await listThreads(ctx.sql, auth.orgId, page)
-      return pageResult(cursors(ctx).page('threads', rows, page, total, presentThread))
+      return pageResult(await cursors(ctx).read('threads', args, page => listThreads(ctx.sql, auth.orgId, page), presentThread, TOOL_PAGE))
     },
   }),
   tool({

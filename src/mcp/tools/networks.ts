@@ -34,9 +34,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/networks' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `networks:${auth.orgId}:${auth.method === 'connection'}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listNetworks(ctx.sql, auth, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentFor(auth.orgId)))
+      return pageResult(await cursors(ctx).read(scope, args, page => listNetworks(ctx.sql, auth, page), presentFor(auth.orgId), TOOL_PAGE))
     },
   }),
   tool({
@@ -54,9 +52,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/networks/:id/agents' },
     handle: async ({ ctx, auth }, { network_id, ...args }) => {
       const scope = `network-agents:${network_id}:${args.q ?? ''}:${args.skill ?? ''}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await discoverAgents(ctx.sql, auth, network_id, args, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentDiscovered))
+      return pageResult(await cursors(ctx).read(scope, args, page => discoverAgents(ctx.sql, auth, network_id, args, page), presentDiscovered, TOOL_PAGE))
     },
   }),
   tool({
@@ -95,9 +91,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/contacts' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `contacts:${auth.orgId}:${args.owner_address ?? ''}:${args.q ?? ''}:${args.tag ?? ''}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listContacts(ctx.sql, auth, args, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentContact))
+      return pageResult(await cursors(ctx).read(scope, args, page => listContacts(ctx.sql, auth, args, page), presentContact, TOOL_PAGE))
     },
   }),
   tool({
@@ -148,9 +142,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/address-notes' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `address-notes:${auth.orgId}:${args.address ?? ''}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listNotes(ctx.sql, auth, args, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentNote))
+      return pageResult(await cursors(ctx).read(scope, args, page => listNotes(ctx.sql, auth, args, page), presentNote, TOOL_PAGE))
     },
   }),
   tool({

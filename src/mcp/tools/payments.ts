@@ -129,9 +129,7 @@ export const paymentTools = [
         createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
         createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
       }
-      const page = cursors(ctx).request('x402-ledger', args, TOOL_PAGE)
-      const { rows, total } = await listLedger(ctx.sql, auth.orgId, page, filters)
-      return pageResult(cursors(ctx).page('x402-ledger', rows, page, total, presentLedgerRow))
+      return pageResult(await cursors(ctx).read('x402-ledger', args, page => listLedger(ctx.sql, auth.orgId, page, filters), presentLedgerRow, TOOL_PAGE))
     },
   }),
   tool({
@@ -144,9 +142,7 @@ export const paymentTools = [
     rest: { method: 'GET', path: '/v1/x402/declined-payments' },
     handle: async ({ ctx, auth }, args) => {
       await requireX402(ctx, auth.orgId)
-      const page = cursors(ctx).request('x402-declined', args, TOOL_PAGE)
-      const { rows, total } = await listDeclined(ctx.sql, auth.orgId, page)
-      return pageResult(cursors(ctx).page('x402-declined', rows, page, total, presentDeclined))
+      return pageResult(await cursors(ctx).read('x402-declined', args, page => listDeclined(ctx.sql, auth.orgId, page), presentDeclined, TOOL_PAGE))
     },
   }),
 ]

@@ -2,9 +2,9 @@
 import { Type } from '@sinclair/typebox'
 import { cursors } from '../../http/pagination'
 import { OneOf } from '../../http/schema'
-import { iso, parseTimestamp } from '../../http/timestamps'
+import { iso } from '../../http/timestamps'
 import { Delivery, STATUSES } from '../../webhooks/deliveries.model'
-import { getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from '../../webhooks/deliveries.service'
+import { deliveryFilters, getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from '../../webhooks/deliveries.service'
 import { CreateEndpoint, DeactivatedEndpoint, Endpoint, UpdateEndpoint } from '../../webhooks/endpoints.model'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from '../../webhooks/endpoints.service'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
@@ -37,9 +37,7 @@ export const webhookTools = [
     rest: { method: 'GET', path: '/v1/endpoints' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `endpoints:${auth.orgId}`
-      const page = cursors(ctx).request(scope, args, TOOL_PAGE)
-      const { rows, total } = await listEndpoints(ctx.sql, auth.orgId, page)
-      return pageResult(cursors(ctx).page(scope, rows, page, total, presentEndpoint))
+      return pageResult(await cursors(ctx).read(scope, args, page => listEndpoints(ctx.sql, auth.orgId, page), presentEndpoint, TOOL_PAGE))
     },
   }),
   tool({
@@ -90,15 +88,8 @@ export const webhookTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/webhooks/deliveries' },
     handle: async ({ ctx, auth }, args) => {
-      const page = cursors(ctx).request('deliveries', args, TOOL_PAGE)
-      const filters = {
-        emailId: args.email_id,
-        status: args.status,
-        dateFrom: args.date_from ? parseTimestamp('date_from', args.date_from) : null,
-        dateTo: args.date_to ? parseTimestamp('date_to', args.date_to) : null,
-      }
-      const { rows, total } = await listDeliveries(ctx.sql, auth.orgId, page, filters)
-      return pageResult(cursors(ctx).page('deliveries', rows, page, total, presentDelivery))
+      const filters = deliveryFilters(args)
+      return pageResult(await cursors(ctx).read('deliveries', args, page => listDeliveries(ctx.sql, auth.orgId, page, filters), presentDelivery, TOOL_PAGE))
     },
   }),
   tool({
