@@ -55,6 +55,33 @@ export async function enqueueWith(sql: Tx, write: postgres.Fragment, kind: strin
   return row?.id ?? null
 }
 
+/** One job of `enqueueEachWith`. */
+export interface EachJob extends Omit<EnqueueOptions, 'dedupeKey'> {
+  payload: unknown
+}
+
+/**
+ * `enqueueWith` for many jobs of one kind: runs `write` and inserts one job for each entry of
+ * `jobs`, in one statement. Returns the jobs' ids in order. (No dedupe keys.) Idle workers are
+ * woken when a job not inserted claimed is among them.
+ */
+export async function enqueueEachWith(sql: Tx, write: postgres.Fragment, kind: string, jobs: EachJob[]): Promise<string[]> {
+  const rows = jobs.map(j => ({
+    id: randomUUIDv7(), payload: j.payload, run_at: j.runAt ?? new Date(), max_attempts: j.maxAttempts ?? 10, locked_by: j.claimedBy ?? null,
+  }))
+  const wake = rows.some(r => r.locked_by === null)
+  await sql`
+    with write as (${write}),
+    job as (
+      insert into jobs (id, kind, payload, run_at, max_attempts, locked_by, locked_at, attempts)
+      select j.id, ${kind}, j.payload, j.run_at, j.max_attempts, j.locked_by,
+             case when j.locked_by is null then null else now() end, case when j.locked_by is null then 0 else 1 end
+        from jsonb_to_recordset(${sql.json(rows as never)}::jsonb) as j(id uuid, payload jsonb, run_at timestamptz, max_attempts int, locked_by text)
+      returning 1)
+    select (select count(*) from job)::int as inserted${wake ? sql`, pg_notify(${JOBS_CHANNEL}, ${kind})` : sql``}`
+  return rows.map(r => r.id)
+}
+
 /**
  * The job insert and its NOTIFY in one statement. Delivered on commit, the notification wakes
  * idle workers at once instead of at their next poll; PostgreSQL folds identical notifications

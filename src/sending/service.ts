@@ -16,7 +16,7 @@ import { ApiError, errors, type PlainCode } from '../http/errors'
 import { canonicalJson, IDEMPOTENCY_TTL_HOURS, idempotencyBusy, idempotent } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { listPage, type PageRequest } from '../http/pagination'
-import { enqueueWith } from '../jobs/queue'
+import { enqueueEachWith } from '../jobs/queue'
 import { inlineHolderId, runClaimed } from '../jobs/run'
 import type { Job } from '../jobs/queue'
 import { recordChanges, type ChangeInput } from '../changes/record'
@@ -167,17 +167,21 @@ function draft(id: string, orgId: string, status: 'scheduled' | 'sending', reque
 }
 
 /**
- * The insert of a send (for enqueueWith, which adds its job to the statement). The email stored
- * for it as `emailId` by the statement just before, in the same transaction and round trip,
- * gives it its thread, which is not known before that statement has run.
+ * The insert of sends (for enqueueEachWith, which adds their jobs to the statement). The email
+ * stored for a send (its `email_id`) by a statement just before, in the same transaction and
+ * round trip, gives it its thread, which is not known before that statement has run.
  */
-function insertSend(tx: Tx, row: SendRow, emailId: string | null) {
+function insertSends(tx: Tx, sends: { row: SendRow; emailId: string | null }[]) {
+  const rows = sends.map(({ row, emailId }) => ({
+    id: row.id, org_id: row.org_id, status: row.status, request: row.request, from_address: row.from_address, scheduled_at: row.scheduled_at,
+    repeat_every_minutes: row.repeat_every_minutes, thread_id: row.thread_id, ticks: row.ticks, email_id: emailId, last_message_id: row.last_message_id,
+  }))
   return tx`
     insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
-    select ${row.id}, ${row.org_id}, ${row.status}, ${tx.json(row.request as never)}, ${row.from_address}, ${row.scheduled_at},
-           ${row.repeat_every_minutes}, coalesce(e.thread_id, ${row.thread_id}::uuid), ${row.ticks}, e.id, ${row.last_message_id}
-      from (select) as one
-      left join emails e on e.id = ${emailId}::uuid`
+    select s.id, s.org_id, s.status, s.request, s.from_address, s.scheduled_at, s.repeat_every_minutes, coalesce(e.thread_id, s.thread_id), s.ticks, e.id, s.last_message_id
+      from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
+        as s(id uuid, org_id uuid, status text, request jsonb, from_address text, scheduled_at timestamptz, repeat_every_minutes int, thread_id uuid, ticks int, email_id uuid, last_message_id text)
+      left join emails e on e.id = s.email_id`
 }
 
 /** What an immediate send's request wrote, to run its job inline. */
@@ -247,26 +251,29 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
 }
 
 /**
- * Writes a prepared send in the caller's transaction: its stored email, the send with its job
- * (one statement; an immediate send's job claimed by this process, which runs it once committed).
- * The statements go out at once, so those of several sends share round trips. Returns what the
- * inline run needs and the changes to record, last, in the same transaction.
+ * Writes prepared sends in the caller's transaction: their stored emails, then the sends with
+ * their jobs in one statement (an immediate send's job claimed by this process, which runs it
+ * once committed). The statements go out at once. Returns, for each send, what the inline run
+ * needs and the changes to record, last, in the same transaction.
  */
-function writeSend(tx: Tx, ctx: AppContext, p: Prepared): Promise<{ inline: Inline; changes: ChangeInput[] }> {
-  const { row, composed, future } = p
-  const emailId = composed ? randomUUIDv7() : null
-  const stored = composed && storeComposed(tx, row, composed, emailId!)
-  const job = enqueueWith(tx, insertSend(tx, row, emailId), EXECUTE_KIND, { send_id: row.id }, {
-    runAt: future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),
+function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: Inline; changes: ChangeInput[] }[]> {
+  const emailIds = ps.map(p => (p.composed ? randomUUIDv7() : null))
+  const stored = Promise.all(ps.map((p, i) => p.composed && storeComposed(tx, p.row, p.composed, emailIds[i]!)))
+  const jobs = enqueueEachWith(tx, insertSends(tx, ps.map((p, i) => ({ row: p.row, emailId: emailIds[i]! }))), EXECUTE_KIND, ps.map(p => ({
+    payload: { send_id: p.row.id },
+    runAt: p.future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),
     maxAttempts: SEND_MAX_ATTEMPTS,
-    claimedBy: future ? undefined : inlineHolderId(ctx),
-  })
-  return Promise.all([stored, job]).then(([email, jobId]) => {
-    if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
-    const changes = [sendChange('send.created', row), ...(email && composed ? [sentChange(row, email, composed.mail.subject)] : [])]
-    const built = email && composed ? { emailId: email.id, raw: composed.raw, text: composed.text } : undefined
-    return { inline: { jobId, row, built }, changes }
-  })
+    claimedBy: p.future ? undefined : inlineHolderId(ctx),
+  })))
+  return Promise.all([stored, jobs]).then(([emails, jobIds]) =>
+    ps.map(({ row, composed }, i) => {
+      const email = emails[i]
+      if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
+      const changes = [sendChange('send.created', row), ...(email && composed ? [sentChange(row, email, composed.mail.subject)] : [])]
+      const built = email && composed ? { emailId: email.id, raw: composed.raw, text: composed.text } : undefined
+      return { inline: { jobId: jobIds[i]!, row, built }, changes }
+    }),
+  )
 }
 
 /**
@@ -293,7 +300,7 @@ const sendWrites = perProcess(
         const verdicts = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
         // written in the order of their organizations, as other batches lock the rows they share
         const writing = items.filter((_, i) => verdicts[i] === 'write').sort((a, b) => (a.row.org_id < b.row.org_id ? -1 : a.row.org_id > b.row.org_id ? 1 : 0))
-        const written = Promise.all(writing.map(p => writeSend(tx, ctx, p)))
+        const written = writing.length ? writeSends(tx, ctx, writing) : Promise.resolve([])
         const record = writing.length
           ? tx`
               insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
@@ -340,9 +347,9 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
         prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
         const p = prepared
         // in the order of a batch: the send's statements, then its count, then its changes
-        const writing = writeSend(tx, ctx, p)
+        const writing = writeSends(tx, ctx, [p])
         const counted = countSends(tx, [p.row.org_id])
-        const local = Promise.all([writing, counted]).then(async ([w]) => (await recordChanges(tx, w.changes), w.inline))
+        const local = Promise.all([writing, counted]).then(async ([[w]]) => (await recordChanges(tx, w!.changes), w!.inline))
         return { status: 200, data: p.data, local }
       })
   const { send_id: sendId, inline } = outcome.data

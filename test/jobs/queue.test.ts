@@ -1,7 +1,7 @@
 /** The job queue on the real database: claiming, retries, dead letters, leases, hand-backs and cleanup. */
 import { describe, expect, test } from 'bun:test'
 import { randomUUIDv7 } from 'bun'
-import { backoffSeconds, claim, claimById, deleteJobs, enqueue, fail, heartbeat, JOBS_CHANNEL, releaseClaimed } from '../../src/jobs/queue'
+import { backoffSeconds, claim, claimById, deleteJobs, enqueue, enqueueEachWith, fail, heartbeat, JOBS_CHANNEL, releaseClaimed } from '../../src/jobs/queue'
 import { cleanup } from '../../src/maintenance/cleanup.job'
 import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
@@ -50,6 +50,29 @@ describe('the queue', () => {
     const ids = [...a!, ...b!].map(j => j.id)
     expect(ids.length).toBe(20)
     expect(new Set(ids).size).toBe(20)
+  })
+
+  test('enqueueEachWith: one statement runs the write and inserts a job per entry, claimed ones with their attempt counted; only unclaimed ones wake workers', async () => {
+    const sql = await testSql()
+    const k = kind()
+    const marker = `marker-${randomUUIDv7()}`
+    const { heard } = await notified(k)
+    const ids = await sql.begin(tx =>
+      enqueueEachWith(tx, tx`insert into rate_limit_windows (bucket, window_start, used) values (${marker}, 0, 1)`, k, [
+        { payload: { n: 1 }, claimedBy: 'inline_test', runAt: new Date(Date.now() + 60_000), maxAttempts: 5 },
+        { payload: { n: 2 } },
+      ]),
+    )
+    await heard
+    const rows = await sql<{ id: string; payload: { n: number }; locked_by: string | null; attempts: number; max_attempts: number; locked: boolean }[]>`
+      select id, payload, locked_by, attempts, max_attempts, locked_at is not null as locked from jobs where kind = ${k}`
+    const byId = new Map(rows.map(r => [r.id, r]))
+    expect(ids.map(id => byId.get(id))).toEqual([
+      { id: ids[0]!, payload: { n: 1 }, locked_by: 'inline_test', attempts: 1, max_attempts: 5, locked: true },
+      { id: ids[1]!, payload: { n: 2 }, locked_by: null, attempts: 0, max_attempts: 10, locked: false },
+    ])
+    expect((await sql`select 1 from rate_limit_windows where bucket = ${marker}`).length).toBe(1)
+    expect((await claim(sql, 'w', [k], 10)).map(j => j.id)).toEqual([ids[1]!])
   })
 
   test('a dedupe key keeps one pending job', async () => {
