@@ -11,7 +11,7 @@ import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/model'
 import { getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from '../../emails/service'
 import { cursors } from '../../http/pagination'
 import { parseTimestamp } from '../../http/timestamps'
-import { mailEvents } from '../../mail/events'
+import { mailEvents, pollMail } from '../../mail/events'
 import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool } from '../tool'
 
@@ -138,21 +138,12 @@ export const mailTools = [
     handle: async ({ ctx, auth, signal }, args) => {
       const since = args.since ? parseTimestamp('since', args.since) : new Date()
       const address = auth.boundAddress ?? args.address?.trim().toLowerCase()
-      const deadline = Date.now() + (args.timeout_seconds ?? 30) * 1000
-      for (;;) {
-        // Subscribe before reading, so mail stored between the read and the wait still wakes us.
-        const stop = new AbortController()
-        const remaining = deadline - Date.now()
-        const woken = remaining > 0 ? mailEvents(ctx).waitForMail(auth.orgId, remaining, AbortSignal.any([stop.signal, signal])) : Promise.resolve(false)
-        const { rows } = await listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
-        if (rows.length) {
-          stop.abort()
-          const emails = rows.slice(0, TOOL_PAGE).map(presentSummary)
-          return { emails, timed_out: false, next_since: emails[0]!.received_at }
-        }
-        // a wake for another address of the organization: read again, wait out the rest
-        if (!(await woken)) return { emails: [], timed_out: true, next_since: since.toISOString() }
-      }
+      const read = () => listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
+      // as GET /v1/emails?wait= does it: woken by mail of this address only, when it has one
+      const { rows } = await pollMail(mailEvents(ctx), { orgId: auth.orgId, address, ms: (args.timeout_seconds ?? 30) * 1000, signal }, read, r => r.rows.length > 0)
+      if (!rows.length) return { emails: [], timed_out: true, next_since: since.toISOString() }
+      const emails = rows.slice(0, TOOL_PAGE).map(presentSummary)
+      return { emails, timed_out: false, next_since: emails[0]!.received_at }
     },
   }),
 ]
