@@ -150,7 +150,7 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     console.log(JSON.stringify({ sequential: seq, bare_viem_sequential: bareSeq, ratio_p50: Math.round((seq.p50_ms / bareSeq.p50_ms) * 100) / 100 }))
     console.log(JSON.stringify({ concurrent_20: conc, bare_viem_concurrent_20: bareConc, ratio_p50: Math.round((conc.p50_ms / bareConc.p50_ms) * 100) / 100 }))
     // CPU per payment, each process apart (ms): ours, then the bare round trip
-    const CPU_RUNS = 30
+    const CPU_RUNS = Number(process.env.BENCH_X402_CPU_RUNS ?? 30)
     const cpuOf = async (op: (w: Hex) => Promise<unknown>) => {
       const before = { service: processCpuMicros(service.pid), anvil: processCpuMicros(chain.pid), database: await databaseCpu(sql), client: process.cpuUsage() }
       for (let i = 0; i < CPU_RUNS; i++) await op(wallets[i % CONCURRENT]!)
