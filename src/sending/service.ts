@@ -125,7 +125,7 @@ async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: str
  * Refuses a send the organization may not make right now: wrong sender, reply-only gates, abuse
  * limits, in that order. The sender's error lists the valid senders, read only then.
  */
-async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFacts) {
+async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFacts): Promise<SendLimits> {
   // Authentication rule 2: an agent connection key sends only as the address it is bound to.
   if (auth.boundAddress !== undefined && r.from.toLowerCase() !== auth.boundAddress) {
     throw errors.forbidden(`from: a connection key sends only as ${auth.boundAddress}`)
@@ -134,12 +134,23 @@ async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFa
   const plan = planDefinition(auth.plan)
   if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, r.from, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
   // The plan's limits unless an operator set the organization's own (`admin org set-send-limits`).
-  const send_per_hour = facts.per_hour ?? plan.limits.send_per_hour
-  const send_per_day = facts.per_day ?? plan.limits.send_per_day
-  if (facts.hour >= send_per_hour || facts.day >= send_per_day) {
-    const which = facts.hour >= send_per_hour ? `${send_per_hour} per hour` : `${send_per_day} per day`
-    throw errors.retryLater('rate_limited', `send-mail: at most ${which} per organization`, facts.hour >= send_per_hour ? 3600 : 86400)
-  }
+  const limits = { hour: facts.per_hour ?? plan.limits.send_per_hour, day: facts.per_day ?? plan.limits.send_per_day }
+  const over = overLimit(limits, facts)
+  if (over) throw over
+  return limits
+}
+
+/** An organization's send limits, per hour and per day. */
+interface SendLimits {
+  hour: number
+  day: number
+}
+
+/** The 429 of a send that `counts` (the sends already counted) leave no room for, or null. */
+function overLimit(limits: SendLimits, counts: { hour: number; day: number }): ApiError | null {
+  if (counts.hour < limits.hour && counts.day < limits.day) return null
+  const hourly = counts.hour >= limits.hour
+  return errors.retryLater('rate_limited', `send-mail: at most ${hourly ? `${limits.hour} per hour` : `${limits.day} per day`} per organization`, hourly ? 3600 : 86400)
 }
 
 function response(send: SendRow, replay: boolean) {
@@ -197,19 +208,49 @@ function relayFailure(send: SendRow): ApiError {
 }
 
 /**
- * Counts new sends for the send limits (`sendFacts`): one to the row of the current minute and
- * of the current hour of each send's organization, in the transaction that writes the sends.
- * The hour's window is then the minute rows started within the last hour, the day's the hour
- * rows started within the last day: each misses less than a minute (an hour) of its oldest sends.
+ * The send limits, enforced where the sends are written. `lockSendCounts` takes the rows of the
+ * current minute and hour of each organization (created at 0 when missing) and holds them to the
+ * commit; `readSendCounts`, sent behind it in the same round trip, then sees every send committed
+ * before the lock was taken. So the transactions writing an organization's sends take turns,
+ * each knows exactly what the others counted, and no two can together pass a limit. Then
+ * `countSends` adds the sends written. The hour's window is the minute rows started within the
+ * last hour, the day's the hour rows started within the last day: each misses less than a minute
+ * (an hour) of its oldest sends.
  */
-function countSends(tx: Tx, orgIds: string[]) {
+function lockSendCounts(tx: Tx, orgIds: string[]) {
   return tx`
     insert into send_counts as c (org_id, span, start, sends)
-    select o.org_id, s.span, date_trunc(s.span, now()), count(*)
-      from unnest(${orgIds}::uuid[]) as o(org_id), (values ('minute'), ('hour')) as s(span)
-     group by 1, 2, 3
-     order by 1, 2, 3
-    on conflict (org_id, span, start) do update set sends = c.sends + excluded.sends`.execute()
+    select o.org_id, s.span, date_trunc(s.span, now()), 0
+      from (select distinct unnest(${orgIds}::uuid[]) as org_id) as o, (values ('minute'), ('hour')) as s(span)
+     order by 1, 2
+    on conflict (org_id, span, start) do update set sends = c.sends`.execute()
+}
+
+function readSendCounts(tx: Tx, orgIds: string[]) {
+  return tx<{ org_id: string; hour: number; day: number }[]>`
+    select o.org_id,
+           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.org_id and span = 'minute' and start > now() - interval '1 hour') as hour,
+           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.org_id and span = 'hour' and start > now() - interval '1 day') as day
+      from (select distinct unnest(${orgIds}::uuid[]) as org_id) as o`.execute()
+}
+
+/** Which of `sends` fit under their limits, in order, given what `readSendCounts` read: null, or the 429 of one that does not. */
+function admit(sends: Prepared[], counted: { org_id: string; hour: number; day: number }[]): (ApiError | null)[] {
+  const counts = new Map(counted.map(c => [c.org_id, { hour: c.hour, day: c.day }]))
+  return sends.map(p => {
+    const c = counts.get(p.row.org_id)!
+    const over = overLimit(p.limits, c)
+    if (!over) (c.hour++, c.day++)
+    return over
+  })
+}
+
+/** Adds the sends written to the current minute's and hour's rows of their organizations (locked by `lockSendCounts`). */
+function countSends(tx: Tx, orgIds: string[]) {
+  return tx`
+    update send_counts as c set sends = c.sends + n.sends
+      from (select org_id, count(*)::int as sends from unnest(${orgIds}::uuid[]) as o(org_id) group by 1) as n, (values ('minute'), ('hour')) as s(span)
+     where c.org_id = n.org_id and c.span = s.span and c.start = date_trunc(s.span, now())`.execute()
 }
 
 /** A send checked and built, ready to be written. */
@@ -221,6 +262,7 @@ interface Prepared {
   future: boolean
   scheduledAt: Date | null
   composed?: Composed
+  limits: SendLimits
   data: { send_id: string; inline: boolean }
 }
 
@@ -236,7 +278,7 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
     request.reply = { in_reply_to: reply.inReplyTo, references: reply.references }
     if (!request.to.length) request.to = [reply.to]
   }
-  await authorize(sql, auth, request, facts)
+  const limits = await authorize(sql, auth, request, facts)
   // Mail sent as an inbox shows the inbox's name, unless the request names the sender itself.
   if (request.from_name === undefined && facts.display_name) request.from_name = facts.display_name
   const id = randomUUIDv7()
@@ -247,7 +289,7 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
   // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
   const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
   if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
-  return { scope, key, payloadHash, row, future, scheduledAt, composed, data: { send_id: id, inline: !future } }
+  return { scope, key, payloadHash, row, future, scheduledAt, composed, limits, data: { send_id: id, inline: !future } }
 }
 
 /**
@@ -281,11 +323,12 @@ function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: 
  * (group commit): each under its Idempotency-Key as `idempotent` would (the key locked, its
  * record checked once the lock is held, then written with the send), one record of their changes
  * and one commit for all. A key another request holds, or repeated within the batch, answers
- * 'busy'; a key recorded meanwhile, 'recorded' (answered by `idempotent`).
+ * 'busy'; a key recorded meanwhile, 'recorded' (answered by `idempotent`); a send its
+ * organization's limits leave no room for, its 429 (nothing written).
  */
 const sendWrites = perProcess(
   (ctx: AppContext) =>
-    new GroupCommit<Prepared, Inline | 'busy' | 'recorded'>(items =>
+    new GroupCommit<Prepared, Inline | 'busy' | 'recorded' | ApiError>(items =>
       // BEGIN goes out with the key lookups, COMMIT with the record of the changes: three round trips in all
       pipelinedTransaction(ctx.sql, async (tx, commit) => {
         const names = items.map(p => `${p.scope}\n${p.key}`)
@@ -295,9 +338,13 @@ const sendWrites = perProcess(
         const lookup = tx<{ scope: string; key: string }[]>`
           select scope, key from idempotency_keys
            where (scope, key) in (select * from unnest(${items.map(p => p.scope)}::text[], ${items.map(p => p.key)}::text[])) and expires_at > now()`.execute()
-        const [locked, found] = await Promise.all([locks, lookup])
+        const orgIds = items.map(p => p.row.org_id)
+        const [locked, found, , counted] = await Promise.all([locks, lookup, lockSendCounts(tx, orgIds), readSendCounts(tx, orgIds)])
         const recorded = new Set(found.map(r => `${r.scope}\n${r.key}`))
-        const verdicts = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
+        const keyed = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
+        const limited = admit(items.filter((_, i) => keyed[i] === 'write'), counted)
+        let n = 0
+        const verdicts = keyed.map(v => (v === 'write' ? (limited[n++] ?? 'write') : v))
         // written in the order of their organizations, as other batches lock the rows they share
         const writing = items.filter((_, i) => verdicts[i] === 'write').sort((a, b) => (a.row.org_id < b.row.org_id ? -1 : a.row.org_id > b.row.org_id ? 1 : 0))
         const written = writing.length ? writeSends(tx, ctx, writing) : Promise.resolve([])
@@ -315,7 +362,7 @@ const sendWrites = perProcess(
         // last in the transaction, as recordChanges must be
         await commit(recordChanges(tx, results.flatMap(w => w.changes)))
         const inline = new Map(writing.map((p, n) => [p, results[n]!.inline]))
-        return items.map((p, i) => (verdicts[i] === 'write' ? inline.get(p)! : (verdicts[i] as 'busy' | 'recorded')))
+        return items.map((p, i) => (verdicts[i] === 'write' ? inline.get(p)! : (verdicts[i] as 'busy' | 'recorded' | ApiError)))
       }),
     ),
 )
@@ -341,15 +388,19 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, scope, key, payloadHash)
   const batched = prepared && (await sendWrites(ctx).submit(prepared))
   if (batched === 'busy') throw idempotencyBusy()
+  if (batched instanceof ApiError) throw batched
   const outcome = batched && batched !== 'recorded'
     ? { data: prepared!.data, replayed: false, local: batched }
     : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
         prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
         const p = prepared
-        // in the order of a batch: the send's statements, then its count, then its changes
+        // in the order of a batch: the counts locked and checked, the send's statements, its count, its changes
+        const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])
+        const [over] = admit([p], counted)
+        if (over) throw over
         const writing = writeSends(tx, ctx, [p])
-        const counted = countSends(tx, [p.row.org_id])
-        const local = Promise.all([writing, counted]).then(async ([[w]]) => (await recordChanges(tx, w!.changes), w!.inline))
+        const count = countSends(tx, [p.row.org_id])
+        const local = Promise.all([writing, count]).then(async ([[w]]) => (await recordChanges(tx, w!.changes), w!.inline))
         return { status: 200, data: p.data, local }
       })
   const { send_id: sendId, inline } = outcome.data

@@ -275,6 +275,21 @@ describe('who may send', () => {
     expect(rows.map(r => [r.span, r.sends])).toEqual([['hour', 3], ['minute', 3]])
   })
 
+  test('sends at once cannot together pass a limit: as many as fit are sent, the others answer 429', async () => {
+    const edge = await createOrg()
+    const address = await managedAddress(app.ctx, edge.orgId)
+    const sql = await testSql()
+    await setSendLimitsCommand(sql, edge.orgId, '12', '1000')
+    await sendsMade(edge.orgId, 10)
+    const before = relay.messages.length
+    const results = await Promise.all(Array.from({ length: 6 }, () => send({ from: address, to: 'x@example.com', subject: `edge ${unique()}`, body_text: 'x' }, { org: edge })))
+    expect(results.filter(r => r.status === 200).map(r => r.body.data.status)).toEqual(['queued', 'queued'])
+    for (const r of results.filter(r => r.status !== 200)) expectError(r, 429, 'rate_limited', 'send-mail: at most 12 per hour per organization; retry after 3600 seconds')
+    expect(relay.messages.length - before).toBe(2)
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from sends where org_id = ${edge.orgId}`
+    expect(row!.n).toBe(2)
+  })
+
   test('the per-hour abuse limit answers 429 rate_limited', async () => {
     const busy = await createOrg()
     const address = await managedAddress(app.ctx, busy.orgId)
