@@ -113,14 +113,14 @@ export function createApp(ctx: AppContext) {
     .mapResponse({ as: 'global' }, ({ request, responseValue, set }) => envelope(responseValue, set, requestFacts(request).paged === true) as Response)
     .onAfterResponse({ as: 'global' }, ({ request, set, path }) => {
       const facts = requestFacts(request)
-      log.info('request', {
-        request_id: facts.id,
-        method: request.method,
-        path,
-        status: facts.status ?? (typeof set.status === 'number' ? set.status : 200),
-        duration_ms: Math.round((performance.now() - facts.startedAt) * 100) / 100,
-        ...(facts.orgId && { org_id: facts.orgId }),
-      })
+      const status = facts.status ?? (typeof set.status === 'number' ? set.status : 200)
+      const durationMs = Math.round((performance.now() - facts.startedAt) * 100) / 100
+      // request_id, method, path, status, duration_ms and org_id when known, written as JSON here
+      log.infoJson(
+        'request',
+        `"request_id":"${facts.id}","method":${JSON.stringify(request.method)},"path":${JSON.stringify(path)},"status":${status},"duration_ms":${durationMs}` +
+          (facts.orgId ? `,"org_id":${JSON.stringify(facts.orgId)}` : ''),
+      )
     })
     .use(discoveryRoutes(ctx, () => app))
     .use(accountRoutes(ctx))
