@@ -50,7 +50,7 @@ export const ConfigSchema = T.Object({
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
   MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)' }),
-  RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once (twice as many while each lease is spent within 100 ms, up to 50 times this)' }),
+  RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once (twice as many while each lease is spent within 100 ms, as many again within a second, up to 50 times this)' }),
   FUNCTION_CPU_MS: T.Integer({ minimum: 10, maximum: 600_000, default: 30_000, description: 'CPU time one function invocation may use (time spent running guest code)' }),
   FUNCTION_WALL_CLOCK_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 600_000, description: 'wall-clock time of one function invocation, I/O waits included; beyond it the run is canceled (function_timeout)' }),
   FUNCTION_THREADS: T.Integer({ minimum: 1, maximum: 64, default: 2, description: 'sandbox threads per process running function invocations' }),

@@ -5,9 +5,11 @@
  * process has not spent yet can make another process refuse slightly early, never late.
  *
  * A lease is `maxLease` requests (RATE_LIMIT_LEASE), at most 1/50 of the limit. A bucket that
- * spends its lease within FAST_LEASE_MS asks for twice as many next time, up to 50 leases'
- * worth and still at most 1/50 of the limit: an organization with a raised limit serving
- * thousands of requests a second makes a few round trips a second, not one per 20 requests.
+ * spends its lease within FAST_LEASE_MS asks for twice as many next time (within
+ * STEADY_LEASE_MS, as many again), up to 50 leases' worth and still at most 1/50 of the limit:
+ * an organization with a raised limit serving thousands of requests a second makes a few round
+ * trips a second, not one per 20 requests, and its requests do not all wait on a refill each
+ * time the rate dips.
  */
 import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
@@ -18,6 +20,8 @@ import { perProcess } from '../context'
 export const WINDOW_SECONDS = 60
 /** a lease spent faster than this is followed by one twice its size */
 export const FAST_LEASE_MS = 100
+/** a lease spent faster than this (and not faster than FAST_LEASE_MS) by one of the same size */
+export const STEADY_LEASE_MS = 1000
 
 interface Lease {
   limit: number
@@ -83,7 +87,8 @@ export class RateLimiter {
     const share = Math.ceil(limit / 50)
     const base = Math.max(1, Math.min(this.maxLease, share))
     const most = Math.max(base, Math.min(this.maxLease * 50, share))
-    const want = spent && Date.now() - spent.leasedAt < FAST_LEASE_MS ? Math.min(most, spent.asked * 2) : base
+    const age = spent ? Date.now() - spent.leasedAt : Infinity
+    const want = age < FAST_LEASE_MS ? Math.min(most, spent!.asked * 2) : age < STEADY_LEASE_MS ? Math.min(most, spent!.asked) : base
     try {
       const [row] = await this.sql<{ granted: number; used: number; reset_ms: number }[]>`
         select granted, used, reset_ms from rate_limit_take(${bucket}, ${WINDOW_SECONDS}, ${want}, ${limit})`

@@ -51,6 +51,26 @@ describe('rate-limit leases', () => {
     expect((await new RateLimiter(sql, 20).take(bucket, 3000)).allowed).toBe(false)
   })
 
+  test('a bucket spending its lease within a second keeps its size; slower, it falls back to RATE_LIMIT_LEASE', async () => {
+    await roomInWindow()
+    const sql = await testSql()
+    const limiter = new RateLimiter(sql, 20)
+    const bucket = `test:${unique()}`
+    // 20, then 40 (the first spent at once), then 40 again (the second spent after 150 ms)
+    for (let j = 0; j < 21; j++) await limiter.take(bucket, 100_000_000)
+    const doubled = await used(sql, bucket)
+    for (let j = 0; j < 39; j++) await limiter.take(bucket, 100_000_000)
+    await Bun.sleep(150)
+    await limiter.take(bucket, 100_000_000)
+    expect(await used(sql, bucket) - doubled).toBe(40)
+    // spent after more than a second: back to 20
+    for (let j = 0; j < 39; j++) await limiter.take(bucket, 100_000_000)
+    const before = await used(sql, bucket)
+    await Bun.sleep(1100)
+    await limiter.take(bucket, 100_000_000)
+    expect(await used(sql, bucket) - before).toBe(20)
+  })
+
   test('a bucket spending slowly leases RATE_LIMIT_LEASE at a time', async () => {
     await roomInWindow()
     const sql = await testSql()
@@ -58,7 +78,7 @@ describe('rate-limit leases', () => {
     const bucket = `test:${unique()}`
     for (let i = 0; i < 3; i++) {
       for (let j = 0; j < 20; j++) await limiter.take(bucket, 100_000_000)
-      await Bun.sleep(150)
+      await Bun.sleep(1100)
     }
     await limiter.take(bucket, 100_000_000)
     // four leases of 20 (the first three spent, the fourth begun), none doubled
