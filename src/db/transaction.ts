@@ -29,7 +29,8 @@ export type Commit = <S extends readonly unknown[]>(...statements: S) => Promise
  */
 export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: postgres.ReservedSql, commit: Commit) => Promise<T>): Promise<T> {
   const tx = await sql.reserve()
-  let open = true
+  // the COMMIT once sent: the connection goes back to the pool only after it is answered
+  let committed: Promise<unknown> | undefined
   const begun = tx.unsafe('begin').execute()
   begun.catch(() => {})
   const commit = (async (...statements: unknown[]) => {
@@ -37,15 +38,22 @@ export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: postgres.Reserv
     all.catch(() => {})
     // statements sent from microtasks are on the connection before the next macrotask
     await new Promise(resolve => setImmediate(resolve))
-    open = false
-    const [, results, done] = await Promise.all([begun, all, tx`commit`])
-    if (done.command !== 'COMMIT') throw new Error(`transaction: COMMIT answered ${done.command}`)
+    const done = tx`commit`.execute()
+    committed = done.catch(() => {})
+    const [, results, answer] = await Promise.all([begun, all, done])
+    if (answer.command !== 'COMMIT') throw new Error(`transaction: COMMIT answered ${answer.command}`)
     return results
   }) as Commit
   try {
     return await fn(tx, commit)
   } finally {
-    if (open) await tx`rollback`.catch(() => {})
+    // Not before the COMMIT, or the ROLLBACK, is answered: a reserved connection holds the
+    // statements it has not sent yet (postgres.js sends one at a time while a statement new to
+    // the connection is described), and releasing it drops them. A failed statement makes
+    // commit() reject at once, with the COMMIT still unsent: released then, the connection went
+    // back to the pool inside the aborted transaction, and every later user of it failed.
+    if (committed) await committed
+    else await tx`rollback`.catch(() => {})
     tx.release()
   }
 }
