@@ -197,3 +197,14 @@ describe('body limits per route', () => {
     expect(doc.paths['/v1/send-mail/demo'].post['x-max-body-bytes']).toBeUndefined()
   })
 })
+
+describe('values that cannot be turned into text', () => {
+  // Elysia's validation message printed the value it found with a template string, which throws
+  // for an object whose toString and valueOf give no primitive (patches/elysia@1.4.30.patch).
+  test('an object with "toString": null where a string belongs is a validation error, not a 500', async () => {
+    for (const [method, path] of [['POST', '/v1/functions'], ['PUT', '/v1/functions/00000000-0000-1000-8000-000000000000']] as const) {
+      const res = await app.request(method, path, { key: org.key, body: { name: 'f', files: { 'index.js': { toString: null, valueOf: null } } } })
+      expectError(res, 400, 'validation_error')
+    }
+  })
+})
