@@ -4,8 +4,6 @@
  * the jobs still running at its end are handed back (docs/jobs.md).
  */
 import type { AppContext } from './context'
-import { createApp } from './app'
-import { JOB_KINDS } from './job-kinds'
 import { largestBodyLimit } from './http/boundary'
 import { releaseInline } from './jobs/run'
 import { serveHttp, type HttpServer } from './http/serve'
@@ -58,6 +56,9 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   const grace = ctx.config.SHUTDOWN_GRACE_MS
 
   if (roles.includes('worker')) {
+    // loaded by the roles that run them: a process of the smtp role alone (SMTP_PROCESSES) starts
+    // without building the API and its MCP tools, or loading every job's feature
+    const { JOB_KINDS } = await import('./job-kinds')
     const worker = await startWorker(ctx, { kinds: JOB_KINDS, listen: !opts.embedded, pollMs: opts.embedded ? 250 : 1000 })
     running.worker = worker
     stops.push(() => worker.stop(grace))
@@ -69,6 +70,7 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   }
   if (roles.includes('api')) {
     if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
+    const { createApp } = await import('./app')
     const app = createApp(ctx)
     const server = await serveHttp(app, {
       port: ctx.config.PORT,
