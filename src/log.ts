@@ -33,15 +33,9 @@ function now(): string {
 
 function write(level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>) {
   if (levels[level] < threshold) return
-  let line: string
-  if (!fields || plain(fields)) {
-    // the same line as below, without the replacer and the merged copy (the request log line's path)
-    const rest = fields ? JSON.stringify(fields) : '{}'
-    line = `{"time":"${now()}","level":"${level}","msg":${JSON.stringify(msg)}${rest.length > 2 ? `,${rest.slice(1)}` : '}'}`
-  } else {
-    line = JSON.stringify({ time: now(), level, msg, ...fields }, replacer)
-  }
-  process.stdout.write(line + '\n')
+  // flat fields are written as they are, without the replacer and the merged copy (the request log line's path)
+  if (!fields || plain(fields)) return writeJson(level, msg, fields ? JSON.stringify(fields).slice(1, -1) : '')
+  process.stdout.write(JSON.stringify({ time: now(), level, msg, ...fields }, replacer) + '\n')
 }
 
 /**
