@@ -40,6 +40,14 @@ interface OrgWaiters {
   byAddress: Map<string, Set<Wake>>
 }
 
+/** Wakes an organization's waiters for mail of `addresses`: the unfiltered ones, and those of the addresses (all of them when none are named). */
+function wakeIn(org: OrgWaiters, addresses: string[]) {
+  const woken = [...org.any]
+  if (addresses.length === 0) for (const set of org.byAddress.values()) woken.push(...set)
+  else for (const address of addresses) woken.push(...(org.byAddress.get(address) ?? []))
+  for (const wake of woken) wake()
+}
+
 export class MailEvents {
   private readonly waiters = new Map<string, OrgWaiters>()
   private unlisten: (() => Promise<void>)[] = []
@@ -103,11 +111,7 @@ export class MailEvents {
   private signal(channel: Channel, payload: string) {
     const [orgId, ...addresses] = payload.split(' ')
     const org = this.waiters.get(`${channel}:${orgId}`)
-    if (!org) return
-    const woken = [...org.any]
-    if (addresses.length === 0) for (const set of org.byAddress.values()) woken.push(...set)
-    else for (const address of addresses) woken.push(...(org.byAddress.get(address) ?? []))
-    for (const wake of woken) wake()
+    if (org) wakeIn(org, addresses)
   }
 
   /**
@@ -129,7 +133,7 @@ export class MailEvents {
 
   /** Wakes every waiter, of every organization and channel. */
   private wakeAll() {
-    for (const org of this.waiters.values()) for (const wake of [...org.any, ...[...org.byAddress.values()].flatMap(set => [...set])]) wake()
+    for (const org of [...this.waiters.values()]) wakeIn(org, [])
   }
 
   async close() {
