@@ -11,7 +11,7 @@
  * within CACHE_TTL_MS.
  */
 import { LRUCache } from 'lru-cache'
-import { safeEqual, sha256 } from '../crypto'
+import { safeEqual } from '../crypto'
 import type { Sql } from '../db/client'
 import type { Plan } from '../account/plans'
 import type { Auth, Role } from './principal'
@@ -53,7 +53,7 @@ export class CredentialCache {
     const cacheKey = Bun.SHA256.hash(token, 'base64')
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
-    const hash = sha256(token)
+    const hash = Buffer.from(cacheKey, 'base64') // the same SHA-256, as bytes
     const [row] = await this.sql<KeyRow[]>`
       select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
         from api_keys k
@@ -78,7 +78,7 @@ export class CredentialCache {
     const cacheKey = Bun.SHA256.hash(token, 'base64')
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
-    const hash = sha256(token)
+    const hash = Buffer.from(cacheKey, 'base64') // the same SHA-256, as bytes
     const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
       select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
         from agent_connections c join orgs o on o.id = c.org_id
