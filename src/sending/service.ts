@@ -5,6 +5,7 @@
  * the safety net should this process die before the relay answered.
  */
 import { randomUUIDv7 } from 'bun'
+import type postgres from 'postgres'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { pipelinedTransaction } from '../db/transaction'
@@ -113,8 +114,7 @@ async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: str
            exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
              or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
            (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
-           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.id and span = 'minute' and start > now() - interval '1 hour') as hour,
-           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.id and span = 'hour' and start > now() - interval '1 day') as day,
+           ${countedSends(tx, tx`o.id`)},
            o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
       from orgs o
      where o.id = ${orgId}`
@@ -226,11 +226,14 @@ function lockSendCounts(tx: Tx, orgIds: string[]) {
     on conflict (org_id, span, start) do update set sends = c.sends`.execute()
 }
 
+/** The `hour` and `day` columns of the sends counted for the organization `org` (a column of the statement). */
+const countedSends = (tx: Tx, org: postgres.Fragment) => tx`
+  (select coalesce(sum(sends), 0)::int from send_counts where org_id = ${org} and span = 'minute' and start > now() - interval '1 hour') as hour,
+  (select coalesce(sum(sends), 0)::int from send_counts where org_id = ${org} and span = 'hour' and start > now() - interval '1 day') as day`
+
 function readSendCounts(tx: Tx, orgIds: string[]) {
   return tx<{ org_id: string; hour: number; day: number }[]>`
-    select o.org_id,
-           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.org_id and span = 'minute' and start > now() - interval '1 hour') as hour,
-           (select coalesce(sum(sends), 0)::int from send_counts where org_id = o.org_id and span = 'hour' and start > now() - interval '1 day') as day
+    select o.org_id, ${countedSends(tx, tx`o.org_id`)}
       from (select distinct unnest(${orgIds}::uuid[]) as org_id) as o`.execute()
 }
 
