@@ -17,6 +17,9 @@ import { setSettleCaps } from '../../src/x402/caps'
 
 if (!anvilBinary()) console.warn('x402 chain tests skipped: the anvil binary of @foundry-rs/anvil-linux-amd64 could not be installed')
 
+/** A JSON-RPC request body: one call, or a batch. */
+type RpcBody = { id: number; method: string } | { id: number; method: string }[]
+
 describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => {
   let chain: Chain
   let t: TestApp
@@ -253,28 +256,39 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(s.payeeWallet.address)).toBe(12000n)
   })
 
-  test('an endpoint without eth_sendRawTransactionSync: the transaction is sent with eth_sendRawTransaction and its receipt polled', async () => {
-    const methods: string[] = []
-    const proxy = Bun.serve({
+  /** A JSON-RPC endpoint in front of anvil: `answer` answers a request itself, or leaves it (undefined) to anvil. */
+  function rpcProxy(answer: (body: RpcBody) => Response | undefined) {
+    return Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       async fetch(request) {
-        const body = (await request.json()) as { id: number; method: string } | { id: number; method: string }[]
-        for (const call of [body].flat()) methods.push(call.method)
-        if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
-          return Response.json({ jsonrpc: '2.0', id: body.id, error: { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' } })
-        }
-        return fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+        const body = (await request.json()) as RpcBody
+        return answer(body) ?? fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
       },
     })
-    try {
-      const older = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
-      for (const amount of ['3000', '4000']) {
-        const s = await setup(amount)
-        const receipt = expectOk(await older.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
-        expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
-        expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
+  }
+
+  /** Pays a challenge of each amount through a service settling over `rpcUrl`; each transfer is on chain. */
+  async function payThrough(rpcUrl: string, amounts: string[]) {
+    const app = await testApp({ X402_RPC_URL_BASE_SEPOLIA: rpcUrl, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+    for (const amount of amounts) {
+      const s = await setup(amount)
+      const receipt = expectOk(await app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+      expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
+      expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
+    }
+  }
+
+  test('an endpoint without eth_sendRawTransactionSync: the transaction is sent with eth_sendRawTransaction and its receipt polled', async () => {
+    const methods: string[] = []
+    const proxy = rpcProxy(body => {
+      for (const call of [body].flat()) methods.push(call.method)
+      if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
+        return Response.json({ jsonrpc: '2.0', id: body.id, error: { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' } })
       }
+    })
+    try {
+      await payThrough(`http://127.0.0.1:${proxy.port}`, ['3000', '4000'])
       // asked once, then not again
       expect(methods.filter(m => m === 'eth_sendRawTransactionSync')).toHaveLength(1)
       expect(methods.filter(m => m === 'eth_sendRawTransaction')).toHaveLength(2)
@@ -286,27 +300,15 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
   test('an endpoint that refuses JSON-RPC batches: the reads before the send are made one by one, and the batch is not asked again', async () => {
     let batches = 0
     const methods: string[] = []
-    const proxy = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      async fetch(request) {
-        const body = (await request.json()) as { id: number; method: string } | { id: number; method: string }[]
-        if (Array.isArray(body)) {
-          batches++
-          return Response.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } }, { status: 400 })
-        }
-        methods.push(body.method)
-        return fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-      },
+    const proxy = rpcProxy(body => {
+      if (Array.isArray(body)) {
+        batches++
+        return Response.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } }, { status: 400 })
+      }
+      methods.push(body.method)
     })
     try {
-      const single = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
-      for (const amount of ['5000', '6000']) {
-        const s = await setup(amount)
-        const receipt = expectOk(await single.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
-        expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
-        expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
-      }
+      await payThrough(`http://127.0.0.1:${proxy.port}`, ['5000', '6000'])
       expect(batches).toBe(1)
       // authorizationState and the simulation (eth_call each) and the pending count, for each payment
       expect(methods.filter(m => m === 'eth_call')).toHaveLength(4)
