@@ -39,6 +39,14 @@ export interface EnqueueOptions {
   claimedBy?: string
 }
 
+/**
+ * Whether a new job wakes idle workers: not when it is inserted claimed, or due later, since a
+ * worker woken for it would find nothing to claim (a job that becomes due is found by the
+ * workers' poll). A NOTIFY is not free: PostgreSQL serializes the commits of the transactions
+ * that send one.
+ */
+const wakesWorkers = (claimedBy: string | null, runAt: Date | undefined) => claimedBy === null && !(runAt && runAt.getTime() > Date.now())
+
 /** Inserts the job in the caller's transaction; returns its id (null when a pending job has the same dedupe key). */
 export async function enqueue(tx: Tx, kind: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string | null> {
   const [row] = await jobStatement(tx, kind, payload, opts)
@@ -63,13 +71,13 @@ export interface EachJob extends Omit<EnqueueOptions, 'dedupeKey'> {
 /**
  * `enqueueWith` for many jobs of one kind: runs `write` and inserts one job for each entry of
  * `jobs`, in one statement. Returns the jobs' ids in order. (No dedupe keys.) Idle workers are
- * woken when a job not inserted claimed is among them.
+ * woken when one of the jobs is for them now (see `wakesWorkers`).
  */
 export async function enqueueEachWith(sql: Tx, write: postgres.Fragment, kind: string, jobs: EachJob[]): Promise<string[]> {
   const rows = jobs.map(j => ({
     id: randomUUIDv7(), payload: j.payload, run_at: j.runAt ?? new Date(), max_attempts: j.maxAttempts ?? 10, locked_by: j.claimedBy ?? null,
   }))
-  const wake = rows.some(r => r.locked_by === null)
+  const wake = rows.some(r => wakesWorkers(r.locked_by, r.run_at))
   await sql`
     with write as (${write}),
     job as (
@@ -89,6 +97,7 @@ export async function enqueueEachWith(sql: Tx, write: postgres.Fragment, kind: s
  */
 function jobStatement(sql: Tx, kind: string, payload: unknown, opts: EnqueueOptions, write?: postgres.Fragment) {
   const claimed = opts.claimedBy ?? null
+  const wake = wakesWorkers(claimed, opts.runAt)
   return sql<{ id: string | null }[]>`
     with ${write ? sql`write as (${write}),` : sql``}
     job as (
@@ -97,7 +106,7 @@ function jobStatement(sql: Tx, kind: string, payload: unknown, opts: EnqueueOpti
               ${claimed}, ${claimed === null ? null : sql`now()`}, ${claimed === null ? 0 : 1})
       on conflict (dedupe_key) do nothing
       returning id)
-    select (select id from job) as id${claimed === null ? sql`, pg_notify(${JOBS_CHANNEL}, ${kind})` : sql``}`
+    select (select id from job) as id${wake ? sql`, pg_notify(${JOBS_CHANNEL}, ${kind})` : sql``}`
 }
 
 /**

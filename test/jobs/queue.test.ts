@@ -105,6 +105,31 @@ describe('the queue', () => {
     expect(backoffSeconds(30)).toBeLessThanOrEqual(4500)
   })
 
+  test('a job due later, or inserted claimed, wakes no worker: notifications are for jobs due now', async () => {
+    if ((await testDatabase()).kind !== 'postgres') return
+    const sql = await testSql()
+    const [later, claimed, now] = [kind(), kind(), kind()]
+    const heard: string[] = []
+    let hearNow!: () => void
+    const nowHeard = new Promise<void>(resolve => (hearNow = resolve))
+    const listener = await sql.listen(JOBS_CHANNEL, k => {
+      heard.push(k)
+      if (k === now) hearNow()
+    })
+    try {
+      await sql.begin(async tx => {
+        await enqueue(tx, later, {}, { runAt: new Date(Date.now() + 60_000) })
+        await enqueueEachWith(tx, tx`select 1`, claimed, [{ payload: {}, claimedBy: 'inline_test' }, { payload: {}, runAt: new Date(Date.now() + 60_000) }])
+      })
+      // committed after the others: notifications arrive in commit order, so once this one is heard the others would have been
+      await sql.begin(tx => enqueue(tx, now, {}))
+      await nowHeard
+      expect(heard.filter(k => k === later || k === claimed)).toEqual([])
+    } finally {
+      await listener.unlisten()
+    }
+  })
+
   test('jobs a stopping worker holds are handed back at once without counting the attempt, and listening workers are woken', async () => {
     const sql = await testSql()
     const k = kind()
