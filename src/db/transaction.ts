@@ -25,10 +25,12 @@ export type Commit = <S extends readonly unknown[]>(...statements: S) => Promise
  * it) must be awaited before `commit`, or it would run after the COMMIT, outside the
  * transaction. When a statement fails the transaction is aborted and its COMMIT rolls back; `fn`
  * returning or throwing without `commit` rolls back. A failed BEGIN fails the connection, and
- * the statements behind it with it.
+ * the statements behind it with it. `sql` is the pool, or a connection the caller reserved and
+ * releases itself.
  */
-export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: postgres.ReservedSql, commit: Commit) => Promise<T>): Promise<T> {
-  const tx = await sql.reserve()
+export async function pipelinedTransaction<T>(sql: Sql | postgres.ReservedSql, fn: (tx: postgres.ReservedSql, commit: Commit) => Promise<T>): Promise<T> {
+  const own = !('release' in sql)
+  const tx = own ? await sql.reserve() : sql
   // the COMMIT once sent: the connection goes back to the pool only after it is answered
   let committed: Promise<unknown> | undefined
   const begun = tx.unsafe('begin').execute()
@@ -54,6 +56,6 @@ export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: postgres.Reserv
     // back to the pool inside the aborted transaction, and every later user of it failed.
     if (committed) await committed
     else await tx`rollback`.catch(() => {})
-    tx.release()
+    if (own) tx.release()
   }
 }

@@ -17,7 +17,8 @@ import { TOKEN_ABI, type Authorization } from './token'
 
 export type SettlementFailure = 'insufficient_funds' | 'facilitator_unavailable' | 'settlement_misconfigured' | 'settlement_failed' | 'authorization_already_used'
 
-export type SettleResult = { ok: true; tx: `0x${string}` } | { ok: false; reason: SettlementFailure; message: string }
+export type SettleFailed = { ok: false; reason: SettlementFailure; message: string }
+export type SettleResult = { ok: true; tx: `0x${string}` } | SettleFailed
 
 export interface SettleRequest {
   network: Network
@@ -30,18 +31,28 @@ export interface SettleRequest {
   paymentRequirements: unknown
 }
 
+/**
+ * A settlement whose read-only part is done: a failure found by it, or the send, which moves
+ * money and is called only once the claim is durable.
+ */
+export type Prepared = SettleFailed | { ok: true; send: () => Promise<SettleResult> }
+
 export interface Facilitator {
-  settle(req: SettleRequest): Promise<SettleResult>
+  /**
+   * The read-only part of a settlement (the authorization's state, the simulation or `/verify`,
+   * what the send needs), which may run while the claim commits. Never rejects.
+   */
+  prepare(req: SettleRequest): Promise<Prepared>
 }
 
 export function facilitatorUrl(config: Config, network: Network): string | undefined {
   return network === 'base' ? config.X402_FACILITATOR_URL_BASE : config.X402_FACILITATOR_URL_BASE_SEPOLIA
 }
 
-const fail = (reason: SettlementFailure, message: string): SettleResult => ({ ok: false, reason, message })
+const fail = (reason: SettlementFailure, message: string): SettleFailed => ({ ok: false, reason, message })
 
 /** What a viem error from a simulation or a send means for the settlement. */
-export function classifyChainError(error: unknown): SettleResult {
+export function classifyChainError(error: unknown): SettleFailed {
   const message = error instanceof BaseError ? error.shortMessage : String((error as Error)?.message ?? error)
   const revert = error instanceof BaseError ? (error.walk(e => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null) : null
   const reason = revert?.reason ?? message
@@ -212,14 +223,13 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
   }
 
   return {
-    async settle(req) {
+    async prepare(req) {
       if (!account || !nonces) return fail('settlement_misconfigured', 'no settler key is configured (X402_SETTLER_PRIVATE_KEY)')
       const a = req.authorization
       const { v, r, s, yParity } = parseSignature(req.signature)
       const args = [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v ?? BigInt(yParity + 27)), r, s] as const
       const call = { address: info.usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args } as const
       const data = encodeFunctionData(call)
-      let nonce: number | null = null
       try {
         chainId ??= client.getChainId().catch(error => {
           chainId = null
@@ -249,21 +259,29 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
         const [isUsed, gas, fee, id, count] = await Promise.all([used, gasLimit, fees(), chainId, pending])
         if (isUsed) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         if (id !== info.chainId) return fail('settlement_misconfigured', `the JSON-RPC endpoint of ${network} serves chain ${id}, not ${info.chainId}`)
-        nonce = nonces.take(count)
-        const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
-        const receipt = await sendAndWait(serialized)
-        if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
-        return { ok: true, tx: receipt.transactionHash }
+        // the transaction nonce is taken at the send, so a settlement prepared and then not sent leaves no gap
+        const send = async (): Promise<SettleResult> => {
+          const nonce = nonces.take(count)
+          try {
+            const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
+            const receipt = await sendAndWait(serialized)
+            if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
+            return { ok: true, tx: receipt.transactionHash }
+          } catch (error) {
+            // the transaction may not be in the pool: the next send reads the nonce from the chain again
+            nonces.reset()
+            return classifyChainError(error)
+          }
+        }
+        return { ok: true, send }
       } catch (error) {
-        // the transaction may not be in the pool: the next send reads the nonce from the chain again
-        if (nonce !== null) nonces.reset()
         return classifyChainError(error)
       }
     },
   }
 }
 
-/** The x402 HTTP facilitator API: POST /verify, then POST /settle. */
+/** The x402 HTTP facilitator API: POST /verify (prepared), then POST /settle (the send). */
 export function httpFacilitator(baseUrl: string): Facilitator {
   const post = async (path: string, body: unknown) => {
     const res = await fetch(new URL(path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`), {
@@ -275,27 +293,35 @@ export function httpFacilitator(baseUrl: string): Facilitator {
     const json = (await res.json().catch(() => null)) as Record<string, unknown> | null
     return { status: res.status, json }
   }
+  const unreachable = (error: unknown) => fail('facilitator_unavailable', `facilitator unreachable: ${(error as Error).message}`.slice(0, 300))
   return {
-    async settle(req) {
+    async prepare(req) {
       const body = { x402Version: 1, paymentPayload: req.paymentPayload, paymentRequirements: req.paymentRequirements }
       try {
         if (await req.authorizationUsed()) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
         const verified = await post('verify', body)
         if (verified.status >= 500) return fail('facilitator_unavailable', `facilitator /verify answered HTTP ${verified.status}`)
         if (verified.json?.isValid !== true) return byReason(String(verified.json?.invalidReason ?? `HTTP ${verified.status}`))
-        const settled = await post('settle', body)
-        if (settled.status >= 500) return fail('facilitator_unavailable', `facilitator /settle answered HTTP ${settled.status}`)
-        const tx = settled.json?.transaction
-        if (settled.json?.success === true && typeof tx === 'string' && /^0x[0-9a-fA-F]{64}$/.test(tx)) return { ok: true, tx: tx as `0x${string}` }
-        return byReason(String(settled.json?.errorReason ?? `HTTP ${settled.status}`))
       } catch (error) {
-        return fail('facilitator_unavailable', `facilitator unreachable: ${(error as Error).message}`.slice(0, 300))
+        return unreachable(error)
       }
+      const send = async (): Promise<SettleResult> => {
+        try {
+          const settled = await post('settle', body)
+          if (settled.status >= 500) return fail('facilitator_unavailable', `facilitator /settle answered HTTP ${settled.status}`)
+          const tx = settled.json?.transaction
+          if (settled.json?.success === true && typeof tx === 'string' && /^0x[0-9a-fA-F]{64}$/.test(tx)) return { ok: true, tx: tx as `0x${string}` }
+          return byReason(String(settled.json?.errorReason ?? `HTTP ${settled.status}`))
+        } catch (error) {
+          return unreachable(error)
+        }
+      }
+      return { ok: true, send }
     },
   }
 }
 
-function byReason(reason: string): SettleResult {
+function byReason(reason: string): SettleFailed {
   if (/insufficient_funds/.test(reason)) return fail('insufficient_funds', 'the payer does not hold enough of the token')
   if (/nonce|used/.test(reason)) return fail('authorization_already_used', `facilitator: ${reason}`)
   return fail('settlement_failed', `facilitator refused the payment: ${reason}`.slice(0, 300))

@@ -2,8 +2,11 @@
  * Settlement of a claimed payment, at most once. The claim (an `x402_settlements` row, unique
  * on (chain, asset, from, nonce) and on the challenge) is written with its `x402.settle` job in
  * one transaction; the request that claimed it settles it at once, and the job is there for a
- * process that died on the way. Whoever settles holds the row's lock for the whole attempt,
- * so a concurrent caller waits and then reads the outcome.
+ * process that died on the way. Whoever settles holds the settlement's lock (an advisory lock on
+ * its id) for the whole attempt, so a concurrent caller waits and then reads the outcome. The
+ * claimer takes it for its session in the claim's own transaction (`holdSettlementLock`) and
+ * goes from the claim's COMMIT to the chain with no round trip between (`settleClaimed`); every
+ * other settler takes it for its transaction (`settleNow`).
  *
  * Before sending, the token's `authorizationState` is read: a used authorization is resolved
  * from the chain (its `AuthorizationUsed` log and that transaction's Transfer), so a crash between
@@ -11,13 +14,14 @@
  * of exactly this payment still settles the challenge.
  */
 import type { AppContext } from '../context'
+import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import { errors, type ApiError } from '../http/errors'
 import { log } from '../log'
 import { findAuthorizationUse, isAuthorizationUsed, publicClient } from './chain'
-import { facilitatorFor, type SettlementFailure } from './facilitator'
+import { facilitatorFor, type Prepared, type SettlementFailure } from './facilitator'
 import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
-import { pipelinedTransaction } from '../db/transaction'
+import { pipelinedTransaction, type Commit } from '../db/transaction'
 import type { Network } from './networks'
 import type { Authorization } from './token'
 
@@ -58,6 +62,19 @@ const authorizationOf = (s: SettlementRow): Authorization => ({
   nonce: s.payment.authorization.nonce as `0x${string}`,
 })
 
+/** The settlement's lock: an advisory lock on its id, held by whoever attempts it. */
+const lockKey = (tx: Tx, settlementId: string) => tx`hashtextextended(${`x402-settle:${settlementId}`}, 0)`
+
+/**
+ * Takes the lock of a settlement being claimed, for the session: sent in the claim's transaction,
+ * it outlives the COMMIT, so the claimer holds it from the moment the claim is visible until its
+ * record (`settleClaimed`) releases it. A new settlement's lock never waits.
+ */
+export const holdSettlementLock = (tx: Tx, settlementId: string) => tx`select pg_advisory_lock(${lockKey(tx, settlementId)})`.execute()
+
+/** Releases a lock taken with `holdSettlementLock` (harmless when it is not held). */
+export const releaseSettlementLock = (tx: Tx, settlementId: string) => tx`select pg_advisory_unlock(${lockKey(tx, settlementId)})`.execute()
+
 /**
  * Settles the claimed settlement now, or reads the outcome another caller recorded. Never throws
  * for a chain failure. The transaction is pipelined: its BEGIN goes with the lock and the read of
@@ -69,11 +86,12 @@ export async function settleNow(
   opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
 ): Promise<SettleOutcome> {
   return pipelinedTransaction(ctx.sql, async (tx, commit) => {
-    // One statement takes the row's lock, counts the attempt and swaps in a newer signature; it
-    // waits for a concurrent settler and then finds the row no longer pending. The endpoints are
-    // read under that lock, before the outcome is known: an endpoint created during the attempt
-    // misses its event, as it would had it been created a moment later.
-    const [[s], endpoints] = await Promise.all([
+    // The lock, then one statement that counts the attempt and swaps in a newer signature; it
+    // finds the row no longer pending when a settler before this one recorded the outcome. The
+    // endpoints are read under the lock, before the outcome is known: an endpoint created during
+    // the attempt misses its event, as it would had it been created a moment later.
+    const [, [s], endpoints] = await Promise.all([
+      tx`select pg_advisory_xact_lock(${lockKey(tx, settlementId)})`,
       tx<SettlementRow[]>`
         update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
          where id = ${settlementId} and status = 'pending'
@@ -87,29 +105,73 @@ export async function settleNow(
       if (done?.status === 'settled') return { status: 'settled', tx: done.tx_hash!, settledAt: done.settled_at!, payer: done.payer }
       return { status: 'failed', reason: done?.failure_reason ?? 'settlement_failed' }
     }
-    const outcome = await attempt(ctx, s)
-    if (outcome.status === 'settled') {
-      const [[c]] = await commit(...recordSettled(tx, ctx, s, outcome.tx, endpoints))
-      return { ...outcome, settledAt: c!.settled_at, payer: s.payer }
-    }
-    if (outcome.status === 'failed' || opts.lastAttempt) {
-      await commit(...recordFailure(tx, ctx, s, outcome.reason, endpoints))
-      return { status: 'failed', reason: outcome.reason }
-    }
-    // the attempt is counted (and a newer signature kept) even when it is to be retried
-    await commit()
-    log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
-    return outcome
+    return record(tx, commit, ctx, s, await attempt(ctx, s), endpoints, { lastAttempt: opts.lastAttempt })
   })
+}
+
+/**
+ * Settles a settlement this request has just claimed, on the claim's connection and under the
+ * lock the claim took (`holdSettlementLock`): the attempt (its read-only part perhaps done while
+ * the claim committed: `prepareSettlement`), then its record, which deletes the settle job, no
+ * longer needed, and releases the lock ahead of its COMMIT: a settler that was waiting for the
+ * lock then waits for the record's row lock, and finds the outcome. The lock is released
+ * whatever happens.
+ */
+export async function settleClaimed(
+  ctx: AppContext,
+  conn: postgres.ReservedSql,
+  claimed: { settlement: SettlementRow; endpoints: PaymentEndpoint[]; jobId: string; prepared: Promise<Prepared> },
+): Promise<SettleOutcome> {
+  const s = claimed.settlement
+  let released = false
+  try {
+    const outcome = await attempt(ctx, s, claimed.prepared)
+    return await pipelinedTransaction(conn, (tx, commit) => {
+      const finished = outcome.status !== 'retry'
+      const extra = [
+        ...(finished ? [tx`delete from jobs where id = ${claimed.jobId}`.execute()] : []),
+        releaseSettlementLock(tx, s.id).then(() => (released = true)),
+      ]
+      return record(tx, commit, ctx, s, outcome, claimed.endpoints, { extra })
+    })
+  } finally {
+    if (!released) await releaseSettlementLock(conn, s.id).catch(() => {})
+  }
+}
+
+/** Records an attempt's outcome and commits, with `extra` statements (already sent); `lastAttempt` turns a retry into a failure. */
+async function record(
+  tx: Tx,
+  commit: Commit,
+  ctx: AppContext,
+  s: SettlementRow,
+  outcome: AttemptOutcome,
+  endpoints: PaymentEndpoint[],
+  opts: { lastAttempt?: boolean; extra?: Promise<unknown>[] },
+): Promise<SettleOutcome> {
+  const extra = opts.extra ?? []
+  if (outcome.status === 'settled') {
+    const [[c]] = await commit(...recordSettled(tx, ctx, s, outcome.tx, endpoints), ...extra)
+    return { ...outcome, settledAt: c!.settled_at, payer: s.payer }
+  }
+  if (outcome.status === 'failed' || opts.lastAttempt) {
+    await commit(...recordFailure(tx, ctx, s, outcome.reason, endpoints), ...extra)
+    return { status: 'failed', reason: outcome.reason }
+  }
+  // the attempt is counted (and a newer signature kept) even when it is to be retried
+  await commit(...extra)
+  log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
+  return outcome
 }
 
 type AttemptOutcome = { status: 'settled'; tx: string } | { status: 'failed'; reason: SettlementFailure } | { status: 'retry'; reason: SettlementFailure; message: string }
 
-async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcome> {
+/** The read-only part of settling `s` (see `Facilitator.prepare`), which may start before its claim is durable. Never rejects. */
+export function prepareSettlement(ctx: AppContext, s: SettlementRow): Promise<Prepared> {
   const client = publicClient(ctx, s.network)
-  if (!client) return { status: 'retry', reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` }
+  if (!client) return Promise.resolve({ ok: false, reason: 'settlement_misconfigured', message: `no JSON-RPC endpoint is configured for ${s.network}` })
   const auth = authorizationOf(s)
-  const result = await facilitatorFor(ctx, s.network, client).settle({
+  return facilitatorFor(ctx, s.network, client).prepare({
     network: s.network,
     authorization: auth,
     signature: s.payment.signature,
@@ -117,11 +179,16 @@ async function attempt(ctx: AppContext, s: SettlementRow): Promise<AttemptOutcom
     paymentPayload: s.payment.paymentPayload,
     paymentRequirements: s.payment.paymentRequirements,
   })
+}
+
+async function attempt(ctx: AppContext, s: SettlementRow, prepared = prepareSettlement(ctx, s)): Promise<AttemptOutcome> {
+  const ready = await prepared
+  const result = ready.ok ? await ready.send() : ready
   if (result.ok) return { status: 'settled', tx: result.tx }
   // Used already (our own send before a crash, or a front-run) or between the read and the send: the chain says by whom.
   if (result.reason === 'authorization_already_used') {
     try {
-      const use = await findAuthorizationUse(client, s.network, auth)
+      const use = await findAuthorizationUse(publicClient(ctx, s.network)!, s.network, authorizationOf(s))
       return use?.exactTransfer ? { status: 'settled', tx: use.tx } : { status: 'failed', reason: 'authorization_already_used' }
     } catch (error) {
       return { status: 'retry', reason: 'facilitator_unavailable', message: `reading the used authorization: ${(error as Error).message}`.slice(0, 300) }

@@ -43,6 +43,8 @@ export interface VerifyOptions {
    * any: only that payer's authorization can still settle it, so another `from` is payer_mismatch.
    */
   claimedPayer?: string | null
+  /** the payload's signer, recovered while the challenge was read (`recoverSigner`) */
+  signer?: Promise<EarlySigner | null>
 }
 
 export type Verified = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; reasons: VerificationReason[] }
@@ -79,14 +81,19 @@ export function authorizationDigest(network: Network, token: Hex, a: Authorizati
 const UINT = /^(0|[1-9][0-9]{0,77})$/
 const BYTES32 = /^0x[0-9a-fA-F]{64}$/
 
-/** Checks the x402 v1 payment payload (`{x402Version, scheme, network, payload {signature, authorization}}`) against the challenge. */
-export async function verifyPayment(challenge: ChallengeRow, payment: unknown, opts: VerifyOptions = {}): Promise<Verified> {
+type Payload = { x402Version?: unknown; scheme?: unknown; network?: unknown; payload?: { signature?: unknown; authorization?: Record<string, unknown> } } | null
+
+/** What a payload says, read without the challenge: its authorization, and the reasons its own shape gives. */
+type Parsed =
+  | { ok: false; network?: unknown; reasons: VerificationReason[] }
+  | { ok: true; network: unknown; auth: Authorization; signature: Hex; fromOk: boolean; toOk: boolean; reasons: VerificationReason[] }
+
+function parsePayload(payment: unknown): Parsed {
   const reasons = new Set<VerificationReason>()
-  const p = payment as { x402Version?: unknown; scheme?: unknown; network?: unknown; payload?: { signature?: unknown; authorization?: Record<string, unknown> } } | null
+  const p = payment as Payload
   const a = p?.payload?.authorization
   const sig = p?.payload?.signature
   if (!p || typeof p !== 'object' || p.x402Version !== 1 || p.scheme !== 'exact' || !a || typeof a !== 'object') return { ok: false, reasons: ['malformed_payload'] }
-  if (!isNetwork(p.network) || p.network !== challenge.network) reasons.add('unsupported_network')
   const str = (v: unknown) => (typeof v === 'string' ? v : '')
   if (typeof sig !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(sig)) reasons.add('malformed_payload')
   for (const field of ['value', 'validAfter', 'validBefore'] as const) if (!UINT.test(str(a[field]))) reasons.add('malformed_payload')
@@ -95,8 +102,7 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
   const toOk = isAddress(str(a.to), { strict: false })
   if (!fromOk) reasons.add('invalid_from_address')
   if (!toOk) reasons.add('invalid_to_address')
-  if (reasons.has('malformed_payload')) return { ok: false, reasons: [...reasons] }
-
+  if (reasons.has('malformed_payload')) return { ok: false, network: p.network, reasons: [...reasons] }
   const auth: Authorization = {
     from: fromOk ? getAddress(str(a.from)) : '0x0000000000000000000000000000000000000000',
     to: toOk ? getAddress(str(a.to)) : '0x0000000000000000000000000000000000000000',
@@ -105,6 +111,50 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
     validBefore: BigInt(str(a.validBefore)),
     nonce: str(a.nonce).toLowerCase() as Hex,
   }
+  return { ok: true, network: p.network, auth, signature: sig as Hex, fromOk, toOk, reasons: [...reasons] }
+}
+
+/** The signer of an authorization over a token's EIP-712 domain; null when the signature does not recover. */
+async function signerOver(network: Network, token: Hex, auth: Authorization, signature: Hex): Promise<Hex | null> {
+  try {
+    return await recoverAddress({ hash: authorizationDigest(network, token, auth), signature })
+  } catch {
+    return null
+  }
+}
+
+/** A signer recovered ahead of the challenge (`recoverSigner`), and the domain it was recovered over. */
+export interface EarlySigner {
+  network: Network
+  token: Hex
+  signer: Hex | null
+}
+
+/**
+ * Recovers the payload's signer over the domain of the network the payload names, while the
+ * challenge is being read: the recovery is most of verification's CPU, and the challenge's network
+ * must be that one for the payment to verify anyway (`verifyPayment` uses the result only then).
+ * It first yields a macrotask, so statements started before it are on the wire (postgres.js
+ * writes them out at the next macrotask) while the CPU works. Never rejects; null when the payload
+ * cannot be recovered over a network of ours.
+ */
+export async function recoverSigner(payment: unknown): Promise<EarlySigner | null> {
+  await new Promise(resolve => setImmediate(resolve))
+  const parsed = parsePayload(payment)
+  if (!parsed.ok || !parsed.fromOk || !parsed.toOk || !isNetwork(parsed.network)) return null
+  const token = networkInfo(parsed.network).usdc
+  return { network: parsed.network, token, signer: await signerOver(parsed.network, token, parsed.auth, parsed.signature) }
+}
+
+/** Checks the x402 v1 payment payload (`{x402Version, scheme, network, payload {signature, authorization}}`) against the challenge. */
+export async function verifyPayment(challenge: ChallengeRow, payment: unknown, opts: VerifyOptions = {}): Promise<Verified> {
+  const parsed = parsePayload(payment)
+  const reasons = new Set<VerificationReason>()
+  // a payload of the wrong structure is malformed, and nothing else is said of it
+  if ('network' in parsed && (!isNetwork(parsed.network) || parsed.network !== challenge.network)) reasons.add('unsupported_network')
+  for (const reason of parsed.reasons) reasons.add(reason)
+  if (!parsed.ok) return { ok: false, reasons: [...reasons] }
+  const { auth, fromOk, toOk } = parsed
   if (fromOk && opts.claimedPayer && auth.from.toLowerCase() !== opts.claimedPayer.toLowerCase()) reasons.add('payer_mismatch')
   if (toOk && auth.to !== getAddress(challenge.pay_to)) reasons.add('payto_mismatch')
   if (fromOk && toOk && auth.from === auth.to) reasons.add('self_send')
@@ -119,12 +169,13 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
 
   // The signature is checked over the challenge's own domain: the network's canonical USDC, its real EIP-712 name.
   if (fromOk && toOk) {
-    try {
-      const signer = await recoverAddress({ hash: authorizationDigest(challenge.network, challenge.asset, auth), signature: sig as Hex })
-      if (signer !== auth.from) reasons.add('signer_mismatch')
-    } catch {
-      reasons.add('signature_unrecoverable')
-    }
+    const early = await opts.signer
+    const signer =
+      early && early.network === challenge.network && early.token === challenge.asset
+        ? early.signer
+        : await signerOver(challenge.network, challenge.asset, auth, parsed.signature)
+    if (signer === null) reasons.add('signature_unrecoverable')
+    else if (signer !== auth.from) reasons.add('signer_mismatch')
   }
-  return reasons.size ? { ok: false, reasons: [...reasons] } : { ok: true, authorization: auth, signature: sig as Hex }
+  return reasons.size ? { ok: false, reasons: [...reasons] } : { ok: true, authorization: auth, signature: parsed.signature }
 }

@@ -34,3 +34,18 @@ export async function registerPayout(t: TestApp, org: TestOrg, account: PrivateK
 export async function newChallenge(t: TestApp, org: TestOrg, body: Record<string, unknown> = {}) {
   return expectOk(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '10000', network: 'base-sepolia', description: 'a report', ...body } }), 201)
 }
+
+/**
+ * A settlement's state after its pay returned: its attempts, whether its settle job is still
+ * there, and whether its lock is free (tried from another connection: a lock left held by a pooled
+ * connection of the service would make every later settler of it wait forever).
+ */
+export async function settlementAfterPay(challengeId: string) {
+  const sql = await testSql()
+  const [row] = await sql<{ id: string; attempts: number; jobs: number }[]>`
+    select s.id, s.attempts, (select count(*)::int from jobs j where j.kind = 'x402.settle' and j.payload->>'settlement_id' = s.id::text) as jobs
+      from x402_settlements s where s.challenge_id = ${challengeId}`
+  if (!row) return null
+  const [{ free }] = await sql.begin(tx => tx<{ free: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${`x402-settle:${row.id}`}, 0)) as free`)
+  return { attempts: row.attempts, jobs: row.jobs, lockFree: free }
+}

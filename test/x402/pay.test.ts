@@ -11,7 +11,7 @@ import { expectError, expectOk } from '../helpers/envelope'
 import { settleNow } from '../../src/x402/settle.service'
 import { anvilBinary, startChain, type Chain } from './anvil'
 import { signPayment } from './payer'
-import { newChallenge, registerPayout, x402Org } from './helpers'
+import { newChallenge, registerPayout, settlementAfterPay, x402Org } from './helpers'
 import { TOKEN_ABI } from '../../src/x402/token'
 import { setSettleCaps } from '../../src/x402/caps'
 
@@ -58,6 +58,8 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(s.payerAddress)).toBe(750000n)
     const c = expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key }))
     expect(c).toMatchObject({ status: 'settled', settle_tx: receipt.settle_tx })
+    // one attempt, the settle job written with the claim deleted by the record, the settlement's lock released
+    expect(await settlementAfterPay(s.challenge.id)).toEqual({ attempts: 1, jobs: 0, lockFree: true })
     // paying again returns the original receipt, and nothing moves
     expect(expectOk(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)))).toEqual(receipt)
     expect(await chain.balance(s.payeeWallet.address)).toBe(250000n)
@@ -162,6 +164,8 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     const c = expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key }))
     expect(c).toMatchObject({ status: 'failed', failure_reason: 'insufficient_funds', failure_category: 'settlement' })
     expect(await chain.balance(s.payerAddress)).toBe(5000n)
+    // a failure is final: no job left to retry it
+    expect(await settlementAfterPay(s.challenge.id)).toEqual({ attempts: 1, jobs: 0, lockFree: true })
   })
 
   test('a front-run of exactly this authorization settles the challenge with that transaction; another transfer on the nonce fails it', async () => {
@@ -191,6 +195,8 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(res.body.error.details).toEqual({ reasons: ['facilitator_unavailable'], failure_category: 'settlement' })
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(expectOk(await t.request('GET', `/v1/x402/challenges/${s.challenge.id}`, { key: s.payee.key })).status).toBe('pending')
+    // the attempt to be retried keeps its job, and releases its lock
+    expect(await settlementAfterPay(s.challenge.id)).toEqual({ attempts: 1, jobs: 1, lockFree: true })
     // The settle job was written with the claim; run it as a worker would, with a working chain.
     const [job] = await (await sql)<{ payload: { settlement_id: string } }[]>`
       select j.payload from jobs j join x402_settlements x on x.id = (j.payload->>'settlement_id')::uuid where x.challenge_id = ${s.challenge.id} and j.kind = 'x402.settle'`
