@@ -126,20 +126,20 @@ export async function settleClaimed(
   let released = false
   try {
     const outcome = await attempt(ctx, s, claimed.prepared)
-    return await pipelinedTransaction(conn, (tx, commit) => {
-      const finished = outcome.status !== 'retry'
-      const extra = [
-        ...(finished ? [tx`delete from jobs where id = ${claimed.jobId}`.execute()] : []),
-        releaseSettlementLock(tx, s.id).then(() => (released = true)),
-      ]
-      return record(tx, commit, ctx, s, outcome, claimed.endpoints, { extra })
-    })
+    return await pipelinedTransaction(conn, (tx, commit) =>
+      record(tx, commit, ctx, s, outcome, claimed.endpoints, { jobId: claimed.jobId, release: () => releaseSettlementLock(tx, s.id).then(() => (released = true)) }),
+    )
   } finally {
     if (!released) await releaseSettlementLock(conn, s.id).catch(() => {})
   }
 }
 
-/** Records an attempt's outcome and commits, with `extra` statements (already sent); `lastAttempt` turns a retry into a failure. */
+/**
+ * Records an attempt's outcome and commits; `lastAttempt` turns a retry into a failure. An outcome
+ * that ends the settlement also deletes its job (`jobId`: the claimer's, which is no longer needed).
+ * `release` sends the release of a session lock, after the settlement's row is written (a settler
+ * waiting for the lock then waits for that row) and before the events.
+ */
 async function record(
   tx: Tx,
   commit: Commit,
@@ -147,21 +147,27 @@ async function record(
   s: SettlementRow,
   outcome: AttemptOutcome,
   endpoints: PaymentEndpoint[],
-  opts: { lastAttempt?: boolean; extra?: Promise<unknown>[] },
+  opts: { lastAttempt?: boolean; jobId?: string; release?: () => Promise<unknown> },
 ): Promise<SettleOutcome> {
-  const extra = opts.extra ?? []
-  if (outcome.status === 'settled') {
-    const [[c]] = await commit(...recordSettled(tx, ctx, s, outcome.tx, endpoints), ...extra)
-    return { ...outcome, settledAt: c!.settled_at, payer: s.payer }
+  if (outcome.status === 'retry' && !opts.lastAttempt) {
+    // the attempt is counted (and a newer signature kept) even when it is to be retried
+    await commit(opts.release?.())
+    log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
+    return outcome
   }
-  if (outcome.status === 'failed' || opts.lastAttempt) {
-    await commit(...recordFailure(tx, ctx, s, outcome.reason, endpoints), ...extra)
-    return { status: 'failed', reason: outcome.reason }
-  }
-  // the attempt is counted (and a newer signature kept) even when it is to be retried
-  await commit(...extra)
-  log.warn('x402 settlement not completed', { settlement_id: s.id, reason: outcome.reason, message: outcome.message })
-  return outcome
+  const settled = outcome.status === 'settled' ? outcome.tx : null
+  const reason = outcome.status === 'settled' ? null : outcome.reason
+  const [[c]] = await commit(
+    writeOutcome(tx, s, { settled, reason, jobId: opts.jobId }),
+    opts.release?.(),
+    writePaymentEvents(
+      tx,
+      ctx,
+      settled ? { type: 'payment.settled', ...eventFacts(s), settleTx: settled } : { type: 'payment.failed', ...eventFacts(s), failure: { reason: reason!, category: 'settlement', reasons: [reason!] } },
+      endpoints,
+    ),
+  )
+  return settled ? { status: 'settled', tx: settled, settledAt: c!.settled_at!, payer: s.payer } : { status: 'failed', reason: reason! }
 }
 
 type AttemptOutcome = { status: 'settled'; tx: string } | { status: 'failed'; reason: SettlementFailure } | { status: 'retry'; reason: SettlementFailure; message: string }
@@ -199,30 +205,25 @@ async function attempt(ctx: AppContext, s: SettlementRow, prepared = prepareSett
 }
 
 /**
- * The statements recording a settled settlement, its challenge and ledger rows and the events,
- * all sent at once (the updates ahead of the events, whose changes go last: see changes/record.ts).
+ * The settlement's outcome on its rows, in one statement: the challenge, the settlement, its
+ * ledger rows and (`jobId`) the deletion of its job. The events follow it in the same
+ * transaction, their changes last (see changes/record.ts). A durable commit, though the claim's
+ * job would redo a lost record from the chain: what this transaction writes is visible before its
+ * WAL flush, so a record lost to a database crash would have shown changes-feed numbers and
+ * webhook event ids that its redo gives to other writes.
  */
-function recordSettled(tx: Tx, ctx: AppContext, s: SettlementRow, hash: string, endpoints: PaymentEndpoint[]) {
-  // A durable commit, though the claim's job would redo a lost record from the chain: what this
-  // transaction writes is visible before its WAL flush, so a record lost to a database crash would
-  // have shown changes-feed numbers and webhook event ids that its redo gives to other writes.
-  return [
-    tx<{ settled_at: Date }[]>`update x402_challenges set status = 'settled', settle_tx = ${hash}, settled_at = now(), updated_at = now() where id = ${s.challenge_id} returning settled_at`.execute(),
-    tx`update x402_settlements set status = 'settled', tx_hash = ${hash}, updated_at = now() where id = ${s.id}`.execute(),
-    tx`update x402_ledger set status = 'settled', settle_tx = ${hash}, updated_at = now() where settlement_id = ${s.id}`.execute(),
-    writePaymentEvents(tx, ctx, { type: 'payment.settled', ...eventFacts(s), settleTx: hash }, endpoints),
-  ] as const
-}
-
-function recordFailure(tx: Tx, ctx: AppContext, s: SettlementRow, reason: string, endpoints: PaymentEndpoint[]) {
-  return [
-    tx`update x402_settlements set status = 'failed', failure_reason = ${reason}, updated_at = now() where id = ${s.id}`.execute(),
-    tx`
-      update x402_challenges set status = 'failed', failure_reason = ${reason}, failure_category = 'settlement', failure_reasons = ${[reason]}, updated_at = now()
-       where id = ${s.challenge_id}`.execute(),
-    tx`update x402_ledger set status = 'failed', failure_reason = ${reason}, updated_at = now() where settlement_id = ${s.id}`.execute(),
-    writePaymentEvents(tx, ctx, { type: 'payment.failed', ...eventFacts(s), failure: { reason, category: 'settlement', reasons: [reason] } }, endpoints),
-  ] as const
+function writeOutcome(tx: Tx, s: SettlementRow, o: { settled: string | null; reason: string | null; jobId?: string }) {
+  const challenge = o.settled
+    ? tx`status = 'settled', settle_tx = ${o.settled}, settled_at = now()`
+    : tx`status = 'failed', failure_reason = ${o.reason}, failure_category = 'settlement', failure_reasons = ${[o.reason]}`
+  const row = o.settled ? tx`status = 'settled', tx_hash = ${o.settled}` : tx`status = 'failed', failure_reason = ${o.reason}`
+  const ledger = o.settled ? tx`status = 'settled', settle_tx = ${o.settled}` : tx`status = 'failed', failure_reason = ${o.reason}`
+  return tx<{ settled_at: Date | null }[]>`
+    with challenge as (update x402_challenges set ${challenge}, updated_at = now() where id = ${s.challenge_id} returning settled_at),
+    settlement as (update x402_settlements set ${row}, updated_at = now() where id = ${s.id}),
+    ledger as (update x402_ledger set ${ledger}, updated_at = now() where settlement_id = ${s.id})
+    ${o.jobId ? tx`, job as (delete from jobs where id = ${o.jobId})` : tx``}
+    select settled_at from challenge`.execute()
 }
 
 function eventFacts(s: SettlementRow) {

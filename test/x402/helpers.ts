@@ -46,6 +46,6 @@ export async function settlementAfterPay(challengeId: string) {
     select s.id, s.attempts, (select count(*)::int from jobs j where j.kind = 'x402.settle' and j.payload->>'settlement_id' = s.id::text) as jobs
       from x402_settlements s where s.challenge_id = ${challengeId}`
   if (!row) return null
-  const [{ free }] = await sql.begin(tx => tx<{ free: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${`x402-settle:${row.id}`}, 0)) as free`)
-  return { attempts: row.attempts, jobs: row.jobs, lockFree: free }
+  const [lock] = await sql.begin(tx => tx<{ free: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${`x402-settle:${row.id}`}, 0)) as free`)
+  return { attempts: row.attempts, jobs: row.jobs, lockFree: lock!.free }
 }
