@@ -5,25 +5,26 @@ import { Ok } from '../http/envelope'
 import { IdParams } from '../http/schema'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { x402Access } from './access'
-import { createChallenge, getOwnChallenge, presentChallenge } from './challenges.service'
+import { createChallenge, getOwnChallenge, presentChallenge, type ChallengeRow } from './challenges.service'
 import { Challenge, NewChallengeBody, PaymentPayload, Receipt } from './model'
-import { payChallenge } from './pay.service'
+import { payChallenge, rememberChallenge } from './pay.service'
+import type { Sql, Tx } from '../db/client'
 
 export function challengeRoutes(ctx: AppContext) {
   const interactionDomain = new URL(ctx.config.PUBLIC_URL).hostname
+  const remembered = (c: ChallengeRow) => (rememberChallenge(ctx, c), c)
   return new Elysia({ prefix: '/v1/x402/challenges', tags: ['x402 payments'] })
     .use(x402Access(ctx))
     .post(
       '/',
       async ({ auth, body, headers, set }) => {
         const key = idempotencyKeyOf(headers)
+        // kept for its payment, which then needs no read of it (pay.service.ts)
+        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain)))
         // without a key the challenge is one statement: no transaction around it
         const outcome = key
-          ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({
-              status: 201,
-              data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain)),
-            }))
-          : { status: 201, replayed: false, data: presentChallenge(await createChallenge(ctx.sql, auth.orgId, body, interactionDomain)) }
+          ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({ status: 201, data: await create(tx) }))
+          : { status: 201, replayed: false, data: await create(ctx.sql) }
         return applyOutcome(set, key, outcome)
       },
       {

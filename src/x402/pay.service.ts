@@ -6,10 +6,11 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { ReservedSql } from 'postgres'
-import type { AppContext } from '../context'
+import { LRUCache } from 'lru-cache'
+import { perProcess, type AppContext } from '../context'
 import { enqueue } from '../jobs/queue'
 import { ApiError, errors } from '../http/errors'
-import { paymentRequirements, type ChallengeRow } from './challenges.service'
+import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
 import { capReasons, lockPayee } from './caps'
 import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
 import { recordChanges } from '../changes/record'
@@ -18,6 +19,7 @@ import { networkInfo } from './networks'
 import { declinedError, declineReasons, lockPayer, recordDecline, type DeclineReason } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
 import { holdSettlementLock, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
+import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
 import { isUniqueViolation } from '../db/errors'
@@ -74,60 +76,41 @@ const capError = (reasons: string[]) =>
 export const expiredError = () =>
   new ApiError('challenge_expired', 'challenge: expired; ask the payee for a new one', { reasons: ['challenge_expired'], failure_category: 'settlement' })
 
+/**
+ * Challenges by id, as this process created or first read them. What a payment is verified and
+ * claimed against (payee, amount, network, asset, nonce binding) never changes after creation,
+ * so a pay of a known challenge sends its claim's first batch at once; its state and expiry are
+ * read there, under the claim's locks (which also finds a challenge whose
+ * creation rolled back missing). A challenge created here and paid through another process is
+ * read there once.
+ */
+const knownChallenges = perProcess(() => new LRUCache<string, ChallengeRow>({ max: 10_000 }))
+
+/** Keeps a challenge just created, for its payment. */
+export const rememberChallenge = (ctx: AppContext, c: ChallengeRow) => void knownChallenges(ctx).set(c.id, c)
+
+async function challengeToPay(ctx: AppContext, id: string): Promise<ChallengeRow | null> {
+  const known = knownChallenges(ctx).get(id)
+  if (known) return known
+  const row = await findChallenge(ctx.sql, id)
+  if (row) rememberChallenge(ctx, row)
+  return row
+}
+
 /** Verifies, claims and settles a payment for a challenge; returns the receipt or throws the spec's failure. */
 export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Receipt> {
-  // With the payer of a claim already made on it (a settlement not yet completed binds the
-  // challenge to that authorization). The payload's signer is recovered while it is read.
-  const read = ctx.sql<(ChallengeRow & { claimed_payer: string | null })[]>`
-    select c.*, c.amount::text as amount, s.payer as claimed_payer
-      from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${req.challengeId}`.execute()
-  const signer = recoverSigner(req.payment)
-  const [found] = await read
-  if (!found) throw errors.notFound('challenge')
-  const { claimed_payer: claimedPayer, ...challenge } = found
+  const challenge = await challengeToPay(ctx, req.challengeId)
+  if (!challenge) throw errors.notFound('challenge')
+  // A read just made may already say how this ends; a known challenge's state is read with the claim.
   if (challenge.status === 'settled') return receiptOf(ctx, challenge)
-  if (challenge.status === 'failed') throw failedError(challenge)
-
-  const verified = await verifyPayment(challenge, req.payment, { ...req.verify, claimedPayer, signer })
-  if (!verified.ok) {
-    throw new ApiError('payment_verification_failed', `payment: does not match the challenge (${verified.reasons.join(', ')})`, {
-      reasons: verified.reasons,
-      failure_category: 'verification',
-    })
-  }
-  if (challenge.expires_at.getTime() <= Date.now()) throw expiredError()
-
-  const auth = verified.authorization
-  // The settlement this payment claims, unless the claim finds another outcome. The read-only
-  // part of settling it (the authorization's state, the simulation) starts now and runs while
-  // the claim commits; nothing is sent before the claim is durable.
-  const settlement: SettlementRow = {
-    id: randomUUIDv7(),
-    challenge_id: challenge.id,
-    payee_org: challenge.org_id,
-    payer_org: req.payerOrg,
-    network: challenge.network,
-    chain_id: networkInfo(challenge.network).chainId,
-    asset: challenge.asset.toLowerCase(),
-    payer: auth.from.toLowerCase(),
-    nonce: auth.nonce,
-    amount: challenge.amount,
-    payment: settlementPayment(challenge, req.payment, verified),
-    status: 'pending',
-    tx_hash: null,
-    failure_reason: null,
-    attempts: 1,
-    updated_at: new Date(),
-  }
-  const prepared = prepareSettlement(ctx, settlement)
   // One connection for the claim and, when this request claims, the settlement: the claim's
   // transaction takes the settlement's lock for the session, so the chain step follows its COMMIT
   // with no round trip between (settle.service.ts).
   const conn = await ctx.sql.reserve()
   let claim: Claim
   try {
-    claim = await claimSettlement(ctx, conn, req, challenge, settlement)
-    if (claim.kind === 'claimed') claim = { kind: 'settled', outcome: await settleClaimed(ctx, conn, { settlement, endpoints: claim.endpoints, jobId: claim.jobId, prepared }) }
+    claim = await claimSettlement(ctx, conn, req, challenge)
+    if (claim.kind === 'claimed') claim = { kind: 'settled', outcome: await settleClaimed(ctx, conn, claim) }
   } finally {
     conn.release()
   }
@@ -165,44 +148,64 @@ type Claim =
   | { kind: 'cap'; reasons: string[] }
   /** a claim of this authorization exists already: settle it (its settler may hold it) with the newest payload */
   | { kind: 'existing'; id: string; replacement: SettlementRow['payment'] }
-  /** claimed by this request, which holds the settlement's lock */
-  | { kind: 'claimed'; jobId: string; endpoints: PaymentEndpoint[] }
+  /** claimed by this request, which holds the settlement's lock; its read-only part of settling started with the claim */
+  | { kind: 'claimed'; settlement: SettlementRow; jobId: string; endpoints: PaymentEndpoint[]; prepared: Promise<Prepared> }
   | { kind: 'settled'; outcome: SettleOutcome }
 
+type ChallengeState = Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons' | 'expires_at'>
+
 /**
- * The claim, in one pipelined transaction on `conn`: the payee's and payer's locks, the challenge's
- * state, the spend policy and the settle caps, then the claim with its ledger rows, its job, its
- * change and the settlement's lock, which a claim that does not commit releases.
+ * The claim, in one pipelined transaction on `conn`, in two batches. The first takes the payee's
+ * and payer's locks and reads everything the decision needs (the challenge's state, a claim
+ * already made on it, the spend policy, the settle caps, the endpoints that take payment
+ * events); the payload's signer is recovered while it runs, and the payment verified when it is
+ * back. The second writes the claim with its ledger rows, its job, its change and the
+ * settlement's lock (released at once by a claim that does not commit), and COMMITs; the
+ * read-only part of settling starts before it (prepareSettlement), so the chain is read while the
+ * claim commits, and nothing is sent before the claim is durable.
  */
-function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow, settlement: SettlementRow): Promise<Claim> {
-  const amount = BigInt(challenge.amount)
-  const auth = settlement.payment.authorization
+function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
   return pipelinedTransaction(conn, async (tx, commit): Promise<Claim> => {
-    // The locks, then everything the decision reads, pipelined on the transaction's connection: the
-    // statements run in order, so each read sees what committed before the locks were granted.
-    // The policy and cap reads are wasted on the rare paths that do not need them.
-    const [, , [c], [existing], declined, caps, endpoints] = await Promise.all([
+    // The statements run in order, so each read sees what committed before the locks were
+    // granted. The policy and cap reads are wasted on the rare paths that do not need them.
+    const reads = Promise.all([
       lockPayee(tx, challenge.org_id),
       req.payerOrg ? lockPayer(tx, req.payerOrg) : null,
-      tx<Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons'>[]>`
-        select status, settle_tx, settled_at, updated_at, failure_reason, failure_category, failure_reasons from x402_challenges where id = ${challenge.id} for update`,
+      tx<ChallengeState[]>`
+        select status, settle_tx, settled_at, updated_at, failure_reason, failure_category, failure_reasons, expires_at from x402_challenges where id = ${challenge.id} for update`,
       tx<Pick<SettlementRow, 'id' | 'payer' | 'nonce'>[]>`select id, payer, nonce from x402_settlements where challenge_id = ${challenge.id}`,
       req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : ([] as DeclineReason[]),
-      capReasons(tx, challenge.org_id, amount),
+      capReasons(tx, challenge.org_id, BigInt(challenge.amount)),
       paymentEndpoints(tx, req.payerOrg ? [challenge.org_id, req.payerOrg] : [challenge.org_id]),
     ])
-    if (c!.status !== 'pending') return { kind: 'done', challenge: { ...challenge, ...c! } }
+    const signer = recoverSigner(req.payment)
+    const [, , [state], [existing], declined, caps, endpoints] = await reads
+    if (!state) throw errors.notFound('challenge')
+    const current = { ...challenge, ...state }
+    if (current.status !== 'pending') return { kind: 'done', challenge: current }
+
+    // a settlement not yet completed binds the challenge to its payer's authorization
+    const verified = await verifyPayment(current, req.payment, { ...req.verify, claimedPayer: existing?.payer, signer })
+    if (!verified.ok) {
+      throw new ApiError('payment_verification_failed', `payment: does not match the challenge (${verified.reasons.join(', ')})`, {
+        reasons: verified.reasons,
+        failure_category: 'verification',
+      })
+    }
+    if (current.expires_at.getTime() <= Date.now()) throw expiredError()
+    const auth = verified.authorization
+    const payment = settlementPayment(challenge, req.payment, verified)
     if (existing) {
       // A retry of the same authorization (the same nonce can move funds once): settle it with the newest payload.
-      if (existing.payer !== settlement.payer || existing.nonce !== settlement.nonce) {
+      if (existing.payer !== auth.from.toLowerCase() || existing.nonce !== auth.nonce) {
         throw errors.conflict('challenge: another payment for it is being settled', { reason: 'settlement_in_progress' })
       }
-      return { kind: 'existing', id: existing.id, replacement: settlement.payment }
+      return { kind: 'existing', id: existing.id, replacement: payment }
     }
     if (declined.length) return { kind: 'declined', reasons: declined }
     const facts = {
       challengeId: challenge.id, network: challenge.network, amount: challenge.amount, asset: challenge.asset,
-      payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from!, payTo: challenge.pay_to,
+      payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: challenge.pay_to,
     }
     if (caps.length) {
       await commit(
@@ -213,11 +216,30 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       )
       return { kind: 'cap', reasons: caps }
     }
+
     // The claim, its ledger rows, its job, the settlement's lock and the change, sent with the
     // COMMIT (the claim first, the change last: see changes/record.ts). A claim that loses to
     // another challenge's (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls
     // it all back. The first attempt is counted with it: this request makes it at once.
-    const s = settlement
+    const s: SettlementRow = {
+      id: randomUUIDv7(),
+      challenge_id: challenge.id,
+      payee_org: challenge.org_id,
+      payer_org: req.payerOrg,
+      network: challenge.network,
+      chain_id: networkInfo(challenge.network).chainId,
+      asset: challenge.asset.toLowerCase(),
+      payer: auth.from.toLowerCase(),
+      nonce: auth.nonce,
+      amount: challenge.amount,
+      payment,
+      status: 'pending',
+      tx_hash: null,
+      failure_reason: null,
+      attempts: 1,
+      updated_at: new Date(),
+    }
+    const prepared = prepareSettlement(ctx, s)
     const inserted = tx`
         with claim as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
@@ -226,7 +248,7 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
           returning id),
         received as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-          select ${randomUUIDv7()}, ${challenge.org_id}, claim.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${auth.from!} from claim),
+          select ${randomUUIDv7()}, ${challenge.org_id}, claim.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${auth.from} from claim),
         sent as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
@@ -239,7 +261,7 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
         holdSettlementLock(tx, s.id),
         recordChanges(tx, paymentChanges({ type: 'payment.paid', ...facts })),
       )
-      return { kind: 'claimed', jobId: jobId!, endpoints }
+      return { kind: 'claimed', settlement: s, jobId: jobId!, endpoints, prepared }
     } catch (error) {
       // the lock outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
       await releaseSettlementLock(tx, s.id).catch(() => {})
