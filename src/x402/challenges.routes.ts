@@ -20,7 +20,7 @@ export function challengeRoutes(ctx: AppContext) {
       async ({ auth, body, headers, set }) => {
         const key = idempotencyKeyOf(headers)
         // kept for its payment, which then needs no read of it (pay.service.ts)
-        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain)))
+        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })))
         // without a key the challenge is one statement: no transaction around it
         const outcome = key
           ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({ status: 201, data: await create(tx) }))

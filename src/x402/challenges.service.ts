@@ -93,19 +93,38 @@ export interface NewChallenge {
   expires_in?: number
 }
 
-/** Creates a challenge paid to the network's default payout address (422 no_payout_address without one), in one statement. */
-export async function createChallenge(sql: Sql | Tx, orgId: string, input: NewChallenge, interactionDomain: string): Promise<ChallengeRow> {
+/**
+ * Creates a challenge paid to the network's default payout address (422 no_payout_address without
+ * one), in one statement.
+ *
+ * With `commitWithoutFlush`, for a transaction that writes nothing else with effects outside
+ * it (the API's create, not the email flow's, which sends mail), the transaction commits without
+ * waiting for its WAL flush (synchronous_commit off, for it alone). A challenge is an offer:
+ * nothing durable comes of it without a later durable commit (a claim, a settlement), whose
+ * flush writes out the WAL before it, this challenge included. What a database crash can lose is
+ * a challenge created in the moments before it (PostgreSQL flushes within three
+ * wal_writer_delay, 600 ms by default), whose payer then gets 404 and asks for a new one; never a
+ * payment.
+ */
+export async function createChallenge(
+  sql: Sql | Tx,
+  orgId: string,
+  input: NewChallenge,
+  interactionDomain: string,
+  opts: { commitWithoutFlush?: boolean } = {},
+): Promise<ChallengeRow> {
   const id = randomUUIDv7()
   const interactionId = `${id}@${interactionDomain}`
   const stepId = crypto.randomUUID()
   const nonce = randomBytes(32).toString('hex')
   const [row] = await sql<ChallengeRow[]>`
+    with commit_setting as (select ${opts.commitWithoutFlush ? sql`set_config('synchronous_commit', 'off', true)` : sql`null`})
     insert into x402_challenges (id, org_id, network, amount, asset, pay_to, description, max_timeout_seconds,
                                  interaction_id, challenge_step_id, challenge_nonce, authorization_nonce, expires_at)
     select ${id}, ${orgId}, ${input.network}, ${input.amount}, ${networkInfo(input.network).usdc}, p.address, ${input.description ?? ''},
            ${MAX_TIMEOUT_SECONDS}, ${interactionId}, ${stepId}, ${nonce}, ${authorizationNonce(interactionId, stepId, nonce)},
            now() + make_interval(secs => ${input.expires_in ?? 300})
-      from x402_payout_addresses p where p.org_id = ${orgId} and p.network = ${input.network} and p.is_default
+      from x402_payout_addresses p, commit_setting where p.org_id = ${orgId} and p.network = ${input.network} and p.is_default
     returning *, amount::text as amount`
   if (!row) throw noPayoutAddress(input.network)
   return row

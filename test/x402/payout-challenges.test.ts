@@ -5,9 +5,10 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { decodeAbiParameters, encodeAbiParameters, getAddress, keccak256 } from 'viem'
-import { createOrg, testApp } from '../helpers/app'
+import { createOrg, testApp, testSql } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
 import { payoutStatement } from '../../src/x402/payout.service'
+import { createChallenge } from '../../src/x402/challenges.service'
 import { keyOf, newChallenge, registerPayout, wallet, x402Org } from './helpers'
 
 const t = await testApp()
@@ -166,6 +167,29 @@ describe('challenges', () => {
     const res = await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { ...body, amount: '5001' }, headers })
     expectError(res, 409, 'conflict')
     expect(res.body.error.details.reason).toBe('idempotency_key_reused')
+  })
+
+  test('commitWithoutFlush (the API and MCP creates) turns synchronous_commit off for the challenge'\''s transaction only; without it the commit waits', async () => {
+    const org = await x402Org()
+    await registerPayout(t, org, wallet())
+    const sql = await testSql()
+    const settingAfter = async (commitWithoutFlush: boolean) =>
+      sql.begin(async tx => {
+        await createChallenge(tx, org.orgId, { amount: '1000', network: 'base-sepolia' }, 'example.test', { commitWithoutFlush })
+        const [row] = await tx<{ synchronous_commit: string }[]>`show synchronous_commit`
+        return row!.synchronous_commit
+      })
+    expect(await settingAfter(true)).toBe('off')
+    expect(await settingAfter(false)).toBe('on')
+    // the setting ends with its transaction: the connection goes back to the pool as it was
+    const conn = await sql.reserve()
+    try {
+      await createChallenge(conn, org.orgId, { amount: '1000', network: 'base-sepolia' }, 'example.test', { commitWithoutFlush: true })
+      const [row] = await conn<{ synchronous_commit: string }[]>`show synchronous_commit`
+      expect(row!.synchronous_commit).toBe('on')
+    } finally {
+      conn.release()
+    }
   })
 
   test("another organization's challenge is 404", async () => {

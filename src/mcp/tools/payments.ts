@@ -40,7 +40,7 @@ export const paymentTools = [
       const interactionDomain = new URL(ctx.config.PUBLIC_URL).hostname
       const outcome = await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key: idempotency_key, payload: body }, async tx => ({
         status: 201,
-        data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain)),
+        data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })),
       }))
       return outcome.data
     },
