@@ -169,7 +169,7 @@ describe('challenges', () => {
     expect(res.body.error.details.reason).toBe('idempotency_key_reused')
   })
 
-  test('commitWithoutFlush (the API and MCP creates) turns synchronous_commit off for the challenge'\''s transaction only; without it the commit waits', async () => {
+  test("commitWithoutFlush (the API and MCP creates) turns synchronous_commit off for the challenge's transaction only; without it the commit waits", async () => {
     const org = await x402Org()
     await registerPayout(t, org, wallet())
     const sql = await testSql()
