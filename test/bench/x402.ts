@@ -62,7 +62,6 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
       return json.data
     }
 
-    await sql`create table if not exists bench_commit (id int)`
     const payee = await createOrgCommand(sql, { plan: 'developer', name: 'bench payee' })
     const payer = await createOrgCommand(sql, { plan: 'developer', name: 'bench payer' })
     for (const org of [payee, payer]) await entitleCommand(sql, org.org_id, 'x402_payments')
@@ -90,6 +89,7 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     // waits for its WAL flush, which a loaded disk makes the largest single cost). A payment
     // commits three times (the challenge; the claim with its job; the record).
     const commits: number[] = []
+    await sql`create table if not exists bench_commit (id int)`
     const oneCommit = async () => {
       const started = performance.now()
       await sql`insert into bench_commit values (1)`
@@ -123,22 +123,6 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
       return performance.now() - started
     }
 
-    {
-      const time = async (label: string, f: () => Promise<unknown>) => {
-        for (let i = 0; i < 20; i++) await f()
-        const t: number[] = []
-        for (let i = 0; i < 100; i++) { const s = performance.now(); await f(); t.push(performance.now() - s) }
-        console.log('PROBE', label, JSON.stringify(summary(t)))
-      }
-      const c0 = await call('POST', '/v1/x402/challenges', payee.api_key, { amount: AMOUNT.toString(), network: 'base-sepolia' })
-      await time('whoami', () => fetch(`${api}/v1/whoami`, { headers: { authorization: `Bearer ${payee.api_key}` } }).then(r => r.arrayBuffer()))
-      await time('get challenge', () => fetch(`${api}/v1/x402/challenges/${c0.id}`, { headers: { authorization: `Bearer ${payee.api_key}` } }).then(r => r.arrayBuffer()))
-      await time('post invalid', () => fetch(`${api}/v1/x402/challenges`, { method: 'POST', headers: { authorization: `Bearer ${payee.api_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: 'x', network: 'base-sepolia' }) }).then(r => r.arrayBuffer()))
-      await time('create challenge', () => call('POST', '/v1/x402/challenges', payee.api_key, { amount: AMOUNT.toString(), network: 'base-sepolia' }))
-      await time('pay settled', () => fetch(`${api}/v1/x402/challenges/${c0.id}/pay`, { method: 'POST', headers: { authorization: `Bearer ${payer.api_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ payment: {} }) }).then(r => r.arrayBuffer()))
-      await time('commit', () => sql`insert into bench_commit values (1)`)
-      await time('select 1', () => sql`select 1`)
-    }
     // warm-up: connections, JIT, the first block
     for (let i = 0; i < 5; i++) {
       await onePayment(wallets[0]!)
