@@ -123,10 +123,20 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
       return performance.now() - started
     }
 
-    // warm-up: connections, JIT, the first block
+    // Warm-up: connections, JIT, the first block, and the service's steady state. Its database pool
+    // (10 connections) is used in turn, and postgres.js describes each statement new to a
+    // connection in a round trip of its own before sending it: until every connection has met
+    // every statement of a payment, payments pay up to a dozen extra round trips. A round of
+    // concurrent payments opens and warms the whole pool.
     for (let i = 0; i < 5; i++) {
       await onePayment(wallets[0]!)
       await bare(wallets[0]!)
+    }
+    await Promise.all(wallets.map(w => onePayment(w)))
+    await Promise.all(wallets.map(w => bare(w)))
+    for (let i = 0; i < 10; i++) {
+      await onePayment(wallets[i % CONCURRENT]!)
+      await bare(wallets[i % CONCURRENT]!)
     }
     const ours: number[] = []
     const theirs: number[] = []
