@@ -10,32 +10,39 @@ export const DEFAULT_CAPS = { daily: 25_000_000n, monthly: 250_000_000n, per_set
 
 export type CapReason = 'settle_daily_cap_exceeded' | 'settle_monthly_cap_exceeded' | 'amount_exceeds_per_settle_ceiling'
 
+type CapsRow = { daily: string | null; monthly: string | null; per_settle: string | null }
+
+/** The effective caps: the operator's overrides, or the defaults. */
+const effectiveCaps = (row: CapsRow | undefined) => ({
+  daily: row?.daily ? BigInt(row.daily) : DEFAULT_CAPS.daily,
+  monthly: row?.monthly ? BigInt(row.monthly) : DEFAULT_CAPS.monthly,
+  per_settle: row?.per_settle ? BigInt(row.per_settle) : DEFAULT_CAPS.per_settle,
+})
+
 export async function settleCaps(sql: Sql | Tx, orgId: string) {
-  const [row] = await sql<{ daily: string | null; monthly: string | null; per_settle: string | null }[]>`
-    select daily::text, monthly::text, per_settle::text from x402_settle_caps where org_id = ${orgId}`
-  return {
-    daily: row?.daily ? BigInt(row.daily) : DEFAULT_CAPS.daily,
-    monthly: row?.monthly ? BigInt(row.monthly) : DEFAULT_CAPS.monthly,
-    per_settle: row?.per_settle ? BigInt(row.per_settle) : DEFAULT_CAPS.per_settle,
-  }
+  const [row] = await sql<CapsRow[]>`select daily::text, monthly::text, per_settle::text from x402_settle_caps where org_id = ${orgId}`
+  return effectiveCaps(row)
 }
 
-/** Serializes one payee's claims, so that concurrent settles cannot together pass a cap. */
-export async function lockPayee(tx: Tx, payeeOrg: string) {
-  await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-caps:${payeeOrg}`}, 0))`
-}
+/**
+ * Serializes one payee's claims, so that concurrent settles cannot together pass a cap. Sent at
+ * the call (not at the first await), so it goes out ahead of the reads written after it.
+ */
+export const lockPayee = (tx: Tx, payeeOrg: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`x402-caps:${payeeOrg}`}, 0))`.execute()
 
 /** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month. */
 export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<CapReason[]> {
-  const [caps, [sums]] = await Promise.all([
-    settleCaps(tx, payeeOrg),
-    tx<{ day: string; month: string }[]>`
-      select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
-             coalesce(sum(amount), 0)::text as month
-        from x402_settlements
-       where payee_org = ${payeeOrg} and status <> 'failed'
-         and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc'`,
-  ])
+  // the overrides and the sums in one statement
+  const [row] = await tx<(CapsRow & { day: string; month: string })[]>`
+    select c.daily::text, c.monthly::text, c.per_settle::text, sums.day, sums.month
+      from (select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
+                   coalesce(sum(amount), 0)::text as month
+              from x402_settlements
+             where payee_org = ${payeeOrg} and status <> 'failed'
+               and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc') sums
+      left join x402_settle_caps c on c.org_id = ${payeeOrg}`
+  const caps = effectiveCaps(row)
+  const sums = row!
   const reasons: CapReason[] = []
   if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
   if (BigInt(sums!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')

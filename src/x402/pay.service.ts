@@ -166,21 +166,25 @@ type ChallengeState = Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' |
  */
 function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
   return pipelinedTransaction(conn, async (tx, commit): Promise<Claim> => {
-    // The statements run in order, so each read sees what committed before the locks were
-    // granted. The policy and cap reads are wasted on the rare paths that do not need them.
+    // The locks are sent first (at their call) and the statements run in order, so each read sees
+    // what committed before the locks were granted. The policy and cap reads are wasted on the
+    // rare paths that do not need them.
     const reads = Promise.all([
       lockPayee(tx, challenge.org_id),
       req.payerOrg ? lockPayer(tx, req.payerOrg) : null,
-      tx<ChallengeState[]>`
-        select status, settle_tx, settled_at, updated_at, failure_reason, failure_category, failure_reasons, expires_at from x402_challenges where id = ${challenge.id} for update`,
-      tx<Pick<SettlementRow, 'id' | 'payer' | 'nonce'>[]>`select id, payer, nonce from x402_settlements where challenge_id = ${challenge.id}`,
+      tx<(ChallengeState & { claim_id: string | null; claim_payer: string | null; claim_nonce: string | null })[]>`
+        select c.status, c.settle_tx, c.settled_at, c.updated_at, c.failure_reason, c.failure_category, c.failure_reasons, c.expires_at,
+               s.id as claim_id, s.payer as claim_payer, s.nonce as claim_nonce
+          from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${challenge.id} for update of c`.execute(),
       req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : ([] as DeclineReason[]),
       capReasons(tx, challenge.org_id, BigInt(challenge.amount)),
       paymentEndpoints(tx, req.payerOrg ? [challenge.org_id, req.payerOrg] : [challenge.org_id]),
     ])
     const signer = recoverSigner(req.payment)
-    const [, , [state], [existing], declined, caps, endpoints] = await reads
-    if (!state) throw errors.notFound('challenge')
+    const [, , [found], declined, caps, endpoints] = await reads
+    if (!found) throw errors.notFound('challenge')
+    const { claim_id, claim_payer, claim_nonce, ...state } = found
+    const existing = claim_id ? { id: claim_id, payer: claim_payer!, nonce: claim_nonce! } : null
     const current = { ...challenge, ...state }
     if (current.status !== 'pending') return { kind: 'done', challenge: current }
 

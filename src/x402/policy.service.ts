@@ -61,27 +61,25 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
  * (or has in flight) this UTC day. Call inside the claiming transaction, after `lockPayer`.
  */
 export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<DeclineReason[]> {
-  // the day's total is read with the policy (one round trip), whether or not a daily cap is set
-  const [p, [spent]] = await Promise.all([
-    getSpendPolicy(tx, payerOrg),
-    tx<{ total: string }[]>`
-      select coalesce(sum(amount), 0)::text as total from x402_settlements
-       where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'`,
-  ])
+  // the day's total is read with the policy (one statement), whether or not a daily cap is set
+  const [row] = await tx<(Omit<PolicyRow, 'paused'> & { paused: boolean | null; spent: string })[]>`
+    select p.paused, p.per_payment_cap::text, p.daily_cap::text, p.payee_allowlist, p.updated_at,
+           (select coalesce(sum(amount), 0)::text from x402_settlements
+             where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc') as spent
+      from (values (1)) as one left join x402_spend_policies p on p.org_id = ${payerOrg}`
+  const p: PolicyRow = row!.paused === null ? NONE : { ...row!, paused: row!.paused }
   const amount = BigInt(c.amount)
   const reasons: DeclineReason[] = []
   if (amount <= 0n) reasons.push('spend_non_positive_amount')
   if (p.paused) reasons.push('paused')
   if (p.per_payment_cap !== null && amount > BigInt(p.per_payment_cap)) reasons.push('per_payment_cap')
-  if (p.daily_cap !== null && BigInt(spent!.total) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
+  if (p.daily_cap !== null && BigInt(row!.spent) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
   if (p.payee_allowlist && !p.payee_allowlist.includes(c.pay_to.toLowerCase())) reasons.push('allowlist')
   return reasons
 }
 
-/** Serializes the payer's claims, so that two payments cannot both fit under its daily cap. */
-export async function lockPayer(tx: Tx, payerOrg: string) {
-  await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-spend:${payerOrg}`}, 0))`
-}
+/** Serializes the payer's claims, so that two payments cannot both fit under its daily cap. Sent at the call, like `lockPayee`. */
+export const lockPayer = (tx: Tx, payerOrg: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`x402-spend:${payerOrg}`}, 0))`.execute()
 
 export async function recordDecline(sql: Sql, payerOrg: string, c: ChallengeRow, reasons: DeclineReason[]) {
   await sql`
