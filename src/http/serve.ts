@@ -75,25 +75,54 @@ interface Connection {
   active: number
 }
 
-function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController): Request {
+/**
+ * Bodies declared this short are read whole before the app sees them. Handing the app a web
+ * stream over the node stream (`Readable.toWeb` and a counting `TransformStream`) cost more CPU
+ * than the rest of the listener for a small JSON POST; longer and chunked bodies keep that
+ * stream, so a route's own limit still refuses them as they arrive, before they are all read.
+ */
+export const WHOLE_BODY_BYTES = 64 * 1024
+
+/** The body of a request declared short, once it is all in; undefined if the connection ends first. */
+function wholeBody(req: http.IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise(resolve => {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)))
+    // after 'end' these change nothing: the promise is settled
+    req.once('error', () => resolve(undefined))
+    req.once('close', () => resolve(undefined))
+  })
+}
+
+function streamedBody(req: http.IncomingMessage, maxBodyBytes: number): ReadableStream<Uint8Array> {
+  let seen = 0
+  return (Readable.toWeb(req) as ReadableStream<Uint8Array>).pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        seen += chunk.byteLength
+        if (seen > maxBodyBytes) {
+          req.destroy()
+          out.error(new Error('request body over the server limit'))
+        } else out.enqueue(chunk)
+      },
+    }),
+  )
+}
+
+/** The web Request for `req`; undefined when the client went away before its short body was in. */
+async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController): Promise<Request | undefined> {
   const headers = new Headers()
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
   const method = req.method ?? 'GET'
-  const hasBody = method !== 'GET' && method !== 'HEAD'
-  let body: ReadableStream<Uint8Array> | undefined
-  if (hasBody) {
-    let seen = 0
-    body = (Readable.toWeb(req) as ReadableStream<Uint8Array>).pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, out) {
-          seen += chunk.byteLength
-          if (seen > maxBodyBytes) {
-            req.destroy()
-            out.error(new Error('request body over the server limit'))
-          } else out.enqueue(chunk)
-        },
-      }),
-    )
+  let body: ReadableStream<Uint8Array> | Buffer | undefined
+  if (method !== 'GET' && method !== 'HEAD') {
+    // Without transfer-encoding the parser delivers exactly content-length bytes (none without one).
+    const declared = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? 0) : Infinity
+    if (declared <= Math.min(WHOLE_BODY_BYTES, maxBodyBytes)) {
+      body = await wholeBody(req)
+      if (!body) return undefined
+    } else body = streamedBody(req, maxBodyBytes)
   }
   return new Request(base + (req.url ?? '/'), { method, headers, body, signal: abort.signal, duplex: 'half' } as RequestInit)
 }
@@ -159,7 +188,9 @@ export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Pro
     try {
       // Links are built from PUBLIC_URL, never from Host; a fixed origin also keeps Elysia's
       // router, which finds the path at index 11 onwards, away from a short or odd Host.
-      const request = requestOf(req, origin, options.maxBodyBytes, abort)
+      const request = await requestOf(req, origin, options.maxBodyBytes, abort)
+      // no one to answer: the connection closed before the body was in
+      if (!request) return void res.destroy()
       setClientSocketAddress(request, socket.remoteAddress ?? 'local')
       await writeResponse(res, await app.handle(request), req.method ?? 'GET')
     } catch (error) {

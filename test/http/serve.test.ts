@@ -1,11 +1,13 @@
 /**
  * The api role's listener over real sockets (src/http/serve.ts): pipelined requests, slow-loris
- * clients, many idle connections, bytes no client library would send.
+ * clients, many idle connections, request bodies however they arrive, bytes no client library
+ * would send.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import type { Socket } from 'bun'
 import { createApp } from '../../src/app'
-import { serveHttp } from '../../src/http/serve'
+import { largestBodyLimit } from '../../src/http/boundary'
+import { serveHttp, WHOLE_BODY_BYTES } from '../../src/http/serve'
 import { LONGEST_WAIT_MS, startRoles } from '../../src/roles'
 import { ConnectionBudget } from '../../src/connection-budget'
 import { MAX_WAIT_SECONDS } from '../../src/emails/model'
@@ -17,6 +19,10 @@ const { ctx } = await testApp({ PORT: '0', HOST: '127.0.0.1' })
 const role = await startRoles(ctx, ['api'], { embedded: true })
 // the same listener with a short head deadline, so the slow tests stay short
 const quick = await serveHttp(createApp(ctx), { port: 0, hostname: '127.0.0.1', maxBodyBytes: 1 << 20, headTimeoutMs: HEAD_TIMEOUT_MS })
+// a small default body limit, with the listener's own limit set as the api role sets it
+const SMALL_LIMIT = 2048
+const smallApp = createApp((await testApp({ PORT: '0', HOST: '127.0.0.1', MAX_BODY_BYTES: String(SMALL_LIMIT) })).ctx)
+const limited = await serveHttp(smallApp, { port: 0, hostname: '127.0.0.1', maxBodyBytes: 2 * largestBodyLimit(smallApp, SMALL_LIMIT) })
 
 // started now, answered at the end of the file: the wait costs the file no time of its own
 const longWait = (async () => {
@@ -26,6 +32,7 @@ const longWait = (async () => {
 
 afterAll(async () => {
   await quick.stop()
+  await limited.stop()
   await role.stop()
 })
 
@@ -122,6 +129,93 @@ describe('slow and idle clients', () => {
     expect(statuses(c.text())).toEqual([200, 200, 200])
     await until(c.closed, 10 * HEAD_TIMEOUT_MS)
     expect(c.closed()).toBe(true)
+  })
+})
+
+describe('request bodies', () => {
+  const post = (key: string, headers: string) => `POST /v1/api-keys HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}\r\n`
+  const chunked = (text: string) => text.match(/[\s\S]{1,700}/g)!.map(c => `${c.length.toString(16)}\r\n${c}\r\n`).join('') + '0\r\n\r\n'
+  /** The status and the envelope of the one answer on `c`. */
+  async function answer(c: Client) {
+    await until(() => /\r\n\r\n\{.*\}$/s.test(c.text()) || c.closed())
+    const [head, body] = c.text().split('\r\n\r\n')
+    return { status: statuses(head ?? '')[0], body: body ? JSON.parse(body) : undefined }
+  }
+
+  test('a short body arriving in several packets is read whole', async () => {
+    const org = await createOrg()
+    const body = JSON.stringify({ name: 'p'.repeat(90) })
+    const c = await connect(quick.port)
+    c.socket.write(post(org.key, `Content-Length: ${body.length}\r\n`) + body.slice(0, 30))
+    await Bun.sleep(30)
+    c.socket.write(body.slice(30, 60))
+    await Bun.sleep(30)
+    c.socket.write(body.slice(60))
+    const res = await answer(c)
+    expect(res.status).toBe(201)
+    expect(res.body.data.name).toBe('p'.repeat(90))
+    c.socket.end()
+  })
+
+  test('a chunked body, and one longer than the listener reads whole, reach the route as sent', async () => {
+    const org = await createOrg()
+    const small = await connect(quick.port)
+    small.socket.write(post(org.key, 'Transfer-Encoding: chunked\r\n') + chunked(JSON.stringify({ name: 'chunked' })))
+    expect(await answer(small)).toMatchObject({ status: 201, body: { data: { name: 'chunked' } } })
+    small.socket.end()
+    // past WHOLE_BODY_BYTES the body streams to the route: an over-long name is the route's 400, not a cut-off
+    const long = JSON.stringify({ name: 'l'.repeat(WHOLE_BODY_BYTES) })
+    const big = await connect(quick.port)
+    big.socket.write(post(org.key, `Content-Length: ${long.length}\r\n`) + long)
+    expect(await answer(big)).toMatchObject({ status: 400, body: { error: { code: 'validation_error', message: expect.stringMatching(/^name: /) } } })
+    big.socket.end()
+  })
+
+  test('an empty body, with a zero length or none, is a 400 about the body', async () => {
+    const org = await createOrg()
+    const answers = []
+    for (const length of ['Content-Length: 0\r\n', '']) {
+      const c = await connect(quick.port)
+      c.socket.write(post(org.key, length))
+      answers.push(await answer(c))
+      c.socket.end()
+    }
+    expect(answers[0]).toMatchObject({ status: 400, body: { error: { code: 'validation_error', message: expect.stringMatching(/^body: /) } } })
+    expect(answers[1]).toEqual(answers[0]!)
+  })
+
+  test('a body over the route limit is 413, short, long or chunked; a long declared one before it is sent', async () => {
+    const org = await createOrg()
+    const over = JSON.stringify({ name: 'o'.repeat(SMALL_LIMIT) })
+    for (const headers of [`Content-Length: ${over.length}\r\n`, 'Transfer-Encoding: chunked\r\n']) {
+      const c = await connect(limited.port)
+      c.socket.write(post(org.key, headers) + (headers.startsWith('Transfer') ? chunked(over) : over))
+      expect(await answer(c)).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large', message: `body: must be at most ${SMALL_LIMIT} bytes` } } })
+      c.socket.end()
+    }
+    const early = await connect(limited.port)
+    early.socket.write(post(org.key, `Content-Length: ${10 * WHOLE_BODY_BYTES}\r\n`))
+    expect(await answer(early)).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large' } } })
+    early.socket.end()
+    const under = await connect(limited.port)
+    const fits = JSON.stringify({ name: 'u'.repeat(100) })
+    under.socket.write(post(org.key, `Content-Length: ${fits.length}\r\n`) + fits)
+    expect((await answer(under)).status).toBe(201)
+    under.socket.end()
+  })
+
+  test('a body cut off by the client gets no answer; its connection closes and the listener serves on', async () => {
+    const org = await createOrg()
+    const before = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as { meta: { total: number } }
+    const c = await connect(quick.port)
+    c.socket.write(post(org.key, 'Content-Length: 100\r\n') + '{"name":"cut')
+    await Bun.sleep(30)
+    c.socket.end()
+    await until(c.closed)
+    expect(c.closed()).toBe(true)
+    expect(c.text()).toBe('')
+    const after = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as { meta: { total: number } }
+    expect(after.meta.total).toBe(before.meta.total)
   })
 })
 
