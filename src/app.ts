@@ -61,7 +61,11 @@ export function createApp(ctx: AppContext) {
     // a route registered for every method (.all: /mcp) has its rule under ALL
     rules.get(`ALL ${route}`) ?? { limit: defaultLimit, maxValues: MAX_JSON_VALUES, ownParser: false }
 
-  const app: AnyElysia = new Elysia({ normalize: false })
+  // encodeSchema off: a response is checked against its schema, not also run through TypeBox's
+  // Encode, which walks and copies the whole value on every response whose schema holds a
+  // t.Integer (an Elysia transform whose encode returns the value as it is, like every transform
+  // in our response schemas: test/http/envelope-errors.test.ts checks that).
+  const app: AnyElysia = new Elysia({ normalize: false, encodeSchema: false })
     .onRequest(({ request, set }) => {
       const facts = beginRequest(request)
       set.headers['x-request-id'] = facts.id

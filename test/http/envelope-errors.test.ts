@@ -1,5 +1,7 @@
 /** The v1 envelopes and the error conventions every route shares. */
 import { describe, expect, test } from 'bun:test'
+import { TransformKind } from '@sinclair/typebox'
+import { t } from 'elysia'
 import { createApp } from '../../src/app'
 import { createContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
@@ -33,6 +35,37 @@ describe('success envelope', () => {
     expect(Array.isArray(expectOk(res))).toBe(true)
     expect(Object.keys(res.body).sort()).toEqual(['data', 'meta', 'success'])
     expect(res.body.meta).toEqual({ total: 1, limit: 50, cursor: null })
+  })
+
+  test('a payload that does not match its declared response schema is a 500 internal_error, never sent', async () => {
+    const payloads: Record<string, unknown> = { ok: { version: 3 }, wrong: { version: 'three' }, extra: { version: 3, secret_column: 'hidden' } }
+    const probe = createApp(app.ctx).get('/v1/probe-response/:kind', ({ params }) => payloads[params.kind], {
+      response: { 200: t.Object({ version: t.Integer() }) },
+    })
+    const answer = (kind: string) => probe.handle(new Request(`http://api.test.local/v1/probe-response/${kind}`)).then(async r => ({ status: r.status, text: await r.text() }))
+    expect(await answer('ok')).toEqual({ status: 200, text: '{"success":true,"data":{"version":3}}' })
+    const wrong = await answer('wrong')
+    expect(wrong.status).toBe(500)
+    expect(JSON.parse(wrong.text)).toMatchObject({ success: false, error: { code: 'internal_error' } })
+    expect(wrong.text).not.toContain('three')
+    // a field the schema does not declare is refused too: internal columns never leak
+    const extra = await answer('extra')
+    expect(extra.status).toBe(500)
+    expect(extra.text).not.toContain('hidden')
+  })
+
+  test('response schemas hold no transform that changes a value: the app checks responses without encoding them', () => {
+    const encoders = new Set<(value: unknown) => unknown>()
+    const walk = (schema: unknown, seen: Set<unknown>) => {
+      if (!schema || typeof schema !== 'object' || seen.has(schema)) return
+      seen.add(schema)
+      if (TransformKind in schema) encoders.add((schema as Record<symbol, { Encode: (value: unknown) => unknown }>)[TransformKind]!.Encode)
+      for (const value of Object.values(schema)) walk(value, seen)
+    }
+    for (const route of app.app.routes as unknown as { hooks: { response?: unknown } }[]) walk(route.hooks.response, new Set())
+    expect(encoders.size).toBeGreaterThan(0)
+    const samples = [3, '3', 'text', null, new Date(0), { a: 1 }, [1]]
+    for (const encode of encoders) for (const sample of samples) expect(encode(sample)).toBe(sample)
   })
 })
 
