@@ -18,6 +18,7 @@
  */
 import type { AnyElysia } from 'elysia'
 import { ApiError, errors } from './errors'
+import { wholeBodyOf } from './request-context'
 import { fieldName } from './validation'
 
 /** Deepest nesting of arrays and objects accepted in a JSON body; our schemas use fewer than 8. */
@@ -83,6 +84,11 @@ const tooLarge = (limit: number) => new ApiError('payload_too_large', `body: mus
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? 0)
   if (declared > limit) throw tooLarge(limit)
+  const whole = wholeBodyOf(request)
+  if (whole) {
+    if (whole.byteLength > limit) throw tooLarge(limit)
+    return whole
+  }
   if (!request.body) return new Uint8Array(0)
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []

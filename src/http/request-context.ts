@@ -1,4 +1,4 @@
-/** Per-request facts the lifecycle hooks share: the request id, start time and final status. */
+/** Per-request facts the lifecycle hooks share: the request id, start time and final status; what the listener knows of a request. */
 import { randomUUIDv7 } from 'bun'
 
 export interface RequestFacts {
@@ -31,4 +31,18 @@ export function setClientSocketAddress(request: Request, address: string): void 
 
 export function clientSocketAddress(request: Request): string | undefined {
   return socketAddresses.get(request)
+}
+
+const wholeBodies = new WeakMap<Request, Uint8Array>()
+
+/**
+ * The body of a request, read whole by the listener before the Request was made (it is also the
+ * Request's body): the body parser takes it from here instead of streaming the same bytes again.
+ */
+export function setWholeBody(request: Request, bytes: Uint8Array): void {
+  wholeBodies.set(request, bytes)
+}
+
+export function wholeBodyOf(request: Request): Uint8Array | undefined {
+  return wholeBodies.get(request)
 }

@@ -25,7 +25,7 @@ import type { AnyElysia } from 'elysia'
 import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
 import { errors } from './errors'
-import { setClientSocketAddress } from './request-context'
+import { setClientSocketAddress, setWholeBody } from './request-context'
 
 export interface HttpServerOptions {
   port: number
@@ -124,7 +124,9 @@ async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: 
       if (!body) return undefined
     } else body = streamedBody(req, maxBodyBytes)
   }
-  return new Request(base + (req.url ?? '/'), { method, headers, body, signal: abort.signal, duplex: 'half' } as RequestInit)
+  const request = new Request(base + (req.url ?? '/'), { method, headers, body, signal: abort.signal, duplex: 'half' } as RequestInit)
+  if (body instanceof Uint8Array) setWholeBody(request, body)
+  return request
 }
 
 async function writeResponse(res: http.ServerResponse, response: Response, method: string) {
