@@ -1,8 +1,13 @@
-/** The TransferWithAuthorization digest computed by hand in verify.ts is exactly viem's hashTypedData of the same message and domain. */
+/**
+ * The TransferWithAuthorization digest computed by hand in verify.ts is exactly viem's hashTypedData
+ * of the same message and domain, and the signer verification recovers what viem's recoverAddress
+ * does (libsecp256k1 against noble-curves).
+ */
 import { describe, expect, test } from 'bun:test'
-import { getAddress, hashTypedData, type Hex } from 'viem'
+import { bytesToHex, getAddress, hashTypedData, hexToBytes, numberToHex, recoverAddress, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { authorizationDigest } from '../../src/x402/verify'
+import { authorizationDigest, verifyPayment } from '../../src/x402/verify'
+import type { ChallengeRow } from '../../src/x402/challenges.service'
 import { NETWORKS, networkInfo } from '../../src/x402/networks'
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/token'
 
@@ -29,4 +34,35 @@ describe('authorization digest', () => {
       }
     })
   }
+})
+
+describe('signer recovery', () => {
+  const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+  test("agrees with viem's recoverAddress: the signer, high-s signatures, v as 0/1 or 27/28, another signer, garbage", async () => {
+    const info = networkInfo('base-sepolia')
+    for (let i = 0; i < 10; i++) {
+      const payer = privateKeyToAccount(generatePrivateKey())
+      const now = BigInt(Math.floor(Date.now() / 1000))
+      const challenge = { network: 'base-sepolia', amount: '1000', asset: info.usdc, pay_to: address(), authorization_nonce: generatePrivateKey() } as unknown as ChallengeRow
+      const authorization = { from: payer.address, to: challenge.pay_to, value: 1000n, validAfter: now - 600n, validBefore: now + 300n, nonce: challenge.authorization_nonce }
+      const hash = authorizationDigest('base-sepolia', info.usdc, authorization)
+      const signature = await payer.sign({ hash })
+      const sig = hexToBytes(signature)
+      // the same point with s negated and the other recovery id: a valid signature of the same key
+      const highS = bytesToHex(new Uint8Array([...sig.subarray(0, 32), ...hexToBytes(numberToHex(N - BigInt(bytesToHex(sig.subarray(32, 64))), { size: 32 })), sig[64] === 27 ? 28 : 27]))
+      const zeroOne = bytesToHex(new Uint8Array([...sig.subarray(0, 64), sig[64]! - 27]))
+      const other = await privateKeyToAccount(generatePrivateKey()).sign({ hash })
+      const garbage = `0x${'11'.repeat(64)}1b` as Hex
+      for (const s of [signature, highS, zeroOne, other, garbage]) {
+        const viem = await recoverAddress({ hash, signature: s }).catch(() => null)
+        const payment = {
+          x402Version: 1, scheme: 'exact', network: 'base-sepolia',
+          payload: { signature: s, authorization: { ...authorization, value: '1000', validAfter: authorization.validAfter.toString(), validBefore: authorization.validBefore.toString() } },
+        }
+        const verified = await verifyPayment(challenge, payment)
+        const expected: string[] = viem === null ? ['signature_unrecoverable'] : viem === payer.address ? [] : ['signer_mismatch']
+        expect(verified.ok ? [] : (verified.reasons as string[])).toEqual(expected)
+      }
+    }
+  })
 })
