@@ -8,12 +8,12 @@
  */
 import { BaseError, ContractFunctionRevertedError, decodeFunctionResult, encodeFunctionData, hexToNumber, numberToHex, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import { sendRawTransactionSync } from 'viem/actions'
-import { privateKeyToAccount } from 'viem/accounts'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
 import { networkInfo, type Network } from './networks'
 import { rpcUrl } from './chain'
 import { TOKEN_ABI, type Authorization } from './token'
+import { signingAccount } from './secp256k1'
 
 export type SettlementFailure = 'insufficient_funds' | 'facilitator_unavailable' | 'settlement_misconfigured' | 'settlement_failed' | 'authorization_already_used'
 
@@ -190,7 +190,7 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
   // Concurrent settlements from one key need distinct transaction nonces (see nonceSource). Several
   // processes settling with one key at the same moment could still collide: give each its own
   // key, or use an HTTP facilitator.
-  const account = key ? privateKeyToAccount(key as Hex) : null
+  const account = key ? signingAccount(key as Hex) : null
   const nonces = account ? nonceSource(client, account.address) : null
   const fees = feeSource(client)
   const readBatch = batchReader(rpcUrl(config, network))

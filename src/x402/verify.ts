@@ -3,8 +3,8 @@
  * payee, amount, network, asset and nonce the signature must cover are the challenge's, never
  * requirements a client echoes back. Every reason that applies is reported, not just the first.
  */
-import { recover } from 'tiny-secp256k1'
-import { concat, encodeAbiParameters, getAddress, hashDomain, hexToBytes, isAddress, keccak256, toHex, type Hex } from 'viem'
+import { concat, encodeAbiParameters, getAddress, hashDomain, isAddress, keccak256, toHex, type Hex } from 'viem'
+import { recoverAddressOf } from './secp256k1'
 import type { ChallengeRow } from './challenges.service'
 import { isNetwork, networkInfo, type Network } from './networks'
 import type { Authorization } from './token'
@@ -117,18 +117,11 @@ function parsePayload(payment: unknown): Parsed {
 
 /**
  * The signer of an authorization over a token's EIP-712 domain (lowercase); null when the
- * signature does not recover. The recovery is libsecp256k1's (tiny-secp256k1, WebAssembly): the
- * largest CPU cost of a payment in the service, in under half the time of viem's JavaScript
- * (noble-curves), with the same results (a test compares them, high-s signatures included).
+ * signature does not recover, or the authorization cannot be hashed (a number past uint256).
  */
-async function signerOver(network: Network, token: Hex, auth: Authorization, signature: Hex): Promise<Hex | null> {
+function signerOver(network: Network, token: Hex, auth: Authorization, signature: Hex): Hex | null {
   try {
-    const sig = hexToBytes(signature)
-    const v = sig[64]!
-    const recoveryId = v >= 27 ? v - 27 : v
-    if (recoveryId !== 0 && recoveryId !== 1) return null
-    const publicKey = recover(hexToBytes(authorizationDigest(network, token, auth)), sig.subarray(0, 64), recoveryId, false)
-    return publicKey ? `0x${keccak256(publicKey.subarray(1)).slice(-40)}` : null
+    return recoverAddressOf(authorizationDigest(network, token, auth), signature)
   } catch {
     return null
   }
@@ -154,7 +147,7 @@ export async function recoverSigner(payment: unknown): Promise<EarlySigner | nul
   const parsed = parsePayload(payment)
   if (!parsed.ok || !parsed.fromOk || !parsed.toOk || !isNetwork(parsed.network)) return null
   const token = networkInfo(parsed.network).usdc
-  return { network: parsed.network, token, signer: await signerOver(parsed.network, token, parsed.auth, parsed.signature) }
+  return { network: parsed.network, token, signer: signerOver(parsed.network, token, parsed.auth, parsed.signature) }
 }
 
 /** Checks the x402 v1 payment payload (`{x402Version, scheme, network, payload {signature, authorization}}`) against the challenge. */
@@ -184,7 +177,7 @@ export async function verifyPayment(challenge: ChallengeRow, payment: unknown, o
     const signer =
       early && early.network === challenge.network && early.token === challenge.asset
         ? early.signer
-        : await signerOver(challenge.network, challenge.asset, auth, parsed.signature)
+        : signerOver(challenge.network, challenge.asset, auth, parsed.signature)
     if (signer === null) reasons.add('signature_unrecoverable')
     else if (signer !== auth.from.toLowerCase()) reasons.add('signer_mismatch')
   }

@@ -1,12 +1,15 @@
 /**
  * The TransferWithAuthorization digest computed by hand in verify.ts is exactly viem's hashTypedData
- * of the same message and domain, and the signer verification recovers what viem's recoverAddress
- * does (libsecp256k1 against noble-curves).
+ * of the same message and domain; the signer verification recovers what viem's recoverAddress
+ * does, and the settler's transactions are signed as viem signs them (libsecp256k1 against
+ * noble-curves, src/x402/secp256k1.ts).
  */
 import { describe, expect, test } from 'bun:test'
-import { bytesToHex, getAddress, hashTypedData, hexToBytes, numberToHex, recoverAddress, type Hex } from 'viem'
+import { bytesToHex, encodeFunctionData, getAddress, hashTypedData, hexToBytes, numberToHex, recoverAddress, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { authorizationDigest, verifyPayment } from '../../src/x402/verify'
+import { signingAccount } from '../../src/x402/secp256k1'
+import { TOKEN_ABI } from '../../src/x402/token'
 import type { ChallengeRow } from '../../src/x402/challenges.service'
 import { NETWORKS, networkInfo } from '../../src/x402/networks'
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/token'
@@ -63,6 +66,25 @@ describe('signer recovery', () => {
         const expected: string[] = viem === null ? ['signature_unrecoverable'] : viem === payer.address ? [] : ['signer_mismatch']
         expect(verified.ok ? [] : (verified.reasons as string[])).toEqual(expected)
       }
+    }
+  })
+})
+
+describe('settler transactions', () => {
+  test("are signed exactly as viem's own local account signs them (deterministic signatures, low s)", async () => {
+    for (let i = 0; i < 10; i++) {
+      const key = generatePrivateKey()
+      const tx = {
+        type: 'eip1559' as const,
+        chainId: 84532,
+        nonce: i * 7,
+        to: networkInfo('base-sepolia').usdc,
+        data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'authorizationState', args: [address(), generatePrivateKey()] }),
+        gas: 150_000n,
+        maxFeePerGas: BigInt(1 + i) * 1_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000n,
+      }
+      expect(await signingAccount(key).signTransaction(tx)).toBe(await privateKeyToAccount(key).signTransaction(tx))
     }
   })
 })
