@@ -21,6 +21,7 @@ import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './se
 import { holdSettlementLock, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
 import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type VerifyOptions } from './verify'
+import type { Authorization } from './token'
 import { pipelinedTransaction } from '../db/transaction'
 import { isUniqueViolation } from '../db/errors'
 
@@ -220,28 +221,11 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       return { kind: 'cap', reasons: caps }
     }
 
-    // The claim, its ledger rows, its job, the settlement's lock and the change, sent with the
-    // COMMIT (the claim first, the change last: see changes/record.ts). A claim that loses to
+    // The claim with its ledger rows and the settlement's lock, its job and the change, sent with
+    // the COMMIT (the claim first, the change last: see changes/record.ts). A claim that loses to
     // another challenge's (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls
-    // it all back. The first attempt is counted with it: this request makes it at once.
-    const s: SettlementRow = {
-      id: randomUUIDv7(),
-      challenge_id: challenge.id,
-      payee_org: challenge.org_id,
-      payer_org: req.payerOrg,
-      network: challenge.network,
-      chain_id: networkInfo(challenge.network).chainId,
-      asset: challenge.asset.toLowerCase(),
-      payer: auth.from.toLowerCase(),
-      nonce: auth.nonce,
-      amount: challenge.amount,
-      payment,
-      status: 'pending',
-      tx_hash: null,
-      failure_reason: null,
-      attempts: 1,
-      updated_at: new Date(),
-    }
+    // it all back.
+    const s = settlementOf(challenge, req.payerOrg, payment, auth)
     const prepared = prepareSettlement(ctx, s)
     const inserted = tx`
         with claim as (
@@ -256,17 +240,16 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
             from claim where ${req.payerOrg}::uuid is not null)
-        select id from claim`.execute()
+        select id, ${holdSettlementLock(tx, s.id)} as locked from claim`.execute()
     try {
       const [, jobId] = await commit(
         inserted,
         enqueue(tx, SETTLE_KIND, { settlement_id: s.id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS }),
-        holdSettlementLock(tx, s.id),
         recordChanges(tx, paymentChanges({ type: 'payment.paid', ...facts })),
       )
       return { kind: 'claimed', settlement: s, jobId: jobId!, endpoints, prepared }
     } catch (error) {
-      // the lock outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
+      // the lock, if the claim was written, outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
       await releaseSettlementLock(tx, s.id).catch(() => {})
       if (isUniqueViolation(await inserted.then(() => null, e => e), AUTHORIZATION_KEY)) {
         throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
@@ -274,6 +257,28 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       throw error
     }
   })
+}
+
+/** The settlement a verified payment claims; its first attempt is counted with the claim (the claiming request makes it at once). */
+function settlementOf(challenge: ChallengeRow, payerOrg: string | null, payment: SettlementRow['payment'], auth: Authorization): SettlementRow {
+  return {
+    id: randomUUIDv7(),
+    challenge_id: challenge.id,
+    payee_org: challenge.org_id,
+    payer_org: payerOrg,
+    network: challenge.network,
+    chain_id: networkInfo(challenge.network).chainId,
+    asset: challenge.asset.toLowerCase(),
+    payer: auth.from.toLowerCase(),
+    nonce: auth.nonce,
+    amount: challenge.amount,
+    payment,
+    status: 'pending',
+    tx_hash: null,
+    failure_reason: null,
+    attempts: 1,
+    updated_at: new Date(),
+  }
 }
 
 /** What the settler needs later (possibly in another process): the verified authorization and the x402 shapes for an HTTP facilitator. */

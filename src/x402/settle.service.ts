@@ -66,11 +66,12 @@ const authorizationOf = (s: SettlementRow): Authorization => ({
 const lockKey = (tx: Tx, settlementId: string) => tx`hashtextextended(${`x402-settle:${settlementId}`}, 0)`
 
 /**
- * Takes the lock of a settlement being claimed, for the session: sent in the claim's transaction,
- * it outlives the COMMIT, so the claimer holds it from the moment the claim is visible until its
- * record (`settleClaimed`) releases it. A new settlement's lock never waits.
+ * Takes the lock of a settlement being claimed, for the session: an expression for the statement
+ * that writes the claim, evaluated once its row is written. It outlives the COMMIT, so the claimer
+ * holds it from the moment the claim is visible until its record (`settleClaimed`) releases it. A
+ * new settlement's lock never waits.
  */
-export const holdSettlementLock = (tx: Tx, settlementId: string) => tx`select pg_advisory_lock(${lockKey(tx, settlementId)})`.execute()
+export const holdSettlementLock = (tx: Tx, settlementId: string) => tx`pg_advisory_lock(${lockKey(tx, settlementId)})`
 
 /** Releases a lock taken with `holdSettlementLock` (harmless when it is not held). */
 export const releaseSettlementLock = (tx: Tx, settlementId: string) => tx`select pg_advisory_unlock(${lockKey(tx, settlementId)})`.execute()
