@@ -161,7 +161,7 @@ type ChallengeState = Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' |
  * events); the payload's signer is recovered while it runs, and the payment verified when it is
  * back. The second writes the claim with its ledger rows, its job, its change and the
  * settlement's lock (released at once by a claim that does not commit), and COMMITs; the
- * read-only part of settling starts before it (prepareSettlement), so the chain is read while the
+ * read-only part of settling starts with it (prepareSettlement), so the chain is read while the
  * claim commits, and nothing is sent before the claim is durable.
  */
 function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
@@ -226,7 +226,6 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     // another challenge's (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls
     // it all back.
     const s = settlementOf(challenge, req.payerOrg, payment, auth)
-    const prepared = prepareSettlement(ctx, s)
     const inserted = tx`
         with claim as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
@@ -242,11 +241,16 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
             from claim where ${req.payerOrg}::uuid is not null)
         select id, ${holdSettlementLock(tx, s.id)} as locked from claim`.execute()
     try {
-      const [, jobId] = await commit(
+      const committed = commit(
         inserted,
         enqueue(tx, SETTLE_KIND, { settlement_id: s.id }, { runAt: new Date(Date.now() + SETTLE_JOB_DELAY_SECONDS * 1000), maxAttempts: SETTLE_MAX_ATTEMPTS }),
         recordChanges(tx, paymentChanges({ type: 'payment.paid', ...facts })),
       )
+      // The read-only part of settling starts a macrotask later, once the claim's statements are
+      // on the wire (postgres.js writes them at the next one): its CPU then runs while the
+      // database runs them, instead of holding them back with the locks taken.
+      const prepared = new Promise(resolve => setImmediate(resolve)).then(() => prepareSettlement(ctx, s))
+      const [, jobId] = await committed
       return { kind: 'claimed', settlement: s, jobId: jobId!, endpoints, prepared }
     } catch (error) {
       // the lock, if the claim was written, outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
