@@ -1,8 +1,10 @@
 /**
  * The smtp role in several processes on one port (src/smtp-processes.ts), started by the
  * configuration alone. One of them is killed with SIGKILL while 20 clients deliver: every
- * message is stored exactly once (a client not told 250 sends again, as SMTP clients do), and
- * the killed process is started again.
+ * message is stored (a client not told 250 sends again, as SMTP clients do), once, unless the
+ * process died between its commit and its 250: the client then sends it again and it is stored
+ * twice (nothing deduplicates by Message-ID; docs/operations.md). The killed process is started
+ * again.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import net from 'node:net'
@@ -65,7 +67,7 @@ describe('SMTP_PROCESSES', () => {
     expect(loadConfig({}).smtpProcesses).toBe(1)
   })
 
-  test.skipIf(!onServer)('one of two processes on the port is killed mid-load: every message stored exactly once, the process started again', async () => {
+  test.skipIf(!onServer)('one of two processes on the port is killed mid-load: every message stored, twice only if its client sent it again, the process started again', async () => {
     const dns = await startDnsStub()
     cleanup.push(() => dns.server.kill())
     const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2', SMTP_HOSTNAME: 'mx.test.local', DNS_SERVERS: `127.0.0.1:${dns.port}` })
@@ -84,11 +86,16 @@ describe('SMTP_PROCESSES', () => {
     let acknowledged = 0
     let broken = 0
     let killed = false
+    // the messages whose client saw its connection break, and so sent them again
+    const sentAgain = new Set<string>()
     await Promise.all(
       Array.from({ length: SESSIONS }, async (_, session) => {
         for (let i = 0; i < PER_SESSION; i++) {
           const subject = `m-${run}-${session}-${i}`
-          while (!(await deliver(s.smtpPort!, address, subject))) broken++
+          while (!(await deliver(s.smtpPort!, address, subject))) {
+            broken++
+            sentAgain.add(subject)
+          }
           acknowledged++
           if (!killed && acknowledged >= (SESSIONS * PER_SESSION) / 3) {
             killed = true
@@ -104,7 +111,8 @@ describe('SMTP_PROCESSES', () => {
       select subject, count(*)::int as n from emails where org_id = ${org.orgId} group by subject`
     const expected = Array.from({ length: SESSIONS * PER_SESSION }, (_, k) => `m-${run}-${Math.floor(k / PER_SESSION)}-${k % PER_SESSION}`)
     expect(rows.map(r => r.subject).sort()).toEqual(expected.sort())
-    expect(rows.filter(r => r.n !== 1)).toEqual([])
+    // stored twice only when committed and then sent again because its 250 never arrived
+    expect(rows.filter(r => r.n !== 1 && !(r.n === 2 && sentAgain.has(r.subject)))).toEqual([])
     // the killed process was serving sessions, and it is started again
     const restarted = await s.waitForLog(l => l.msg === 'smtp process exited; starting it again')
     expect(restarted.pid).toBe(childPid)
