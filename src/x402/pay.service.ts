@@ -18,10 +18,9 @@ import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
 import { declinedError, declineReasons, lockPayer, recordDecline, type DeclineReason } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
-import { holdSettlementLock, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
+import { holdSettlementLock, paymentFactsOf, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
 import type { Prepared } from './facilitator'
-import { recoverSigner, verifyPayment, type VerifyOptions } from './verify'
-import type { Authorization } from './token'
+import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
 import { isUniqueViolation } from '../db/errors'
 
@@ -197,20 +196,17 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       })
     }
     if (current.expires_at.getTime() <= Date.now()) throw expiredError()
-    const auth = verified.authorization
-    const payment = settlementPayment(challenge, req.payment, verified)
+    // the settlement this payment claims, unless a claim already exists or a refusal follows
+    const s = settlementOf(challenge, req.payerOrg, req.payment, verified)
     if (existing) {
       // A retry of the same authorization (the same nonce can move funds once): settle it with the newest payload.
-      if (existing.payer !== auth.from.toLowerCase() || existing.nonce !== auth.nonce) {
+      if (existing.payer !== s.payer || existing.nonce !== s.nonce) {
         throw errors.conflict('challenge: another payment for it is being settled', { reason: 'settlement_in_progress' })
       }
-      return { kind: 'existing', id: existing.id, replacement: payment }
+      return { kind: 'existing', id: existing.id, replacement: s.payment }
     }
     if (declined.length) return { kind: 'declined', reasons: declined }
-    const facts = {
-      challengeId: challenge.id, network: challenge.network, amount: challenge.amount, asset: challenge.asset,
-      payeeOrg: challenge.org_id, payerOrg: req.payerOrg, payer: auth.from, payTo: challenge.pay_to,
-    }
+    const facts = paymentFactsOf(s)
     if (caps.length) {
       await commit(
         tx`
@@ -225,7 +221,6 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     // the COMMIT (the claim first, the change last: see changes/record.ts). A claim that loses to
     // another challenge's (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls
     // it all back.
-    const s = settlementOf(challenge, req.payerOrg, payment, auth)
     const inserted = tx`
         with claim as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
@@ -234,7 +229,7 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
           returning id),
         received as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-          select ${randomUUIDv7()}, ${challenge.org_id}, claim.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${auth.from} from claim),
+          select ${randomUUIDv7()}, ${challenge.org_id}, claim.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${facts.payer} from claim),
         sent as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
@@ -263,8 +258,13 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
   })
 }
 
-/** The settlement a verified payment claims; its first attempt is counted with the claim (the claiming request makes it at once). */
-function settlementOf(challenge: ChallengeRow, payerOrg: string | null, payment: SettlementRow['payment'], auth: Authorization): SettlementRow {
+/**
+ * The settlement a verified payment claims, with what the settler needs later (possibly in
+ * another process): the verified authorization and the x402 shapes for an HTTP facilitator. Its
+ * first attempt is counted with the claim (the claiming request makes it at once).
+ */
+function settlementOf(challenge: ChallengeRow, payerOrg: string | null, paymentPayload: unknown, verified: Extract<Verified, { ok: true }>): SettlementRow {
+  const a = verified.authorization
   return {
     id: randomUUIDv7(),
     challenge_id: challenge.id,
@@ -273,25 +273,19 @@ function settlementOf(challenge: ChallengeRow, payerOrg: string | null, payment:
     network: challenge.network,
     chain_id: networkInfo(challenge.network).chainId,
     asset: challenge.asset.toLowerCase(),
-    payer: auth.from.toLowerCase(),
-    nonce: auth.nonce,
+    payer: a.from.toLowerCase(),
+    nonce: a.nonce,
     amount: challenge.amount,
-    payment,
+    payment: {
+      paymentPayload,
+      paymentRequirements: paymentRequirements(challenge),
+      authorization: { from: a.from, to: a.to, value: a.value.toString(), validAfter: a.validAfter.toString(), validBefore: a.validBefore.toString(), nonce: a.nonce },
+      signature: verified.signature,
+    },
     status: 'pending',
     tx_hash: null,
     failure_reason: null,
     attempts: 1,
     updated_at: new Date(),
-  }
-}
-
-/** What the settler needs later (possibly in another process): the verified authorization and the x402 shapes for an HTTP facilitator. */
-export function settlementPayment(c: ChallengeRow, payment: unknown, v: Extract<Awaited<ReturnType<typeof verifyPayment>>, { ok: true }>) {
-  const a = v.authorization
-  return {
-    paymentPayload: payment,
-    paymentRequirements: paymentRequirements(c),
-    authorization: { from: a.from, to: a.to, value: a.value.toString(), validAfter: a.validAfter.toString(), validBefore: a.validBefore.toString(), nonce: a.nonce },
-    signature: v.signature,
   }
 }

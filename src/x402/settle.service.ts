@@ -164,7 +164,7 @@ async function record(
     writePaymentEvents(
       tx,
       ctx,
-      settled ? { type: 'payment.settled', ...eventFacts(s), settleTx: settled } : { type: 'payment.failed', ...eventFacts(s), failure: { reason: reason!, category: 'settlement', reasons: [reason!] } },
+      settled ? { type: 'payment.settled', ...paymentFactsOf(s), settleTx: settled } : { type: 'payment.failed', ...paymentFactsOf(s), failure: { reason: reason!, category: 'settlement', reasons: [reason!] } },
       endpoints,
     ),
   )
@@ -227,7 +227,8 @@ function writeOutcome(tx: Tx, s: SettlementRow, o: { settled: string | null; rea
     select settled_at from challenge`.execute()
 }
 
-function eventFacts(s: SettlementRow) {
+/** What a payment's events and changes say of it (changes/sources.ts `PaymentFacts`), from its settlement. */
+export function paymentFactsOf(s: SettlementRow) {
   return {
     challengeId: s.challenge_id,
     network: s.network,
