@@ -12,7 +12,7 @@ import { GroupCommit } from '../db/group-commit'
 import { pipelinedTransaction } from '../db/transaction'
 import type { Tx } from '../db/client'
 import type { JobKind } from '../jobs/kind'
-import { enqueue } from '../jobs/queue'
+import { deleteJobs, enqueue } from '../jobs/queue'
 import { log } from '../log'
 import { parseMail, type ParsedMail } from '../mail/inbound/parse'
 import { NO_VERDICTS } from '../mail/inbound/authenticate'
@@ -206,7 +206,7 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
     const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, out.text)
     // the next tick is enqueued with the outcome
     const final = await outcomes(ctx).submit({
-      send: now, ok: true, status: immediate ? 'queued' : 'executed', accepted: result.accepted, rejected: result.rejected,
+      send: now, status: immediate ? 'queued' : 'executed', accepted: result.accepted, rejected: result.rejected,
       relay_response: result.response, error_code: null, error_message: null, repeat_next_at: next, jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
@@ -216,7 +216,7 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
     if (!(error instanceof RelayError)) throw error
     // The relay's verdict is final for this execution; the client decides whether to retry.
     const final = await outcomes(ctx).submit({
-      send: now, ok: false, status: 'failed', accepted: null, rejected: null,
+      send: now, status: 'failed', accepted: null, rejected: null,
       relay_response: error.maybeSent ? 'unknown: the message may have been accepted' : null, error_code: error.code, error_message: error.message,
       repeat_next_at: null, jobId,
     })
@@ -226,10 +226,9 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   }
 }
 
-/** What an execution's relay answer sets on its send (`ok` false: it failed, and accepted, rejected and the next tick stay as they were). */
+/** What an execution's relay answer sets on its send (`failed`: accepted, rejected and the next tick stay as they were). */
 interface Outcome {
   send: SendRow
-  ok: boolean
   status: 'queued' | 'executed' | 'failed'
   accepted: string[] | null
   rejected: string[] | null
@@ -254,24 +253,25 @@ const outcomes = perProcess(
       // BEGIN goes out with the updates, COMMIT with the record of the changes: two round trips
       pipelinedTransaction(sql, async (tx, commit) => {
         const values = items.map(o => ({
-          id: o.send.id, ok: o.ok, status: o.status, accepted: o.accepted, rejected: o.rejected, relay_response: o.relay_response,
+          id: o.send.id, status: o.status, accepted: o.accepted, rejected: o.rejected, relay_response: o.relay_response,
           error_code: o.error_code, error_message: o.error_message, repeat_next_at: o.repeat_next_at,
         }))
         const jobIds = items.flatMap(o => (o.jobId ? [o.jobId] : []))
         const [rows] = await Promise.all([
           tx<SendRow[]>`
             update sends s set status = v.status,
-                   accepted = case when v.ok then v.accepted else s.accepted end,
-                   rejected = case when v.ok then v.rejected else s.rejected end,
+                   accepted = case when v.status <> 'failed' then v.accepted else s.accepted end,
+                   rejected = case when v.status <> 'failed' then v.rejected else s.rejected end,
                    relay_response = v.relay_response, error_code = v.error_code, error_message = v.error_message,
-                   repeat_next_at = case when v.ok then v.repeat_next_at else s.repeat_next_at end,
+                   repeat_next_at = case when v.status <> 'failed' then v.repeat_next_at else s.repeat_next_at end,
                    updated_at = now()
               from jsonb_to_recordset(${tx.json(values as never)}::jsonb)
-                as v(id uuid, ok boolean, status text, accepted text[], rejected text[], relay_response text, error_code text, error_message text, repeat_next_at timestamptz)
+                as v(id uuid, status text, accepted text[], rejected text[], relay_response text, error_code text, error_message text, repeat_next_at timestamptz)
              where s.id = v.id
             returning s.*`,
-          ...items.filter(o => o.ok && o.repeat_next_at).map(o => enqueue(tx, EXECUTE_KIND, { send_id: o.send.id }, { runAt: o.repeat_next_at! })),
-          jobIds.length ? tx`delete from jobs where id = any(${jobIds}::uuid[])` : undefined,
+          // a failed execution has no next tick
+          ...items.filter(o => o.repeat_next_at).map(o => enqueue(tx, EXECUTE_KIND, { send_id: o.send.id }, { runAt: o.repeat_next_at! })),
+          jobIds.length ? deleteJobs(tx, jobIds) : undefined,
         ])
         const byId = new Map(rows.map(r => [r.id, r]))
         const updated = items.map(o => byId.get(o.send.id))
