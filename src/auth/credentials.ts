@@ -49,53 +49,57 @@ export class CredentialCache {
       const oauth = await resolveAccessToken(this.sql, token)
       if (oauth) return oauth
     }
-    // the cache is keyed by the token's SHA-256, so a lookup's time says nothing about the token
-    const cacheKey = Bun.SHA256.hash(token, 'base64')
-    const hit = this.cache.get(cacheKey)
-    if (hit) return hit
-    const hash = Buffer.from(cacheKey, 'base64') // the same SHA-256, as bytes
-    const [row] = await this.sql<KeyRow[]>`
-      select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
-        from api_keys k
-        join orgs o on o.id = k.org_id
-        left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
-       where k.hash = ${hash} and k.revoked_at is null`
-    if (!row || !safeEqual(row.hash, hash)) return null
-    const auth: Auth = {
-      orgId: row.org_id,
-      keyId: row.id,
-      userId: row.created_by,
-      role: row.role ?? 'member',
-      method: 'api_key',
-      plan: row.plan,
-      apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
-    }
-    this.cache.set(cacheKey, auth)
-    return auth
+    return this.cached(token, async hash => {
+      const [row] = await this.sql<KeyRow[]>`
+        select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
+          from api_keys k
+          join orgs o on o.id = k.org_id
+          left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
+         where k.hash = ${hash} and k.revoked_at is null`
+      if (!row || !safeEqual(row.hash, hash)) return null
+      return {
+        orgId: row.org_id,
+        keyId: row.id,
+        userId: row.created_by,
+        role: row.role ?? 'member',
+        method: 'api_key',
+        plan: row.plan,
+        apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
+      }
+    })
   }
 
-  private async resolveConnectionKey(token: string): Promise<Auth | null> {
+  private resolveConnectionKey(token: string): Promise<Auth | null> {
+    return this.cached(token, async hash => {
+      const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
+        select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
+          from agent_connections c join orgs o on o.id = c.org_id
+         where c.key_hash = ${hash} and c.revoked_at is null`
+      if (!row || !safeEqual(row.key_hash, hash)) return null
+      return {
+        orgId: row.org_id,
+        keyId: row.id,
+        // a runtime, not a person: never more than a member
+        userId: null,
+        role: 'member',
+        method: 'connection',
+        boundAddress: row.address,
+        plan: row.plan,
+        apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
+      }
+    })
+  }
+
+  /**
+   * A token's credential from the cache, or loaded by `load` from the token's SHA-256 and kept.
+   * The cache is keyed by the same SHA-256 (base64), so a lookup's time says nothing about the token.
+   */
+  private async cached(token: string, load: (hash: Buffer) => Promise<Auth | null>): Promise<Auth | null> {
     const cacheKey = Bun.SHA256.hash(token, 'base64')
     const hit = this.cache.get(cacheKey)
     if (hit) return hit
-    const hash = Buffer.from(cacheKey, 'base64') // the same SHA-256, as bytes
-    const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
-      select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
-        from agent_connections c join orgs o on o.id = c.org_id
-       where c.key_hash = ${hash} and c.revoked_at is null`
-    if (!row || !safeEqual(row.key_hash, hash)) return null
-    const auth: Auth = {
-      orgId: row.org_id,
-      keyId: row.id,
-      // a runtime, not a person: never more than a member
-      userId: null,
-      role: 'member',
-      method: 'connection',
-      boundAddress: row.address,
-      plan: row.plan,
-      apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
-    }
-    this.cache.set(cacheKey, auth)
+    const auth = await load(Buffer.from(cacheKey, 'base64'))
+    if (auth) this.cache.set(cacheKey, auth)
     return auth
   }
 
