@@ -22,27 +22,26 @@ export function requestFacts(request: Request): RequestFacts {
   return facts.get(request) ?? beginRequest(request)
 }
 
-const socketAddresses = new WeakMap<Request, string>()
+/**
+ * What the listener (http/serve.ts) knows of a request: the peer address of its connection, and
+ * its body when read whole before the Request was made (it is also the Request's body: the body
+ * parser takes it from here instead of streaming the same bytes again).
+ */
+interface Listened {
+  address: string
+  body?: Uint8Array
+}
 
-/** The peer address of the connection a request came on, noted by the listener (http/serve.ts). */
-export function setClientSocketAddress(request: Request, address: string): void {
-  socketAddresses.set(request, address)
+const listened = new WeakMap<Request, Listened>()
+
+export function noteListened(request: Request, what: Listened): void {
+  listened.set(request, what)
 }
 
 export function clientSocketAddress(request: Request): string | undefined {
-  return socketAddresses.get(request)
-}
-
-const wholeBodies = new WeakMap<Request, Uint8Array>()
-
-/**
- * The body of a request, read whole by the listener before the Request was made (it is also the
- * Request's body): the body parser takes it from here instead of streaming the same bytes again.
- */
-export function setWholeBody(request: Request, bytes: Uint8Array): void {
-  wholeBodies.set(request, bytes)
+  return listened.get(request)?.address
 }
 
 export function wholeBodyOf(request: Request): Uint8Array | undefined {
-  return wholeBodies.get(request)
+  return listened.get(request)?.body
 }

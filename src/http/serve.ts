@@ -25,7 +25,7 @@ import type { AnyElysia } from 'elysia'
 import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
 import { errors } from './errors'
-import { setClientSocketAddress, setWholeBody } from './request-context'
+import { noteListened } from './request-context'
 
 export interface HttpServerOptions {
   port: number
@@ -110,8 +110,8 @@ function streamedBody(req: http.IncomingMessage, maxBodyBytes: number): Readable
   )
 }
 
-/** The web Request for `req`; undefined when the client went away before its short body was in. */
-async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController): Promise<Request | undefined> {
+/** The web Request for `req`, noted with what the listener knows of it; undefined when the client went away before its short body was in. */
+async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController, address: string): Promise<Request | undefined> {
   const headers = new Headers()
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
   const method = req.method ?? 'GET'
@@ -125,7 +125,7 @@ async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: 
     } else body = streamedBody(req, maxBodyBytes)
   }
   const request = new Request(base + (req.url ?? '/'), { method, headers, body, signal: abort.signal, duplex: 'half' } as RequestInit)
-  if (body instanceof Uint8Array) setWholeBody(request, body)
+  noteListened(request, { address, body: body instanceof Uint8Array ? body : undefined })
   return request
 }
 
@@ -190,10 +190,9 @@ export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Pro
     try {
       // Links are built from PUBLIC_URL, never from Host; a fixed origin also keeps Elysia's
       // router, which finds the path at index 11 onwards, away from a short or odd Host.
-      const request = await requestOf(req, origin, options.maxBodyBytes, abort)
+      const request = await requestOf(req, origin, options.maxBodyBytes, abort, socket.remoteAddress ?? 'local')
       // no one to answer: the connection closed before the body was in
       if (!request) return void res.destroy()
-      setClientSocketAddress(request, socket.remoteAddress ?? 'local')
       await writeResponse(res, await app.handle(request), req.method ?? 'GET')
     } catch (error) {
       log.error('http: could not answer', { error })
