@@ -40,15 +40,17 @@ function write(level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<
 
 /**
  * A line whose fields are JSON already (`"name":value,...`, no key of the line's own): the
- * request log line, written once per request, builds no object to serialize.
+ * request log line, written once per request, builds no object to serialize. Its callers check
+ * the level.
  */
 function writeJson(level: Exclude<LogLevel, 'silent'>, msg: string, fieldsJson: string) {
-  if (levels[level] < threshold) return
   process.stdout.write(`{"time":"${now()}","level":"${level}","msg":${JSON.stringify(msg)}${fieldsJson ? `,${fieldsJson}` : ''}}\n`)
 }
 
 export const log = {
-  infoJson: (msg: string, fieldsJson: string) => writeJson('info', msg, fieldsJson),
+  infoJson: (msg: string, fieldsJson: string) => {
+    if (levels.info >= threshold) writeJson('info', msg, fieldsJson)
+  },
   debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
   info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),
   warn: (msg: string, fields?: Record<string, unknown>) => write('warn', msg, fields),
