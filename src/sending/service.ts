@@ -298,7 +298,8 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
 /**
  * Writes prepared sends in the caller's transaction: their stored emails, then the sends with
  * their jobs in one statement (an immediate send's job claimed by this process, which runs it
- * once committed). The statements go out at once. Returns, for each send, what the inline run
+ * once committed), and their count (`countSends`, the rows locked by the caller). The statements
+ * go out at once. Returns, for each send, what the inline run
  * needs and the changes to record, last, in the same transaction.
  */
 function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: Inline; changes: ChangeInput[] }[]> {
@@ -310,7 +311,8 @@ function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: 
     maxAttempts: SEND_MAX_ATTEMPTS,
     claimedBy: p.future ? undefined : inlineHolderId(ctx),
   })))
-  return Promise.all([stored, jobs]).then(([emails, jobIds]) =>
+  const counted = countSends(tx, ps.map(p => p.row.org_id))
+  return Promise.all([stored, jobs, counted]).then(([emails, jobIds]) =>
     ps.map(({ row, composed }, i) => {
       const email = emails[i]
       if (email) Object.assign(row, { last_email_id: email.id, thread_id: email.threadId })
@@ -361,7 +363,7 @@ const sendWrites = perProcess(
                 request_hash = excluded.request_hash, response_status = excluded.response_status,
                 response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
           : undefined
-        const [results] = await Promise.all([written, record, writing.length ? countSends(tx, writing.map(p => p.row.org_id)) : undefined])
+        const [results] = await Promise.all([written, record])
         // last in the transaction, as recordChanges must be
         await commit(recordChanges(tx, results.flatMap(w => w.changes)))
         const inline = new Map(writing.map((p, n) => [p, results[n]!.inline]))
@@ -397,13 +399,11 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
         prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
         const p = prepared
-        // in the order of a batch: the counts locked and checked, the send's statements, its count, its changes
+        // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
         const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])
         const [over] = admit([p], counted)
         if (over) throw over
-        const writing = writeSends(tx, ctx, [p])
-        const count = countSends(tx, [p.row.org_id])
-        const local = Promise.all([writing, count]).then(async ([[w]]) => (await recordChanges(tx, w!.changes), w!.inline))
+        const local = writeSends(tx, ctx, [p]).then(async ([w]) => (await recordChanges(tx, w!.changes), w!.inline))
         return { status: 200, data: p.data, local }
       })
   const { send_id: sendId, inline } = outcome.data
