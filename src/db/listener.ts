@@ -3,7 +3,7 @@
  * listens again when its connection closes, but once: if the database is still unreachable at
  * that moment the channel is dropped for good, and the process never hears a notification
  * again. Here a lost connection is retried every RETRY_MS until it listens again, and
- * `onListening(true)` says so each time it does, because NOTIFY is not kept for a listener that
+ * `onRelisten()` says so each time it does, because NOTIFY is not kept for a listener that
  * is not connected: whatever was signalled meanwhile is lost, and the caller must treat it as
  * "anything may have happened".
  */
@@ -25,7 +25,7 @@ export async function listenForever(
   sql: Sql,
   channels: string[],
   onNotify: (channel: string, payload: string) => void,
-  onListening: (again: boolean) => void,
+  onRelisten: () => void,
 ): Promise<Listener> {
   let closed = false
   let retry: Timer | undefined
@@ -53,8 +53,10 @@ export async function listenForever(
       log.warn('listen failed, retrying', { channels, error: error instanceof Error ? error.message : String(error), retry_ms: RETRY_MS })
       return schedule(RETRY_MS)
     }
-    if (listened) log.info('listening again', { channels })
-    onListening(listened)
+    if (listened) {
+      log.info('listening again', { channels })
+      onRelisten()
+    }
     listened = true
   }
 

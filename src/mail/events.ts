@@ -124,7 +124,7 @@ export class MailEvents {
       sql,
       [EMAILS_CHANNEL, CHANGES_CHANNEL],
       (channel, payload) => this.signal(channel as Channel, payload),
-      again => again && this.wakeAll(),
+      () => this.wakeAll(),
     )
     this.unlisten.push(() => listener.close())
     this.listening = true
