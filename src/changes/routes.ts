@@ -6,8 +6,8 @@ import { authenticated } from '../http/auth'
 import { Page, Paged } from '../http/envelope'
 import { errors } from '../http/errors'
 import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
+import { MAX_CHANGES_WAIT_SECONDS } from './model'
 
-export const MAX_CHANGES_WAIT_SECONDS = 30
 const UNSIGNALLED_REREAD_MS = 500
 
 const Change = t.Object({
