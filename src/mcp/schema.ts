@@ -5,6 +5,8 @@
  */
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Page } from '../http/envelope'
+import { cursors, type PageRequest } from '../http/pagination'
+import type { AppContext } from '../context'
 
 const OWN_KEYWORDS = new Set(['error'])
 
@@ -56,3 +58,14 @@ export const pageResult = <T>(page: Page<T>) => ({ items: page.data, total: page
 
 /** The default page size of a tool: smaller than the REST default, since every item lands in a model's context. */
 export const TOOL_PAGE = 20
+
+/** A tool's page of a list, as its result: `cursors(ctx).read` with the tools' page size. */
+export async function toolPage<T extends { id: string }, R>(
+  ctx: AppContext,
+  scope: string,
+  query: { limit?: number; cursor?: string },
+  fetch: (req: PageRequest) => Promise<{ rows: T[]; total: number }>,
+  present: (row: T) => R,
+) {
+  return pageResult(await cursors(ctx).read(scope, query, fetch, present, TOOL_PAGE))
+}

@@ -1,13 +1,12 @@
 /** Function tools (the Functions routes): deploy, read, route, secrets, logs and invocations of hosted functions. */
 import { Type } from '@sinclair/typebox'
-import { cursors } from '../../http/pagination'
 import { DeployFunction, DeployResult, FullInvocation, FunctionSchema, Invocation, LogLineSchema, RouteFunction, RoutingTopology, Secret } from '../../functions/model'
 import { routeFunction, routingTopology } from '../../functions/routing'
 import { deleteSecret, listSecrets, putSecret } from '../../functions/secrets'
 import { RESERVED_SECRETS, SECRET_VALUE_BYTES } from '../../functions/limits'
 import { getInvocation, listInvocations, listLogs, presentInvocation, presentLog } from '../../functions/observe'
 import { deployFunction, getFunction, listFunctions, presentFunction, redeployFunction } from '../../functions/service'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const FunctionId = { function_id: Type.String({ format: 'uuid' }) }
@@ -50,7 +49,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `functions:${auth.orgId}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listFunctions(ctx.sql, auth.orgId, page), presentFunction, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listFunctions(ctx.sql, auth.orgId, page), presentFunction)
     },
   }),
   tool({
@@ -73,7 +72,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions/:id/logs' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `logs:${args.function_id}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listLogs(ctx.sql, auth.orgId, args.function_id, page), presentLog, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listLogs(ctx.sql, auth.orgId, args.function_id, page), presentLog)
     },
   }),
   tool({
@@ -86,7 +85,7 @@ export const functionTools = [
     rest: { method: 'GET', path: '/v1/functions/:id/invocations' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `invocations:${args.function_id}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listInvocations(ctx.sql, auth.orgId, args.function_id, page, {}), presentInvocation, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listInvocations(ctx.sql, auth.orgId, args.function_id, page, {}), presentInvocation)
     },
   }),
   tool({

@@ -1,9 +1,8 @@
 /** Inbox tools: the managed addresses of the organization (the Inbox routes). */
 import { Type } from '@sinclair/typebox'
-import { cursors } from '../../http/pagination'
 import { Inbox } from '../../inboxes/model'
 import { createInbox, getInbox, listInboxes, presentManagedInbox } from '../../inboxes/service'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 export const inboxTools = [
@@ -30,7 +29,7 @@ export const inboxTools = [
     rest: { method: 'GET', path: '/v1/inboxes' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `inboxes:${auth.orgId}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listInboxes(ctx.sql, auth.orgId, page), presentManagedInbox, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listInboxes(ctx.sql, auth.orgId, page), presentManagedInbox)
     },
   }),
   tool({

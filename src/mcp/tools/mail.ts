@@ -9,10 +9,9 @@ import type { AppContext } from '../../context'
 import { signDownloadToken } from '../../emails/download-token'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/model'
 import { getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from '../../emails/service'
-import { cursors } from '../../http/pagination'
 import { parseTimestamp } from '../../http/timestamps'
 import { mailEvents, pollMail } from '../../mail/events'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, TOOL_PAGE, toolPage } from '../schema'
 import { READ, tool } from '../tool'
 
 /** Long enough to hand a URL to a download step, short enough that a leaked transcript goes stale. */
@@ -70,7 +69,7 @@ export const mailTools = [
     rest: { method: 'GET', path: '/v1/emails' },
     handle: async ({ ctx, auth }, args) => {
       const filters = { since: args.since ? parseTimestamp('since', args.since) : null, direction: args.direction, threadId: args.thread_id, addresses: auth.boundAddress ? [auth.boundAddress] : [] }
-      return pageResult(await cursors(ctx).read('emails', args, page => listEmails(ctx.sql, auth.orgId, page, filters), presentSummary, TOOL_PAGE))
+      return toolPage(ctx, 'emails', args, page => listEmails(ctx.sql, auth.orgId, page, filters), presentSummary)
     },
   }),
   tool({
@@ -82,7 +81,7 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/search' },
     handle: async ({ ctx, auth }, args) => {
-      return pageResult(await cursors(ctx).read('search', args, page => searchEmails(ctx.sql, auth.orgId, args.query, page), presentSummary, TOOL_PAGE))
+      return toolPage(ctx, 'search', args, page => searchEmails(ctx.sql, auth.orgId, args.query, page), presentSummary)
     },
   }),
   tool({
@@ -104,7 +103,7 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/threads' },
     handle: async ({ ctx, auth }, args) => {
-      return pageResult(await cursors(ctx).read('threads', args, page => listThreads(ctx.sql, auth.orgId, page), presentThread, TOOL_PAGE))
+      return toolPage(ctx, 'threads', args, page => listThreads(ctx.sql, auth.orgId, page), presentThread)
     },
   }),
   tool({

@@ -8,7 +8,6 @@
 import { Type } from '@sinclair/typebox'
 import { Contact, contactName, tag, tags } from '../../contacts/model'
 import { deleteContact, getContact, listContacts, presentContact, saveContact } from '../../contacts/service'
-import { cursors } from '../../http/pagination'
 import { Deleted } from '../../http/schema'
 import { admitAgent, discoverAgents, presentDiscovered } from '../../networks/discovery'
 import { DiscoveredAgent, Network, skill } from '../../networks/model'
@@ -16,7 +15,7 @@ import { listNetworks, presentFor } from '../../networks/service'
 import { AddressNote, NOTE_BODY_MAX } from '../../notes/model'
 import { Address } from '../../sending/model'
 import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from '../../notes/service'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const Id = (description: string) => Type.String({ format: 'uuid', description })
@@ -34,7 +33,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/networks' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `networks:${auth.orgId}:${auth.method === 'connection'}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listNetworks(ctx.sql, auth, page), presentFor(auth.orgId), TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listNetworks(ctx.sql, auth, page), presentFor(auth.orgId))
     },
   }),
   tool({
@@ -52,7 +51,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/networks/:id/agents' },
     handle: async ({ ctx, auth }, { network_id, ...args }) => {
       const scope = `network-agents:${network_id}:${args.q ?? ''}:${args.skill ?? ''}`
-      return pageResult(await cursors(ctx).read(scope, args, page => discoverAgents(ctx.sql, auth, network_id, args, page), presentDiscovered, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => discoverAgents(ctx.sql, auth, network_id, args, page), presentDiscovered)
     },
   }),
   tool({
@@ -91,7 +90,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/contacts' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `contacts:${auth.orgId}:${args.owner_address ?? ''}:${args.q ?? ''}:${args.tag ?? ''}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listContacts(ctx.sql, auth, args, page), presentContact, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listContacts(ctx.sql, auth, args, page), presentContact)
     },
   }),
   tool({
@@ -142,7 +141,7 @@ export const networkTools = [
     rest: { method: 'GET', path: '/v1/address-notes' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `address-notes:${auth.orgId}:${args.address ?? ''}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listNotes(ctx.sql, auth, args, page), presentNote, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listNotes(ctx.sql, auth, args, page), presentNote)
     },
   }),
   tool({

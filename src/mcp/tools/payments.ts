@@ -6,7 +6,6 @@
 import { Type } from '@sinclair/typebox'
 import { requireOwnerOrAdmin } from '../../http/auth'
 import { idempotent } from '../../http/idempotency'
-import { cursors } from '../../http/pagination'
 import { OneOf } from '../../http/schema'
 import { parseTimestamp } from '../../http/timestamps'
 import { requireX402 } from '../../x402/access'
@@ -15,7 +14,7 @@ import { listDeclined, listLedger, presentDeclined, presentLedgerRow } from '../
 import { Challenge, DeclinedPayment, DIRECTIONS, LEDGER_STATUSES, LedgerRow, NetworkSchema, NewChallengeBody, PaymentPayload, Receipt, SpendPolicy, SpendPolicyUpdate } from '../../x402/model'
 import { payChallenge } from '../../x402/pay.service'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from '../../x402/policy.service'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const ChallengeId = Type.String({ format: 'uuid' })
@@ -129,7 +128,7 @@ export const paymentTools = [
         createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
         createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
       }
-      return pageResult(await cursors(ctx).read('x402-ledger', args, page => listLedger(ctx.sql, auth.orgId, page, filters), presentLedgerRow, TOOL_PAGE))
+      return toolPage(ctx, 'x402-ledger', args, page => listLedger(ctx.sql, auth.orgId, page, filters), presentLedgerRow)
     },
   }),
   tool({
@@ -142,7 +141,7 @@ export const paymentTools = [
     rest: { method: 'GET', path: '/v1/x402/declined-payments' },
     handle: async ({ ctx, auth }, args) => {
       await requireX402(ctx, auth.orgId)
-      return pageResult(await cursors(ctx).read('x402-declined', args, page => listDeclined(ctx.sql, auth.orgId, page), presentDeclined, TOOL_PAGE))
+      return toolPage(ctx, 'x402-declined', args, page => listDeclined(ctx.sql, auth.orgId, page), presentDeclined)
     },
   }),
 ]

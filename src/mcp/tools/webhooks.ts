@@ -1,13 +1,12 @@
 /** Webhook tools: endpoints (where inbound mail is delivered) and the deliveries made to them, with replay. */
 import { Type } from '@sinclair/typebox'
-import { cursors } from '../../http/pagination'
 import { OneOf } from '../../http/schema'
 import { iso } from '../../http/timestamps'
 import { Delivery, STATUSES } from '../../webhooks/deliveries.model'
 import { deliveryFilters, getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from '../../webhooks/deliveries.service'
 import { CreateEndpoint, DeactivatedEndpoint, Endpoint, UpdateEndpoint } from '../../webhooks/endpoints.model'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from '../../webhooks/endpoints.service'
-import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
+import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const EndpointId = { endpoint_id: Type.String({ format: 'uuid' }) }
@@ -37,7 +36,7 @@ export const webhookTools = [
     rest: { method: 'GET', path: '/v1/endpoints' },
     handle: async ({ ctx, auth }, args) => {
       const scope = `endpoints:${auth.orgId}`
-      return pageResult(await cursors(ctx).read(scope, args, page => listEndpoints(ctx.sql, auth.orgId, page), presentEndpoint, TOOL_PAGE))
+      return toolPage(ctx, scope, args, page => listEndpoints(ctx.sql, auth.orgId, page), presentEndpoint)
     },
   }),
   tool({
@@ -89,7 +88,7 @@ export const webhookTools = [
     rest: { method: 'GET', path: '/v1/webhooks/deliveries' },
     handle: async ({ ctx, auth }, args) => {
       const filters = deliveryFilters(args)
-      return pageResult(await cursors(ctx).read('deliveries', args, page => listDeliveries(ctx.sql, auth.orgId, page, filters), presentDelivery, TOOL_PAGE))
+      return toolPage(ctx, 'deliveries', args, page => listDeliveries(ctx.sql, auth.orgId, page, filters), presentDelivery)
     },
   }),
   tool({
