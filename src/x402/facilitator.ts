@@ -77,7 +77,7 @@ const POLL_DELAYS_MS = [0, 10, 20, 40, 80, 160, 250]
  * about 80,000 to 100,000 on anvil (a new recipient's balance slot costs the most); a payer whose signature
  * the token checks with a contract (EIP-1271) may need more, and is estimated instead.
  */
-export const SETTLE_GAS_LIMIT = 150_000n
+const SETTLE_GAS_LIMIT = 150_000n
 /** Fee data older than this is refreshed in the background, and still used meanwhile... */
 const FEES_REFRESH_MS = 1_000
 /** ...until it is this old: maxFeePerGas is twice the base fee, which covers five full blocks of base fee rises (12.5% each) */
