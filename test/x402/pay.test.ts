@@ -9,6 +9,8 @@ import { parseSignature, type Hex } from 'viem'
 import { testApp, testSql, type TestApp } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
 import { settleNow } from '../../src/x402/settle.service'
+import { rememberChallenge } from '../../src/x402/pay.service'
+import type { ChallengeRow } from '../../src/x402/challenges.service'
 import { anvilBinary, startChain, type Chain } from './anvil'
 import { signPayment } from './payer'
 import { newChallenge, registerPayout, settlementAfterPay, x402Org } from './helpers'
@@ -153,6 +155,15 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expectError(res, 422, 'challenge_expired')
     expect(res.body.error.details).toEqual({ reasons: ['challenge_expired'], failure_category: 'settlement' })
     expectError(await pay(s.payer.key, crypto.randomUUID(), payment), 404, 'not_found')
+  })
+
+  test('a challenge kept by this process whose row is gone (its creation rolled back) is 404 when paid, and nothing moves', async () => {
+    const s = await setup('10000')
+    const [row] = await (await sql)<ChallengeRow[]>`select *, amount::text as amount from x402_challenges where id = ${s.challenge.id}`
+    const ghost = { ...row!, id: crypto.randomUUID() }
+    rememberChallenge(t.ctx, ghost)
+    expectError(await pay(s.payer.key, ghost.id, await signPayment(s.payerKey, { ...s.challenge, id: ghost.id })), 404, 'not_found')
+    expect(await chain.balance(s.payerAddress)).toBe(1_000_000n)
   })
 
   test('insufficient funds: 502 settlement_failed, permanent (no Retry-After), the challenge fails', async () => {
