@@ -1,7 +1,7 @@
 /**
- * Periodic housekeeping: expired idempotency records, past rate-limit windows and send counts, and the expired
- * rows of the identity flows (OAuth requests, codes and tokens, device logins, signups,
- * unclaimed invitations). (Jobs of dead workers are freed by the workers' lease heartbeat.)
+ * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
+ * x402 totals, and the expired rows of the identity flows (OAuth requests, codes and tokens,
+ * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the workers' lease heartbeat.)
  */
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
@@ -36,10 +36,12 @@ export async function cleanup(ctx: AppContext) {
   const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
   const sendCounts = await sql`delete from send_counts where start < now() - interval '2 days'`
+  const x402Totals = await sql`
+    delete from x402_totals where start < (now() at time zone 'utc')::date - case span when 'day' then 2 else 62 end`
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, send_counts: sendCounts.count, ...identity, expired_memories: memories, pruned_changes: changes })
+  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, send_counts: sendCounts.count, x402_totals: x402Totals.count, ...identity, expired_memories: memories, pruned_changes: changes })
 }
 
 export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

@@ -5,6 +5,7 @@
  */
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../http/errors'
+import { periodTotal } from './totals'
 
 export const DEFAULT_CAPS = { daily: 25_000_000n, monthly: 250_000_000n, per_settle: 10_000_000n }
 
@@ -30,23 +31,17 @@ export async function settleCaps(sql: Sql | Tx, orgId: string) {
  */
 export const lockPayee = (tx: Tx, payeeOrg: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`x402-caps:${payeeOrg}`}, 0))`.execute()
 
-/** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month. */
+/** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month (totals.ts). */
 export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<CapReason[]> {
-  // the overrides and the sums in one statement
+  // the overrides and the totals in one statement
   const [row] = await tx<(CapsRow & { day: string; month: string })[]>`
-    select c.daily::text, c.monthly::text, c.per_settle::text, sums.day, sums.month
-      from (select coalesce(sum(amount) filter (where created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc'), 0)::text as day,
-                   coalesce(sum(amount), 0)::text as month
-              from x402_settlements
-             where payee_org = ${payeeOrg} and status <> 'failed'
-               and created_at >= date_trunc('month', now() at time zone 'utc') at time zone 'utc') sums
-      left join x402_settle_caps c on c.org_id = ${payeeOrg}`
+    select c.daily::text, c.monthly::text, c.per_settle::text, ${periodTotal(tx, payeeOrg, 'received', 'day')} as day, ${periodTotal(tx, payeeOrg, 'received', 'month')} as month
+      from (values (1)) as one left join x402_settle_caps c on c.org_id = ${payeeOrg}`
   const caps = effectiveCaps(row)
-  const sums = row!
   const reasons: CapReason[] = []
   if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
-  if (BigInt(sums!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
-  if (BigInt(sums!.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
+  if (BigInt(row!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
+  if (BigInt(row!.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
   return reasons
 }
 

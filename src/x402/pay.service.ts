@@ -22,6 +22,7 @@ import { holdSettlementLock, paymentFactsOf, PERMANENT, prepareSettlement, relea
 import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
+import { addClaimToTotals } from './totals'
 import { isUniqueViolation } from '../db/errors'
 
 /** the unique key of x402_settlements on (chain_id, asset, payer, nonce): one claim per authorization */
@@ -217,10 +218,10 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       return { kind: 'cap', reasons: caps }
     }
 
-    // The claim with its ledger rows and the settlement's lock, its job and the change, sent with
-    // the COMMIT (the claim first, the change last: see changes/record.ts). A claim that loses to
-    // another challenge's (chain, asset, from, nonce) fails on the unique key, and the COMMIT rolls
-    // it all back.
+    // The claim with its ledger rows, its totals and the settlement's lock, its job and the
+    // change, sent with the COMMIT (the claim first, the change last: see changes/record.ts). A
+    // claim that loses to another challenge's (chain, asset, from, nonce) fails on the unique key,
+    // and the COMMIT rolls it all back.
     const inserted = tx`
         with claim as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
@@ -233,7 +234,8 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
         sent as (
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
-            from claim where ${req.payerOrg}::uuid is not null)
+            from claim where ${req.payerOrg}::uuid is not null),
+        totals as (${addClaimToTotals(tx, 'claim', s)})
         select id, ${holdSettlementLock(tx, s.id)} as locked from claim`.execute()
     try {
       const committed = commit(

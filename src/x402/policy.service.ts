@@ -7,6 +7,7 @@ import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { ApiError } from '../http/errors'
 import type { ChallengeRow } from './challenges.service'
+import { periodTotal } from './totals'
 
 export type DeclineReason = 'paused' | 'per_payment_cap' | 'daily_cap' | 'allowlist' | 'spend_non_positive_amount'
 
@@ -58,14 +59,13 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
 
 /**
  * What the payer's policy says about paying this challenge now, counting what it already paid
- * (or has in flight) this UTC day. Call inside the claiming transaction, after `lockPayer`.
+ * (or has in flight) this UTC day (totals.ts). Call inside the claiming transaction, after `lockPayer`.
  */
 export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<DeclineReason[]> {
   // the day's total is read with the policy (one statement), whether or not a daily cap is set
   const [row] = await tx<(Omit<PolicyRow, 'paused'> & { paused: boolean | null; spent: string })[]>`
     select p.paused, p.per_payment_cap::text, p.daily_cap::text, p.payee_allowlist, p.updated_at,
-           (select coalesce(sum(amount), 0)::text from x402_settlements
-             where payer_org = ${payerOrg} and status <> 'failed' and created_at >= date_trunc('day', now() at time zone 'utc') at time zone 'utc') as spent
+           ${periodTotal(tx, payerOrg, 'sent', 'day')} as spent
       from (values (1)) as one left join x402_spend_policies p on p.org_id = ${payerOrg}`
   const p: PolicyRow = row!.paused === null ? NONE : { ...row!, paused: row!.paused }
   const amount = BigInt(c.amount)

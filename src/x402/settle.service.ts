@@ -24,6 +24,7 @@ import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './ev
 import { pipelinedTransaction, type Commit } from '../db/transaction'
 import type { Network } from './networks'
 import type { Authorization } from './token'
+import { takeFailureFromTotals } from './totals'
 
 export const PERMANENT: ReadonlySet<SettlementFailure> = new Set(['insufficient_funds', 'authorization_already_used'])
 /** seconds a client is told to wait before retrying a transient settlement failure */
@@ -158,7 +159,9 @@ async function record(
   }
   const settled = outcome.status === 'settled' ? outcome.tx : null
   const reason = outcome.status === 'settled' ? null : outcome.reason
-  const [[c]] = await commit(
+  const [, [c]] = await commit(
+    // a failed settlement no longer counts towards caps
+    settled ? null : Promise.all(takeFailureFromTotals(tx, s)),
     writeOutcome(tx, s, { settled, reason, jobId: opts.jobId }),
     opts.release?.(),
     writePaymentEvents(

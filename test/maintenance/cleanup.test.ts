@@ -45,3 +45,15 @@ test('expired device logins, signups, invitations and OAuth tokens go; live ones
   const left = await sql<{ kind: string }[]>`select kind from oauth_tokens where grant_id = ${token!.grant_id}`
   expect(left.map(r => r.kind)).toEqual(['refresh'])
 })
+
+test('x402 totals of past periods go (days after two days, months after two months); the current ones stay', async () => {
+  const org = await createOrg()
+  const day = (n: number) => sql`(now() at time zone 'utc')::date - ${n}::int`
+  await sql`
+    insert into x402_totals (org_id, direction, span, start, amount) values
+      (${org.orgId}, 'received', 'day', ${day(0)}, 1), (${org.orgId}, 'received', 'day', ${day(2)}, 2), (${org.orgId}, 'received', 'day', ${day(3)}, 3),
+      (${org.orgId}, 'received', 'month', date_trunc('month', now() at time zone 'utc')::date, 4), (${org.orgId}, 'received', 'month', ${day(70)}, 5)`
+  await cleanup(t.ctx)
+  const left = await sql<{ amount: string }[]>`select amount::text from x402_totals where org_id = ${org.orgId} order by amount`
+  expect(left.map(r => r.amount)).toEqual(['1', '2', '4'])
+})

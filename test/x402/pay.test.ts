@@ -362,6 +362,36 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(d.payeeWallet.address)).toBe(10000n)
   })
 
+  test('the caps count settled and in-flight payments of the current UTC day and month, from running totals; a failed settlement stops counting', async () => {
+    const d = await setup('10000', 0n)
+    const db = await sql
+    await setSettleCaps(db, d.payee.orgId, { daily: '25000', monthly: 'default', per_settle: 'default' })
+    const totals = async () =>
+      Object.fromEntries(
+        (await db<{ key: string; amount: string }[]>`
+          select direction || ':' || span || ':' || (case when start = date_trunc(span, now() at time zone 'utc')::date then 'now' else 'before' end) as key, amount::text
+            from x402_totals where org_id in (${d.payee.orgId}, ${d.payer.orgId}) order by 1`).map(r => [r.key, r.amount]),
+      )
+    // earlier periods do not count
+    await db`
+      insert into x402_totals (org_id, direction, span, start, amount)
+      values (${d.payee.orgId}, 'received', 'day', (now() at time zone 'utc')::date - 1, 1000000), (${d.payer.orgId}, 'sent', 'day', (now() at time zone 'utc')::date - 1, 1000000)`
+    // a payer without the funds: the settlement fails, and its amount is taken off again
+    expectError(await pay(d.payer.key, d.challenge.id, await signPayment(d.payerKey, d.challenge)), 502, 'settlement_failed')
+    expect(await totals()).toEqual({ 'received:day:before': '1000000', 'received:day:now': '0', 'received:month:now': '0', 'sent:day:before': '1000000', 'sent:day:now': '0' })
+    await chain.mint(d.payerAddress, 1_000_000n)
+    for (let i = 0; i < 2; i++) {
+      const c = await newChallenge(t, d.payee, { amount: '10000' })
+      expectOk(await pay(d.payer.key, c.id, await signPayment(d.payerKey, c)))
+    }
+    expect(await totals()).toEqual({ 'received:day:before': '1000000', 'received:day:now': '20000', 'received:month:now': '20000', 'sent:day:before': '1000000', 'sent:day:now': '20000' })
+    const over = await newChallenge(t, d.payee, { amount: '10000' })
+    expect((await pay(d.payer.key, over.id, await signPayment(d.payerKey, over))).body.error.details.reasons).toEqual(['settle_daily_cap_exceeded'])
+    // a refused claim adds nothing
+    expect((await totals())['received:day:now']).toBe('20000')
+    expect(await chain.balance(d.payeeWallet.address)).toBe(20000n)
+  })
+
   /** Sends the payer's authorization to the token directly from anvil's first account (a front-runner, or our settler before a crash). */
   async function submitDirectly(payment: any): Promise<Hex> {
     const a = payment.payload.authorization
