@@ -28,3 +28,10 @@ select payer_org, 'sent', 'day', (created_at at time zone 'utc')::date, sum(amou
 -- they served only the sums: the ledger is the per-organization view of settlements
 drop index x402_settlements_payee_idx;
 drop index x402_settlements_payer_idx;
+
+-- A claim adds to its totals only within their caps, checked on the rows as it updates them (so
+-- concurrent claims cannot together pass a cap, with no lock held while the claim is decided).
+-- When a total would pass its cap (another claim took the headroom since this one read the
+-- totals), the claim's statement casts false to this domain: the check violation rolls the claim
+-- back, and it is decided again on the new totals.
+create domain x402_within_caps as boolean check (value);

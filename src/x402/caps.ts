@@ -25,14 +25,14 @@ export async function settleCaps(sql: Sql | Tx, orgId: string) {
   return effectiveCaps(row)
 }
 
-/**
- * Serializes one payee's claims, so that concurrent settles cannot together pass a cap. Sent at
- * the call (not at the first await), so it goes out ahead of the reads written after it.
- */
-export const lockPayee = (tx: Tx, payeeOrg: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`x402-caps:${payeeOrg}`}, 0))`.execute()
+export type Caps = ReturnType<typeof effectiveCaps>
 
-/** The caps a settle of `amount` would exceed, counting settled and in-flight settlements of this UTC day and month (totals.ts). */
-export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<CapReason[]> {
+/**
+ * The payee's caps, and those a settle of `amount` would exceed, counting settled and in-flight
+ * settlements of this UTC day and month (totals.ts). The claim's own statement checks the two
+ * sums again as it adds to them, so concurrent claims cannot together pass a cap.
+ */
+export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<{ caps: Caps; reasons: CapReason[] }> {
   // the overrides and the totals in one statement
   const [row] = await tx<(CapsRow & { day: string; month: string })[]>`
     select c.daily::text, c.monthly::text, c.per_settle::text, ${periodTotal(tx, payeeOrg, 'received', 'day')} as day, ${periodTotal(tx, payeeOrg, 'received', 'month')} as month
@@ -42,7 +42,7 @@ export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Prom
   if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
   if (BigInt(row!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
   if (BigInt(row!.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
-  return reasons
+  return { caps, reasons }
 }
 
 const capValue = (field: string, v: string | null) => {

@@ -11,18 +11,18 @@ import { perProcess, type AppContext } from '../context'
 import { enqueue } from '../jobs/queue'
 import { ApiError, errors } from '../http/errors'
 import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
-import { capReasons, lockPayee } from './caps'
+import { capReasons } from './caps'
 import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
 import { recordChanges } from '../changes/record'
 import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
-import { declinedError, declineReasons, lockPayer, recordDecline, type DeclineReason } from './policy.service'
+import { declinedError, declineReasons, recordDecline, type DeclineReason } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
 import { holdSettlementLock, paymentFactsOf, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
 import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
-import { addClaimToTotals } from './totals'
+import { addClaimToTotals, isOverCaps } from './totals'
 import { isUniqueViolation } from '../db/errors'
 
 /** the unique key of x402_settlements on (chain_id, asset, payer, nonce): one claim per authorization */
@@ -109,7 +109,7 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
   const conn = await ctx.sql.reserve()
   let claim: Claim
   try {
-    claim = await claimSettlement(ctx, conn, req, challenge)
+    claim = await claimWithinCaps(ctx, conn, req, challenge)
     if (claim.kind === 'claimed') claim = { kind: 'settled', outcome: await settleClaimed(ctx, conn, claim) }
   } finally {
     conn.release()
@@ -154,34 +154,50 @@ type Claim =
 
 type ChallengeState = Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons' | 'expires_at'>
 
+/** How many times a claim is decided before it gives up: each new decision follows another claim's commit. */
+const MAX_DECISIONS = 5
+
 /**
- * The claim, in one pipelined transaction on `conn`, in two batches. The first takes the payee's
- * and payer's locks and reads everything the decision needs (the challenge's state, a claim
- * already made on it, the spend policy, the settle caps, the endpoints that take payment
+ * The claim, decided again (on the new totals) when a concurrent claim took the headroom of a cap
+ * that its decision counted on: its statement then fails (totals.ts), and it rolls back.
+ */
+async function claimWithinCaps(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
+  for (let decision = 1; ; decision++) {
+    try {
+      return await claimSettlement(ctx, conn, req, challenge)
+    } catch (error) {
+      if (!isOverCaps(error)) throw error
+      if (decision === MAX_DECISIONS) throw errors.conflict('payment: concurrent payments keep taking the caps\' headroom; retry', { reason: 'settlement_in_progress' })
+    }
+  }
+}
+
+/**
+ * The claim, in one pipelined transaction on `conn`, in two batches, with no lock held while it is
+ * decided but the challenge's row. The first reads everything the decision needs (the challenge's
+ * state and a claim already made on it, under the challenge's row lock; the spend policy and the
+ * payer's day; the settle caps and the payee's day and month; the endpoints that take payment
  * events); the payload's signer is recovered while it runs, and the payment verified when it is
- * back. The second writes the claim with its ledger rows, its job, its change and the
- * settlement's lock (released at once by a claim that does not commit), and COMMITs; the
+ * back. The second writes the claim with its ledger rows, its totals (each checked against its cap
+ * as it is added: a concurrent claim may have added to it since it was read), its job, its change
+ * and the settlement's lock (released at once by a claim that does not commit), and COMMITs; the
  * read-only part of settling starts with it (prepareSettlement), so the chain is read while the
  * claim commits, and nothing is sent before the claim is durable.
  */
 function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
   return pipelinedTransaction(conn, async (tx, commit): Promise<Claim> => {
-    // The locks are sent first (at their call) and the statements run in order, so each read sees
-    // what committed before the locks were granted. The policy and cap reads are wasted on the
-    // rare paths that do not need them.
+    // The policy and cap reads are wasted on the rare paths that do not need them.
     const reads = Promise.all([
-      lockPayee(tx, challenge.org_id),
-      req.payerOrg ? lockPayer(tx, req.payerOrg) : null,
       tx<(ChallengeState & { claim_id: string | null; claim_payer: string | null; claim_nonce: string | null })[]>`
         select c.status, c.settle_tx, c.settled_at, c.updated_at, c.failure_reason, c.failure_category, c.failure_reasons, c.expires_at,
                s.id as claim_id, s.payer as claim_payer, s.nonce as claim_nonce
           from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${challenge.id} for update of c`.execute(),
-      req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : ([] as DeclineReason[]),
+      req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : { dailyCap: null, reasons: [] as DeclineReason[] },
       capReasons(tx, challenge.org_id, BigInt(challenge.amount)),
       paymentEndpoints(tx, req.payerOrg ? [challenge.org_id, req.payerOrg] : [challenge.org_id]),
     ])
     const signer = recoverSigner(req.payment)
-    const [, , [found], declined, caps, endpoints] = await reads
+    const [[found], policy, payee, endpoints] = await reads
     if (!found) throw errors.notFound('challenge')
     const { claim_id, claim_payer, claim_nonce, ...state } = found
     const existing = claim_id ? { id: claim_id, payer: claim_payer!, nonce: claim_nonce! } : null
@@ -206,22 +222,24 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
       }
       return { kind: 'existing', id: existing.id, replacement: s.payment }
     }
-    if (declined.length) return { kind: 'declined', reasons: declined }
+    if (policy.reasons.length) return { kind: 'declined', reasons: policy.reasons }
     const facts = paymentFactsOf(s)
-    if (caps.length) {
+    const overCaps = payee.reasons
+    if (overCaps.length) {
       await commit(
         tx`
-          update x402_challenges set status = 'failed', failure_reason = ${caps[0]!}, failure_category = 'cap', failure_reasons = ${caps}, updated_at = now()
+          update x402_challenges set status = 'failed', failure_reason = ${overCaps[0]!}, failure_category = 'cap', failure_reasons = ${overCaps}, updated_at = now()
            where id = ${challenge.id}`.execute(),
-        writePaymentEvents(tx, ctx, { type: 'payment.failed', ...facts, failure: { reason: caps[0]!, category: 'cap', reasons: caps } }, endpoints),
+        writePaymentEvents(tx, ctx, { type: 'payment.failed', ...facts, failure: { reason: overCaps[0]!, category: 'cap', reasons: overCaps } }, endpoints),
       )
-      return { kind: 'cap', reasons: caps }
+      return { kind: 'cap', reasons: overCaps }
     }
 
     // The claim with its ledger rows, its totals and the settlement's lock, its job and the
     // change, sent with the COMMIT (the claim first, the change last: see changes/record.ts). A
     // claim that loses to another challenge's (chain, asset, from, nonce) fails on the unique key,
     // and the COMMIT rolls it all back.
+    const totals = addClaimToTotals(tx, 'claim', s, { received: { day: payee.caps.daily, month: payee.caps.monthly }, sent: { day: policy.dailyCap } })
     const inserted = tx`
         with claim as (
           insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
@@ -235,8 +253,8 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
           insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
           select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
             from claim where ${req.payerOrg}::uuid is not null),
-        totals as (${addClaimToTotals(tx, 'claim', s)})
-        select id, ${holdSettlementLock(tx, s.id)} as locked from claim`.execute()
+        ${totals.ctes}
+        select id, ${holdSettlementLock(tx, s.id)} as locked, ${totals.withinCaps} as within_caps from claim`.execute()
     try {
       const committed = commit(
         inserted,
@@ -252,10 +270,12 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     } catch (error) {
       // the lock, if the claim was written, outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
       await releaseSettlementLock(tx, s.id).catch(() => {})
-      if (isUniqueViolation(await inserted.then(() => null, e => e), AUTHORIZATION_KEY)) {
+      const failed = await inserted.then(() => null, e => e)
+      if (isUniqueViolation(failed, AUTHORIZATION_KEY)) {
         throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
       }
-      throw error
+      // a total past its cap (isOverCaps) is the claim's own statement's failure
+      throw failed ?? error
     }
   })
 }

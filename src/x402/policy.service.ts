@@ -59,9 +59,10 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
 
 /**
  * What the payer's policy says about paying this challenge now, counting what it already paid
- * (or has in flight) this UTC day (totals.ts). Call inside the claiming transaction, after `lockPayer`.
+ * (or has in flight) this UTC day (totals.ts), with its daily cap: the claim's own statement
+ * checks the day's sum again as it adds to it, so concurrent claims cannot together pass it.
  */
-export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<DeclineReason[]> {
+export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<{ dailyCap: bigint | null; reasons: DeclineReason[] }> {
   // the day's total is read with the policy (one statement), whether or not a daily cap is set
   const [row] = await tx<(Omit<PolicyRow, 'paused'> & { paused: boolean | null; spent: string })[]>`
     select p.paused, p.per_payment_cap::text, p.daily_cap::text, p.payee_allowlist, p.updated_at,
@@ -69,17 +70,15 @@ export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<Challenge
       from (values (1)) as one left join x402_spend_policies p on p.org_id = ${payerOrg}`
   const p: PolicyRow = row!.paused === null ? NONE : { ...row!, paused: row!.paused }
   const amount = BigInt(c.amount)
+  const dailyCap = p.daily_cap === null ? null : BigInt(p.daily_cap)
   const reasons: DeclineReason[] = []
   if (amount <= 0n) reasons.push('spend_non_positive_amount')
   if (p.paused) reasons.push('paused')
   if (p.per_payment_cap !== null && amount > BigInt(p.per_payment_cap)) reasons.push('per_payment_cap')
-  if (p.daily_cap !== null && BigInt(row!.spent) + amount > BigInt(p.daily_cap)) reasons.push('daily_cap')
+  if (dailyCap !== null && BigInt(row!.spent) + amount > dailyCap) reasons.push('daily_cap')
   if (p.payee_allowlist && !p.payee_allowlist.includes(c.pay_to.toLowerCase())) reasons.push('allowlist')
-  return reasons
+  return { dailyCap, reasons }
 }
-
-/** Serializes the payer's claims, so that two payments cannot both fit under its daily cap. Sent at the call, like `lockPayee`. */
-export const lockPayer = (tx: Tx, payerOrg: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`x402-spend:${payerOrg}`}, 0))`.execute()
 
 export async function recordDecline(sql: Sql, payerOrg: string, c: ChallengeRow, reasons: DeclineReason[]) {
   await sql`

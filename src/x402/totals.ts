@@ -2,9 +2,10 @@
  * Running totals of settlements by organization, direction and UTC period (sql/0031): what a
  * payee's settle caps (its day and month received) and a payer's daily spend cap (its day sent)
  * count, settled and in-flight settlements alike. A claim adds its amount to the current periods
- * in its own statement (`addClaimToTotals`); a settlement that fails takes it off the periods it
- * was claimed in (`takeFailureFromTotals`). Both touch the rows in one order, the primary key's,
- * so a claim and a failure's record that share rows never wait for each other in a cycle.
+ * in its own statement, each only within its cap (`addClaimToTotals`); a settlement that fails
+ * takes it off the periods it was claimed in (`takeFailureFromTotals`). Both touch the rows in one
+ * order, the primary key's, so claims and failures' records that share rows never wait for each
+ * other in a cycle.
  */
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
@@ -35,18 +36,45 @@ function keysOf(s: { payee_org: string; payer_org: string | null }): TotalKey[] 
   return keys.sort((a, b) => (a.org < b.org ? -1 : a.org > b.org ? 1 : a.direction < b.direction ? -1 : a.direction > b.direction ? 1 : a.span < b.span ? -1 : 1))
 }
 
+/** The caps of a claim's totals (null: none), as its decision read them. */
+export interface TotalCaps {
+  received: { day: bigint; month: bigint }
+  sent: { day: bigint | null }
+}
+
+/** The check constraint a claim's statement violates when one of its totals would pass its cap (sql/0031). */
+const WITHIN_CAPS = 'x402_within_caps_check'
+
+/** Whether `error` is a claim's statement refusing to pass a cap: the claim is to be decided again. */
+export const isOverCaps = (error: unknown) => (error as { constraint_name?: string } | null)?.constraint_name === WITHIN_CAPS
+
 /**
- * Adds a claim's amount to its totals: a part of the claim's statement, given the name of the CTE
- * that returns the claim's row (nothing is added when the insert did not happen).
+ * Adds a claim's amount to its totals, each only within its cap: CTEs of the claim's statement,
+ * given the name of the CTE that returns the claim's row (nothing is added when the insert did not
+ * happen). An update waits for a concurrent claim's to commit and checks the cap on the row it
+ * commits, so two claims cannot together pass a cap. `withinCaps` is the expression that fails the
+ * statement when a total was not added (the claim is then rolled back: `isOverCaps`).
  */
-export function addClaimToTotals(tx: Tx, claim: string, s: { payee_org: string; payer_org: string | null; amount: string }) {
+export function addClaimToTotals(tx: Tx, claim: string, s: { payee_org: string; payer_org: string | null; amount: string }, caps: TotalCaps) {
   const keys = keysOf(s)
-  return tx`
-    insert into x402_totals as t (org_id, direction, span, start, amount)
-    select k.org_id, k.direction, k.span, ${periodOf(tx, tx`k.span`, tx`now()`)}, ${s.amount}::numeric
-      from ${tx(claim)}, unnest(${keys.map(k => k.org)}::uuid[], ${keys.map(k => k.direction)}::text[], ${keys.map(k => k.span)}::text[]) with ordinality as k(org_id, direction, span, n)
-     order by k.n
-    on conflict (org_id, direction, span, start) do update set amount = t.amount + excluded.amount`
+  const capOf = (k: TotalKey) => (k.direction === 'received' ? caps.received[k.span] : caps.sent.day)?.toString() ?? null
+  return {
+    ctes: tx`
+      total_keys as (
+        select * from unnest(${keys.map(k => k.org)}::uuid[], ${keys.map(k => k.direction)}::text[], ${keys.map(k => k.span)}::text[], ${keys.map(capOf)}::numeric[])
+          with ordinality as k(org_id, direction, span, cap, n)),
+      totals as (
+        insert into x402_totals as t (org_id, direction, span, start, amount)
+        select k.org_id, k.direction, k.span, ${periodOf(tx, tx`k.span`, tx`now()`)}, ${s.amount}::numeric
+          from ${tx(claim)}, total_keys k
+         where ${s.amount}::numeric <= coalesce(k.cap, ${s.amount}::numeric)
+         order by k.n
+        on conflict (org_id, direction, span, start) do update set amount = t.amount + excluded.amount
+         where t.amount + excluded.amount <= coalesce(
+           (select k.cap from total_keys k where k.org_id = t.org_id and k.direction = t.direction and k.span = t.span), t.amount + excluded.amount)
+        returning 1)`,
+    withinCaps: tx`((select count(*) from totals) = ${keys.length})::x402_within_caps`,
+  }
 }
 
 /**

@@ -97,6 +97,42 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(payeeWallet.address)).toBe(50000n)
   })
 
+  test('concurrent payments near the caps: decided at once on the same totals, only those within the caps settle, the rest are refused', async () => {
+    const db = await sql
+    /** `n` payments of 5000 to a new payee at once, each from a wallet of its own, by `payer`; their outcomes and the payee. */
+    const atOnce = async (n: number, payer: Awaited<ReturnType<typeof x402Org>>, payeeCaps?: { daily: string }) => {
+      const payee = await x402Org()
+      const wallet = privateKeyToAccount(generatePrivateKey())
+      await registerPayout(t, payee, wallet)
+      if (payeeCaps) await setSettleCaps(db, payee.orgId, { ...payeeCaps, monthly: 'default', per_settle: 'default' })
+      const runs = await Promise.all(
+        Array.from({ length: n }, async () => {
+          const key = generatePrivateKey()
+          await chain.mint(privateKeyToAccount(key).address, 5000n)
+          return { key, challenge: await newChallenge(t, payee, { amount: '5000' }) }
+        }),
+      )
+      const results = await Promise.all(runs.map(async r => pay(payer.key, r.challenge.id, await signPayment(r.key, r.challenge))))
+      return { payee, wallet, outcomes: results.map(r => (r.status === 200 ? 'settled' : r.body.error.details.reasons.join())).sort() }
+    }
+    const total = async (org: string, direction: string) =>
+      (await db<{ amount: string }[]>`select amount::text from x402_totals where org_id = ${org} and direction = ${direction} and span = 'day'`)[0]!.amount
+
+    // the payee's daily cap of 25000: five settle
+    const capped = await atOnce(7, await x402Org(), { daily: '25000' })
+    expect(capped.outcomes).toEqual(['settle_daily_cap_exceeded', 'settle_daily_cap_exceeded', 'settled', 'settled', 'settled', 'settled', 'settled'])
+    expect(await chain.balance(capped.wallet.address)).toBe(25000n)
+    expect(await total(capped.payee.orgId, 'received')).toBe('25000')
+
+    // the payer's daily cap of 15000: three settle, the others are declined and stay pending
+    const payer = await x402Org()
+    expectOk(await t.request('PUT', '/v1/x402/spend-policy', { key: payer.key, body: { daily_cap: '15000' } }))
+    const declined = await atOnce(5, payer)
+    expect(declined.outcomes).toEqual(['daily_cap', 'daily_cap', 'settled', 'settled', 'settled'])
+    expect(await chain.balance(declined.wallet.address)).toBe(15000n)
+    expect(await total(payer.orgId, 'sent')).toBe('15000')
+  })
+
   test('every verification reason, several at once, and nothing moves', async () => {
     const s = await setup('10000')
     const now = Math.floor(Date.now() / 1000)
