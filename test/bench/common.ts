@@ -146,10 +146,10 @@ function ticksPerSecond(): number {
   return clockTicks
 }
 
-/** User + system CPU time of a process in microseconds, from /proc (Linux); null elsewhere. */
-export function processCpuMicros(pid: number): number | null {
+/** User + system CPU time of a process (all its threads), or of one of its threads, in microseconds, from /proc (Linux); null elsewhere. */
+export function processCpuMicros(pid: number, thread?: number): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSecond()
   } catch {
