@@ -1,7 +1,8 @@
 /**
  * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
  * x402 totals, and the expired rows of the identity flows (OAuth requests, codes and tokens,
- * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the workers' lease heartbeat.)
+ * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
+ * workers' lease heartbeat.)
  */
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'

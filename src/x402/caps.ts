@@ -25,7 +25,7 @@ export async function settleCaps(sql: Sql | Tx, orgId: string) {
   return effectiveCaps(row)
 }
 
-export type Caps = ReturnType<typeof effectiveCaps>
+type Caps = ReturnType<typeof effectiveCaps>
 
 /**
  * The payee's caps, and those a settle of `amount` would exceed, counting settled and in-flight

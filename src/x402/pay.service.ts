@@ -167,7 +167,7 @@ async function claimWithinCaps(ctx: AppContext, conn: ReservedSql, req: PayReque
       return await claimSettlement(ctx, conn, req, challenge)
     } catch (error) {
       if (!isOverCaps(error)) throw error
-      if (decision === MAX_DECISIONS) throw errors.conflict('payment: concurrent payments keep taking the caps\' headroom; retry', { reason: 'settlement_in_progress' })
+      if (decision === MAX_DECISIONS) throw errors.conflict('payment: concurrent payments keep taking the caps\' headroom; retry', { reason: 'caps_contended' })
     }
   }
 }
