@@ -1,7 +1,8 @@
 /**
  * The worker role: claims due jobs, runs them with bounded concurrency, records each outcome,
  * and logs one line per attempt. It sleeps until NOTIFY on the jobs channel or its poll timer,
- * whichever comes first, so a lost notification only delays work by one poll. Every third of
+ * whichever comes first, so a lost notification only delays work by one poll; a listening
+ * connection that drops is connected again (src/db/listener.ts). Every third of
  * JOB_LEASE_SECONDS its heartbeat renews the leases of all the jobs it holds and frees those
  * of dead workers (queue.ts, docs/jobs.md).
  */
@@ -12,6 +13,7 @@ import type { JobKind } from './kind'
 import { keepLeases } from './lease'
 import { claim, enqueue, JOBS_CHANNEL, releaseClaimed, type Job } from './queue'
 import { runJob } from './run'
+import { listenForever } from '../db/listener'
 
 export interface WorkerOptions {
   concurrency?: number
@@ -70,7 +72,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
     woken = true
     wakeUp?.()
   }
-  const listener = opts.listen ? await ctx.sql.listen(JOBS_CHANNEL, wake).catch(() => undefined) : undefined
+  // A NOTIFY sent while the listening connection was down is lost: listening again wakes the loop.
+  const listener = opts.listen ? await listenForever(ctx.sql, [JOBS_CHANNEL], wake, wake).catch(() => undefined) : undefined
 
   function track(p: Promise<void>) {
     const tracked = p.finally(() => {
@@ -169,7 +172,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
       await Promise.race([Promise.all(running), Bun.sleep(graceMs)])
       leases.stop()
       const released = await releaseClaimed(ctx.sql, id)
-      await listener?.unlisten().catch(() => {})
+      await listener?.close().catch(() => {})
       log.info('worker stopped', { worker_id: id, released_jobs: released })
     },
   }
