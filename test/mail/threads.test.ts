@@ -5,6 +5,8 @@ import { inboundHarness, managedAddress, rfc822, type InboundHarness } from '../
 import { testDatabase } from '../helpers/database'
 
 let h: InboundHarness, alice: TestOrg, aliceAddress: string
+// The embedded fallback serves one connection: a second one, to watch statements, needs a server.
+const onServer = (await testDatabase()).kind === 'postgres'
 
 beforeAll(async () => {
   h = await inboundHarness()
@@ -38,7 +40,7 @@ describe('threads', () => {
 })
 
 describe('threads by reference before subject', () => {
-  test('a message without references is stored by a statement that looks up no earlier mail', async () => {
+  test.skipIf(!onServer)('a message without references is stored by a statement that looks up no earlier mail', async () => {
     // Whether a lookup by Message-ID reads the organization's whole mail depends on the plan
     // PostgreSQL keeps for the prepared statement, which depends on statistics a test cannot
     // pin down; a statement without the lookup cannot read it under any plan.
