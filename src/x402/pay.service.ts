@@ -186,18 +186,22 @@ async function claimWithinCaps(ctx: AppContext, conn: ReservedSql, req: PayReque
  */
 function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
   return pipelinedTransaction(conn, async (tx, commit): Promise<Claim> => {
-    // The policy and cap reads are wasted on the rare paths that do not need them.
+    // The challenge's row lock first, in a statement of its own: the reads after it take their
+    // snapshot once it is granted, so they see what a concurrent pay of this challenge committed
+    // (a locking read sees the locked row's new version, but its join the old snapshot). The
+    // policy and cap reads are wasted on the rare paths that do not need them.
     const reads = Promise.all([
+      tx`select from x402_challenges where id = ${challenge.id} for update`.execute(),
       tx<(ChallengeState & { claim_id: string | null; claim_payer: string | null; claim_nonce: string | null })[]>`
         select c.status, c.settle_tx, c.settled_at, c.updated_at, c.failure_reason, c.failure_category, c.failure_reasons, c.expires_at,
                s.id as claim_id, s.payer as claim_payer, s.nonce as claim_nonce
-          from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${challenge.id} for update of c`.execute(),
+          from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${challenge.id}`.execute(),
       req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : { dailyCap: null, reasons: [] as DeclineReason[] },
       capReasons(tx, challenge.org_id, BigInt(challenge.amount)),
       paymentEndpoints(tx, req.payerOrg ? [challenge.org_id, req.payerOrg] : [challenge.org_id]),
     ])
     const signer = recoverSigner(req.payment)
-    const [[found], policy, payee, endpoints] = await reads
+    const [, [found], policy, payee, endpoints] = await reads
     if (!found) throw errors.notFound('challenge')
     const { claim_id, claim_payer, claim_nonce, ...state } = found
     const existing = claim_id ? { id: claim_id, payer: claim_payer!, nonce: claim_nonce! } : null
