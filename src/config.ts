@@ -59,6 +59,7 @@ export const ConfigSchema = T.Object({
   X402_FACILITATOR_URL_BASE: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator (/verify, /settle) for base; unset = settle directly over JSON-RPC with X402_SETTLER_PRIVATE_KEY' })),
   X402_FACILITATOR_URL_BASE_SEPOLIA: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator for base-sepolia; unset = direct JSON-RPC settlement' })),
   X402_SETTLER_PRIVATE_KEY: T.Optional(T.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: 'key of the account that pays gas for direct JSON-RPC settlement (it never holds customer funds)' })),
+  X402_SETTLEMENT_CONNECTIONS: T.Integer({ minimum: 1, maximum: 200, default: 10, description: 'database connections a process keeps apart for x402 settlements in flight, each held across its chain step; more settlements wait for one, the rest of the process never does' }),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
   JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
 })

@@ -17,6 +17,7 @@ import type { SmtpServerOptions } from './smtp/types'
 import type { Config, Role } from './config'
 import { readFileSync } from 'node:fs'
 import { mailEvents } from './mail/events'
+import { closeSettlementSql } from './x402/settlement-connections'
 
 export function smtpOptions(config: Config): SmtpServerOptions {
   const tls = config.SMTP_TLS_CERT_FILE && config.SMTP_TLS_KEY_FILE
@@ -97,6 +98,8 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   // worker claim jobs, while HTTP requests drain; and the whole stop takes one grace period.
   running.stop = async () => {
     await Promise.all(stops.map(stop => stop()))
+    // no settlement is in flight once the api and the worker have stopped
+    await closeSettlementSql(ctx)
   }
   return running
 }

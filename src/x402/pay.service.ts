@@ -23,6 +23,7 @@ import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
 import { addClaimToTotals, isOverCaps } from './totals'
+import { settlementSql } from './settlement-connections'
 import { isUniqueViolation } from '../db/errors'
 
 /** the unique key of x402_settlements on (chain_id, asset, payer, nonce): one claim per authorization */
@@ -105,8 +106,9 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
   if (challenge.status === 'settled') return receiptOf(ctx, challenge)
   // One connection for the claim and, when this request claims, the settlement: the claim's
   // transaction takes the settlement's lock for the session, so the chain step follows its COMMIT
-  // with no round trip between (settle.service.ts).
-  const conn = await ctx.sql.reserve()
+  // with no round trip between (settle.service.ts). It is held across the chain step, so it comes
+  // from the settlements' own pool (settlement-connections.ts).
+  const conn = await settlementSql(ctx).reserve()
   let claim: Claim
   try {
     claim = await claimWithinCaps(ctx, conn, req, challenge)

@@ -25,6 +25,7 @@ import { pipelinedTransaction, type Commit } from '../db/transaction'
 import type { Network } from './networks'
 import type { Authorization } from './token'
 import { takeFailureFromTotals } from './totals'
+import { settlementSql } from './settlement-connections'
 
 export const PERMANENT: ReadonlySet<SettlementFailure> = new Set(['insufficient_funds', 'authorization_already_used'])
 /** seconds a client is told to wait before retrying a transient settlement failure */
@@ -87,7 +88,8 @@ export async function settleNow(
   settlementId: string,
   opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
 ): Promise<SettleOutcome> {
-  return pipelinedTransaction(ctx.sql, async (tx, commit) => {
+  // the transaction lasts the attempt, chain step included: a connection of the settlements' pool
+  return pipelinedTransaction(settlementSql(ctx), async (tx, commit) => {
     // The lock, then one statement that counts the attempt and swaps in a newer signature; it
     // finds the row no longer pending when a settler before this one recorded the outcome. The
     // endpoints are read under the lock, before the outcome is known: an endpoint created during

@@ -16,6 +16,7 @@ import { signPayment } from './payer'
 import { newChallenge, registerPayout, settlementAfterPay, x402Org } from './helpers'
 import { TOKEN_ABI } from '../../src/x402/token'
 import { setSettleCaps } from '../../src/x402/caps'
+import { until } from '../helpers/until'
 
 if (!anvilBinary()) console.warn('x402 chain tests skipped: the anvil binary of @foundry-rs/anvil-linux-amd64 could not be installed')
 
@@ -310,12 +311,14 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
   })
 
   /** A JSON-RPC endpoint in front of anvil: `answer` answers a request itself, or leaves it (undefined) to anvil. */
-  function rpcProxy(answer: (body: RpcBody) => Response | undefined) {
+  /** A JSON-RPC endpoint in front of anvil: `answer` may answer a request itself, `before` may hold it first. */
+  function rpcProxy(answer: (body: RpcBody) => Response | undefined, before?: (body: RpcBody) => Promise<void>) {
     return Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       async fetch(request) {
         const body = (await request.json()) as RpcBody
+        await before?.(body)
         return answer(body) ?? fetch(chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
       },
     })
@@ -426,6 +429,35 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     // a refused claim adds nothing
     expect((await totals())['received:day:now']).toBe('20000')
     expect(await chain.balance(d.payeeWallet.address)).toBe(20000n)
+  })
+
+  test('settlements waiting on the chain hold connections of their own pool: with more of them than the process pool has connections, other requests are answered', async () => {
+    // a chain endpoint that holds every transaction until the test lets them through
+    let held = 0
+    let letThrough: () => void
+    const released = new Promise<void>(resolve => (letThrough = resolve))
+    const proxy = rpcProxy(() => undefined, async body => {
+      if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
+        held++
+        await released
+      }
+    })
+    try {
+      const app = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+      // twelve payments: more than the process pool's ten connections
+      const runs = await Promise.all(Array.from({ length: 12 }, () => setup('1000')))
+      const paying = runs.map(async s => app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+      // ten wait on the chain (the settlements' pool is ten), two for a connection of that pool
+      await until(async () => held, n => n === 10)
+      // the process pool is free: a request that reads the database is answered meanwhile
+      expect(expectOk(await app.request('GET', '/v1/x402/payments', { key: runs[0]!.payee.key }))).toEqual([expect.objectContaining({ status: 'pending' })])
+      letThrough!()
+      for (const res of await Promise.all(paying)) expectOk(res)
+      expect(held).toBe(12)
+    } finally {
+      letThrough!()
+      proxy.stop(true)
+    }
   })
 
   /** Sends the payer's authorization to the token directly from anvil's first account (a front-runner, or our settler before a crash). */
