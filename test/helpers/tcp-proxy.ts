@@ -4,6 +4,7 @@
  * keeps running.
  */
 import type { Socket, TCPSocketListener } from 'bun'
+import { connectUrl } from '../../src/db/client'
 
 interface Pipe {
   peer?: Socket<Pipe>
@@ -84,4 +85,16 @@ export function tcpProxy(target: { hostname: string; port: number }) {
       sockets.clear()
     },
   }
+}
+
+/**
+ * A pool of `max` connections to the database at `url`, through a proxy the test can cut and
+ * open again: a database outage while the server keeps running.
+ */
+export function proxiedDatabase(url: string, max: number) {
+  const target = new URL(url)
+  const proxy = tcpProxy({ hostname: target.hostname, port: Number(target.port || 5432) })
+  proxy.open()
+  const through = Object.assign(new URL(url), { hostname: '127.0.0.1', port: String(proxy.port) })
+  return { proxy, sql: connectUrl(through.toString(), max) }
 }

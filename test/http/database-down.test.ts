@@ -9,20 +9,14 @@ import { afterAll, expect, test } from 'bun:test'
 import { createApp } from '../../src/app'
 import { createContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
-import { connectUrl } from '../../src/db/client'
 import { createOrg, testConfig, TEST_SECRET, type TestResponse } from '../helpers/app'
 import { testDatabase } from '../helpers/database'
 import { expectError, expectOk } from '../helpers/envelope'
-import { tcpProxy } from '../helpers/tcp-proxy'
+import { proxiedDatabase } from '../helpers/tcp-proxy'
 
 const db = await testDatabase()
-const dbUrl = new URL(db.url)
-const proxy = tcpProxy({ hostname: dbUrl.hostname, port: Number(dbUrl.port || 5432) })
-proxy.open()
-const proxiedUrl = new URL(db.url)
-proxiedUrl.hostname = '127.0.0.1'
-proxiedUrl.port = String(proxy.port)
-const ctx = createContext(testConfig(), connectUrl(proxiedUrl.toString(), 2), new ServerKeys(TEST_SECRET))
+const { proxy, sql: proxied } = proxiedDatabase(db.url, 2)
+const ctx = createContext(testConfig(), proxied, new ServerKeys(TEST_SECRET))
 const app = createApp(ctx)
 const org = await createOrg()
 

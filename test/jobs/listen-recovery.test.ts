@@ -6,22 +6,16 @@
  * front of the test database (test/helpers/tcp-proxy.ts).
  */
 import { afterAll, expect, test } from 'bun:test'
-import { connectUrl } from '../../src/db/client'
 import { enqueue } from '../../src/jobs/queue'
 import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
 import { testApp } from '../helpers/app'
 import { testDatabase } from '../helpers/database'
-import { tcpProxy } from '../helpers/tcp-proxy'
+import { proxiedDatabase } from '../helpers/tcp-proxy'
 import { until } from '../helpers/until'
 
 const db = await testDatabase()
-const url = new URL(db.url)
-const proxy = tcpProxy({ hostname: url.hostname, port: Number(url.port || 5432) })
-proxy.open()
-url.hostname = '127.0.0.1'
-url.port = String(proxy.port)
-const proxied = connectUrl(url.toString(), 4)
+const { proxy, sql: proxied } = proxiedDatabase(db.url, 4)
 
 afterAll(async () => {
   proxy.cut()

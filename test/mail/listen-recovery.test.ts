@@ -5,19 +5,13 @@
  * TCP proxy in front of the test database (test/helpers/tcp-proxy.ts).
  */
 import { afterAll, expect, test } from 'bun:test'
-import { connectUrl } from '../../src/db/client'
 import { EMAILS_CHANNEL, MailEvents } from '../../src/mail/events'
 import { testDatabase } from '../helpers/database'
-import { tcpProxy } from '../helpers/tcp-proxy'
+import { proxiedDatabase } from '../helpers/tcp-proxy'
 
 const db = await testDatabase()
 const direct = db.sql
-const url = new URL(db.url)
-const proxy = tcpProxy({ hostname: url.hostname, port: Number(url.port || 5432) })
-proxy.open()
-url.hostname = '127.0.0.1'
-url.port = String(proxy.port)
-const proxied = connectUrl(url.toString(), 1)
+const { proxy, sql: proxied } = proxiedDatabase(db.url, 1)
 const events = new MailEvents()
 
 afterAll(async () => {
