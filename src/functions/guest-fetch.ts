@@ -7,7 +7,8 @@
  * redirects, within SUBREQUEST_TIMEOUT_MS, reading at most RESPONSE_BYTES of the answer.
  *
  * A dry run has no side effects: sends are captured and answered as if accepted, other writes
- * to the API are refused, reads are served.
+ * to the API and requests other than GET and HEAD to other services are refused (403), reads are
+ * served.
  */
 import { isIP } from 'node:net'
 import { randomUUIDv7 } from 'bun'
@@ -67,6 +68,9 @@ async function answer(res: Response, url: string): Promise<FetchAnswer> {
   return { status: res.status, statusText: res.statusText, headers: [...res.headers], body: body.toString('base64'), url, redirected: false }
 }
 
+/** the methods a dry run sends on: reads, which change nothing where they go */
+const READS = new Set(['GET', 'HEAD'])
+
 function isApiCall(ctx: AppContext, url: URL): boolean {
   return url.origin === new URL(ctx.config.PUBLIC_URL).origin && (url.pathname === '/v1' || url.pathname.startsWith('/v1/'))
 }
@@ -74,7 +78,7 @@ function isApiCall(ctx: AppContext, url: URL): boolean {
 async function apiCall(ctx: AppContext, scope: FetchScope, url: URL, arg: GuestFetch): Promise<FetchAnswer> {
   const method = arg.method.toUpperCase()
   const isSend = method === 'POST' && url.pathname.replace(/\/$/, '') === '/v1/send-mail'
-  if (scope.dryRun && method !== 'GET' && method !== 'HEAD') {
+  if (scope.dryRun && !READS.has(method)) {
     if (!isSend) return json(403, { success: false, error: { code: 'forbidden', message: 'dry run: writes to the API are not performed' } }, url.href)
     const request = safeJson(fromBase64(arg.body))
     scope.captured.push({ request })
@@ -114,6 +118,9 @@ export async function serveGuestFetch(ctx: AppContext, scope: FetchScope, arg: G
   }
   try {
     if (isApiCall(ctx, url)) return await apiCall(ctx, scope, url, arg)
+    if (scope.dryRun && !READS.has(arg.method.toUpperCase())) {
+      return json(403, { success: false, error: { code: 'forbidden', message: `dry run: ${arg.method.toUpperCase()} requests to other services are not sent` } }, url.href)
+    }
     let target
     try {
       target = await checkWebhookUrl(url.href, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)

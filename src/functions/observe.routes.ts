@@ -148,7 +148,7 @@ export function functionObserveRoutes(ctx: AppContext) {
       },
       detail: {
         summary: 'Run a stored email through a deployment, with no side effects',
-        description: 'Beyond the spec. The function receives the email event as a delivery would carry it (signed; event id evt_dry_...). Sends to SERVICE_API_BASE_URL/send-mail are captured and returned, other API writes are refused, reads are served; fetches to other hosts are made. Nothing is recorded as a delivery, invocation or log.',
+        description: 'Beyond the spec. The function receives the email event as a delivery would carry it (signed; event id evt_dry_...). Sends to SERVICE_API_BASE_URL/send-mail are captured and returned, other API writes are refused (403), reads are served; fetches to other hosts are made for GET and HEAD, and refused (403, not sent) for any other method. Nothing is recorded as a delivery, invocation or log.',
       },
     })
 }

@@ -383,10 +383,13 @@ describe('test runs and dry runs', () => {
     const before = (await invocationsOf(org, fn.id)).length
     const activityBefore = (await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })).body.meta.total
     const deliveriesBefore = (await deliveriesOf(org)).length
+    const postsBefore = receiver.requests.filter(r => r.path === '/dry-seen').length
     const res = await h.request('POST', `/v1/functions/${fn.id}/dry-run`, { key: org.key, body: { email_id: d.email_id } })
     expect(res.status).toBe(200)
     expect(res.body.data).toMatchObject({ outcome: 'ok', response: { status: 200 } })
-    expect(res.body.data.captured_sends).toEqual([expect.objectContaining({ in_reply_to_email_id: d.email_id, subject: 'Re: dry' })])
+    // its POST to the receiver was not sent: the guest got a 403 in its place
+    expect(res.body.data.captured_sends).toEqual([expect.objectContaining({ in_reply_to_email_id: d.email_id, subject: 'Re: dry', body_text: expect.stringContaining('dry run: POST requests to other services are not sent') })])
+    expect(receiver.requests.filter(r => r.path === '/dry-seen')).toHaveLength(postsBefore)
     expect((await invocationsOf(org, fn.id)).length).toBe(before)
     expect((await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })).body.meta.total).toBe(activityBefore)
     expect((await deliveriesOf(org)).length).toBe(deliveriesBefore)
