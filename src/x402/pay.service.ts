@@ -82,8 +82,8 @@ export const expiredError = () =>
  * Challenges by id, as this process created or first read them. What a payment is verified and
  * claimed against (payee, amount, network, asset, nonce binding) never changes after creation,
  * so a pay of a known challenge sends its claim's first batch at once; its state and expiry are
- * read there, under the claim's locks (which also find a challenge whose creation rolled back
- * missing). A challenge created here and paid through another process is read there once.
+ * read there, under the challenge's row lock (which also finds a challenge whose creation rolled
+ * back missing). A challenge created here and paid through another process is read there once.
  */
 const knownChallenges = perProcess(() => new LRUCache<string, ChallengeRow>({ max: 10_000 }))
 

@@ -32,8 +32,9 @@ function keysOf(s: { payee_org: string; payer_org: string | null }): TotalKey[] 
     { org: s.payee_org, direction: 'received', span: 'month' },
   ]
   if (s.payer_org) keys.push({ org: s.payer_org, direction: 'sent', span: 'day' })
-  // uuids order as their lowercase text; the directions and spans alphabetically
-  return keys.sort((a, b) => (a.org < b.org ? -1 : a.org > b.org ? 1 : a.direction < b.direction ? -1 : a.direction > b.direction ? 1 : a.span < b.span ? -1 : 1))
+  // uuids order as their lowercase text, the directions and spans alphabetically
+  const order = (k: TotalKey) => `${k.org} ${k.direction} ${k.span}`
+  return keys.sort((a, b) => (order(a) < order(b) ? -1 : 1))
 }
 
 /** The caps of a claim's totals (null: none), as its decision read them. */
