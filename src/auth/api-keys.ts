@@ -25,12 +25,15 @@ export const presentKey = (k: ApiKeyRow) => ({
   revoked_at: iso(k.revoked_at),
 })
 
-/** Creates a key and returns it with its secret, the only time the secret exists outside the caller. */
-export async function createApiKey(tx: Tx, orgId: string, createdBy: string | null, name: string) {
+/**
+ * Creates a key and returns it with its secret, the only time the secret exists outside the caller.
+ * `functionId` marks a function's runtime key (see `Auth.functionId`).
+ */
+export async function createApiKey(tx: Tx, orgId: string, createdBy: string | null, name: string, functionId: string | null = null) {
   const secret = randomToken(API_KEY_PREFIX)
   const [row] = await tx<ApiKeyRow[]>`
-    insert into api_keys (id, org_id, created_by, name, hint, hash)
-    values (${randomUUIDv7()}, ${orgId}, ${createdBy}, ${name}, ${secret.slice(0, 10)}, ${sha256(secret)})
+    insert into api_keys (id, org_id, created_by, name, hint, hash, function_id)
+    values (${randomUUIDv7()}, ${orgId}, ${createdBy}, ${name}, ${secret.slice(0, 10)}, ${sha256(secret)}, ${functionId})
     returning id, name, hint, created_by, created_at, revoked_at`
   return { ...presentKey(row!), key: secret }
 }

@@ -4,7 +4,7 @@
  *
  * OAuth access tokens (`svc_oat_`) are resolved by src/oauth/access-tokens.ts, uncached.
  * Agent connection keys (`conn_`) are looked up like API keys and carry the one address they
- * are bound to; what they may call is decided in src/http/auth.ts (CONNECTION_KEY_ROUTES).
+ * are bound to; what they may call is decided in src/http/credential-scope.ts (CONNECTION_KEY_ROUTES).
  *
  * Resolved API keys and connection keys are cached for CACHE_TTL_MS. Revoking one evicts it
  * from the cache of the process that revoked it at once; other processes stop accepting it
@@ -32,6 +32,7 @@ interface KeyRow {
   plan: Plan
   role: Role | null
   api_per_minute_override: number | null
+  function_id: string | null
 }
 
 export class CredentialCache {
@@ -51,7 +52,7 @@ export class CredentialCache {
     }
     return this.cached(token, async hash => {
       const [row] = await this.sql<KeyRow[]>`
-        select k.id, k.org_id, k.created_by, k.hash, o.plan, o.api_per_minute_override, m.role
+        select k.id, k.org_id, k.created_by, k.hash, k.function_id, o.plan, o.api_per_minute_override, m.role
           from api_keys k
           join orgs o on o.id = k.org_id
           left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
@@ -63,6 +64,7 @@ export class CredentialCache {
         userId: row.created_by,
         role: row.role ?? 'member',
         method: 'api_key',
+        ...(row.function_id && { functionId: row.function_id }),
         plan: row.plan,
         apiPerMinute: row.api_per_minute_override ?? planDefinition(row.plan).limits.api_per_minute,
       }

@@ -14,6 +14,11 @@ export interface Auth {
   /** that person's role in the organization when the credential was resolved */
   role: Role
   method: 'api_key' | 'oauth' | 'connection'
+  /**
+   * API keys only: the function whose runtime key (SERVICE_API_KEY) this is. Such a key may not
+   * mint credentials (src/http/credential-scope.ts): they would outlive the function.
+   */
+  functionId?: string
   /** connection keys only: the one address the key acts for (lowercase) */
   boundAddress?: string
   plan: Plan

@@ -37,7 +37,12 @@ export function apiKeyRoutes(ctx: AppContext) {
       {
         body: t.Object({ name: t.String({ minLength: 1, maxLength: 100 }) }),
         response: { 201: Ok(t.Composite([ApiKey, t.Object({ key: t.String({ description: 'the secret; shown only in this response' }) })])) },
-        detail: { summary: 'Create an API key', description: 'The new key acts for the same person as the key that created it. Its secret is returned once.' },
+        detail: {
+          summary: 'Create an API key',
+          description:
+            'The new key acts for the same person as the key that created it. Its secret is returned once. ' +
+            'A function runtime key (SERVICE_API_KEY) cannot create keys (403 forbidden): they would outlive the function, whose deletion revokes its own key.',
+        },
       },
     )
     .delete('/:id', async ({ auth, params }) => {

@@ -1,7 +1,7 @@
 /**
  * Agent connections: an owner or admin invites an agent runtime to act for one address of the
  * organization; the runtime claims the invitation once and gets a `conn_` key bound to that
- * address (what the key may call: src/http/connection-scope.ts). Claiming a new invitation for an
+ * address (what the key may call: src/http/credential-scope.ts). Claiming a new invitation for an
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */

@@ -1,6 +1,6 @@
 /** GET /v1/agent-connections/setup: the public guide an agent runtime follows to connect. */
 import type { Config } from '../config'
-import { CONNECTION_KEY_ROUTES } from '../http/connection-scope'
+import { CONNECTION_KEY_ROUTES } from '../http/credential-scope'
 
 export function setupGuide(config: Config) {
   const base = `${config.PUBLIC_URL}/v1`

@@ -81,7 +81,8 @@ export function functionRoutes(ctx: AppContext) {
             'One ESM module whose default export has async fetch(request, env) as code (with an optional sourceMap), or, with the functions_managed_build entitlement (else 403 feature_disabled), source files and the entry to bundle them from (Bun.build, no network; an import outside the uploaded files is 400 validation_error on files). ' +
             SIZES + CHECK +
             'The function is created either way (201); deploy_status says whether a deployment is current. A name already used in the organization is 409 conflict. ' +
-            'A deployed function receives no mail until it is routed (PUT /v1/functions/{id}/route).',
+            'A deployed function receives no mail until it is routed (PUT /v1/functions/{id}/route). ' +
+            'A function\'s own runtime key (SERVICE_API_KEY) cannot create functions (403 forbidden): each has a runtime key that would outlive it.',
         },
       },
     )

@@ -210,7 +210,7 @@ export async function deployFunction(ctx: AppContext, orgId: string, input: { na
   try {
     return await transaction(sql, async tx => {
       const id = randomUUIDv7()
-      const key = await createApiKey(tx, orgId, null, `function ${input.name} runtime`)
+      const key = await createApiKey(tx, orgId, null, `function ${input.name} runtime`, id)
       await tx`
         insert into functions (id, org_id, name, runtime_key_id, runtime_key_sealed)
         values (${id}, ${orgId}, ${input.name}, ${key.id}, ${ctx.keys.encrypt(key.key)})`

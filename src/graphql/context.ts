@@ -6,7 +6,7 @@
  */
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
-import { connectionMayCall } from '../http/connection-scope'
+import { credentialMayCall } from '../http/credential-scope'
 import { errors } from '../http/errors'
 import { requireX402 } from '../x402/access'
 import type { Loaders } from './loaders'
@@ -26,7 +26,7 @@ export interface GqlContext {
  */
 export function allow(g: GqlContext, path: string, what: string): Auth {
   if (!g.auth) throw errors.unauthorized('authorization: a bearer credential is needed to read data; anonymous callers see the schema only')
-  if (g.auth.method === 'connection' && !connectionMayCall('GET', path)) {
+  if (g.auth.method === 'connection' && !credentialMayCall(g.auth, 'GET', path)) {
     throw errors.forbidden(`connection key: may not read ${what}; it reads only the mail of ${g.auth.boundAddress}`)
   }
   return g.auth

@@ -9,7 +9,7 @@ import type { AppContext } from '../context'
 import type { Auth, Role } from '../auth/principal'
 import { currentRole } from '../credits/service'
 import type { Sql } from '../db/client'
-import { checkConnectionScope } from './connection-scope'
+import { checkCredentialScope } from './credential-scope'
 import { ApiError, errors } from './errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
 import { clientSocketAddress, requestFacts } from './request-context'
@@ -58,8 +58,9 @@ export interface BearerOptions {
   /** the protected-resource metadata a 401 points at; default the API's */
   resourceMetadata?: string
   /**
-   * Confine connection keys to the REST allow-list by the request's own route (default). The MCP
-   * endpoint passes false and checks each tool against the REST operation it stands for.
+   * Confine connection keys and function runtime keys to what they may call, by the request's own
+   * route (default). The MCP endpoint passes false and checks each tool against the REST operation
+   * it stands for.
    */
   routeScope?: boolean
 }
@@ -70,7 +71,8 @@ export const apiResource = (ctx: AppContext) => `${ctx.config.PUBLIC_URL}/v1`
 /**
  * The organization credential of a request's bearer, rate limited; 401 (counted against the
  * address) without one. Every authenticated route passes here, so this is also where agent
- * connection keys are confined to their allow-list (403 forbidden elsewhere).
+ * connection keys are confined to their allow-list and runtime keys kept from minting credentials
+ * (403 forbidden: src/http/credential-scope.ts).
  */
 export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
@@ -83,7 +85,7 @@ export async function authenticateRequest(ctx: AppContext, request: Request, set
   }
   requestFacts(request).orgId = auth.orgId
   await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
-  if (opts.routeScope !== false) checkConnectionScope(auth, request)
+  if (opts.routeScope !== false) checkCredentialScope(auth, request)
   return auth
 }
 

@@ -8,7 +8,7 @@ import { fromJsonSchema, McpServer, type CallToolResult, type StandardSchemaWith
 import pkg from '../../package.json'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
-import { connectionMayCall } from '../http/connection-scope'
+import { credentialMayCall } from '../http/credential-scope'
 import { ApiError } from '../http/errors'
 import { fieldName, reasonOf } from '../http/validation'
 import { toApiError } from '../http/render-error'
@@ -61,8 +61,8 @@ interface Prepared {
 
 const prepared: Prepared[] = TOOLS.map(tool => ({ tool, input: published(jsonSchema(tool.input)), output: fromJsonSchema(jsonSchema(tool.output)) }))
 
-/** Whether this caller sees and may call the tool: a connection key only the tools of its allow-list. */
-export const mayUse = (auth: Auth, tool: Tool) => auth.method !== 'connection' || connectionMayCall(tool.rest.method, tool.rest.path)
+/** Whether this caller sees and may call the tool: what the credential may call of the REST operation it is. */
+export const mayUse = (auth: Auth, tool: Tool) => credentialMayCall(auth, tool.rest.method, tool.rest.path)
 
 /** The arguments' problems the way the REST API words a body's: `field: reason`, missing fields once. */
 function validationError(tool: Tool, args: unknown): ApiError | null {

@@ -1,7 +1,7 @@
 /**
  * What an MCP tool is here: one REST operation of the service, offered to models. Each tool
  * names that operation (`rest`), so a connection key sees and may call exactly the tools whose
- * REST operations its allow-list permits (src/http/connection-scope.ts); its handler calls the
+ * REST operations its allow-list permits (src/http/credential-scope.ts); its handler calls the
  * same service function as the route. Schemas are TypeBox, published as JSON Schema.
  */
 import type { Static, TObject } from '@sinclair/typebox'

@@ -64,7 +64,8 @@ export function templateRoutes(ctx: AppContext) {
           summary: 'Install a catalog setup',
           description:
             'Creates every resource of the setup (templates, a function, an endpoint, a recipient route, memories) in one transaction and lists them. Each is created as its own operation would create it, with its rules; ' +
-            'if one cannot be (an alias, function name or route pattern in use: 409 conflict; the plan\'s endpoint limit: 403 feature_disabled; a memory quota: 403 quota_exceeded; an unsafe URL or bad pattern: 400) nothing is.',
+            'if one cannot be (an alias, function name or route pattern in use: 409 conflict; the plan\'s endpoint limit: 403 feature_disabled; a memory quota: 403 quota_exceeded; an unsafe URL or bad pattern: 400) nothing is. ' +
+            'A function runtime key (SERVICE_API_KEY) may not install (403 forbidden): a setup may deploy a function, with a credential of its own.',
         },
       },
     )

@@ -12,7 +12,7 @@ import { NO_VERDICTS } from '../../src/mail/inbound/authenticate'
 import { ingest } from '../../src/mail/inbound/ingest'
 import { parseMail } from '../../src/mail/inbound/parse'
 import { storeEmail } from '../../src/mail/store'
-import { CONNECTION_KEY_ROUTES } from '../../src/http/connection-scope'
+import { CONNECTION_KEY_ROUTES } from '../../src/http/credential-scope'
 import { unique } from '../helpers/identity'
 
 let t: TestApp
