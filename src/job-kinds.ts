@@ -2,7 +2,7 @@
  * Every job kind the service runs, in one list: the worker role runs these (src/roles.ts). A kind
  * lives in its feature (`*.job.ts`, a `JobKind` from src/jobs/kind.ts); add it here to have it run.
  */
-import { verificationMailJob } from './account/verification-mail.job'
+import { verificationMailJob } from './signups/verification-mail.job'
 import type { JobKind } from './jobs/kind'
 import { cleanupJob } from './maintenance/cleanup.job'
 import { plannerJob } from './maintenance/planner.job'

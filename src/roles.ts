@@ -16,7 +16,7 @@ import { startSmtpServer } from './smtp/server'
 import type { SmtpServerOptions } from './smtp/types'
 import type { Config, Role } from './config'
 import { readFileSync } from 'node:fs'
-import { mailEvents } from './mail/events'
+import { mailEvents } from './events'
 import { closeSettlementSql } from './x402/settlement-connections'
 
 export function smtpOptions(config: Config): SmtpServerOptions {

@@ -12,7 +12,7 @@ import { connectUrl } from '../src/db/client'
 import { startService } from '../src/index'
 import { ConfigError } from '../src/config'
 import { createOrg, TEST_SECRET } from './helpers/app'
-import { mailEvents } from '../src/mail/events'
+import { mailEvents } from '../src/events'
 import { testDatabase } from './helpers/database'
 
 const db = await testDatabase()

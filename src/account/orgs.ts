@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
 import type { Role } from '../auth/principal'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import type { Plan } from './plans'
 
 export interface NewOrg {

@@ -17,6 +17,11 @@ export const ENTITLEMENTS = [
 ] as const
 export type Entitlement = (typeof ENTITLEMENTS)[number]
 
+/** Limits every plan shares, shown with the plan's own in GET /v1/account (memories/, wake/ enforce them). */
+export const MEMORY_VALUE_MAX_BYTES = 256 * 1024
+/** Shortest interval between two runs of a repeating wake (cron or every_minutes). */
+export const WAKE_MIN_INTERVAL_MINUTES = 1
+
 export interface PlanLimits {
   storage_mb: number
   /** storage at which inbound mail is refused; null = never refused (overage is billed) */

@@ -1,9 +1,7 @@
 /** The account reads: plan, entitlements, limits and storage usage of an organization. */
 import type { Sql } from '../db/client'
-import { errors } from '../http/errors'
-import { MEMORY_VALUE_MAX_BYTES } from '../memories/model'
-import { WAKE_MIN_INTERVAL_MINUTES } from '../wake/model'
-import { entitlementsOf, planDefinition, type Plan } from './plans'
+import { errors } from '../errors'
+import { entitlementsOf, MEMORY_VALUE_MAX_BYTES, planDefinition, WAKE_MIN_INTERVAL_MINUTES, type Plan } from './plans'
 
 interface OrgRow {
   plan: Plan

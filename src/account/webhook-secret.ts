@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache'
 import type { ServerKeys } from '../crypto'
 import { perProcess, type AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 
 export const ROTATION_INTERVAL_MINUTES = 60
 /** How long deliveries stay signed with the previous secret as well after a rotation. */

@@ -11,7 +11,7 @@ import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
 import { setSettleCaps } from '../x402/caps'
 import { markDomainVerified, presentDomain } from '../domains/service'
-import { ApiError } from '../http/errors'
+import { ApiError } from '../errors'
 import { hashPassword } from '../oauth/sign-in'
 import type { Role } from '../auth/principal'
 

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
-import { handleResend, handleStart, handleVerify } from '../account/signup-handlers'
+import { handleResend, handleStart, handleVerify } from '../signups/handlers'
 import { Email, SignupResent, SignupStarted, SignupToken, SignupTokens, TermsAccepted, VerificationCode } from '../cli/model'
 import { completeAgentSignup } from './signup.service'
 

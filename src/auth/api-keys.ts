@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { API_KEY_PREFIX } from './credentials'

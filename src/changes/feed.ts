@@ -6,7 +6,7 @@
  */
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { cursors } from '../http/pagination'
 import { iso } from '../http/timestamps'
 

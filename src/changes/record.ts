@@ -11,9 +11,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-
-/** NOTIFY channel (payload: org id) sent with every batch of changes, delivered on commit. */
-export const CHANGES_CHANNEL = 'changes'
+import { CHANGES_CHANNEL } from '../events'
 
 export interface ChangeInput {
   orgId: string

@@ -1,10 +1,10 @@
 /** GET /v1/changes: the replayable long-poll of everything that happened in an organization. */
-import { mailEvents } from '../mail/events'
+import { mailEvents } from '../events'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { Page, Paged } from '../http/envelope'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
 import { MAX_CHANGES_WAIT_SECONDS } from './model'
 

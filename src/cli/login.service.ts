@@ -11,7 +11,7 @@ import { randomInt } from 'node:crypto'
 import type { AppContext } from '../context'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
 import { roleIn } from '../oauth/queries'
 

@@ -8,9 +8,9 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { addMember, insertOrg } from '../account/orgs'
-import { completeSignup, type SignupRow } from '../account/signups'
+import { completeSignup, type SignupRow } from '../signups/service'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
 

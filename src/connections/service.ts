@@ -11,7 +11,7 @@ import type { Auth } from '../auth/principal'
 import { CONNECTION_KEY_PREFIX, credentialCache } from '../auth/credentials'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import { splitAddress } from '../mail/inbound/recipients'
 

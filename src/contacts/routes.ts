@@ -5,7 +5,7 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { Deleted, IdParams } from '../http/schema'
-import { Address } from '../sending/model'
+import { Address } from '../http/schema'
 import { Contact, contactName, tag, tags } from './model'
 import { deleteContact, getContact, listContacts, presentContact, saveContact, updateContact } from './service'
 

@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import type { Role } from '../auth/principal'
 
 export const CREDIT_CODE_PREFIX = 'CR-'

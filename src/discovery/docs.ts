@@ -12,7 +12,7 @@ import { Elysia } from 'elysia'
 import { dirname, join } from 'node:path'
 import type { AppContext } from '../context'
 import { ENTITLEMENTS, PLANS, planDefinition } from '../account/plans'
-import { ERROR_STATUS, errors } from '../http/errors'
+import { ERROR_STATUS, errors } from '../errors'
 
 type Json = Record<string, unknown>
 

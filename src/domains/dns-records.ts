@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net'
 import { domainToASCII } from 'node:url'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { isNoRecord, type Resolver } from '../dns/resolver'
 
 export const PURPOSES = ['verification', 'mx', 'spf', 'dkim', 'dmarc'] as const

@@ -1,5 +1,5 @@
 /** Custom domains: claim, list, read, verify by DNS, delete. */
-import { mailEvents } from '../mail/events'
+import { mailEvents } from '../events'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'

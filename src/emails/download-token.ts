@@ -4,7 +4,7 @@
  * on the same URL without a token works for as long as the key does.
  */
 import type { ServerKeys } from '../crypto'
-import { ApiError } from '../http/errors'
+import { ApiError } from '../errors'
 
 export const DOWNLOAD_TOKEN_TTL_SECONDS = 24 * 60 * 60
 const PURPOSE = 'download-token'

@@ -4,20 +4,20 @@ import type { AppContext } from '../context'
 import { authenticated, authenticateRequest } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { IdParams, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { attachmentContents } from '../mail/inbound/parse'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 import { SENT_EVENT_TYPES } from '../mail/store'
 import { getInbox } from '../inboxes/service'
-import { ADDRESS } from '../sending/model'
+import { ADDRESS } from '../http/schema'
 import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
 import {
   discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
 } from './service'
-import { mailEvents, pollMail } from '../mail/events'
+import { mailEvents, pollMail } from '../events'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 
 const downloadDetail = (summary: string) => ({

@@ -1,12 +1,12 @@
 /** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
 import type { Sql, Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from '../mail/inbound/parse'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
 import { isQueryCanceled } from '../db/errors'
-import { searchQuery, searchVector } from './search-text'
+import { searchQuery, searchVector } from '../mail/search-text'
 
 export const SEARCH_BUDGET_MS = 3_000
 

@@ -7,7 +7,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { CODE_RAW_BYTES } from './limits'
 
 const MAX_FILES = 1000

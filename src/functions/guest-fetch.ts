@@ -13,7 +13,7 @@
 import { isIP } from 'node:net'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
-import { checkWebhookUrl } from '../webhooks/url-safety'
+import { checkWebhookUrl } from '../egress/url-safety'
 import { RESPONSE_BYTES, SUBREQUEST_TIMEOUT_MS } from './limits'
 import type { FetchAnswer, GuestFetch } from './sandbox/protocol'
 

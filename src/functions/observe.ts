@@ -6,7 +6,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { ingest } from '../mail/inbound/ingest'

@@ -1,7 +1,7 @@
 /** Where a function receives mail: its one `kind: function` endpoint, and the topology read. */
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { createEndpoint, functionEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
 import { getFunction, presentFunction } from './service'
 

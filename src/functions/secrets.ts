@@ -7,7 +7,7 @@
  */
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import { RESERVED_SECRETS, SECRET_KEY_PATTERN, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE } from './limits'
 

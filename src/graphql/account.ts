@@ -1,6 +1,6 @@
 /** The caller (viewer) and the account: plan, entitlements, limits, storage. */
 import { getAccount, getStorage } from '../account/service'
-import { requestFacts } from '../http/request-context'
+import { requestFacts } from '../request-context'
 import { allow } from './context'
 import type { SchemaModule } from './module'
 

@@ -5,7 +5,7 @@
  * memories): there is no `last`/`before`, and `hasPreviousPage` is false.
  */
 import type { AppContext } from '../context'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { cursors, type PageRequest } from '../http/pagination'
 
 export const PAGE_DEFAULT = 20

@@ -7,7 +7,7 @@
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { credentialMayCall } from '../http/credential-scope'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { requireX402 } from '../x402/access'
 import type { Loaders } from './loaders'
 

@@ -11,7 +11,7 @@ import {
   getNamedType, isObjectType, Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLObjectType, type GraphQLSchema,
   type OperationDefinitionNode, type SelectionSetNode,
 } from 'graphql'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { PAGE_DEFAULT } from './connection'
 
 export const MAX_DEPTH = 10

@@ -1,7 +1,7 @@
 /** Domains, inboxes, received and sent mail, threads. */
 import { getDomain, listDomains, presentDomain } from '../domains/service'
 import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
 import { getInbox, listInboxes, presentManagedInbox } from '../inboxes/service'
 import { getSend, listSends, presentSend } from '../sending/service'

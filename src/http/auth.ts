@@ -10,9 +10,9 @@ import type { Auth, Role } from '../auth/principal'
 import { currentRole } from '../credits/service'
 import type { Sql } from '../db/client'
 import { checkCredentialScope } from './credential-scope'
-import { ApiError, errors } from './errors'
+import { ApiError, errors } from '../errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
-import { clientSocketAddress, requestFacts } from './request-context'
+import { clientSocketAddress, requestFacts } from '../request-context'
 import { credentialCache } from '../auth/credentials'
 
 export const PUBLIC_PER_MINUTE = 120

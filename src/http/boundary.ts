@@ -17,8 +17,8 @@
  *   validation_error` naming the field, rather than stored altered.
  */
 import type { AnyElysia } from 'elysia'
-import { ApiError, errors } from './errors'
-import { wholeBodyOf } from './request-context'
+import { ApiError, errors } from '../errors'
+import { wholeBodyOf } from '../request-context'
 import { fieldName } from './validation'
 
 /** Deepest nesting of arrays and objects accepted in a JSON body; our schemas use fewer than 8. */

@@ -12,7 +12,7 @@
  *   its runtime key; a key or a function it had made would outlive it.
  */
 import type { Auth } from '../auth/principal'
-import { errors } from './errors'
+import { errors } from '../errors'
 
 export interface ScopedRoute {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'

@@ -6,7 +6,7 @@
  */
 import type { Sql, Tx } from '../db/client'
 import { sha256, type ServerKeys } from '../crypto'
-import { errors } from './errors'
+import { errors } from '../errors'
 
 export const IDEMPOTENCY_TTL_HOURS = 24
 const KEY_HEADER = 'idempotency-key'

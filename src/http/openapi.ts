@@ -6,7 +6,7 @@
 import type { AnyElysia } from 'elysia'
 import { OptionalKind } from '@sinclair/typebox'
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from './boundary'
-import { ERROR_STATUS } from './errors'
+import { ERROR_STATUS } from '../errors'
 import { ENVELOPE, ErrorSchema } from './envelope'
 
 type Json = Record<string, unknown>

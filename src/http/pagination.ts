@@ -7,7 +7,7 @@ import type postgres from 'postgres'
 import { safeEqual, type ServerKeys } from '../crypto'
 import type { Tx } from '../db/client'
 import { Page } from './envelope'
-import { errors } from './errors'
+import { errors } from '../errors'
 import { perProcess } from '../context'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

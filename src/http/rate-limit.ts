@@ -14,7 +14,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
 import { log } from '../log'
-import { errors, type ApiError } from './errors'
+import { errors, type ApiError } from '../errors'
 import { perProcess } from '../context'
 
 export const WINDOW_SECONDS = 60

@@ -6,7 +6,7 @@
  */
 import { ValueErrorType } from '@sinclair/typebox/value'
 import { isDatabaseUnavailable } from '../db/errors'
-import { ApiError, errors } from './errors'
+import { ApiError, errors } from '../errors'
 
 /** How long a client should wait while the database is unreachable: a restart or failover takes seconds. */
 export const DATABASE_RETRY_SECONDS = 5

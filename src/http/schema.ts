@@ -14,3 +14,8 @@ export const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
 
 /** What a DELETE of one resource answers. */
 export const Deleted = t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })
+
+/** An email address as the API accepts it (`Address` is its schema). */
+export const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
+
+export const Address = t.String({ pattern: ADDRESS, maxLength: 320, description: 'an email address such as agent@example.com', error: 'must be an email address' })

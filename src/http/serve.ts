@@ -24,8 +24,8 @@ import { Readable } from 'node:stream'
 import type { AnyElysia } from 'elysia'
 import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
-import { errors } from './errors'
-import { noteListened } from './request-context'
+import { errors } from '../errors'
+import { noteListened } from '../request-context'
 
 export interface HttpServerOptions {
   port: number

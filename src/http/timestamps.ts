@@ -3,7 +3,7 @@
  * converted to the UTC instant it names. A time without a zone, or a bare date, is rejected.
  */
 import { t } from 'elysia'
-import { errors } from './errors'
+import { errors } from '../errors'
 
 const ZONED = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/i
 

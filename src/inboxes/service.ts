@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import { randomBytes } from 'node:crypto'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'

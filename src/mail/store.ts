@@ -6,11 +6,11 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-import { EMAILS_CHANNEL, mailSignal } from './events'
+import { EMAILS_CHANNEL, mailSignal } from '../events'
 import { threadCtes } from './threads'
 import { contactCountsCte } from '../contacts/counters'
 import { agentActivityCte } from '../networks/activity'
-import { searchVector } from '../emails/search-text'
+import { searchVector } from './search-text'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'

@@ -11,7 +11,7 @@ import { createMcpHandler, type AuthInfo } from '@modelcontextprotocol/server'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { authenticateRequest } from '../http/auth'
-import { requestFacts } from '../http/request-context'
+import { requestFacts } from '../request-context'
 import { hasScope, mcpServer, scopeOf, TOOLS } from './server'
 import { FULL_SCOPE, READ_SCOPE } from './server'
 

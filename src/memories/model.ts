@@ -1,9 +1,9 @@
 /** Schemas and limits of memories: durable JSON values under keys, org or function scope. */
 import { t } from 'elysia'
+import { MEMORY_VALUE_MAX_BYTES } from '../account/plans'
 import { Nullable } from '../http/schema'
 
 export const MEMORY_KEY_MAX_BYTES = 512
-export const MEMORY_VALUE_MAX_BYTES = 256 * 1024
 export const MEMORY_METADATA_MAX_BYTES = 4 * 1024
 /** a year: longer-lived data simply has no ttl */
 export const MEMORY_TTL_MAX_SECONDS = 365 * 24 * 3600

@@ -7,13 +7,14 @@
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { iso } from '../http/timestamps'
 import { planDefinition, type Plan } from '../account/plans'
 import { recordChanges, type ChangeInput } from '../changes/record'
 import { mergePatch } from './merge-patch'
-import { MEMORY_KEY_MAX_BYTES, MEMORY_METADATA_MAX_BYTES, MEMORY_VALUE_MAX_BYTES, type BatchOp } from './model'
-import { mailEvents } from '../mail/events'
+import { MEMORY_VALUE_MAX_BYTES } from '../account/plans'
+import { MEMORY_KEY_MAX_BYTES, MEMORY_METADATA_MAX_BYTES, type BatchOp } from './model'
+import { mailEvents } from '../events'
 
 /** Whose memories: an organization's own (functionId null) or one function's. */
 export interface MemoryScope {

@@ -12,7 +12,7 @@ import type { Config } from '../config'
 import { normalizeAddress, ownsAddress } from '../connections/service'
 import type { Sql } from '../db/client'
 import { requireOwnerOrAdmin } from '../http/auth'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import type { PublishedAgent } from './model'
 

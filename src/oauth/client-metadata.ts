@@ -7,9 +7,9 @@
  * what it says in `oauth_clients` under that id, so the token endpoint knows the client.
  */
 import type { AppContext } from '../context'
-import { ApiError } from '../http/errors'
-import { getChecked } from '../webhooks/dispatch'
-import { checkWebhookUrl } from '../webhooks/url-safety'
+import { ApiError } from '../errors'
+import { getChecked } from '../egress/checked-fetch'
+import { checkWebhookUrl } from '../egress/url-safety'
 import { checkRegistration } from './clients'
 import type { ClientRow } from './queries'
 

@@ -7,7 +7,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { Bare } from '../http/envelope'
-import { requestFacts } from '../http/request-context'
+import { requestFacts } from '../request-context'
 import { authorizePage, authorizeSubmit } from './authorize'
 import { registerEndpoint } from './clients'
 import { READ_SCOPE, SCOPE } from './constants'

@@ -7,11 +7,11 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
-import { ApiError } from '../http/errors'
+import { ApiError } from '../errors'
 import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
-import { getChecked } from '../webhooks/dispatch'
-import { checkWebhookUrl } from '../webhooks/url-safety'
+import { getChecked } from '../egress/checked-fetch'
+import { checkWebhookUrl } from '../egress/url-safety'
 import { readRegistryDocument } from './cards'
 
 export const REGISTRY_FETCH_KIND = 'registries.fetch'

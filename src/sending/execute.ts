@@ -5,7 +5,7 @@
  * re-runs the relay with the message already stored, so nothing is built twice. (The first
  * message of an immediate send is built by the request, with the send: see service.ts.)
  */
-import { mailEvents } from '../mail/events'
+import { mailEvents } from '../events'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'

@@ -7,7 +7,7 @@
  * Each refused recipient becomes one entry of `error.gates[]`.
  */
 import type { Tx } from '../db/client'
-import { docsPath, errors, type Gate } from '../http/errors'
+import { docsPath, errors, type Gate } from '../errors'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
 import { grantsOf } from '../contacts/grants'
 

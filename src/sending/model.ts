@@ -4,14 +4,11 @@
  * injection cannot happen.
  */
 import { t, type Static } from 'elysia'
-import { Nullable, OneOf } from '../http/schema'
+import { Address, Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
 import { TemplateRef } from '../templates/model'
 
 const SINGLE_LINE = '^[^\\r\\n]*$'
-export const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
-
-export const Address = t.String({ pattern: ADDRESS, maxLength: 320, description: 'an email address such as agent@example.com', error: 'must be an email address' })
 const Addresses = (max: number, description: string) => t.Array(Address, { minItems: 1, maxItems: max, description })
 
 /** Custom headers a sender may set; everything else is ours to write. */

@@ -14,7 +14,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
 import { rawMessage } from '../emails/service'
 import { splitAddress } from '../mail/inbound/recipients'

@@ -4,7 +4,7 @@
  * inbound_not_repliable and `details.reason`.
  */
 import type { Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import type { Mailbox } from '../mail/inbound/parse'
 import { ofAddress } from '../emails/service'
 

@@ -1,6 +1,6 @@
 /** Who an organization may send as: its managed inboxes and any address at its verified domains. */
 import type { Tx } from '../db/client'
-import { ApiError } from '../http/errors'
+import { ApiError } from '../errors'
 import { splitAddress } from '../mail/inbound/recipients'
 
 export interface Senders {

@@ -11,9 +11,9 @@
  */
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { idempotent } from '../http/idempotency'
-import { mailEvents } from '../mail/events'
+import { mailEvents } from '../events'
 import { applyMemoryOps, lockMemoryUsage } from '../memories/service'
 import { deployFunction } from '../functions/service'
 import { createEndpoint } from '../webhooks/endpoints.service'

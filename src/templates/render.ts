@@ -11,7 +11,7 @@
  * refused; data may carry only declared variables, and every required one.
  */
 import Mustache from 'mustache'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 
 // mustache.js caches every template it parses, without bound: stored templates are many.
 Mustache.templateCache = undefined

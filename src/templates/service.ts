@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { isUniqueViolation } from '../db/errors'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { checkTemplate, dataProblems, render, type Rendered, type TemplateSource, type Variable } from './render'

@@ -1,10 +1,9 @@
 /** Schemas and limits of wake schedules. */
 import { t } from 'elysia'
+import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
 import { Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
 
-/** Shortest interval between two runs of a repeating wake (cron or every_minutes). */
-export const WAKE_MIN_INTERVAL_MINUTES = 1
 /** A slot fired later than this after its time is marked late (missed while the service was down). */
 export const WAKE_LATE_AFTER_SECONDS = 60
 /** How often the scheduler looks for due wakes: runs fire within this of their time. */

@@ -5,7 +5,8 @@ import { authenticated } from '../http/auth'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { OneOf } from '../http/schema'
-import { NewWake, TARGET_TYPES, Wake, WakePatch, WakeRun, WAKE_LATE_AFTER_SECONDS, WAKE_MIN_INTERVAL_MINUTES, WAKE_RUN_ATTEMPTS, WAKE_SCHEDULER_EVERY_MS } from './model'
+import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
+import { NewWake, TARGET_TYPES, Wake, WakePatch, WakeRun, WAKE_LATE_AFTER_SECONDS, WAKE_RUN_ATTEMPTS, WAKE_SCHEDULER_EVERY_MS } from './model'
 import { createWake, deleteWake, getWake, listRuns, listWakes, presentRun, presentWake, runWakeNow, updateWake } from './service'
 
 const Id = t.Object({ id: t.String({ format: 'uuid' }) })

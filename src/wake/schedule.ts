@@ -6,9 +6,9 @@
  * time that occurs twice in autumn fires once). Nothing about calendars is written here.
  */
 import { Cron } from 'croner'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
-import { WAKE_MIN_INTERVAL_MINUTES } from './model'
+import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
 
 export interface Schedule {
   schedule_type: 'at' | 'cron' | 'every'

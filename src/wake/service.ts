@@ -6,7 +6,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { enqueue } from '../jobs/queue'

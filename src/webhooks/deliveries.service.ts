@@ -1,7 +1,7 @@
 /** The delivery history: list, read, replay. */
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { iso, parseTimestamp } from '../http/timestamps'

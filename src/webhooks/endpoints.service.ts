@@ -16,12 +16,12 @@ import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
 import type { Resolver } from '../dns/resolver'
 import { getDomain } from '../domains/service'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
 import { lockOrgForWebhooks, planAccess, requireEntitlement, type PlanAccess } from './plan-access'
-import { checkWebhookUrl } from './url-safety'
+import { checkWebhookUrl } from '../egress/url-safety'
 
 export interface EndpointRules {
   max_size_bytes?: number

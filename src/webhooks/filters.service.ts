@@ -6,7 +6,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql } from '../db/client'
 import { getDomain } from '../domains/service'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { normalizePattern, patternProblem } from './patterns'

@@ -4,7 +4,7 @@
  * plan change) applies at once.
  */
 import type { Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { entitlementsOf, planDefinition, type Entitlement, type Plan, type PlanLimits } from '../account/plans'
 
 export interface PlanAccess {

@@ -22,7 +22,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { findEndpoint, functionRouteTarget } from './endpoints.service'

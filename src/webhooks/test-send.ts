@@ -9,10 +9,10 @@ import type { AppContext } from '../context'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { authenticated } from '../http/auth'
 import { Ok } from '../http/envelope'
-import { ApiError, errors } from '../http/errors'
-import { postWebhook } from './dispatch'
+import { ApiError, errors } from '../errors'
+import { postWebhook } from '../egress/checked-fetch'
 import { signedHeaders } from './signing'
-import { checkWebhookUrl } from './url-safety'
+import { checkWebhookUrl } from '../egress/url-safety'
 import { IdParams } from '../http/schema'
 
 export const TESTS_PER_MINUTE = 4

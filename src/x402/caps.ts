@@ -4,7 +4,7 @@
  * exceed one fails the challenge before anything moves on chain.
  */
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { periodTotal } from './totals'
 
 export const DEFAULT_CAPS = { daily: 25_000_000n, monthly: 250_000_000n, per_settle: 10_000_000n }

@@ -7,7 +7,7 @@ import { randomUUIDv7 } from 'bun'
 import { randomBytes } from 'node:crypto'
 import { encodeAbiParameters, keccak256, type Hex } from 'viem'
 import type { Sql, Tx } from '../db/client'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 import { networkInfo, type Network } from './networks'
 import { noPayoutAddress } from './payout.service'
 

@@ -7,7 +7,7 @@
 import { randomUUIDv7 } from 'bun'
 import { getAddress, isAddress, recoverMessageAddress, type Hex } from 'viem'
 import type { Sql, Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import type { Network } from './networks'
 
 export const STATEMENT_MAX_AGE_SECONDS = 600

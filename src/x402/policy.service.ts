@@ -5,7 +5,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
-import { ApiError } from '../http/errors'
+import { ApiError } from '../errors'
 import type { ChallengeRow } from './challenges.service'
 import { periodTotal } from './totals'
 

@@ -16,7 +16,7 @@
 import type { AppContext } from '../context'
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
-import { errors, type ApiError } from '../http/errors'
+import { errors, type ApiError } from '../errors'
 import { log } from '../log'
 import { findAuthorizationUse, isAuthorizationUsed, publicClient } from './chain'
 import { facilitatorFor, type Prepared, type SettlementFailure } from './facilitator'

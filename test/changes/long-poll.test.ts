@@ -10,7 +10,7 @@ import { testDatabase } from '../helpers/database'
 import { expectOk } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { startService, type Service } from '../../src/index'
-import { mailEvents } from '../../src/mail/events'
+import { mailEvents } from '../../src/events'
 
 const db = await testDatabase()
 

@@ -4,7 +4,7 @@ import { createOrg, type TestOrg } from '../helpers/app'
 import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { until } from '../helpers/until'
-import { mailEvents } from '../../src/mail/events'
+import { mailEvents } from '../../src/events'
 import { createManagedInbox } from '../../src/inboxes/service'
 import type { AppContext } from '../../src/context'
 

@@ -95,7 +95,7 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
                jsonb_build_object('spf', jsonb_build_object('result', 'pass', 'domain', split_part(sender, '@', 2)), 'dkim', '[]'::jsonb,
                                   'dmarc', jsonb_build_object('result', 'none', 'policy', null, 'domain', split_part(sender, '@', 2)), 'arc', jsonb_build_object('result', 'none')),
                octet_length(raw), at,
-               -- the store writes the vector of src/emails/search-text.ts; for these plain words
+               -- the store writes the vector of src/mail/search-text.ts; for these plain words
                -- PostgreSQL's parser finds the same ones (the sender whole, and by its words)
                to_tsvector('simple', subject || ' Sender ' || split_part(sender, '@', 1) || ' ' || sender || ' ' ||
                                      translate(sender, '@.', '  ') || ' ' || body)

@@ -13,7 +13,7 @@ import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { setApiLimitCommand } from '../../src/admin/commands'
 import { memoryResolver } from '../../src/dns/resolver'
-import { ERROR_STATUS } from '../../src/http/errors'
+import { ERROR_STATUS } from '../../src/errors'
 import { createOrg, testApp, testSql } from '../helpers/app'
 
 type Json = Record<string, any>

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { ApiError } from '../../src/http/errors'
+import { ApiError } from '../../src/errors'
 import { iso, parseTimestamp } from '../../src/http/timestamps'
 
 function rejection(value: string): ApiError {

@@ -1,11 +1,11 @@
 /**
- * New-mail signals survive a lost LISTEN connection (src/db/listener.ts, src/mail/events.ts):
+ * New-mail signals survive a lost LISTEN connection (src/db/listener.ts, src/events.ts):
  * a waiter whose signal was sent while the connection was down is woken when it listens again,
  * and signals after that arrive, however long the database stayed unreachable. The outage is a
  * TCP proxy in front of the test database (test/helpers/tcp-proxy.ts).
  */
 import { afterAll, expect, test } from 'bun:test'
-import { EMAILS_CHANNEL, MailEvents } from '../../src/mail/events'
+import { EMAILS_CHANNEL, MailEvents } from '../../src/events'
 import { testDatabase } from '../helpers/database'
 import { proxiedDatabase } from '../helpers/tcp-proxy'
 

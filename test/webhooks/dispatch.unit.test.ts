@@ -1,7 +1,7 @@
 /** The HTTP attempt against real loopback servers: where it connects, what it follows, when it gives up. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { postWebhook } from '../../src/webhooks/dispatch'
-import type { CheckedUrl } from '../../src/webhooks/url-safety'
+import { postWebhook } from '../../src/egress/checked-fetch'
+import type { CheckedUrl } from '../../src/egress/url-safety'
 
 const seen: { host: string | null; clientPort: number | undefined }[] = []
 const server = Bun.serve({

@@ -1,7 +1,7 @@
 /** classifyAddress and checkWebhookUrl without the API: which addresses a webhook may reach. */
 import { describe, expect, test } from 'bun:test'
 import { memoryResolver } from '../../src/dns/resolver'
-import { checkWebhookUrl, classifyAddress } from '../../src/webhooks/url-safety'
+import { checkWebhookUrl, classifyAddress } from '../../src/egress/url-safety'
 
 describe('classifyAddress', () => {
   test.each([

@@ -22,7 +22,7 @@ import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
-import { mailEvents, mailSignal } from '../events'
+import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
 import { enqueueInboundStep } from '../../x402/email/step-mail'
 

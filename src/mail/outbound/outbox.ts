@@ -1,7 +1,7 @@
 /** The local outbox: mail the local relay kept instead of sending, one row per recipient. */
 import { randomUUIDv7 } from 'bun'
 import type { Sql } from '../../db/client'
-import { errors } from '../../http/errors'
+import { errors } from '../../errors'
 import { listPage, type PageRequest } from '../../http/pagination'
 
 export interface OutboxRow {

@@ -10,7 +10,7 @@ import { signDownloadToken } from '../../emails/download-token'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/model'
 import { getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from '../../emails/service'
 import { parseTimestamp } from '../../http/timestamps'
-import { mailEvents, pollMail } from '../../mail/events'
+import { mailEvents, pollMail } from '../../events'
 import { PageInput, PageOf, TOOL_PAGE, toolPage } from '../schema'
 import { READ, tool } from '../tool'
 

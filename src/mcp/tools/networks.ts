@@ -13,7 +13,7 @@ import { admitAgent, discoverAgents, presentDiscovered } from '../../networks/di
 import { DiscoveredAgent, Network, skill } from '../../networks/model'
 import { listNetworks, presentFor } from '../../networks/service'
 import { AddressNote, NOTE_BODY_MAX } from '../../notes/model'
-import { Address } from '../../sending/model'
+import { Address } from '../../http/schema'
 import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from '../../notes/service'
 import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'

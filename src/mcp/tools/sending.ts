@@ -5,9 +5,10 @@
  */
 import { Type } from '@sinclair/typebox'
 import { getEmail, rawMessage } from '../../emails/service'
-import { errors } from '../../http/errors'
+import { errors } from '../../errors'
 import { attachmentContents } from '../../mail/inbound/parse'
-import { Address, SendMailBody, SendResponse, SentEmail } from '../../sending/model'
+import { Address } from '../../http/schema'
+import { SendMailBody, SendResponse, SentEmail } from '../../sending/model'
 import { cancelSend, getSend, sendMail, updateSend } from '../../sending/service'
 import { tool, WRITE, READ } from '../tool'
 

@@ -10,7 +10,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
-import { ApiError } from '../../http/errors'
+import { ApiError } from '../../errors'
 import type { JobKind } from '../../jobs/kind'
 import type { AuthVerdicts } from '../../mail/inbound/authenticate'
 import { attachmentContents } from '../../mail/inbound/parse'

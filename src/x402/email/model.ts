@@ -1,7 +1,7 @@
 /** Request and response schemas of the email-native x402 routes. */
 import { t } from 'elysia'
 import { Nullable, OneOf } from '../../http/schema'
-import { Address } from '../../sending/model'
+import { Address } from '../../http/schema'
 import { Challenge, NewChallengeBody } from '../model'
 
 export const INTERACTION_STATES = ['awaiting_payment', 'verifying', '$completed', '$failed', '$expired'] as const

@@ -1,6 +1,6 @@
-/** New-mail signals (src/mail/events.ts): a waiter filtered to an address wakes for its own mail only. */
+/** New-mail signals (src/events.ts): a waiter filtered to an address wakes for its own mail only. */
 import { describe, expect, test } from 'bun:test'
-import { MailEvents, mailSignal } from '../../src/mail/events'
+import { MailEvents, mailSignal } from '../src/events'
 
 const ORG = '0190f0f0-0000-7000-8000-000000000001'
 const settled = async (p: Promise<boolean>) => Promise.race([p, Bun.sleep(20).then(() => 'waiting' as const)])

@@ -1,10 +1,10 @@
 /**
- * The search tokenizer (src/emails/search-text.ts): the words it finds, and its tsvector and
+ * The search tokenizer (src/mail/search-text.ts): the words it finds, and its tsvector and
  * tsquery literals as the database reads them. The match checks run in the database, so they
  * hold for the operators PostgreSQL gives the literals, not for a model of them.
  */
 import { describe, expect, test } from 'bun:test'
-import { searchQuery, searchVector, words } from '../../src/emails/search-text'
+import { searchQuery, searchVector, words } from '../../src/mail/search-text'
 import { testSql } from '../helpers/app'
 
 const sql = await testSql()

@@ -10,7 +10,7 @@ import { randomInt } from 'node:crypto'
 import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
-import { ApiError, errors } from '../http/errors'
+import { ApiError, errors } from '../errors'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { enqueueVerificationMail } from './verification-mail.job'
 

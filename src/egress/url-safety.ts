@@ -9,7 +9,7 @@
 import { isIP } from 'node:net'
 import type { Resolver } from '../dns/resolver'
 import { isNoRecord } from '../dns/resolver'
-import { errors } from '../http/errors'
+import { errors } from '../errors'
 
 /** IPv4 ranges that are not the public internet (RFC 6890 and friends). */
 const V4_BLOCKED: [string, number][] = [

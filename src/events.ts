@@ -9,14 +9,15 @@
  * address (an inbox, a connection key, `address=`) wakes only for mail of that address, or for
  * a signal too long to name them all.
  */
-import type { Sql } from '../db/client'
-import { log } from '../log'
-import { CHANGES_CHANNEL } from '../changes/record'
-import { perProcess } from '../context'
-import { listenForever } from '../db/listener'
+import type { Sql } from './db/client'
+import { log } from './log'
+import { perProcess } from './context'
+import { listenForever } from './db/listener'
 
 /** `pg_notify(EMAILS_CHANNEL, mailSignal(...))` goes with the statement that stores a message (an inbound batch: `countStored`). */
 export const EMAILS_CHANNEL = 'emails'
+/** `pg_notify(CHANGES_CHANNEL, org_id)` goes with the statement that records changes (changes/record.ts). */
+export const CHANGES_CHANNEL = 'changes'
 
 type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL
 

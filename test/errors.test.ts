@@ -1,21 +1,21 @@
 /**
- * One way to make errors (src/http/errors.ts): the list of codes holds only what something
+ * One way to make errors (src/errors.ts): the list of codes holds only what something
  * throws, the OpenAPI document lists that list, and docs_url is absolute everywhere. (Retry-After
  * and the message agreeing is checked on every error by `expectError`.)
  */
 import { describe, expect, test } from 'bun:test'
 import { Glob } from 'bun'
-import { ERROR_STATUS } from '../../src/http/errors'
-import { createOrg, testApp } from '../helpers/app'
-import { expectError } from '../helpers/envelope'
+import { ERROR_STATUS } from '../src/errors'
+import { createOrg, testApp } from './helpers/app'
+import { expectError } from './helpers/envelope'
 
-const root = `${import.meta.dir}/../..`
+const root = `${import.meta.dir}/..`
 
 describe('the list of error codes', () => {
   test('every listed code is thrown somewhere in src/ (outside the list itself)', async () => {
     let source = ''
     for await (const file of new Glob('src/**/*.ts').scan(root)) {
-      if (file !== 'src/http/errors.ts') source += await Bun.file(`${root}/${file}`).text()
+      if (file !== 'src/errors.ts') source += await Bun.file(`${root}/${file}`).text()
     }
     // errors.ts's own factories make these
     const factories = ['unauthorized', 'conflict', 'feature_disabled', 'method_not_allowed', 'recipient_not_allowed', 'validation_error', 'not_found', 'forbidden']
