@@ -8,6 +8,7 @@ import { log, setLogLevel } from './log'
 import { startRoles, type RunningRoles } from './roles'
 import { serveParent, startSmtpProcesses, type SmtpProcesses } from './smtp-processes'
 import { explainStartupFailure, startupExitCode } from './startup-failure'
+import { PLUGINS } from './plugins'
 
 export interface Service {
   running: RunningRoles
@@ -26,7 +27,7 @@ export async function startService(env = process.env): Promise<Service> {
     await db.close()
     throw error
   })
-  const ctx = createContext(config, db.sql, loadServerKeys(config))
+  const ctx = createContext(config, db.sql, loadServerKeys(config), { plugins: PLUGINS })
   const running = await startRoles(ctx, config.roles, { embedded: db.embedded })
   const smtpProcesses = running.smtpPort !== undefined && !config.SMTP_CHILD ? await startSmtpProcesses(config, env, running.smtpPort) : undefined
   log.info(config.SMTP_CHILD ? 'smtp process started' : 'service started', {

@@ -3,7 +3,9 @@
  * taking new work at once, what is in flight shares one grace period (SHUTDOWN_GRACE_MS), and
  * the jobs still running at its end are handed back (docs/jobs.md).
  */
+import type { createApp } from './app'
 import type { AppContext } from './context'
+import { serveApiCallsWith } from './functions/guest-fetch'
 import { largestBodyLimit } from './http/boundary'
 import { releaseInline } from './jobs/run'
 import { serveHttp, type HttpServer } from './http/serve'
@@ -55,6 +57,14 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   const stops: (() => Promise<void>)[] = []
   const running: RunningRoles = { stop: async () => {} }
   const grace = ctx.config.SHUTDOWN_GRACE_MS
+  // One application per process: the api role serves it, and functions call it in-process (in a
+  // process without the api role, it is built when a function first calls the API).
+  let app: ReturnType<typeof createApp> | undefined
+  const appOf = async () => (app ??= (await import('./app')).createApp(ctx))
+  serveApiCallsWith(ctx, async () => {
+    const built = await appOf()
+    return request => built.handle(request)
+  })
 
   if (roles.includes('worker')) {
     // loaded by the roles that run them: a process of the smtp role alone (SMTP_PROCESSES) starts
@@ -71,8 +81,7 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
   }
   if (roles.includes('api')) {
     if (!opts.embedded) await mailEvents(ctx).listen(ctx.sql)
-    const { createApp } = await import('./app')
-    const app = createApp(ctx)
+    const app = await appOf()
     const server = await serveHttp(app, {
       port: ctx.config.PORT,
       hostname: ctx.config.HOST,

@@ -19,6 +19,7 @@ import { planDefinition } from '../account/plans'
 import { ACCESS_TOKEN_PREFIX } from '../oauth/constants'
 import { resolveAccessToken } from '../oauth/access-tokens'
 import { perProcess } from '../context'
+import type { CredentialResolver } from '../http/auth'
 
 export const CACHE_TTL_MS = 5_000
 export const API_KEY_PREFIX = 'svc_'
@@ -115,3 +116,6 @@ export class CredentialCache {
 
 /** This process's cache of resolved credentials. */
 export const credentialCache = perProcess(ctx => new CredentialCache(ctx.sql))
+
+/** Every kind of bearer credential, for the route guard (plugged in by src/plugins.ts). */
+export const resolveCredential: CredentialResolver = (ctx, token) => credentialCache(ctx).resolve(token)

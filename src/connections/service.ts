@@ -8,6 +8,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
+import { currentRole } from '../account/roles'
 import { CONNECTION_KEY_PREFIX, credentialCache } from '../auth/credentials'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
@@ -22,8 +23,8 @@ export const INVITATION_TTL_SECONDS = 24 * 60 * 60
 export async function requireConnectionManager(sql: Sql, auth: Auth, action: string) {
   if (auth.method === 'connection') throw errors.forbidden(`${action}: connection keys cannot manage connections`)
   if (!auth.userId) throw errors.forbidden(`${action}: needs the owner or admin role; this key was created without a person`)
-  const [row] = await sql<{ role: string }[]>`select role from memberships where org_id = ${auth.orgId} and user_id = ${auth.userId}`
-  if (row?.role !== 'owner' && row?.role !== 'admin') throw errors.forbidden(`${action}: needs the owner or admin role`)
+  const role = await currentRole(sql, auth.orgId, auth.userId)
+  if (role !== 'owner' && role !== 'admin') throw errors.forbidden(`${action}: needs the owner or admin role`)
 }
 
 export function normalizeAddress(input: string): string {

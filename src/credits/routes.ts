@@ -1,7 +1,8 @@
 /** Credit redemption and balance (owner or admin of the person behind the credential). */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { authenticated, requireOwnerOrAdmin } from '../http/auth'
+import { requireOwnerOrAdmin } from '../account/roles'
+import { authenticated } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { creditBalance, redeemCreditCode } from './service'

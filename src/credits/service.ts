@@ -3,7 +3,6 @@ import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
-import type { Role } from '../auth/principal'
 
 export const CREDIT_CODE_PREFIX = 'CR-'
 
@@ -12,13 +11,6 @@ export async function mintCreditCode(sql: Sql, amountCents: number): Promise<{ i
   const id = randomUUIDv7()
   await sql`insert into credit_codes (id, code_hash, amount_cents) values (${id}, ${sha256(code)}, ${amountCents})`
   return { id, code }
-}
-
-/** The current role of a person in an organization (null if they are not a member any more). */
-export async function currentRole(sql: Sql | Tx, orgId: string, userId: string | null): Promise<Role | null> {
-  if (!userId) return null
-  const [row] = await sql<{ role: Role }[]>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`
-  return row?.role ?? null
 }
 
 export async function creditBalance(sql: Sql | Tx, orgId: string) {

@@ -1,32 +1,18 @@
 /**
- * A webhook delivery to a function endpoint, as the delivery attempt sees it: invoke the
- * function on the signed event and say what became of it, in the terms of a delivery.
+ * A webhook delivery to a function endpoint, as the delivery attempt sees it (the seam
+ * `FunctionDelivery` of webhooks/attempt.ts): invoke the function on the signed event and say
+ * what became of it, in the terms of a delivery.
  */
-import type { AppContext } from '../context'
+import { CONFIRMATION_HEADER } from '../egress/checked-fetch'
+import type { FunctionDelivery } from '../webhooks/attempt'
+import { FUNCTION_URL_PREFIX } from '../webhooks/endpoints.service'
 import { invokeFunction } from './run'
-
-export const FUNCTION_URL_PREFIX = 'function://'
-const CONFIRMATION_HEADER = 'service-delivery-confirmed'
-
-export interface FunctionAttempt {
-  ok: boolean
-  confirmed: boolean
-  /** the status the function answered, when it answered */
-  status: number | null
-  durationMs: number
-  code?: string
-  error?: string
-}
 
 /** The request URL a function sees for a delivery. */
 export const deliveryUrl = (functionId: string) => `https://functions.internal/${functionId}`
 
-export async function invokeForDelivery(
-  ctx: AppContext,
-  d: { id: string; orgId: string; endpointUrl: string; eventId: string; emailId: string },
-  body: string,
-  headers: Record<string, string>,
-): Promise<FunctionAttempt> {
+/** Plugged into webhook deliveries by src/plugins.ts. */
+export const invokeForDelivery: FunctionDelivery = async (ctx, d, body, headers) => {
   const functionId = d.endpointUrl.slice(FUNCTION_URL_PREFIX.length)
   const started = performance.now()
   const invocation = await invokeFunction(ctx, {

@@ -34,19 +34,28 @@ export interface FetchScope {
   captured: CapturedSend[]
 }
 
-type Handler = (request: Request) => Promise<Response>
+export type Handler = (request: Request) => Promise<Response>
 
 /**
- * The application serving in-process API calls; built on first use (the worker role has none of
- * its own). Imported when first needed: the application imports the functions feature.
+ * The application serving in-process API calls, handed over by whoever composes the process
+ * (src/roles.ts; the tests' harness): functions never import the application, which imports them.
  */
-const apiHandler = perProcess(
-  (ctx): Promise<Handler> =>
-    import('../app').then(m => {
-      const built = m.createApp(ctx)
-      return (request: Request) => built.handle(request)
-    }),
-)
+const apiHandlers = perProcess((): { get?: () => Promise<Handler> } => ({}))
+
+/**
+ * Hands this context's API to its functions' in-process calls. `get` runs on the first call,
+ * once (a process of the worker role builds its application only when a function calls the API).
+ */
+export function serveApiCallsWith(ctx: AppContext, get: () => Promise<Handler>): void {
+  let handler: Promise<Handler> | undefined
+  apiHandlers(ctx).get = () => (handler ??= get())
+}
+
+function apiHandler(ctx: AppContext): Promise<Handler> {
+  const { get } = apiHandlers(ctx)
+  if (!get) throw new Error('in-process API calls: no API was handed to this context (serveApiCallsWith)')
+  return get()
+}
 
 const fromBase64 = (body: string | null) => (body === null ? undefined : Buffer.from(body, 'base64'))
 

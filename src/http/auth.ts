@@ -7,15 +7,18 @@
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
 import type { Auth, Role } from '../auth/principal'
-import { currentRole } from '../credits/service'
-import type { Sql } from '../db/client'
 import { checkCredentialScope } from './credential-scope'
 import { ApiError, errors } from '../errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
 import { clientSocketAddress, requestFacts } from '../request-context'
-import { credentialCache } from '../auth/credentials'
 
 export const PUBLIC_PER_MINUTE = 120
+
+/**
+ * The credential a bearer token names, or null when it is unknown or revoked: the seam the auth
+ * feature plugs into (src/plugins.ts), so the guard knows no kind of credential.
+ */
+export type CredentialResolver = (ctx: AppContext, token: string) => Promise<Auth | null>
 
 type Headers = Record<string, string | number | string[]>
 interface Server { requestIP(req: Request): { address: string } | null }
@@ -77,7 +80,7 @@ export const apiResource = (ctx: AppContext) => `${ctx.config.PUBLIC_URL}/v1`
 export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
-  let auth = token ? await credentialCache(ctx).resolve(token) : null
+  let auth = token ? await ctx.plugins.resolveCredential(ctx, token) : null
   if (auth?.method === 'oauth' && (auth.resource ?? apiResource(ctx)) !== (opts.resource ?? apiResource(ctx))) auth = null
   if (!auth) {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
@@ -114,20 +117,4 @@ export function publicAccess(ctx: AppContext) {
   return new Elysia().onTransform({ as: 'scoped' }, async ({ request, set, server }) => {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
   })
-}
-
-/** Throws `forbidden` unless the role is one of `allowed`. */
-export function requireRole(role: Role, allowed: Role[], action: string) {
-  if (!allowed.includes(role)) throw errors.forbidden(`${action}: needs the ${allowed.join(' or ')} role`)
-}
-
-/**
- * Rule 1 of Authentication: some writes (credits, payout addresses, spend policy) need the
- * current owner or admin role of the person who created the credential, read now; a key created
- * by a member, or a key without a creator, is refused.
- */
-export async function requireOwnerOrAdmin(sql: Sql, auth: Auth, action: string) {
-  const role = await currentRole(sql, auth.orgId, auth.userId)
-  if (!role) throw errors.forbidden(`${action}: needs a credential created by an owner or admin`)
-  requireRole(role, ['owner', 'admin'], action)
 }

@@ -6,11 +6,11 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
+import type { AppContext } from '../context'
 import { EMAILS_CHANNEL, mailSignal } from '../events'
 import { threadCtes } from './threads'
-import { contactCountsCte } from '../contacts/counters'
-import { agentActivityCte } from '../networks/activity'
 import { searchVector } from './search-text'
+import type { MessageActivity } from './seams'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
@@ -97,15 +97,20 @@ export function signalAddresses(s: Pick<StoreInput, 'direction' | 'rcptTo' | 'ma
   return s.direction === 'inbound' ? s.rcptTo : s.mail.from?.address ? [s.mail.from.address] : []
 }
 
-export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
+/**
+ * Stores a message in one statement, with the statements the features join to it
+ * (`ctx.plugins.storeExtensions`).
+ */
+export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promise<StoredEmail> {
   const id = s.id ?? randomUUIDv7()
   const at = new Date()
   const { mail } = s
   const batched = s.batched ?? false
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
-  const activity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
-  // One statement: the thread (found and updated, or created), the email, its bytes, the
-  // counters of the contacts it is between and its sender's last activity, and unless `batched`
+  const activity: MessageActivity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
+  const extensions = ctx.plugins.storeExtensions.reduce((joined, extend) => tx`${joined}, ${extend(tx, activity)}`, tx``)
+  // One statement: the thread (found and updated, or created), the email, its bytes, what the
+  // features join to it (contacts' counters, a sender's last activity), and unless `batched`
   // the storage counters and the new-mail NOTIFY (delivered on commit).
   const [row] = await tx<{ thread_id: string }[]>`
     with ${threadCtes(tx, {
@@ -133,9 +138,7 @@ export async function storeEmail(tx: Tx, s: StoreInput): Promise<StoredEmail> {
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (
       update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
-       where id = ${s.orgId} and not ${batched}::boolean),
-    ${contactCountsCte(tx, activity)},
-    ${agentActivityCte(tx, activity)}
+       where id = ${s.orgId} and not ${batched}::boolean)${extensions}
     select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
   return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }

@@ -1,11 +1,12 @@
 /**
  * A published agent's last_active_at is the last mail sent from its address: the store of an
- * outbound email (src/mail/store.ts) adds this update to its one statement.
+ * outbound email (src/mail/store.ts) adds this update to its one statement (a store extension,
+ * plugged in by src/plugins.ts).
  */
 import type { Tx } from '../db/client'
-import type { MailBetween } from '../contacts/counters'
+import type { MessageActivity } from '../mail/seams'
 
-export function agentActivityCte(tx: Tx, m: MailBetween) {
+export function agentActivityCte(tx: Tx, m: MessageActivity) {
   const senders = m.direction === 'outbound' && m.from ? [m.from.toLowerCase()] : []
   return tx`agent_activity as (
     update published_agents set last_active_at = greatest(coalesce(last_active_at, ${m.at}), ${m.at})

@@ -116,8 +116,8 @@ export async function compose(send: SendRow, key: SigningKey | null): Promise<Co
 }
 
 /** Stores a composed message as the send's outbound email, in the caller's transaction. */
-export function storeComposed(tx: Tx, send: SendRow, c: Composed, emailId?: string): Promise<StoredEmail> {
-  return storeEmail(tx, {
+export function storeComposed(ctx: AppContext, tx: Tx, send: SendRow, c: Composed, emailId?: string): Promise<StoredEmail> {
+  return storeEmail(ctx, tx, {
     id: emailId,
     orgId: send.org_id,
     direction: 'outbound',
@@ -139,7 +139,7 @@ export function storeComposed(tx: Tx, send: SendRow, c: Composed, emailId?: stri
 async function build(ctx: AppContext, send: SendRow): Promise<Built & { send: SendRow }> {
   const c = await compose(send, await sendingKeyFor(ctx, send))
   const built = await ctx.sql.begin(async tx => {
-    const email = await storeComposed(tx, send, c)
+    const email = await storeComposed(ctx, tx, send, c)
     const [updated] = await tx<SendRow[]>`
       update sends set status = case when status = 'sending' then 'sending' else 'executing' end,
              last_email_id = ${email.id}, last_message_id = ${c.messageId}, thread_id = ${email.threadId},

@@ -304,7 +304,7 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
  */
 function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: Inline; changes: ChangeInput[] }[]> {
   const emailIds = ps.map(p => (p.composed ? randomUUIDv7() : null))
-  const stored = Promise.all(ps.map((p, i) => p.composed && storeComposed(tx, p.row, p.composed, emailIds[i]!)))
+  const stored = Promise.all(ps.map((p, i) => p.composed && storeComposed(ctx, tx, p.row, p.composed, emailIds[i]!)))
   const jobs = enqueueEachWith(tx, insertSends(tx, ps.map((p, i) => ({ row: p.row, emailId: emailIds[i]! }))), EXECUTE_KIND, ps.map(p => ({
     payload: { send_id: p.row.id },
     runAt: p.future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),

@@ -13,7 +13,7 @@ import { postWebhook, type AttemptOutcome } from '../egress/checked-fetch'
 import { attemptBody, type EmailEvent } from './payload'
 import { signedHeaders } from './signing'
 import { checkWebhookUrl } from '../egress/url-safety'
-import { FUNCTION_URL_PREFIX, invokeForDelivery } from '../functions/delivery'
+import { FUNCTION_URL_PREFIX } from './endpoints.service'
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'header_confirmed' | 'failed' | 'skipped_by_rules'
 
@@ -94,6 +94,29 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
   return { status, outcome }
 }
 
+/** What became of a delivery to a function endpoint, in the terms of a delivery. */
+export interface FunctionAttempt {
+  ok: boolean
+  confirmed: boolean
+  /** the status the function answered, when it answered */
+  status: number | null
+  durationMs: number
+  code?: string
+  error?: string
+}
+
+/**
+ * Runs the function of an endpoint (`endpointUrl`: function://<id>) on a signed event: the seam
+ * the functions feature plugs into (src/plugins.ts), so that webhooks need not know how
+ * functions run.
+ */
+export type FunctionDelivery = (
+  ctx: AppContext,
+  d: { id: string; orgId: string; endpointUrl: string; eventId: string; emailId: string },
+  body: string,
+  headers: Record<string, string>,
+) => Promise<FunctionAttempt>
+
 /**
  * An attempt at a function endpoint: the function receives the body and signature headers an
  * HTTP endpoint gets. A 2xx answer delivers; a non-2xx one is `http_<status>`; a run that
@@ -102,7 +125,7 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
 async function sendToFunction(ctx: AppContext, d: DeliveryRow, opts: AttemptOptions): Promise<AttemptResult> {
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
   const headers = signedHeaders(await cachedSigningSecrets(ctx, d.org_id), d.event_id, body)
-  const outcome = await invokeForDelivery(ctx, { id: d.id, orgId: d.org_id, endpointUrl: d.endpoint_url, eventId: d.event_id, emailId: d.payload.email.id }, body, headers)
+  const outcome = await ctx.plugins.deliverToFunction(ctx, { id: d.id, orgId: d.org_id, endpointUrl: d.endpoint_url, eventId: d.event_id, emailId: d.payload.email.id }, body, headers)
   if (outcome.ok) {
     const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
     await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status })

@@ -70,9 +70,12 @@ export interface EndpointPatch {
   rules?: EndpointRules
 }
 
+/** The scheme of a function endpoint's URL: function://<function_id>. */
+export const FUNCTION_URL_PREFIX = 'function://'
+
 /** The URL a delivery records: the receiver's, or the opaque function://<id> of a function. */
 export function endpointUrl(row: Pick<EndpointRow, 'kind' | 'url' | 'function_id'>): string {
-  return row.kind === 'function' ? `function://${row.function_id}` : row.url!
+  return row.kind === 'function' ? `${FUNCTION_URL_PREFIX}${row.function_id}` : row.url!
 }
 
 export function presentEndpoint(row: EndpointRow) {

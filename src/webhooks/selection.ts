@@ -13,6 +13,7 @@ import type { Tx } from '../db/client'
 import { enqueueWith } from '../jobs/queue'
 import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
+import type { ReceivedMailConsumer } from '../mail/seams'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
 import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
@@ -147,4 +148,10 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     created.push(deliveryCreated({ id, orgId: email.orgId, endpointId: endpoint.id, eventId: event, eventType: email.eventType, emailId: email.id, status, reason: skipped }))
   }
   return created
+}
+
+/** Received mail's webhook deliveries: a consumer of the inbound store (src/plugins.ts), one routing cache per batch. */
+export const webhookDeliveries: ReceivedMailConsumer = ctx => {
+  const routing = routingCache()
+  return (tx, email, mail) => enqueueDeliveries(tx, ctx, email, mail, routing)
 }

@@ -1,7 +1,7 @@
 /** The paying side and the books: spend policy, declined payments and the ledger (JSON or CSV). */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { requireOwnerOrAdmin } from '../http/auth'
+import { requireOwnerOrAdmin } from '../account/roles'
 import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { OneOf } from '../http/schema'

@@ -1,7 +1,7 @@
 /** POST/GET /v1/x402/payout-addresses, and the statement to sign. */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { requireOwnerOrAdmin } from '../http/auth'
+import { requireOwnerOrAdmin } from '../account/roles'
 import { Ok } from '../http/envelope'
 import { x402Access } from './access'
 import { Address, NetworkSchema, PayoutAddress } from './model'

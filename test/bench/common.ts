@@ -3,8 +3,18 @@ import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import type { Sql } from '../../src/db/client'
+import { loadConfig } from '../../src/config'
+import { createContext, type AppContext } from '../../src/context'
+import { ServerKeys } from '../../src/crypto'
+import { PLUGINS } from '../../src/plugins'
 
 /** A free loopback port (the listener that found it is closed again at once). */
+const BENCH_SECRET = 'bench-secret-0123456789abcdef0123456789'
+
+/** A context on the bench's database with the service's plugins, for sections that call services directly. */
+export const benchContext = (sql: Sql): AppContext =>
+  createContext(loadConfig({ SECRET_KEY: BENCH_SECRET, LOG_LEVEL: 'silent' }), sql, new ServerKeys(BENCH_SECRET), { plugins: PLUGINS })
+
 export async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = s.port

@@ -17,7 +17,7 @@ import { createOrgCommand, setApiLimitCommand } from '../../src/admin/commands'
 import { parseMail } from '../../src/mail/inbound/parse'
 import { NO_VERDICTS } from '../../src/mail/inbound/authenticate'
 import { storeEmail } from '../../src/mail/store'
-import { freePort, startService, stopAll, waitForHttp, wrk, type WrkResult } from './common'
+import { benchContext, freePort, startService, stopAll, waitForHttp, wrk, type WrkResult } from './common'
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -27,11 +27,12 @@ const dir = import.meta.dir
 
 /** 100 received messages in the organization's mailbox, stored as the inbound path stores them. */
 async function seedMailbox(sql: Sql, orgId: string) {
+  const ctx = benchContext(sql)
   for (let i = 0; i < 100; i++) {
     const raw = new TextEncoder().encode(`From: Sam <sam@sender.example>\r\nTo: agent@${MANAGED_DOMAIN}\r\nSubject: Message ${i}\r\nMessage-ID: <m${i}@sender.example>\r\n\r\nHello ${i}\r\n`)
     const mail = await parseMail(raw)
     await sql.begin(tx =>
-      storeEmail(tx, { orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: [`agent@${MANAGED_DOMAIN}`], auth: NO_VERDICTS }),
+      storeEmail(ctx, tx, { orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: [`agent@${MANAGED_DOMAIN}`], auth: NO_VERDICTS }),
     )
   }
 }

@@ -10,18 +10,15 @@
  * (Where autovacuum is on, sql/0027's per-table settings make it do the same.)
  */
 import type { Sql } from '../../src/db/client'
-import { loadConfig } from '../../src/config'
-import { createContext } from '../../src/context'
-import { ServerKeys } from '../../src/crypto'
 import { enqueue } from '../../src/jobs/queue'
 import { startWorker } from '../../src/jobs/worker'
 import type { JobKind } from '../../src/jobs/kind'
 import { plannerJob } from '../../src/maintenance/planner.job'
+import { benchContext } from './common'
 
 const RATE = Number(process.env.BENCH_JOBS_RATE ?? 500)
 const SECONDS = Number(process.env.BENCH_JOBS_SECONDS ?? 180)
 const SAMPLES = 5
-const SECRET = 'bench-secret-0123456789abcdef0123456789'
 
 interface Sample { at_s: number; dead: number; live: number; bytes: number }
 
@@ -33,7 +30,7 @@ async function sample(sql: Sql, started: number): Promise<Sample> {
 }
 
 async function churn(sql: Sql, kinds: JobKind[]): Promise<{ samples: Sample[]; ran: number }> {
-  const ctx = createContext(loadConfig({ SECRET_KEY: SECRET, LOG_LEVEL: 'silent' }), sql, new ServerKeys(SECRET))
+  const ctx = benchContext(sql)
   let ran = 0
   const noop: JobKind = { kind: 'bench.noop', handle: async () => void ran++ }
   const worker = await startWorker(ctx, { kinds: [noop, ...kinds], pollMs: 100 })

@@ -22,6 +22,7 @@ import { setLogLevel } from '../../src/log'
 import { inboundHooks } from '../../src/mail/inbound/smtp-hooks'
 import { smtpOptions } from '../../src/roles'
 import { startSmtpServer } from '../../src/smtp/server'
+import { PLUGINS } from '../../src/plugins'
 
 const [mode, portArg] = process.argv.slice(2)
 const port = Number(portArg)
@@ -63,7 +64,7 @@ if (mode === 'smtp-server') {
     if (!config.DATABASE_URL) throw new Error('durable target needs DATABASE_URL')
     const db = await openDatabase(config)
     const records = JSON.parse(process.env.BENCH_DNS ?? '{}') as MemoryRecords
-    const ctx = createContext(config, db.sql, new ServerKeys(SECRET), { resolver: memoryResolver(records) })
+    const ctx = createContext(config, db.sql, new ServerKeys(SECRET), { plugins: PLUGINS, resolver: memoryResolver(records) })
     const smtp = await startSmtpServer(smtpOptions(config), inboundHooks(ctx))
     stop = async () => {
       await smtp.stop(1000)

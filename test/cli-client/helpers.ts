@@ -14,6 +14,7 @@ import { startRoles, type RunningRoles } from '../../src/roles'
 import { relayOf } from '../../src/sending/relay'
 import { TEST_SECRET, testConfig, testSql } from '../helpers/app'
 import { startTestRelay, type TestRelay } from '../helpers/relay'
+import { PLUGINS } from '../../src/plugins'
 
 export const BIN = join(import.meta.dir, '../../bin/agent-mail')
 
@@ -55,7 +56,7 @@ export async function cliService(opts: { worker?: boolean; outbox?: boolean; env
     testConfig({ PUBLIC_URL: origin, PORT: String(port), HOST: '127.0.0.1', ...(!opts.outbox && { SMTP_RELAY_URL: relay.url }), RELAY_TIMEOUT_MS: '10000', SMTP_HOSTNAME: 'mx.test.local', SMTP_PORT: '0', SHUTDOWN_GRACE_MS: '1000', ...opts.env }),
     await testSql(),
     new ServerKeys(TEST_SECRET),
-    { resolver: memoryResolver({}) },
+    { plugins: PLUGINS, resolver: memoryResolver({}) },
   )
   const roles: RunningRoles = await startRoles(ctx, opts.worker ? ['api', 'smtp', 'worker'] : ['api', 'smtp'], { embedded: true })
   const home = mkdtempSync(join(tmpdir(), 'agent-mail-cli-'))

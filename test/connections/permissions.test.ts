@@ -35,7 +35,7 @@ async function outbound(from: string, subject: string): Promise<string> {
   const mail = await parseMail(raw)
   const sql = await testSql()
   const stored = await sql.begin(tx =>
-    storeEmail(tx, { orgId: org.orgId, direction: 'outbound', eventType: 'email.received', mail, raw, mailFrom: from, rcptTo: ['someone@example.com'], auth: NO_VERDICTS }),
+    storeEmail(t.ctx, tx, { orgId: org.orgId, direction: 'outbound', eventType: 'email.received', mail, raw, mailFrom: from, rcptTo: ['someone@example.com'], auth: NO_VERDICTS }),
   )
   return stored.id
 }

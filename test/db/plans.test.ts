@@ -29,6 +29,7 @@ import { seedMailbox } from '../helpers/mailbox-seed'
 import { testDatabase } from '../helpers/database'
 import { TEST_SECRET, testConfig } from '../helpers/app'
 import { rfc822 } from '../helpers/mail'
+import { PLUGINS } from '../../src/plugins'
 
 // auto_explain and a database of its own need the PostgreSQL server; the embedded fallback is neither.
 const embedded = (await testDatabase()).kind === 'pglite'
@@ -129,7 +130,7 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
     await freshDatabase()
     const big = await mailbox(SIZE)
     const session = explaining('force_generic_plan')
-    const ctx = createContext(config, session.client, new ServerKeys(TEST_SECRET), { resolver: memoryResolver({}) })
+    const ctx = createContext(config, session.client, new ServerKeys(TEST_SECRET), { plugins: PLUGINS, resolver: memoryResolver({}) })
     try {
       const plans = new Map<string, string[]>()
       const run = async (what: string, f: () => Promise<unknown>) => {

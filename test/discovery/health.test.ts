@@ -7,6 +7,7 @@ import { connectUrl } from '../../src/db/client'
 import pkg from '../../package.json'
 import { testApp, testConfig, TEST_SECRET } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
+import { PLUGINS } from '../../src/plugins'
 
 const { request } = await testApp()
 
@@ -23,7 +24,7 @@ describe('GET /v1/health', () => {
   })
 
   test('503 with the database down: the error envelope, Retry-After, and the typed payload in details', async () => {
-    const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET))
+    const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET), { plugins: PLUGINS })
     const app = createApp(ctx)
     try {
       const res = await app.handle(new Request('http://api.test.local/v1/health', { headers: { 'x-forwarded-for': '192.0.2.200' } }))

@@ -16,6 +16,7 @@ import { testDatabase } from '../helpers/database'
 import { unique } from '../helpers/identity'
 import { managedAddress, rfc822 } from '../helpers/mail'
 import { gql, gqlData } from './helpers'
+import { PLUGINS } from '../../src/plugins'
 
 let t: TestApp
 let org: TestOrg
@@ -83,7 +84,7 @@ describe.skipIf(!onServer)('batch loading', () => {
   beforeAll(async () => {
     const db = await testDatabase()
     client = postgres(db.url, { max: 2, onnotice: () => {}, types: { bigint: postgres.BigInt }, transform: { undefined: null }, debug: (_c, query) => void statements.push(query) })
-    const ctx = createContext(testConfig(), client, new ServerKeys(TEST_SECRET), { resolver: memoryResolver({}) })
+    const ctx = createContext(testConfig(), client, new ServerKeys(TEST_SECRET), { plugins: PLUGINS, resolver: memoryResolver({}) })
     const app = createApp(ctx)
     counted = async (method, path, opts = {}) => {
       const res = await app.handle(new Request(`http://api.test.local${path}`, { method, headers: { authorization: `Bearer ${opts.key}`, 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' }, body: JSON.stringify(opts.body) }))

@@ -1,5 +1,6 @@
 /** The app harness: an app instance on the test database, a request helper and factories. */
 import { createApp } from '../../src/app'
+import { serveApiCallsWith } from '../../src/functions/guest-fetch'
 import { loadConfig, type Config } from '../../src/config'
 import { createContext, type AppContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
@@ -10,6 +11,7 @@ import { addMember, ensureUser, insertOrg } from '../../src/account/orgs'
 import type { Plan } from '../../src/account/plans'
 import type { Role } from '../../src/auth/principal'
 import { testDatabase } from './database'
+import { PLUGINS } from '../../src/plugins'
 
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef-0123456789'
 
@@ -48,8 +50,9 @@ const nextIp = () => `198.51.100.${(ipCounter = (ipCounter % 250) + 1)}.${Math.f
 
 /** `opts.resolver` replaces DNS (e.g. `memoryResolver(records)`); by default the system resolver. */
 export async function testApp(env: Record<string, string> = {}, opts: { resolver?: Resolver } = {}): Promise<TestApp> {
-  const ctx = createContext(testConfig(env), await testSql(), new ServerKeys(TEST_SECRET), opts)
+  const ctx = createContext(testConfig(env), await testSql(), new ServerKeys(TEST_SECRET), { plugins: PLUGINS, ...opts })
   const app = createApp(ctx)
+  serveApiCallsWith(ctx, async () => request => app.handle(request))
   const defaultIp = nextIp()
   return {
     ctx,

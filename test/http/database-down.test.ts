@@ -13,10 +13,11 @@ import { createOrg, testConfig, TEST_SECRET, type TestResponse } from '../helper
 import { testDatabase } from '../helpers/database'
 import { expectError, expectOk } from '../helpers/envelope'
 import { proxiedDatabase } from '../helpers/tcp-proxy'
+import { PLUGINS } from '../../src/plugins'
 
 const db = await testDatabase()
 const { proxy, sql: proxied } = proxiedDatabase(db.url, 2)
-const ctx = createContext(testConfig(), proxied, new ServerKeys(TEST_SECRET))
+const ctx = createContext(testConfig(), proxied, new ServerKeys(TEST_SECRET), { plugins: PLUGINS })
 const app = createApp(ctx)
 const org = await createOrg()
 

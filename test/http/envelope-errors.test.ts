@@ -8,6 +8,7 @@ import { ServerKeys } from '../../src/crypto'
 import { connectUrl } from '../../src/db/client'
 import { createOrg, testApp, testConfig, TEST_SECRET, type TestResponse } from '../helpers/app'
 import { expectError, expectNoLeak, expectOk, expectRequestId } from '../helpers/envelope'
+import { PLUGINS } from '../../src/plugins'
 
 const app = await testApp({ MAX_BODY_BYTES: '2048' })
 const org = await createOrg()
@@ -204,7 +205,7 @@ describe('schema validation names the field', () => {
 
 describe('server faults', () => {
   test('an unreachable database is 503 database_unavailable with Retry-After, no stack or address', async () => {
-    const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET))
+    const ctx = createContext(testConfig(), connectUrl('postgres://postgres@127.0.0.1:1/x', 1), new ServerKeys(TEST_SECRET), { plugins: PLUGINS })
     const dead = createApp(ctx)
     try {
       const res = await dead.handle(new Request('http://api.test.local/v1/whoami', { headers: { authorization: `Bearer ${org.key}` } }))

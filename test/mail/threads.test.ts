@@ -56,7 +56,7 @@ describe('threads by reference before subject', () => {
         const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: 'x@y.example', Subject: 'lookups', ...headers }, 'x\n'))
         const mail = await parseMail(raw)
         statements.length = 0
-        await sql.begin(tx => storeEmail(tx, { orgId: org.orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: ['x@y.example'], auth: NO_VERDICTS }))
+        await sql.begin(tx => storeEmail(h.ctx, tx, { orgId: org.orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: ['x@y.example'], auth: NO_VERDICTS }))
         return statements.find(q => q.includes('insert into emails'))!
       }
       const lookup = /from emails where/

@@ -11,6 +11,7 @@ import { createApp } from '../../src/app'
 import { createContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
 import { createOrg, TEST_SECRET, testConfig, testSql } from '../helpers/app'
+import { PLUGINS } from '../../src/plugins'
 
 const RUNNER = join(import.meta.dir, '../../node_modules/@modelcontextprotocol/conformance/dist/index.js')
 export const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection']
@@ -29,7 +30,7 @@ beforeAll(async () => {
   const port = await freePort()
   const proxyPort = await freePort()
   // the runner talks to the proxy, so the proxy's origin is the service's own (the Origin check)
-  const ctx = createContext(testConfig({ PUBLIC_URL: `http://localhost:${proxyPort}` }), await testSql(), new ServerKeys(TEST_SECRET))
+  const ctx = createContext(testConfig({ PUBLIC_URL: `http://localhost:${proxyPort}` }), await testSql(), new ServerKeys(TEST_SECRET), { plugins: PLUGINS })
   app = createApp(ctx).listen({ port, hostname: '127.0.0.1' })
   const org = await createOrg()
   proxy = Bun.serve({

@@ -11,6 +11,7 @@ import { ServerKeys } from '../../src/crypto'
 import { addMember, ensureUser } from '../../src/account/orgs'
 import type { Role } from '../../src/auth/principal'
 import { createOrg, TEST_SECRET, testConfig, testSql } from '../helpers/app'
+import { PLUGINS } from '../../src/plugins'
 
 let ipCounter = 0
 
@@ -38,7 +39,7 @@ export async function oauthServer(env: Record<string, string> = {}): Promise<OAu
   // PUBLIC_URL must be known before the app is built, so take a free port first
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
-  const ctx = createContext(testConfig({ PUBLIC_URL: origin, ...env }), await testSql(), new ServerKeys(TEST_SECRET))
+  const ctx = createContext(testConfig({ PUBLIC_URL: origin, ...env }), await testSql(), new ServerKeys(TEST_SECRET), { plugins: PLUGINS })
   const app = createApp(ctx).listen({ port, hostname: '127.0.0.1' })
   const ip = `203.0.113.${(ipCounter = (ipCounter % 250) + 1)}.${process.pid}.${Math.floor(Math.random() * 1e6)}`
   const withIp = (from: string, init: RequestInit = {}): RequestInit => {

@@ -17,14 +17,13 @@ import { GroupCommit } from '../../db/group-commit'
 import type { Resolver } from '../../dns/resolver'
 import { log } from '../../log'
 import { countStored, reserveStorage, storeEmail, type StorageCounts, type StoredEmail } from '../store'
-import { enqueueDeliveries, routingCache } from '../../webhooks/selection'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
+import type { ReceivedMailConsumer } from '../seams'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
-import { enqueueInboundStep } from '../../x402/email/step-mail'
 
 export interface InboundMessage {
   raw: Uint8Array
@@ -88,7 +87,7 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
   // transaction's connection, and PostgreSQL runs them in issue order, so a reply stored later
   // in the batch finds the thread of a message stored earlier in it.
   const results = await ctx.sql.begin(async tx => {
-    const routing = routingCache()
+    const consumers = ctx.plugins.receivedMail.map(consumer => consumer(ctx))
     const counted: StorageCounts = new Map()
     const changes: ChangeInput[] = []
     // sent now, so it is in force before the first store
@@ -97,7 +96,7 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     // failure postgres.js rolls back, and a statement a chain sent after that would run outside
     // the transaction and commit on its own. Once one statement failed, every later one of the
     // transaction fails too, so waiting for all of them is short.
-    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, routing, counted, changes))])
+    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, consumers, counted, changes))])
     const failed = settled.find(r => r.status === 'rejected')
     if (failed) throw failed.reason
     const results = settled.slice(1).map(r => (r as PromiseFulfilledResult<IngestResult>).value)
@@ -136,7 +135,7 @@ const mailSignals = (stored: StoredEmail[]) => [...addressesByOrg(stored)].map((
  * `changes` the feed's record of each copy, written at the end of the batch.
  */
 async function storeCopies(
-  tx: Tx, ctx: AppContext, p: PreparedMessage, routing: ReturnType<typeof routingCache>, counted: StorageCounts, changes: ChangeInput[],
+  tx: Tx, ctx: AppContext, p: PreparedMessage, consumers: ReturnType<ReceivedMailConsumer>[], counted: StorageCounts, changes: ChangeInput[],
 ): Promise<IngestResult> {
   const out: IngestResult = { stored: [], refused: [] }
   const bytes = p.msg.raw.byteLength
@@ -147,7 +146,7 @@ async function storeCopies(
       out.refused.push(orgId)
       continue
     }
-    const email = await storeEmail(tx, {
+    const email = await storeEmail(ctx, tx, {
       orgId, direction: 'inbound', eventType: p.eventType, mail: p.mail, raw: p.msg.raw, mailFrom: p.msg.mailFrom, rcptTo, auth: p.auth,
       session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls }, batched: true,
     })
@@ -155,10 +154,9 @@ async function storeCopies(
       const c = counted.get(orgId) ?? { bytes: 0, emails: 0 }
       counted.set(orgId, { bytes: c.bytes + bytes, emails: c.emails + 1 })
     }
-    const deliveries = await enqueueDeliveries(tx, ctx, email, p.mail, routing)
-    // a step of an email-native x402 interaction is acted on by its own job
-    await enqueueInboundStep(tx, email, p.mail)
-    changes.push(receivedChange(email, p), ...deliveries)
+    changes.push(receivedChange(email, p))
+    // what the features do with received mail (webhook deliveries, x402 steps), in this transaction
+    for (const received of consumers) changes.push(...((await received(tx, email, p.mail)) ?? []))
     out.stored.push(email)
   }
   return out

@@ -4,7 +4,7 @@
  * itself and the books (the ledger and the payments the policy declined).
  */
 import { Type } from '@sinclair/typebox'
-import { requireOwnerOrAdmin } from '../../http/auth'
+import { requireOwnerOrAdmin } from '../../account/roles'
 import { idempotent } from '../../http/idempotency'
 import { OneOf } from '../../http/schema'
 import { parseTimestamp } from '../../http/timestamps'

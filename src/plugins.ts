@@ -1,0 +1,20 @@
+/**
+ * What every feature plugs into the core's seams, in one place (as src/job-kinds.ts lists the
+ * job kinds): the core calls these without naming a feature. Each seam is typed where the core
+ * declares it (`Plugins` in src/context.ts says which module calls it).
+ */
+import { resolveCredential } from './auth/credentials'
+import { contactCountsCte } from './contacts/counters'
+import type { Plugins } from './context'
+import { invokeForDelivery } from './functions/delivery'
+import { agentActivityCte } from './networks/activity'
+import { webhookDeliveries } from './webhooks/selection'
+import { inboundSteps } from './x402/email/step-mail'
+
+export const PLUGINS: Plugins = {
+  resolveCredential,
+  storeExtensions: [contactCountsCte, agentActivityCte],
+  // in this order: a message's webhook deliveries are created before its x402 step's job
+  receivedMail: [webhookDeliveries, inboundSteps],
+  deliverToFunction: invokeForDelivery,
+}
