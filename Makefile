@@ -6,7 +6,7 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 # The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: dev test test-unit bench start typecheck install clean cli
+.PHONY: dev test test-unit lint format bench start typecheck install clean cli
 
 dev: install
 	$(BUN) run src/dev.ts
@@ -17,6 +17,16 @@ test: install
 # The tests that need no database (*.unit.test.ts); one that asks for it fails.
 test-unit: install
 	TEST_DATABASE=none $(BUN) test --timeout 30000 .unit.test.ts
+
+# The floor plan (.dependency-cruiser.cjs, docs/architecture.md) and Biome's lint and format
+# checks (biome.jsonc). dependency-cruiser runs on Bun's runtime: it refuses Node.js 20.
+lint: install
+	$(BUN) --bun node_modules/.bin/depcruise src --config .dependency-cruiser.cjs
+	$(BUN) --bun node_modules/.bin/biome lint .
+
+# Rewrites the code in the project's format.
+format: install
+	$(BUN) --bun node_modules/.bin/biome format --write .
 
 bench: install
 	$(BUN) run test/bench/run.ts

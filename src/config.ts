@@ -103,6 +103,7 @@ function shown(key: string, value: string): string {
 }
 
 /** What a setting accepts, in words, from its schema. */
+// biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes of any shape
 function allowed(schema: Record<string, any>): string {
   const about = schema.description ? `\n      (${schema.description})` : ''
   if (schema.anyOf) return `one of ${schema.anyOf.map((s: { const: string }) => s.const).join(', ')}${about}`
@@ -126,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const withDefaults = Value.Default(ConfigSchema, raw) as Static<typeof ConfigSchema>
   const bad = new Set([...Value.Errors(ConfigSchema, withDefaults)].map(e => e.path.slice(1)))
   if (bad.size) {
+    // biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes of any shape
     const properties = ConfigSchema.properties as Record<string, Record<string, any>>
     throw new ConfigError([...bad].map(key => ({ key, value: shown(key, env[key] ?? ''), allowed: allowed(properties[key]!) })))
   }

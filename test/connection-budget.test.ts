@@ -12,7 +12,9 @@ import { until } from './helpers/until'
 
 const db = await testDatabase()
 const cleanup: (() => unknown)[] = []
-afterAll(() => cleanup.forEach(fn => fn()))
+afterAll(() => {
+  for (const fn of cleanup) fn()
+})
 
 /** A connection that records what it is sent and whether the server closed it. */
 function open(port: number) {

@@ -126,7 +126,7 @@ describe.skipIf(db.kind !== 'postgres')('make dev on DATABASE_URL', () => {
       expect(error?.code).toBe('EADDRINUSE')
       const message = explainStartupFailure(error, env, 'make dev')!
       expect(message).toContain(`PORT ${taken.port} is already in use on 127.0.0.1`)
-      expect(message).toMatch(new RegExp(`^  PORT=\\d+ make dev$`, 'm'))
+      expect(message).toMatch(/^ {2}PORT=\d+ make dev$/m)
     } finally {
       taken.stop(true)
     }

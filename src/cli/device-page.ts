@@ -133,7 +133,7 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
   if ('error' in read) return refused(400, 'The form could not be read', read.error)
   const form = read.form
   const page = await findPage(ctx.sql, form.get('page_id') ?? '')
-  if (!page || !page.live || page.completed_at) return refused(400, 'This page has expired', 'The sign-in page is unknown, expired or already finished. Reload it to start over.')
+  if (!page?.live || page.completed_at) return refused(400, 'This page has expired', 'The sign-in page is unknown, expired or already finished. Reload it to start over.')
   const csrf = form.get('csrf_token') ?? ''
   if (!safeEqual(sha256(csrf), page.csrf_hash) || !safeEqual(sha256(browserIds.read(request) ?? ''), page.browser_hash)) {
     return refused(403, 'This form was not issued to this browser', 'The form does not belong to this browser session.')

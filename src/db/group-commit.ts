@@ -47,7 +47,7 @@ export class GroupCommit<I, O> {
   private async writeBatch(batch: Pending<I, O>[]): Promise<void> {
     try {
       const results = await this.write(batch.map(p => p.item))
-      batch.forEach((p, i) => p.resolve(results[i]!))
+      for (const [i, p] of batch.entries()) p.resolve(results[i]!)
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error)
       // At once rather than one after another: items that wait on something (a lock) wait together.

@@ -32,11 +32,11 @@ const INIT = `window.addEventListener('load', function () {
 })
 `
 
-const escape = (s: unknown) => String(s).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
+const escapeHtml = (s: unknown) => String(s).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
 function table(head: string[], rows: unknown[][]): string {
-  return `<table><thead><tr>${head.map(h => `<th>${escape(h)}</th>`).join('')}</tr></thead><tbody>${rows
-    .map(r => `<tr>${r.map(c => `<td>${escape(c)}</td>`).join('')}</tr>`)
+  return `<table><thead><tr>${head.map(h => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map(r => `<tr>${r.map(c => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`)
     .join('')}</tbody></table>`
 }
 
@@ -57,7 +57,7 @@ export function docsPage(doc: Json): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(info.title)} API reference</title>
+<title>${escapeHtml(info.title)} API reference</title>
 <link rel="icon" href="/docs/assets/favicon-32x32.png">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 <style>
@@ -71,8 +71,8 @@ export function docsPage(doc: Json): string {
 <body>
 <main>
 <section class="guide">
-<h1>${escape(info.title)} <small>${escape(info.version)}</small></h1>
-<p>${escape(info.description)}</p>
+<h1>${escapeHtml(info.title)} <small>${escapeHtml(info.version)}</small></h1>
+<p>${escapeHtml(info.description)}</p>
 <p>The machine-readable document: <a href="/v1/openapi"><code>/v1/openapi</code></a> (OpenAPI 3.1).</p>
 <h2 id="errors">Errors</h2>
 <p>Every error is <code>{success: false, error: {code, message, details?, gates?}}</code>. Branch on <code>code</code>; validation messages read <code>field: reason</code>. Codes that ask you to wait carry <code>Retry-After</code>.</p>

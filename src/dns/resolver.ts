@@ -8,6 +8,7 @@ import { promises as dns } from 'node:dns'
 import { LRUCache } from 'lru-cache'
 
 export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'NS' | 'PTR' | 'SOA'
+// biome-ignore lint/suspicious/noExplicitAny: the answer's shape depends on the record type
 export type Resolver = (name: string, rrtype: RecordType) => Promise<any>
 
 const MAX_CHARACTER_STRING = 255

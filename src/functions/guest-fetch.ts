@@ -13,7 +13,7 @@
 import { isIP } from 'node:net'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
-import { checkWebhookUrl } from '../egress/url-safety'
+import { checkWebhookUrl, type CheckedUrl } from '../egress/url-safety'
 import { RESPONSE_BYTES, SUBREQUEST_TIMEOUT_MS } from './limits'
 import type { FetchAnswer, GuestFetch } from './sandbox/protocol'
 
@@ -130,7 +130,7 @@ export async function serveGuestFetch(ctx: AppContext, scope: FetchScope, arg: G
     if (scope.dryRun && !READS.has(arg.method.toUpperCase())) {
       return json(403, { success: false, error: { code: 'forbidden', message: `dry run: ${arg.method.toUpperCase()} requests to other services are not sent` } }, url.href)
     }
-    let target
+    let target: CheckedUrl
     try {
       target = await checkWebhookUrl(url.href, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
     } catch (error) {

@@ -182,7 +182,7 @@ async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionI
       from endpoints e left join domains d on d.id = e.domain_id
      where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
   const none = () => errors.conflict('function: no address routes to it; route it first (PUT /v1/functions/{id}/route) to a domain, or to the fallback with a managed inbox or a verified domain without its own endpoint')
-  if (!row || !row.enabled) throw none()
+  if (!row?.enabled) throw none()
   if (row.is_route_target) {
     if (row.route) return row.route
     throw none()
@@ -268,7 +268,7 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
     select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
       from emails e left join email_contents c on c.email_id = e.id
      where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
-  if (!row || !row.raw) throw errors.notFound('email_id')
+  if (!row?.raw) throw errors.notFound('email_id')
   if (deploymentId) {
     const [d] = await ctx.sql`select status from function_deployments where id = ${deploymentId} and function_id = ${functionId} and org_id = ${orgId}`
     if (!d) throw errors.notFound('deployment_id')

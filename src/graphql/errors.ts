@@ -4,7 +4,7 @@
  * not_found, ...) and `extensions.details` its details, if any.
  */
 import type { GraphQLError } from 'graphql'
-import { ApiError } from '../errors'
+import type { ApiError } from '../errors'
 import { toApiError } from '../http/render-error'
 import { log } from '../log'
 

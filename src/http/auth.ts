@@ -6,9 +6,9 @@
  */
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
-import type { Auth, Role } from '../auth/principal'
+import type { Auth } from '../auth/principal'
 import { checkCredentialScope } from './credential-scope'
-import { ApiError, errors } from '../errors'
+import { type ApiError, errors } from '../errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
 import { clientSocketAddress, requestFacts } from '../request-context'
 

@@ -32,6 +32,7 @@ export const COUNT_CAP = 10_000
 /** One page of an organization's list, as `listPage` reads it: `select <columns> from <from> <join> where <where>`. */
 export interface ListQuery {
   /** the select list: sql`*`, or sql([...names]) for named columns */
+  // biome-ignore lint/suspicious/noExplicitAny: postgres.js helpers of any column list
   columns: postgres.Fragment | postgres.Helper<any>
   /** the table the rows and the total come from, with its alias when the filter or columns use one */
   from: postgres.Fragment

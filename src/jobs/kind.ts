@@ -6,6 +6,7 @@
 import type { AppContext } from '../context'
 import type { Job } from './queue'
 
+// biome-ignore lint/suspicious/noExplicitAny: a registry of kinds with different payloads
 export interface JobKind<P = any> {
   kind: string
   /** handles one attempt; throwing schedules a retry */

@@ -96,7 +96,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
       } catch (error) {
         attempts = group.map(() => Promise.reject(error))
       }
-      group.forEach((job, i) => track(runJob(ctx, kind, job, attempts?.[i])))
+      for (const [i, job] of group.entries()) track(runJob(ctx, kind, job, attempts?.[i]))
     }
   }
 

@@ -45,4 +45,4 @@ export async function cleanup(ctx: AppContext) {
   log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, send_counts: sendCounts.count, x402_totals: x402Totals.count, ...identity, expired_memories: memories, pruned_changes: changes })
 }
 
-export const cleanupJob: JobKind<{}> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }
+export const cleanupJob: JobKind<Record<string, never>> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

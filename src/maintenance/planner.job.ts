@@ -7,7 +7,7 @@ import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { refreshStatistics } from '../db/statistics'
 
-export const plannerJob: JobKind<{}> = {
+export const plannerJob: JobKind<Record<string, never>> = {
   kind: 'maintenance.statistics',
   everyMs: 15_000,
   async handle(ctx) {

@@ -76,7 +76,7 @@ export async function authorizeSubmit(ctx: AppContext, request: Request, body: u
   if ('error' in read) return refused(400, 'The form could not be read', read.error)
   const form = read.form
   const pending = await findAuthorizationRequest(ctx.sql, form.get('request_id') ?? '')
-  if (!pending || !pending.live || pending.completed_at) {
+  if (!pending?.live || pending.completed_at) {
     return refused(400, 'This sign-in page has expired', 'The authorization request is unknown, expired or already finished.')
   }
   const csrf = form.get('csrf_token') ?? ''

@@ -108,7 +108,7 @@ async function exchangeCode(tx: Tx, config: Config, client: ClientRow, form: For
 async function refresh(tx: Tx, config: Config, client: ClientRow, form: Form, token: string): Promise<Outcome> {
   const hash = sha256(token)
   const row = await findToken(tx, hash, { lock: true })
-  if (!row || row.kind !== 'refresh') return invalidGrant('refresh_token: unknown')
+  if (row?.kind !== 'refresh') return invalidGrant('refresh_token: unknown')
   if (row.client_id !== client.id) return invalidGrant('refresh_token: was issued to another client')
   if (row.grant_revoked) return invalidGrant('refresh_token: revoked')
   if (row.used) {

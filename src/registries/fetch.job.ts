@@ -49,7 +49,7 @@ export const registryFetchJob: JobKind<{ registry_id: string }> = {
   async handle(ctx, payload) {
     const [registry] = await ctx.sql<{ id: string; url: string }[]>`select id, url from registries where id = ${payload.registry_id}`
     if (!registry) return
-    let cards
+    let cards: Awaited<ReturnType<typeof fetchCards>>
     try {
       cards = await fetchCards(ctx, registry.url)
     } catch (error) {

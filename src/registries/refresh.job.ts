@@ -10,7 +10,7 @@ import { fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
 export const REFRESH_AFTER_HOURS = 6
 const BATCH = 500
 
-export const registryRefreshJob: JobKind<{}> = {
+export const registryRefreshJob: JobKind<Record<string, never>> = {
   kind: 'registries.refresh',
   everyMs: 15 * 60_000,
   async handle(ctx) {

@@ -118,7 +118,7 @@ async function findSignup(sql: Tx, kind: SignupKind, token: string, lock: boolea
 }
 
 const usable = (row: SignupRow | null): row is SignupRow =>
-  row !== null && row.live && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
+  row?.live === true && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
 
 /** A new code for the signup, mailed again; 429 within a minute of the last mail. */
 export async function resendSignup(ctx: AppContext, tx: Tx, kind: SignupKind, token: string): Promise<{ email: string; jobId: string | null }> {

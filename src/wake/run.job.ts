@@ -97,7 +97,7 @@ export const wakeRunJob: JobKind<{ run_id: string }> = {
   kind: WAKE_RUN_KIND,
   async handle(ctx, payload, job) {
     const run = await load(ctx, payload.run_id)
-    if (!run || run.status !== 'pending') return
+    if (run?.status !== 'pending') return
     await ctx.sql`update wake_runs set attempts = ${job.attempts} where id = ${run.id}`
     try {
       const { status } = await attempt(ctx, run, job)

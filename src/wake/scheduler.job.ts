@@ -4,7 +4,7 @@ import { log } from '../log'
 import { WAKE_SCHEDULER_EVERY_MS } from './model'
 import { scheduleDueWakes } from './service'
 
-export const wakeSchedulerJob: JobKind<{}> = {
+export const wakeSchedulerJob: JobKind<Record<string, never>> = {
   kind: 'wake.schedule',
   everyMs: WAKE_SCHEDULER_EVERY_MS,
   async handle(ctx) {

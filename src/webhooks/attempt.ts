@@ -12,7 +12,7 @@ import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from '../egress/checked-fetch'
 import { attemptBody, type EmailEvent } from './payload'
 import { signedHeaders } from './signing'
-import { checkWebhookUrl } from '../egress/url-safety'
+import { checkWebhookUrl, type CheckedUrl } from '../egress/url-safety'
 import { FUNCTION_URL_PREFIX } from './endpoints.service'
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'header_confirmed' | 'failed' | 'skipped_by_rules'
@@ -70,7 +70,7 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
     return { status: 'failed' }
   }
   if (d.endpoint_url.startsWith(FUNCTION_URL_PREFIX)) return sendToFunction(ctx, d, opts)
-  let target
+  let target: CheckedUrl
   try {
     target = await checkWebhookUrl(d.endpoint_url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
   } catch (error) {

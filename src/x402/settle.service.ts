@@ -42,6 +42,7 @@ export interface SettlementRow {
   payer: string
   nonce: string
   amount: string
+  // biome-ignore lint/suspicious/noExplicitAny: x402 wire objects, checked by the facilitator
   payment: { paymentPayload: any; paymentRequirements: any; authorization: Record<string, string>; signature: `0x${string}` }
   status: 'pending' | 'settled' | 'failed'
   tx_hash: string | null

@@ -21,6 +21,7 @@ import { expiredError, payChallenge, type Receipt as ReceiptData } from './pay.s
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64')
 
+// biome-ignore lint/suspicious/noExplicitAny: an x402 header is client JSON, checked where it is read
 function decodeHeader(name: string, value: string): any {
   try {
     const parsed = JSON.parse(Buffer.from(value, 'base64').toString('utf8'))
@@ -47,6 +48,7 @@ function v2Requirements(c: ChallengeRow) {
 }
 
 /** A v2 payload (`{x402Version: 2, accepted, payload}`) as the v1 payload the service verifies. */
+// biome-ignore lint/suspicious/noExplicitAny: an x402 v2 payload as the client sent it
 function fromV2(p: any) {
   const network = typeof p?.accepted?.network === 'string' ? (networkOfCaip2(p.accepted.network) ?? p.accepted.network) : undefined
   return { x402Version: 1, scheme: p?.accepted?.scheme, network, payload: p?.payload }

@@ -175,9 +175,9 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   const [directRate, signingRate, apiRate] = rates as [number, number, number]
   const n = (v: number | string | null | undefined) => String(v ?? '').padStart(10)
   console.log(`${'target'.padEnd(38)}${n('msg/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}${n('client us')}${n('server us')}${n('db us')}`)
-  runs.forEach((r, i) =>
-    console.log(`${r.name.padEnd(38)}${n(rates[i])}${n(r.load.p50_ms.toFixed(2))}${n(r.load.p99_ms.toFixed(2))}${n(r.load.errors)}${n(r.load.cpu_us_per_send)}${n(r.serverUs)}${n(r.dbUs)}`),
-  )
+  for (const [i, r] of runs.entries()) {
+    console.log(`${r.name.padEnd(38)}${n(rates[i])}${n(r.load.p50_ms.toFixed(2))}${n(r.load.p99_ms.toFixed(2))}${n(r.load.errors)}${n(r.load.cpu_us_per_send)}${n(r.serverUs)}${n(r.dbUs)}`)
+  }
   console.log(
     '(msg/s: messages the relay accepted per second in the measured window; p50/p99: per message as the sender sees it; client us: CPU time per message of ' +
       'the sending process (nodemailer, or the HTTP load generator), warm-up included; server us, db us: CPU time per send of the service process and of its PostgreSQL backends)',

@@ -5,14 +5,15 @@ import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { signDownloadToken } from '../../src/emails/download-token'
 
-let h: InboundHarness, alice: TestOrg, aliceAddress: string, bob: TestOrg, bobAddress: string
+let h: InboundHarness, alice: TestOrg, aliceAddress: string, bob: TestOrg
 
 beforeAll(async () => {
   h = await inboundHarness()
   alice = await createOrg({ plan: 'developer' })
   aliceAddress = await managedAddress(h.ctx, alice.orgId)
   bob = await createOrg({ plan: 'developer' })
-  bobAddress = await managedAddress(h.ctx, bob.orgId)
+  // bob has a mailbox of his own, which alice must never see
+  await managedAddress(h.ctx, bob.orgId)
 })
 afterAll(() => h.stop())
 

@@ -1,6 +1,6 @@
 /** GET /v1/emails?wait= wakes when mail is stored, here or in another process. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createOrg, type TestOrg } from '../helpers/app'
+import { createOrg } from '../helpers/app'
 import { expectError } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { until } from '../helpers/until'

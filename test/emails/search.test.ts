@@ -1,6 +1,6 @@
 /** Full-text search of stored mail. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createOrg, testSql, type TestOrg } from '../helpers/app'
+import { createOrg, testSql } from '../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { testDatabase } from '../helpers/database'
 

@@ -7,7 +7,7 @@ import { createContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
 import { connectUrl } from '../../src/db/client'
 import { createOrg, testApp, testConfig, TEST_SECRET, type TestResponse } from '../helpers/app'
-import { expectError, expectNoLeak, expectOk, expectRequestId } from '../helpers/envelope'
+import { expectError, expectOk, expectRequestId } from '../helpers/envelope'
 import { PLUGINS } from '../../src/plugins'
 
 const app = await testApp({ MAX_BODY_BYTES: '2048' })

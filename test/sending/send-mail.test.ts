@@ -293,7 +293,6 @@ describe('who may send', () => {
   test('the per-hour abuse limit answers 429 rate_limited', async () => {
     const busy = await createOrg()
     const address = await managedAddress(app.ctx, busy.orgId)
-    const sql = await testSql()
     await sendsMade(busy.orgId, 1000)
     expectError(await send({ from: address, to: 'x@example.com', subject: 's', body_text: 'x' }, { org: busy }), 429, 'rate_limited')
   })

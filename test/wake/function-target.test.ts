@@ -61,7 +61,7 @@ describe('a wake targeting a function', () => {
     // created five minutes and two seconds ago, every five minutes: its first slot was two seconds ago
     const created = new Date(Date.now() - 302_000)
     const { row: wake } = await createWake(t.ctx.sql, o.orgId, { target: { type: 'function', id: fn.id }, schedule: { every_minutes: 5 }, command: { name: 'digest', payload: { since: 'yesterday' } } }, created)
-    await wakeSchedulerJob.handle(t.ctx, {}, {} as Job<{}>)
+    await wakeSchedulerJob.handle(t.ctx, {}, {} as Job<Record<string, never>>)
 
     const runs = await until(
       async () => expectOk(await t.request('GET', `/v1/wake/${wake.id}/runs`, { key: o.key })) as any[],

@@ -6,7 +6,7 @@ import { matchingRoute } from '../../src/webhooks/recipient-routes.service'
 import { HOOK_URL, randomId, webhookResolver } from './crud-helpers'
 
 const app = await testApp({}, { resolver: webhookResolver() })
-const { ctx, request } = app
+const { request } = app
 const MANAGED = 'agents.test.local'
 
 async function routeTarget(key: string, extra: Record<string, unknown> = {}) {

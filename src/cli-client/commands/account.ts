@@ -2,7 +2,7 @@
 import { hostname } from 'node:os'
 import type { Command } from 'commander'
 import pkg from '../../../package.json'
-import { Api, CliError, EXIT } from '../api'
+import { type Api, CliError, EXIT } from '../api'
 import { credentialsPath, removeCredentials, writeCredentials } from '../config'
 import { ask, color, printJson, table } from '../output'
 import { globals } from '../context'

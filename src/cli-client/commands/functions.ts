@@ -54,7 +54,7 @@ export function functionCommands(program: Command) {
       const existing = await findByName(api, name)
       const payload = JSON.stringify({ name, code })
       const bar = progressBar(Buffer.byteLength(payload), 'uploading')
-      let result
+      let result: any
       try {
         result = existing
           ? (await api.call('PUT', `/v1/functions/${existing.id}`, { rawBody: payload })).data

@@ -115,7 +115,7 @@ export function mailCommands(program: Command) {
       const payload = JSON.stringify(body)
       const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
       const rawBody = bar ? streamed(payload, n => bar.update(n)) : payload
-      let result
+      let result: any
       try {
         result = (await api.call('POST', '/v1/send-mail', { rawBody, headers: { 'idempotency-key': key } })).data
       } finally {

@@ -63,7 +63,7 @@ export function unstructured(name: string, value: string): string {
   assertSingleLine(name, value)
   const used = name.length + 2
   // "=?" in plain text would be read as the start of an encoded word; a 900-character token cannot be folded
-  const plain = PLAIN_TEXT.test(value) && !value.includes('=?') && value.split(' ').every(t => t.length < 900) && !/^ | $|  /.test(value)
+  const plain = PLAIN_TEXT.test(value) && !value.includes('=?') && value.split(' ').every(t => t.length < 900) && !/^ | $| {2}/.test(value)
   return plain ? foldTokens(value.split(' '), used) : foldTokens(encodedWords(value), used)
 }
 
@@ -114,8 +114,8 @@ export function fileParameter(param: 'name' | 'filename', value: string): string
   while (rest.length) {
     // never split a %XX escape
     let cut = Math.min(60, rest.length)
-    const escape = rest.lastIndexOf('%', cut - 1)
-    if (escape > cut - 3 && escape >= 0 && cut < rest.length) cut = escape
+    const percent = rest.lastIndexOf('%', cut - 1)
+    if (percent > cut - 3 && percent >= 0 && cut < rest.length) cut = percent
     pieces.push(rest.slice(0, cut))
     rest = rest.slice(cut)
   }

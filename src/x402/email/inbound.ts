@@ -94,7 +94,7 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   const [e] = await ctx.sql<InboundEmail[]>`
     select e.id, e.org_id, e.direction, e.from_address, e.headers, e.in_reply_to, e."references", e.auth, c.raw
       from emails e join email_contents c on c.email_id = e.id where e.id = ${emailId}`
-  if (!e || e.direction !== 'inbound') return
+  if (e?.direction !== 'inbound') return
   const part = (await attachmentContents(new Uint8Array(e.raw))).find(a => a.filename?.toLowerCase() === STEP_FILENAME)
   if (!part) return
   const parsed = parseStep(part.content)

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createOrg, testSql } from '../../helpers/app'
 import { until } from '../../helpers/until'
-import { inboundHarness, managedAddress, rfc822, type InboundHarness } from '../../helpers/mail'
+import { inboundHarness, managedAddress, type InboundHarness } from '../../helpers/mail'
 import { EMAILS_CHANNEL } from '../../../src/events'
 import { inboundCommits } from '../../../src/mail/inbound/ingest'
 import { testDatabase } from '../../helpers/database'
@@ -76,7 +76,6 @@ describe('stored before the 250, many sessions per commit', () => {
   })
 
   test.skipIf(embedded)('a batch that cannot get a row lock gives up after the lock timeout: its sender gets 451, the mail queued behind it is stored', async () => {
-    const sql = await testSql()
     const stuck = await createOrg()
     const stuckAddress = await managedAddress(h.ctx, stuck.orgId)
     const next = await createOrg()

@@ -1,6 +1,5 @@
 /** Storage accounting and limits of inbound mail. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import nodemailer from 'nodemailer'
 import { createOrg, testSql } from '../../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../../helpers/mail'
 
