@@ -9,7 +9,7 @@ import { expectOk } from '../helpers/envelope'
 import { managedAddress, rfc822 } from '../helpers/mail'
 import { memoryResolver } from '../../src/dns/resolver'
 import { ingest } from '../../src/mail/inbound/ingest'
-import { appFetch, ERAS, mcpClient } from './helpers'
+import { appFetch, ERAS, mcpClient, toolErrorOf } from './helpers'
 
 let t: TestApp
 let org: TestOrg
@@ -104,12 +104,12 @@ describe('connection keys see only the tools and mail of their address', () => {
       const listed = (await call('list_emails', {})).structuredContent.items.map((e: { id: string }) => e.id)
       expect(listed).toContain(ids.toBound)
       expect(listed).not.toContain(ids.toSibling)
-      expect((await call('get_email', { email_id: ids.toSibling })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(await call('get_email', { email_id: ids.toSibling })).code).toBe('not_found')
       const own = (await call('get_email', { email_id: ids.toBound })).structuredContent
       expect(own.raw_url).toBeNull()
       const asSibling = await call('send_email', { from: sibling, to: 'a@example.com', subject: 's', body_text: 'b', idempotency_key: unique() })
-      expect(asSibling.structuredContent.error).toMatchObject({ code: 'forbidden' })
-      expect((await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(asSibling)).toMatchObject({ code: 'forbidden' })
+      expect(toolErrorOf(await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).code).toBe('not_found')
       // a tool outside the allow-list does not exist for this key: the protocol's unknown-tool error
       await expect(call('list_inboxes', {})).rejects.toThrow(/list_inboxes not found/)
       await expect(call('list_contacts', {})).rejects.toThrow(/list_contacts not found/)
@@ -120,12 +120,12 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect((await call('update_address_note', { note_id: mine.id, body: 'edited by the agent', if_version: mine.version })).structuredContent.body).toBe('edited by the agent')
       const members = expectOk(await t.request('POST', '/v1/address-notes', { key: org.key, body: { address: 'sam@sender.example', body: `by a member ${era}` } }), 201)
       expect((await call('list_address_notes', { address: 'sam@sender.example' })).structuredContent.items.map((n: { id: string }) => n.id)).toEqual(expect.arrayContaining([mine.id, members.id]))
-      expect((await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).structuredContent.error.code).toBe('forbidden')
-      expect((await call('delete_address_note', { note_id: members.id })).structuredContent.error.code).toBe('forbidden')
+      expect(toolErrorOf(await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).code).toBe('forbidden')
+      expect(toolErrorOf(await call('delete_address_note', { note_id: members.id })).code).toBe('forbidden')
       // networks: only those it may browse (none here), and admission only for its own address
       expect((await call('list_networks', {})).structuredContent.items).toEqual([])
       const admit = await call('admit_network_agent', { network_id: crypto.randomUUID(), agent_id: crypto.randomUUID(), owner_address: sibling })
-      expect(admit.structuredContent.error).toMatchObject({ code: 'forbidden' })
+      expect(toolErrorOf(admit)).toMatchObject({ code: 'forbidden' })
       await client.close()
     })
   }
