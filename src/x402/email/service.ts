@@ -169,6 +169,21 @@ export async function findInteraction(sql: Sql | Tx, id: string, opts: { lock?: 
   return row ?? null
 }
 
+/**
+ * The organization's interaction whose challenge message one of `messageIds` (a reply's
+ * In-Reply-To and References) names: how a step that does not name its interaction in snake_case
+ * (camelCase keys, say) is still answered in its thread. A rare path: it reads the organization's
+ * interactions rather than an index of message ids.
+ */
+export async function findInteractionAnswered(sql: Sql | Tx, orgId: string, messageIds: string[]): Promise<InteractionRow | null> {
+  if (!messageIds.length) return null
+  const [row] = await sql<InteractionRow[]>`
+    select i.* from x402_interactions i join sends s on s.id = i.send_id
+     where i.org_id = ${orgId} and s.org_id = ${orgId} and s.last_message_id = any(${messageIds})
+     order by i.created_at desc limit 1`
+  return row ?? null
+}
+
 /** Ends an interaction past its expiry that still awaits a payment; returns whether it did. */
 export async function expireIfDue(sql: Sql | Tx, id: string): Promise<boolean> {
   const rows = await sql`
