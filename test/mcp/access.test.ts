@@ -97,8 +97,8 @@ describe('connection keys see only the tools and mail of their address', () => {
       const client = await mcpClient(t, key, era)
       const names = (await client.listTools()).tools.map(tool => tool.name)
       expect(names).toEqual([
-        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_email',
-        'list_address_notes', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
+        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_contact', 'get_email',
+        'list_address_notes', 'list_contacts', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
       ])
       const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
       const listed = (await call('list_emails', {})).structuredContent.items.map((e: { id: string }) => e.id)
@@ -112,7 +112,9 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect(toolErrorOf(await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).code).toBe('not_found')
       // a tool outside the allow-list does not exist for this key: the protocol's unknown-tool error
       await expect(call('list_inboxes', {})).rejects.toThrow(/list_inboxes not found/)
-      await expect(call('list_contacts', {})).rejects.toThrow(/list_contacts not found/)
+      await expect(call('save_contact', { owner_address: bound, address: 'x@example.com' })).rejects.toThrow(/save_contact not found/)
+      // contacts: only those of the bound address
+      expect((await call('list_contacts', {})).structuredContent.items.every((c: { owner_address: string }) => c.owner_address === bound)).toBe(true)
 
       // notes: it reads the organization's, writes its own, and may not edit one a member wrote
       const mine = (await call('create_address_note', { address: 'sam@sender.example', body: `by the agent ${era}` })).structuredContent

@@ -162,13 +162,13 @@ describe('contact admission', () => {
     expect(again.send_grant).toBe('granted')
   })
 
-  test('a connection key cannot manage networks, publish or read contacts (403)', async () => {
+  test('a connection key cannot manage networks, publish or change contacts (403)', async () => {
     expectError(await t.request('POST', '/v1/networks', { key: memberKey, body: { name: 'x' } }), 403, 'forbidden')
     expectError(await t.request('GET', `/v1/networks/${networkId}`, { key: memberKey }), 403, 'forbidden')
     expectError(await t.request('GET', `/v1/networks/${networkId}/members`, { key: memberKey }), 403, 'forbidden')
     expectError(await t.request('DELETE', `/v1/networks/${networkId}/members/${member.orgId}`, { key: memberKey }), 403, 'forbidden')
     expectError(await publish({ ...member, key: memberKey }, memberAgent, { display_name: 'x' }), 403, 'forbidden')
-    expectError(await t.request('GET', '/v1/contacts', { key: memberKey }), 403, 'forbidden')
+    expectError(await t.request('POST', '/v1/contacts', { key: memberKey, body: { owner_address: memberAgent, address: 'x@example.com' } }), 403, 'forbidden')
     expectError(await t.request('GET', '/v1/registries', { key: memberKey }), 403, 'forbidden')
   })
 })
