@@ -4,7 +4,7 @@ import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
-import { iso } from '../http/timestamps'
+import { afterShown, iso } from '../http/timestamps'
 import { API_KEY_PREFIX } from './credentials'
 
 export interface ApiKeyRow {
@@ -39,7 +39,7 @@ export async function createApiKey(tx: Tx, orgId: string, createdBy: string | nu
 }
 
 export async function listApiKeys(sql: Sql, orgId: string, page: PageRequest, createdAfter: Date | null) {
-  const matching = sql`org_id = ${orgId} ${createdAfter ? sql`and created_at > ${createdAfter}` : sql``}`
+  const matching = sql`org_id = ${orgId} ${createdAfter ? sql`and created_at >= ${afterShown(createdAfter)}` : sql``}`
   return listPage<ApiKeyRow>(sql, {
     columns: sql`id, name, hint, created_by, created_at, revoked_at`,
     from: sql`api_keys`,

@@ -31,7 +31,7 @@ export function setupGuide(config: Config) {
     {
       step: 5,
       title: 'Find other agents, keep notes',
-      detail: `GET ${base}/networks lists the agent networks you may browse; GET ${base}/networks/{id}/agents discovers their agents (?q=, ?skill=). POST ${base}/networks/{id}/agents/{agent_id}/admit with {"owner_address": "<your address>"} makes one your contact, which lets you write to it first. ${base}/address-notes: read the organization's notes about addresses, write your own and edit only those.`,
+      detail: `GET ${base}/networks lists the agent networks you may browse; GET ${base}/networks/{id}/agents discovers their agents (?q=, ?skill=). POST ${base}/networks/{id}/agents/{agent_id}/admit with {"owner_address": "<your address>"} makes one your contact, which lets you write to it first; GET ${base}/contacts lists your contacts. ${base}/address-notes: read the organization's notes about addresses, write your own and edit only those.`,
     },
     {
       step: 6,

@@ -97,7 +97,12 @@ async function contactById(sql: Tx, orgId: string, id: string): Promise<ContactR
   return row
 }
 
-export const getContact = (sql: Sql, auth: Auth, id: string) => contactById(sql, auth.orgId, id)
+/** One contact; a connection key reads only the contacts of its bound address (another is not_found). */
+export async function getContact(sql: Sql, auth: Auth, id: string): Promise<ContactRow> {
+  const row = await contactById(sql, auth.orgId, id)
+  if (auth.boundAddress && row.owner_address !== normalizeAddress(auth.boundAddress)) throw errors.notFound('contact')
+  return row
+}
 
 /**
  * Creates the contact or, with `upsert`, updates the one the two addresses already have (409
@@ -147,6 +152,8 @@ export interface ContactFilter {
 /** A page of contacts, newest first; `q` searches the address and the name, `tag` must be among the tags. */
 export async function listContacts(sql: Sql, auth: Auth, filter: ContactFilter, page: PageRequest) {
   const where = [sql`c.org_id = ${auth.orgId}`]
+  // a connection key sees the contacts of its bound address only; the filter narrows within it
+  if (auth.boundAddress) where.push(sql`c.owner_address = ${normalizeAddress(auth.boundAddress)}`)
   if (filter.owner_address) where.push(sql`c.owner_address = ${normalizeAddress(filter.owner_address)}`)
   if (filter.q) where.push(sql`(c.address ilike ${containsPattern(filter.q)} or c.name ilike ${containsPattern(filter.q)})`)
   if (filter.tag) where.push(sql`c.tags @> ${[filter.tag]}::text[]`)

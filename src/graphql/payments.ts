@@ -52,6 +52,8 @@ type PaymentChallenge {
   description: String
   "the x402 PaymentRequirements a payer signs for"
   paymentRequirements: JSON!
+  "the public GET /x402/pay/{id}: any stock x402 client pays the challenge there, with no account"
+  payUrl: String!
   nonceBinding: NonceBinding!
   authorizationNonce: String
   expiresAt: DateTime!
@@ -82,13 +84,13 @@ ${connectionTypes('Payment', 'ledger rows')}
         return connection(g.ctx, scope, page, await listLedger(g.ctx.sql, auth.orgId, page, filters), presentLedgerRow)
       },
       paymentChallenge: async (_s, args: { id: string }, g) =>
-        presentChallenge(await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id))),
+        presentChallenge(await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id)), g.ctx.config.PUBLIC_URL),
     },
     Payment: {
       challenge: async (p: { challenge_id: string }, _a, g) => {
         await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')
         const row = await g.loaders.challenge.load(p.challenge_id)
-        return row ? presentChallenge(row) : null
+        return row ? presentChallenge(row, g.ctx.config.PUBLIC_URL) : null
       },
     },
   },

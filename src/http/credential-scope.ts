@@ -28,8 +28,9 @@ export interface ScopedRoute {
  * The allow-list. Routes whose rule depends on more than the path check the rest themselves:
  * network discovery needs the membership's can_view (src/networks/discovery.ts), admission only
  * for the bound address (the body's owner_address), note edits only of notes the bound address
- * authored (src/notes/service.ts). Everything of networks, contacts and registries not listed
- * here (management, publishing, contact reads) stays closed to connection keys.
+ * authored (src/notes/service.ts), contact reads only of the bound address's contacts
+ * (src/contacts/service.ts). Everything of networks, contacts and registries not listed here
+ * (management, publishing, contact writes) stays closed to connection keys.
  */
 export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'GET', path: '/v1/emails', why: 'mail reads for the bound address' },
@@ -41,6 +42,8 @@ export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'GET', path: '/v1/networks', why: 'network discovery: the networks it may browse (active, can_view)' },
   { method: 'GET', path: '/v1/networks/:id/agents', why: 'network discovery when the membership has can_view' },
   { method: 'POST', path: '/v1/networks/:id/agents/:agent_id/admit', why: 'recipient-bound network contact admission: as a contact of the bound address only' },
+  { method: 'GET', path: '/v1/contacts', why: 'contact reads of the bound address (the route filters by it)' },
+  { method: 'GET', path: '/v1/contacts/:id', why: 'contact reads of the bound address (another contact is not_found)' },
   { method: 'GET', path: '/v1/address-notes', why: 'organization address-note reads' },
   { method: 'GET', path: '/v1/address-notes/:id', why: 'organization address-note reads' },
   { method: 'POST', path: '/v1/address-notes', why: 'writing notes authored by the bound address' },

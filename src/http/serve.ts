@@ -24,7 +24,7 @@ import { Readable } from 'node:stream'
 import type { AnyElysia } from 'elysia'
 import { connectionBudget, type ConnectionBudget } from '../connection-budget'
 import { log } from '../log'
-import { errors } from '../errors'
+import { ApiError, errors } from '../errors'
 import { noteListened } from '../request-context'
 
 export interface HttpServerOptions {
@@ -110,6 +110,41 @@ function streamedBody(req: http.IncomingMessage, maxBodyBytes: number): Readable
   )
 }
 
+/** A GET or HEAD carrying a body anyway: no route reads it. */
+const ignoredBody = (req: http.IncomingMessage) =>
+  (req.method === 'GET' || req.method === 'HEAD') && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0)
+
+/**
+ * Reads and drops a body no route reads, before the answer. Closing a connection with bytes
+ * still unread makes the kernel reset it, and a client that writes its whole request before it
+ * reads (Connection: close, a body larger than the socket buffers) then loses the answer. At
+ * most `limit` bytes: past it (declared, or as they arrive) the answer is 413 and the connection
+ * closes unread.
+ */
+function discardBody(req: http.IncomingMessage, limit: number): Promise<'read' | 'too_large' | 'closed'> {
+  if (req.headers['transfer-encoding'] === undefined && Number(req.headers['content-length']) > limit) return Promise.resolve('too_large')
+  return new Promise(resolve => {
+    let seen = 0
+    req.on('data', (chunk: Buffer) => {
+      seen += chunk.byteLength
+      if (seen > limit) {
+        req.pause()
+        resolve('too_large')
+      }
+    })
+    req.once('end', () => resolve('read'))
+    // after 'end' these change nothing: the promise is settled
+    req.once('error', () => resolve('closed'))
+    req.once('close', () => resolve('closed'))
+  })
+}
+
+/** The 413 for a body past the listener's limit, closing the connection: the rest of the body is not read. */
+function tooLargeResponse(limit: number): Response {
+  const error = new ApiError('payload_too_large', `body: must be at most ${limit} bytes`)
+  return Response.json(error.toBody(), { status: error.status, headers: { connection: 'close' } })
+}
+
 /** The web Request for `req`, noted with what the listener knows of it; undefined when the client went away before its short body was in. */
 async function requestOf(req: http.IncomingMessage, base: string, maxBodyBytes: number, abort: AbortController, address: string): Promise<Request | undefined> {
   const headers = new Headers()
@@ -188,6 +223,11 @@ export async function serveHttp(app: AnyElysia, options: HttpServerOptions): Pro
       }
     })
     try {
+      if (ignoredBody(req)) {
+        const discarded = await discardBody(req, options.maxBodyBytes)
+        if (discarded === 'closed') return void res.destroy()
+        if (discarded === 'too_large') return void (await writeResponse(res, tooLargeResponse(options.maxBodyBytes), req.method ?? 'GET'))
+      }
       // Links are built from PUBLIC_URL, never from Host; a fixed origin also keeps Elysia's
       // router, which finds the path at index 11 onwards, away from a short or odd Host.
       const request = await requestOf(req, origin, options.maxBodyBytes, abort, socket.remoteAddress ?? 'local')

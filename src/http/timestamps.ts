@@ -39,6 +39,16 @@ export function parseTimestamp(field: string, value: string): Date {
   return new Date(local - offsetMinutes * 60_000)
 }
 
+/**
+ * The first instant shown after `value`. Timestamps leave the service in milliseconds while
+ * PostgreSQL keeps microseconds, so a row shown as `value` may be stored up to 999 µs after it;
+ * filters compare at the precision shown. An inclusive upper bound ("at or before") is
+ * `col < afterShown(v)` and an exclusive lower bound ("after") `col >= afterShown(v)`; an
+ * inclusive lower bound is `col >= v` as it is. Moving the bound rather than truncating the
+ * column keeps the column's index usable. (`parseTimestamp` keeps milliseconds only.)
+ */
+export const afterShown = (value: Date): Date => new Date(value.getTime() + 1)
+
 /** The schema of a timestamp query or body field; parse it with `parseTimestamp` in the service. */
 export const Timestamp = (description: string) =>
   t.String({ description: `${description}. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z`, examples: ['2026-11-22T09:30:00Z'] })

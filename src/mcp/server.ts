@@ -73,10 +73,13 @@ function validationError(tool: Tool, args: unknown): ApiError | null {
   return new ApiError('validation_error', [...new Set(relevant.map(i => `${fieldName('arguments', i.path)}: ${reasonOf(i)}`))].join('; '))
 }
 
-/** An error as a tool result: the v1 error object, as structured content and as text. */
+/**
+ * An error as a tool result: the v1 error object as text only. Stock clients (the v1 SDK's
+ * callTool) check any structuredContent against the tool's output schema even on errors, and
+ * the error envelope is not the tool's output, so a structured error would reach them as -32602.
+ */
 export function toolError(error: ApiError, siteUrl: string): CallToolResult {
-  const body = error.toBody(siteUrl)
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body }
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(error.toBody(siteUrl)) }] }
 }
 
 export function mcpServer(ctx: AppContext, auth: Auth): McpServer {
@@ -86,7 +89,7 @@ export function mcpServer(ctx: AppContext, auth: Auth): McpServer {
       instructions:
         'Email for agents: inboxes, reading mail (get_email gives attachments as short-lived download URLs), wait_for_email to block until mail arrives, ' +
         'and send_email / reply_to_email / forward_email, which need an idempotency_key: retrying with the same key never sends twice. ' +
-        'Errors carry error.code (validation_error, not_found, forbidden, rate_limited, ...) in structuredContent.',
+        'Errors are results with isError whose text is the JSON {success: false, error: {code, message}}; branch on error.code (validation_error, not_found, forbidden, rate_limited, ...).',
     },
   )
   for (const { tool, input, output } of prepared) {

@@ -14,11 +14,14 @@ import {
   createNetwork,
   deleteNetwork,
   getNetwork,
+  INVITATIONS_PER_MINUTE,
   inviteMember,
+  listInvitationBlocks,
   listMembers,
   listNetworks,
   presentFor,
   presentMember,
+  removeInvitationBlock,
   removeMember,
   updateMember,
   updateNetwork,
@@ -76,6 +79,15 @@ export function networkRoutes(ctx: AppContext) {
       response: { 200: Ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })) },
       detail: { summary: 'Delete a network', description: `${MANAGER} Contacts admitted through it keep their data and lose their send grant.` },
     })
+    .get('/invitation-blocks', ({ auth }) => listInvitationBlocks(ctx.sql, auth), {
+      response: { 200: Ok(t.Array(t.Object({ org_id: t.String({ format: 'uuid' }), blocked_at: t.String({ format: 'date-time' }) }))) },
+      detail: { summary: 'List the organizations whose invitations are refused', description: 'Blocked when declining or leaving with block=true; newest first.' },
+    })
+    .delete('/invitation-blocks/:org_id', ({ auth, params }) => removeInvitationBlock(ctx.sql, auth, params.org_id), {
+      params: t.Object({ org_id: t.String({ format: 'uuid', description: 'the blocked organization' }) }),
+      response: { 200: Ok(t.Object({ org_id: t.String({ format: 'uuid' }), unblocked: t.Literal(true) })) },
+      detail: { summary: 'Lift an invitation block', description: 'Needs the owner or admin role. The organization may invite this one again; 404 when it is not blocked.' },
+    })
     .post('/:id/accept', ({ auth, params }) => acceptInvitation(ctx.sql, auth, params.id), {
       params: IdParams,
       response: { 200: Ok(Network) },
@@ -98,7 +110,7 @@ export function networkRoutes(ctx: AppContext) {
       '/:id/members',
       async ({ auth, params, body, set }) => {
         set.status = 201
-        return inviteMember(ctx.sql, auth, params.id, body)
+        return inviteMember(ctx, auth, params.id, body)
       },
       {
         params: IdParams,
@@ -110,7 +122,12 @@ export function networkRoutes(ctx: AppContext) {
           { additionalProperties: false },
         ),
         response: { 201: Ok(NetworkMember) },
-        detail: { summary: 'Invite an organization', description: `${MANAGER} The organization joins when one of its owners or admins accepts. 404 for an unknown organization, 409 conflict when already a member or invited.` },
+        detail: {
+          summary: 'Invite an organization',
+          description:
+            `${MANAGER} The organization joins when one of its owners or admins accepts; it may decline, and block further invitations from this organization (DELETE /v1/networks/{id}/members/{its org_id}?block=true). ` +
+            `404 for an unknown organization or one that blocked this one (the two are not told apart), 409 conflict when already a member or invited, 429 rate_limit_exceeded past ${INVITATIONS_PER_MINUTE} invitations a minute per organization.`,
+        },
       },
     )
     .patch('/:id/members/:org_id', ({ auth, params, body }) => updateMember(ctx.sql, auth, params.id, params.org_id, body), {
@@ -119,12 +136,15 @@ export function networkRoutes(ctx: AppContext) {
       response: { 200: Ok(NetworkMember) },
       detail: { summary: 'Set a member\'s can_view', description: MANAGER },
     })
-    .delete('/:id/members/:org_id', ({ auth, params }) => removeMember(ctx.sql, auth, params.id, params.org_id), {
+    .delete('/:id/members/:org_id', ({ auth, params, query }) => removeMember(ctx.sql, auth, params.id, params.org_id, { block: query.block }), {
       params: MemberParams,
+      query: t.Object({
+        block: t.Optional(t.Boolean({ description: "with the caller's own org_id: also refuse the network owner organization's invitations from now on (GET /v1/networks/invitation-blocks)" })),
+      }),
       response: { 200: Ok(t.Object({ org_id: t.String({ format: 'uuid' }), removed: t.Literal(true) })) },
       detail: {
         summary: 'Remove a member, or leave',
-        description: `With another organization's id: ${MANAGER} With the caller's own org_id: leave the network (or decline an invitation), needs an owner or admin of the caller's organization; the owner organization cannot leave (409 conflict) and deletes the network instead.`,
+        description: `With another organization's id: ${MANAGER} With the caller's own org_id: leave the network (or decline an invitation), needs an owner or admin of the caller's organization; block=true also blocks the network's owner organization from inviting it again. The owner organization cannot leave (409 conflict) and deletes the network instead.`,
       },
     })
     .get(

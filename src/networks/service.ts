@@ -4,14 +4,21 @@
  * members; an invited organization's owner or admin accepts, and any member leaves by removing
  * itself (the owner organization deletes the network instead). Only the members of a network
  * see it: to anyone else it is 404.
+ *
+ * Invitations go to any organization id, so they are bounded: an organization sends at most
+ * INVITATIONS_PER_MINUTE, and one that declines (or leaves) may block the inviter, whose later
+ * invitations to it are then 404 like an unknown id (the inviter cannot tell a block from a
+ * typo). A block stays until the blocking organization lifts it.
  */
 import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
+import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { isUniqueViolation } from '../db/errors'
 import { requireOwnerOrAdmin } from '../account/roles'
 import { errors } from '../errors'
+import { rateLimiter, rateLimitError } from '../http/rate-limit'
 import { iso } from '../http/timestamps'
 import { listPage, type PageRequest } from '../http/pagination'
 import type { Network, NetworkMember } from './model'
@@ -155,10 +162,20 @@ export async function listMembers(sql: Sql, auth: Auth, networkId: string, page:
   })
 }
 
+/** Invitations an organization may send per minute, across its networks. */
+export const INVITATIONS_PER_MINUTE = 20
+
 /** Invites an organization (by id); it joins when one of its owners or admins accepts. */
-export async function inviteMember(sql: Sql, auth: Auth, networkId: string, input: { org_id: string; can_view?: boolean }): Promise<Static<typeof NetworkMember>> {
+export async function inviteMember(ctx: AppContext, auth: Auth, networkId: string, input: { org_id: string; can_view?: boolean }): Promise<Static<typeof NetworkMember>> {
+  const sql = ctx.sql
   await requireNetworkManager(sql, auth, networkId, 'network members')
-  const [org] = await sql`select id from orgs where id = ${input.org_id}`
+  const decision = await rateLimiter(ctx).take(`network-invitations:${auth.orgId}`, INVITATIONS_PER_MINUTE)
+  if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'network invitations')
+  // an organization that blocked the inviter is not told apart from an unknown one
+  const [org] = await sql`
+    select o.id from orgs o
+     where o.id = ${input.org_id}
+       and not exists (select 1 from network_invitation_blocks b where b.org_id = o.id and b.blocked_org_id = ${auth.orgId})`
   if (!org) throw errors.notFound('organization')
   try {
     await sql`insert into network_members (network_id, org_id, status, can_view) values (${networkId}, ${input.org_id}, 'invited', ${input.can_view ?? true})`
@@ -188,17 +205,39 @@ export async function updateMember(sql: Sql, auth: Auth, networkId: string, orgI
 
 /**
  * Removes a member: the owner organization removes others; any organization removes itself
- * (leaving, or declining an invitation). The owner cannot leave: it deletes the network.
+ * (leaving, or declining an invitation), and with `block` refuses the owner organization's
+ * invitations from then on. The owner cannot leave: it deletes the network.
  */
-export async function removeMember(sql: Sql, auth: Auth, networkId: string, orgId: string): Promise<{ org_id: string; removed: true }> {
+export async function removeMember(sql: Sql, auth: Auth, networkId: string, orgId: string, opts: { block?: boolean } = {}): Promise<{ org_id: string; removed: true }> {
   const membership = await membershipOf(sql, auth.orgId, networkId)
   if (orgId === auth.orgId) {
     if (membership.is_owner) throw errors.conflict('network: the owner organization cannot leave; delete the network instead', { reason: 'owner_cannot_leave' })
     await requireOwnerOrAdmin(sql, auth, 'networks')
   } else {
+    if (opts.block) throw errors.validation('block', 'only when the organization removes itself (declines or leaves)')
     await requireNetworkManager(sql, auth, networkId, 'network members')
   }
-  const rows = await sql`delete from network_members where network_id = ${networkId} and org_id = ${orgId} returning org_id`
-  if (!rows.length) throw errors.notFound('network member')
-  return { org_id: orgId, removed: true }
+  return sql.begin(async tx => {
+    const rows = await tx`delete from network_members where network_id = ${networkId} and org_id = ${orgId} returning org_id`
+    if (!rows.length) throw errors.notFound('network member')
+    if (opts.block) {
+      await tx`insert into network_invitation_blocks (org_id, blocked_org_id) values (${auth.orgId}, ${membership.owner_org_id}) on conflict do nothing`
+    }
+    return { org_id: orgId, removed: true as const }
+  })
+}
+
+/** The organizations whose invitations this one refuses, newest first. */
+export async function listInvitationBlocks(sql: Sql, auth: Auth): Promise<{ org_id: string; blocked_at: string }[]> {
+  const rows = await sql<{ org_id: string; created_at: Date }[]>`
+    select blocked_org_id as org_id, created_at from network_invitation_blocks where org_id = ${auth.orgId} order by created_at desc`
+  return rows.map(r => ({ org_id: r.org_id, blocked_at: iso(r.created_at)! }))
+}
+
+/** Lifts a block: the organization may invite this one again. Needs an owner or admin. */
+export async function removeInvitationBlock(sql: Sql, auth: Auth, orgId: string): Promise<{ org_id: string; unblocked: true }> {
+  await requireOwnerOrAdmin(sql, auth, 'network invitation blocks')
+  const rows = await sql`delete from network_invitation_blocks where org_id = ${auth.orgId} and blocked_org_id = ${orgId} returning blocked_org_id`
+  if (!rows.length) throw errors.notFound('invitation block')
+  return { org_id: orgId, unblocked: true }
 }

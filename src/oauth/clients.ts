@@ -6,7 +6,7 @@
  */
 import type { AppContext } from '../context'
 import { randomToken } from '../crypto'
-import { CLIENT_ID_PREFIX, LIMITS, MAX_REDIRECT_URIS, SCOPE } from './constants'
+import { CLIENT_ID_PREFIX, LIMITS, MAX_REDIRECT_URIS, SCOPE, SCOPES } from './constants'
 import { insertClient, type ClientRow } from './queries'
 import { oauthError, oauthJson, slowDown, throttle, type Server } from './responses'
 
@@ -67,8 +67,9 @@ export function checkRegistration(m: Metadata): Checked {
   if (m.response_types !== undefined && (!isStringArray(m.response_types) || m.response_types.some(r => r !== 'code'))) {
     return bad('response_types: only code is supported')
   }
-  if (m.scope !== undefined && (typeof m.scope !== 'string' || m.scope.split(' ').some(s => s !== SCOPE))) {
-    return bad(`scope: only ${SCOPE} is available`)
+  // MCP clients register with the protected resource's scopes_supported, so every scope we advertise is accepted
+  if (m.scope !== undefined && (typeof m.scope !== 'string' || m.scope.split(' ').some(s => !(SCOPES as readonly string[]).includes(s)))) {
+    return bad(`scope: only ${SCOPES.join(' and ')} are available`)
   }
   return { name, redirectUris: [...new Set(uris as string[])] }
 }

@@ -4,7 +4,7 @@ import type { Sql } from '../db/client'
 import { errors } from '../errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
-import { iso, parseTimestamp } from '../http/timestamps'
+import { afterShown, iso, parseTimestamp } from '../http/timestamps'
 import { attemptDelivery, type DeliveryStatus } from './attempt'
 
 /** Replays an organization may request per minute. */
@@ -78,7 +78,7 @@ export async function listDeliveries(sql: Sql, orgId: string, page: PageRequest,
     ${f.emailId ? sql`and d.email_id = ${f.emailId}` : sql``}
     ${f.status ? sql`and d.status = ${f.status}` : sql``}
     ${f.dateFrom ? sql`and d.created_at >= ${f.dateFrom}` : sql``}
-    ${f.dateTo ? sql`and d.created_at <= ${f.dateTo}` : sql``}`
+    ${f.dateTo ? sql`and d.created_at < ${afterShown(f.dateTo)}` : sql``}`
   return listPage<DeliveryRow>(sql, {
     columns: deliveryColumns(sql),
     from: sql`webhook_deliveries d`,

@@ -20,7 +20,7 @@ export function challengeRoutes(ctx: AppContext) {
       async ({ auth, body, headers, set }) => {
         const key = idempotencyKeyOf(headers)
         // kept for its payment, which then needs no read of it (pay.service.ts)
-        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })))
+        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })), ctx.config.PUBLIC_URL)
         // without a key the challenge is one statement: no transaction around it
         const outcome = key
           ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({ status: 201, data: await create(tx) }))
@@ -39,7 +39,7 @@ export function challengeRoutes(ctx: AppContext) {
         },
       },
     )
-    .get('/:id', async ({ auth, params }) => presentChallenge(await getOwnChallenge(ctx.sql, auth.orgId, params.id)), {
+    .get('/:id', async ({ auth, params }) => presentChallenge(await getOwnChallenge(ctx.sql, auth.orgId, params.id), ctx.config.PUBLIC_URL), {
       params: IdParams,
       response: { 200: Ok(Challenge) },
       detail: { summary: 'A challenge (the payee’s)', description: "Another organization's challenge is 404 not_found: its id lets a payer pay, not read." },

@@ -64,7 +64,10 @@ export function paymentRequirements(c: ChallengeRow) {
   }
 }
 
-export function presentChallenge(c: ChallengeRow) {
+/** Where any x402 client pays the challenge with no account here (`GET /x402/pay/{id}`, stock-client.routes.ts). */
+export const payUrl = (publicUrl: string, id: string) => `${publicUrl}/x402/pay/${id}`
+
+export function presentChallenge(c: ChallengeRow, publicUrl: string) {
   return {
     id: c.id,
     status: c.status,
@@ -74,6 +77,7 @@ export function presentChallenge(c: ChallengeRow) {
     pay_to: c.pay_to,
     description: c.description,
     payment_requirements: paymentRequirements(c),
+    pay_url: payUrl(publicUrl, c.id),
     nonce_binding: { interaction_id: c.interaction_id, challenge_step_id: c.challenge_step_id, challenge_nonce: c.challenge_nonce },
     authorization_nonce: c.authorization_nonce,
     expires_at: c.expires_at.toISOString(),

@@ -1,6 +1,7 @@
 /** The ledger (received and sent rows) and the declined payments of an organization. */
 import type { Sql, Tx } from '../db/client'
 import { listPage, type PageRequest } from '../http/pagination'
+import { afterShown } from '../http/timestamps'
 
 export interface LedgerFilters {
   status?: string
@@ -37,7 +38,7 @@ function where(sql: Sql | Tx, orgId: string, f: LedgerFilters) {
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.network ? sql`and network = ${f.network}` : sql``}
     ${f.createdAfter ? sql`and created_at >= ${f.createdAfter}` : sql``}
-    ${f.createdBefore ? sql`and created_at <= ${f.createdBefore}` : sql``}`
+    ${f.createdBefore ? sql`and created_at < ${afterShown(f.createdBefore)}` : sql``}`
 }
 
 export const presentLedgerRow = (r: LedgerRowDb) => ({ ...r, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() })

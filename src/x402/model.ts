@@ -42,6 +42,7 @@ export const Challenge = t.Object({
   pay_to: t.String(),
   description: t.String(),
   payment_requirements: PaymentRequirements,
+  pay_url: t.String({ description: 'the public GET /x402/pay/{id}: any stock x402 client pays the challenge there, with no account' }),
   nonce_binding: t.Object({
     interaction_id: t.String(),
     challenge_step_id: t.String({ format: 'uuid' }),

@@ -14,7 +14,7 @@ import { publicAccess } from '../http/auth'
 import { Bare, Ok } from '../http/envelope'
 import { errors } from '../errors'
 import { planAccess } from '../webhooks/plan-access'
-import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
+import { findChallenge, paymentRequirements, payUrl, type ChallengeRow } from './challenges.service'
 import { PaymentRequirements, Receipt } from './model'
 import { networkInfo, networkOfCaip2 } from './networks'
 import { expiredError, payChallenge, type Receipt as ReceiptData } from './pay.service'
@@ -74,7 +74,7 @@ export function stockClientRoutes(ctx: AppContext) {
       if (challenge.status === 'settled') return payChallenge(ctx, { challengeId: challenge.id, payerOrg: null, payment: null })
       if (challenge.status === 'pending' && challenge.expires_at.getTime() <= Date.now()) throw expiredError()
       const error = 'X-PAYMENT or PAYMENT-SIGNATURE header is required'
-      const resource = { url: `${ctx.config.PUBLIC_URL}/x402/pay/${challenge.id}`, description: challenge.description, mimeType: 'application/json' }
+      const resource = { url: payUrl(ctx.config.PUBLIC_URL, challenge.id), description: challenge.description, mimeType: 'application/json' }
       return new Response(JSON.stringify({ x402Version: 1, error, accepts: [v1Requirements(challenge)] }), {
         status: 402,
         headers: {

@@ -166,6 +166,17 @@ describe('created_after', () => {
     expect(data.find((k: { id: string }) => k.id === late).created_at).toBe('2026-01-01T12:00:00.000Z')
   })
 
+  test('compared at the milliseconds shown: a key shown as the instant is not after it, though stored microseconds later', async () => {
+    const org = await createOrg()
+    const shown = expectOk(await request('POST', '/v1/api-keys', { key: org.key, body: { name: 'shown' } }), 201)
+    await ctx.sql`update api_keys set created_at = '2026-01-01T00:00:00Z' where id = ${org.keyId}`
+    await ctx.sql`update api_keys set created_at = '2026-01-01T12:00:00.000600Z' where id = ${shown.id}`
+    const listed = expectOk(await request('GET', '/v1/api-keys', { key: org.key })).find((k: { id: string }) => k.id === shown.id)
+    expect(listed.created_at).toBe('2026-01-01T12:00:00.000Z')
+    expect(await names(org.key, listed.created_at)).toEqual([])
+    expect(await names(org.key, '2026-01-01T11:59:59.999Z')).toEqual(['shown'])
+  })
+
   test('without a zone, a bare date or garbage: 400 naming created_after', async () => {
     const { key } = await setup
     for (const bad of ['2026-01-01T11:00:00', '2026-01-01', 'tomorrow', '2026-02-30T00:00:00Z']) {

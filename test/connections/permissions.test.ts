@@ -160,7 +160,7 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address, self-disconnect, network discovery and admission, and address notes', () => {
+  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address, self-disconnect, network discovery and admission, contact reads, and address notes', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
@@ -171,12 +171,31 @@ describe('forbidden: everything else', () => {
       'GET /v1/networks',
       'GET /v1/networks/:id/agents',
       'POST /v1/networks/:id/agents/:agent_id/admit',
+      'GET /v1/contacts',
+      'GET /v1/contacts/:id',
       'GET /v1/address-notes',
       'GET /v1/address-notes/:id',
       'POST /v1/address-notes',
       'PATCH /v1/address-notes/:id',
       'DELETE /v1/address-notes/:id',
     ])
+  })
+
+  test('contacts: it reads those of its bound address only, and changes none', async () => {
+    const own = expectOk(await t.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: bound, address: `own-${unique()}@example.com` } }), 201)
+    const others = expectOk(await t.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: sibling, address: `other-${unique()}@example.com` } }), 201)
+    const listed = await t.request('GET', '/v1/contacts', { key })
+    expect(expectOk(listed).map((c: { id: string }) => c.id)).toEqual([own.id])
+    expect(listed.body.meta.total).toBe(1)
+    // asking for the sibling's contacts narrows within the bound address: nothing
+    expect(expectOk(await t.request('GET', `/v1/contacts?owner_address=${encodeURIComponent(sibling)}`, { key }))).toEqual([])
+    expect(expectOk(await t.request('GET', `/v1/contacts/${own.id}`, { key })).owner_address).toBe(bound)
+    expectError(await t.request('GET', `/v1/contacts/${others.id}`, { key }), 404, 'not_found')
+    expectError(await t.request('PATCH', `/v1/contacts/${own.id}`, { key, body: { name: 'renamed' } }), 403, 'forbidden')
+    expectError(await t.request('DELETE', `/v1/contacts/${own.id}`, { key }), 403, 'forbidden')
+    expectError(await t.request('POST', '/v1/contacts', { key, body: { owner_address: bound, address: `new-${unique()}@example.com` } }), 403, 'forbidden')
+    // the organization's key still reads both
+    expect(expectOk(await t.request('GET', `/v1/contacts/${others.id}`, { key: org.key })).id).toBe(others.id)
   })
 
   test('a revoked connection key is 401 everywhere, allowed routes included', async () => {

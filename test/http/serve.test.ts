@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import type { Socket } from 'bun'
+import net from 'node:net'
 import { createApp } from '../../src/app'
 import { largestBodyLimit } from '../../src/http/boundary'
 import { serveHttp, WHOLE_BODY_BYTES } from '../../src/http/serve'
@@ -216,6 +217,42 @@ describe('request bodies', () => {
     expect(c.text()).toBe('')
     const after = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as { meta: { total: number } }
     expect(after.meta.total).toBe(before.meta.total)
+  })
+})
+
+describe('bodies the route ignores', () => {
+  /** A client that writes its whole request before it reads (as Python's http.client does): what it gets back, or how its write failed. */
+  function sendWholeThenRead(port: number, head: string, body: Buffer) {
+    return new Promise<{ text: string; error?: string }>(resolve => {
+      const socket = net.connect(port, '127.0.0.1')
+      let text = ''
+      let error: string | undefined
+      socket.on('data', d => (text += d.toString()))
+      socket.on('error', e => (error = (e as NodeJS.ErrnoException).code ?? e.message))
+      socket.on('close', () => resolve({ text, error }))
+      socket.write(head)
+      socket.write(body)
+    })
+  }
+
+  test('a GET with a body larger than the socket buffers, on a connection the client asked to close, is answered, not reset', async () => {
+    const server = await serveHttp(createApp(ctx), { port: 0, hostname: '127.0.0.1', maxBodyBytes: 32 << 20 })
+    try {
+      const body = Buffer.alloc(16 << 20, 120)
+      const res = await sendWholeThenRead(server.port, `GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`, body)
+      expect(res.error).toBeUndefined()
+      expect(statuses(res.text)).toEqual([200])
+    } finally {
+      await server.stop(true)
+    }
+  })
+
+  test('past the listener limit it is 413 in the envelope, answered before the body is sent', async () => {
+    const c = await connect(quick.port)
+    c.socket.write(`GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: ${4 << 20}\r\n\r\n`)
+    await until(() => c.closed())
+    expect(statuses(c.text())).toEqual([413])
+    expect(JSON.parse(c.text().split('\r\n\r\n')[1]!)).toMatchObject({ success: false, error: { code: 'payload_too_large', message: `body: must be at most ${1 << 20} bytes` } })
   })
 })
 

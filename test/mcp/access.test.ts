@@ -9,7 +9,7 @@ import { expectOk } from '../helpers/envelope'
 import { managedAddress, rfc822 } from '../helpers/mail'
 import { memoryResolver } from '../../src/dns/resolver'
 import { ingest } from '../../src/mail/inbound/ingest'
-import { appFetch, ERAS, mcpClient } from './helpers'
+import { appFetch, ERAS, mcpClient, toolErrorOf } from './helpers'
 
 let t: TestApp
 let org: TestOrg
@@ -97,22 +97,24 @@ describe('connection keys see only the tools and mail of their address', () => {
       const client = await mcpClient(t, key, era)
       const names = (await client.listTools()).tools.map(tool => tool.name)
       expect(names).toEqual([
-        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_email',
-        'list_address_notes', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
+        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_contact', 'get_email',
+        'list_address_notes', 'list_contacts', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
       ])
       const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
       const listed = (await call('list_emails', {})).structuredContent.items.map((e: { id: string }) => e.id)
       expect(listed).toContain(ids.toBound)
       expect(listed).not.toContain(ids.toSibling)
-      expect((await call('get_email', { email_id: ids.toSibling })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(await call('get_email', { email_id: ids.toSibling })).code).toBe('not_found')
       const own = (await call('get_email', { email_id: ids.toBound })).structuredContent
       expect(own.raw_url).toBeNull()
       const asSibling = await call('send_email', { from: sibling, to: 'a@example.com', subject: 's', body_text: 'b', idempotency_key: unique() })
-      expect(asSibling.structuredContent.error).toMatchObject({ code: 'forbidden' })
-      expect((await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(asSibling)).toMatchObject({ code: 'forbidden' })
+      expect(toolErrorOf(await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).code).toBe('not_found')
       // a tool outside the allow-list does not exist for this key: the protocol's unknown-tool error
       await expect(call('list_inboxes', {})).rejects.toThrow(/list_inboxes not found/)
-      await expect(call('list_contacts', {})).rejects.toThrow(/list_contacts not found/)
+      await expect(call('save_contact', { owner_address: bound, address: 'x@example.com' })).rejects.toThrow(/save_contact not found/)
+      // contacts: only those of the bound address
+      expect((await call('list_contacts', {})).structuredContent.items.every((c: { owner_address: string }) => c.owner_address === bound)).toBe(true)
 
       // notes: it reads the organization's, writes its own, and may not edit one a member wrote
       const mine = (await call('create_address_note', { address: 'sam@sender.example', body: `by the agent ${era}` })).structuredContent
@@ -120,12 +122,12 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect((await call('update_address_note', { note_id: mine.id, body: 'edited by the agent', if_version: mine.version })).structuredContent.body).toBe('edited by the agent')
       const members = expectOk(await t.request('POST', '/v1/address-notes', { key: org.key, body: { address: 'sam@sender.example', body: `by a member ${era}` } }), 201)
       expect((await call('list_address_notes', { address: 'sam@sender.example' })).structuredContent.items.map((n: { id: string }) => n.id)).toEqual(expect.arrayContaining([mine.id, members.id]))
-      expect((await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).structuredContent.error.code).toBe('forbidden')
-      expect((await call('delete_address_note', { note_id: members.id })).structuredContent.error.code).toBe('forbidden')
+      expect(toolErrorOf(await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).code).toBe('forbidden')
+      expect(toolErrorOf(await call('delete_address_note', { note_id: members.id })).code).toBe('forbidden')
       // networks: only those it may browse (none here), and admission only for its own address
       expect((await call('list_networks', {})).structuredContent.items).toEqual([])
       const admit = await call('admit_network_agent', { network_id: crypto.randomUUID(), agent_id: crypto.randomUUID(), owner_address: sibling })
-      expect(admit.structuredContent.error).toMatchObject({ code: 'forbidden' })
+      expect(toolErrorOf(admit)).toMatchObject({ code: 'forbidden' })
       await client.close()
     })
   }

@@ -28,3 +28,13 @@ export async function mcpClient(t: TestApp, bearer: string, era: Era): Promise<C
   await client.connect(transport)
   return client
 }
+
+/** The v1 error object a failed tool result carries as its text (errors have no structuredContent). */
+export function toolErrorOf(result: unknown): { code: string; message: string; details?: any; gates?: unknown[] } {
+  const r = result as { isError?: boolean; structuredContent?: unknown; content: { type: string; text: string }[] }
+  if (!r.isError) throw new Error(`not an error result: ${r.content[0]?.text}`)
+  if (r.structuredContent !== undefined) throw new Error('an error result must not carry structuredContent')
+  const body = JSON.parse(r.content[0]!.text) as { success: false; error: { code: string; message: string } }
+  if (body.success !== false) throw new Error(`not an error envelope: ${r.content[0]!.text}`)
+  return body.error
+}

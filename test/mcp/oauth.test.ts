@@ -6,7 +6,7 @@
  * allowed in this test the way WEBHOOK_ALLOW_LOOPBACK allows them in development).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { auth, Client, StreamableHTTPClientTransport, type OAuthClientProvider, type OAuthDiscoveryState, type StoredOAuthClientInformation, type StoredOAuthTokens } from '@modelcontextprotocol/client'
 import { authorizeUrl, callApi, loadPage, person, pkce, registerClient, submit, tokenRequest, type OAuthServer, type Person } from '../oauth/helpers'
 import { oauthServer } from '../oauth/helpers'
 
@@ -79,6 +79,48 @@ describe('tokens are bound to their resource', () => {
     const mismatch = await tokensFor(client, { resource: `${s.origin}/mcp` }, { resource: `${s.origin}/v1` })
     expect(mismatch.status).toBe(400)
     expect((mismatch.body as { error: string }).error).toBe('invalid_target')
+  })
+})
+
+/** An OAuthClientProvider the way an MCP client keeps its state, in memory; it records where the SDK sends the browser. */
+function memoryProvider(redirect: string) {
+  const state: { client?: StoredOAuthClientInformation; tokens?: StoredOAuthTokens; verifier?: string; discovery?: OAuthDiscoveryState; authorizationUrl?: URL } = {}
+  const provider: OAuthClientProvider = {
+    redirectUrl: redirect,
+    clientMetadata: { client_name: 'Stock MCP client', redirect_uris: [redirect], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    clientInformation: () => state.client,
+    saveClientInformation: client => void (state.client = client),
+    tokens: () => state.tokens,
+    saveTokens: tokens => void (state.tokens = tokens),
+    redirectToAuthorization: url => void (state.authorizationUrl = url),
+    saveCodeVerifier: verifier => void (state.verifier = verifier),
+    codeVerifier: () => state.verifier!,
+    saveDiscoveryState: discovery => void (state.discovery = discovery),
+    discoveryState: () => state.discovery,
+  }
+  return { provider, state }
+}
+
+describe("the SDK's own auth() flow", () => {
+  test('discovers from the MCP resource, registers with the advertised scopes, and gets a token that calls tools', async () => {
+    const redirect = 'http://127.0.0.1:8765/callback'
+    const { provider, state } = memoryProvider(redirect)
+    const serverUrl = `${s.origin}/mcp`
+    const fetchFn = (url: string | URL, init?: RequestInit) => s.fetch(new URL(url).pathname + new URL(url).search, init)
+    expect(await auth(provider, { serverUrl, fetchFn })).toBe('REDIRECT')
+    expect(state.client?.client_id).toStartWith('oc_')
+    const authorizationUrl = state.authorizationUrl!
+    expect(authorizationUrl.searchParams.get('scope')).toBe('service:api service:read')
+    const page = await loadPage(s, authorizationUrl.pathname + authorizationUrl.search)
+    const res = await submit(s, page, { email: who.email, password: who.password, org_id: who.orgId, action: 'allow' })
+    expect(res.status).toBe(303)
+    const callback = new URL(res.headers.get('location')!)
+    const code = callback.searchParams.get('code')!
+    expect(await auth(provider, { serverUrl, fetchFn, authorizationCode: code, iss: callback.searchParams.get('iss') ?? undefined })).toBe('AUTHORIZED')
+    expect(state.tokens?.scope).toBe('service:api')
+    const mcp = await sdkClient(state.tokens!.access_token)
+    expect(((await mcp.callTool({ name: 'list_inboxes', arguments: {} })) as { isError?: boolean }).isError).toBeFalsy()
+    await mcp.close()
   })
 })
 

@@ -13,7 +13,7 @@ import { testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { anvilBinary, startChain, type Chain } from '../x402/anvil'
 import { keyOf, registerPayout, x402Org } from '../x402/helpers'
 import { signPayment } from '../x402/payer'
-import { ERAS, mcpClient } from './helpers'
+import { ERAS, mcpClient, toolErrorOf } from './helpers'
 
 if (!anvilBinary()) console.warn('MCP payment tests skipped: the anvil binary of @foundry-rs/anvil-linux-amd64 could not be installed')
 
@@ -75,7 +75,7 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
       expect((await asPayer.call('update_spend_policy', { paused: true })).structuredContent.paused).toBe(true)
       const declined = await asPayer.call('pay_payment_challenge', { challenge_id: challenge.id, payment: await signPayment(payerKey, challenge) })
       expect(declined.isError).toBe(true)
-      expect(declined.structuredContent.error).toMatchObject({ code: 'payment_declined', details: { reasons: ['paused'] } })
+      expect(toolErrorOf(declined)).toMatchObject({ code: 'payment_declined', details: { reasons: ['paused'] } })
       const declines = (await asPayer.call('list_declined_payments', {})).structuredContent
       expect(declines.items).toEqual([expect.objectContaining({ challenge_id: challenge.id, amount: '40000', reasons: ['paused'] })])
       expect((await asPayee.call('get_payment_challenge', { challenge_id: challenge.id })).structuredContent.status).toBe('pending')
@@ -100,7 +100,7 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
       expect((await asPayee.call('list_payments', { direction: 'sent' })).structuredContent.items).toEqual([])
       expect((await asPayee.call('get_payment_challenge', { challenge_id: challenge.id })).structuredContent).toMatchObject({ status: 'settled', settle_tx: receipt.settle_tx })
       // the payer may pay with the id, not read the challenge
-      expect((await asPayer.call('get_payment_challenge', { challenge_id: challenge.id })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(await asPayer.call('get_payment_challenge', { challenge_id: challenge.id })).code).toBe('not_found')
       await asPayee.client.close()
       await asPayer.client.close()
     }, 60_000)
@@ -110,11 +110,11 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
     const org = await x402Org()
     const member = await as(await keyOf(org, 'member'), 'modern')
     const refused = await member.call('update_spend_policy', { paused: true })
-    expect(refused.structuredContent.error.code).toBe('forbidden')
+    expect(toolErrorOf(refused).code).toBe('forbidden')
     expect((await member.call('get_spend_policy', {})).structuredContent.paused).toBe(false)
     const admin = await as(await keyOf(org, 'admin'), 'modern')
     expect((await admin.call('update_spend_policy', { daily_cap: '1000000' })).structuredContent.daily_cap).toBe('1000000')
-    expect((await admin.call('update_spend_policy', { daily_cap: 'a lot' })).structuredContent.error).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/^daily_cap: /) })
+    expect(toolErrorOf(await admin.call('update_spend_policy', { daily_cap: 'a lot' }))).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/^daily_cap: /) })
     await member.client.close()
     await admin.client.close()
   })

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Ajv2020 from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
 import type { Client } from '@modelcontextprotocol/client'
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { managedAddress, rfc822 } from '../helpers/mail'
 import { startReceiver, type Receiver } from '../helpers/receiver'
@@ -15,7 +17,7 @@ import { startTestRelay, type TestRelay } from '../helpers/relay'
 import { memoryResolver } from '../../src/dns/resolver'
 import { ingest } from '../../src/mail/inbound/ingest'
 import { relayOf } from '../../src/sending/relay'
-import { appFetch, ERAS, mcpClient } from './helpers'
+import { appFetch, ERAS, mcpClient, toolErrorOf } from './helpers'
 
 let relay: TestRelay
 let receiver: Receiver
@@ -72,12 +74,13 @@ for (const { era, version } of ERAS) {
       validated.add(name)
       return true
     }
-    /** Calls a tool and checks the result: an object structuredContent valid against the output schema, and the same JSON as text. */
+    /** Calls a tool and checks the result: an object structuredContent valid against the output schema and the same JSON as text, or an error as text only. */
     async function call(name: string, args: Record<string, unknown>) {
       const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] }
+      if (result.isError) return result
       expect(typeof result.structuredContent).toBe('object')
       expect(JSON.parse(result.content[0]!.text)).toEqual(result.structuredContent)
-      if (!result.isError) validate(name, result.structuredContent)
+      validate(name, result.structuredContent)
       return result
     }
     const ok = async (name: string, args: Record<string, unknown>) => {
@@ -88,7 +91,7 @@ for (const { era, version } of ERAS) {
     const fails = async (name: string, args: Record<string, unknown>) => {
       const result = await call(name, args)
       expect(result.isError).toBe(true)
-      return result.structuredContent.error as { code: string; message: string }
+      return toolErrorOf(result)
     }
 
     beforeAll(async () => {
@@ -294,7 +297,7 @@ for (const { era, version } of ERAS) {
       const [wired] = (await call('get_routing_topology', {})).structuredContent.functions
       expect(wired).toMatchObject({ function_id: fn.id, slot: 'fallback', enabled: true, domain_id: null })
       expect(wired.endpoint_id).toBeString()
-      expect((await call('route_function', { function_id: crypto.randomUUID(), domain_id: null })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(await call('route_function', { function_id: crypto.randomUUID(), domain_id: null })).code).toBe('not_found')
 
       // mail for the organization now goes to the function: replaying its delivery runs it here, with logs and an invocation to read
       const emailId = await inbound(await managedAddress(t.ctx, owner.orgId), `for the function ${era}`, undefined, owner)
@@ -314,11 +317,11 @@ for (const { era, version } of ERAS) {
       await call('set_function_secret', { key: 'ORG_WIDE', value: 'org value' })
       expect((await call('list_function_secrets', { function_id: fn.id })).structuredContent.items.map((s: { key: string }) => s.key)).toEqual(['API_TOKEN'])
       expect((await call('list_function_secrets', {})).structuredContent.items.map((s: { key: string }) => s.key)).toEqual(['ORG_WIDE'])
-      const reserved = (await call('set_function_secret', { function_id: fn.id, key: 'SERVICE_API_KEY', value: 'x' })).structuredContent.error
+      const reserved = toolErrorOf(await call('set_function_secret', { function_id: fn.id, key: 'SERVICE_API_KEY', value: 'x' }))
       expect(reserved).toMatchObject({ code: 'validation_error' })
       expect(reserved.message).toStartWith('key SERVICE_API_KEY: is reserved')
       expect((await call('delete_function_secret', { function_id: fn.id, key: 'API_TOKEN' })).structuredContent).toEqual({ key: 'API_TOKEN', deleted: true })
-      expect((await call('delete_function_secret', { function_id: fn.id, key: 'API_TOKEN' })).structuredContent.error.code).toBe('not_found')
+      expect(toolErrorOf(await call('delete_function_secret', { function_id: fn.id, key: 'API_TOKEN' })).code).toBe('not_found')
       // another organization's function does not exist for the tests' organization
       expect((await fails('list_function_secrets', { function_id: fn.id })).code).toBe('not_found')
       expect((await fails('route_function', { function_id: fn.id, domain_id: null })).code).toBe('not_found')
@@ -400,3 +403,20 @@ for (const { era, version } of ERAS) {
     })
   })
 }
+
+describe('a stock client of the v1 SDK (1.32)', () => {
+  test('a failing tool reaches callTool as isError with the error code readable, not as a client-side -32602', async () => {
+    const transport = new V1Transport(new URL('http://api.test.local/mcp'), { fetch: appFetch(t), requestInit: { headers: { authorization: `Bearer ${org.key}` } } })
+    const client = new V1Client({ name: 'stock-v1-client', version: '1.0.0' })
+    await client.connect(transport)
+    // the v1 client validates structuredContent against the output schema only after listing the tools
+    await client.listTools()
+    const missing = await client.callTool({ name: 'get_inbox', arguments: { inbox_id: crypto.randomUUID() } })
+    expect(missing.isError).toBe(true)
+    expect(toolErrorOf(missing).code).toBe('not_found')
+    const invalid = await client.callTool({ name: 'get_inbox', arguments: { inbox_id: 'not-a-uuid' } })
+    expect(toolErrorOf(invalid)).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/^inbox_id: /) })
+    expect((await client.callTool({ name: 'list_inboxes', arguments: {} })).isError).toBeFalsy()
+    await client.close()
+  })
+})

@@ -8,6 +8,7 @@ import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
 import { managedAddress } from '../helpers/mail'
 import { memoryResolver } from '../../src/dns/resolver'
+import { INVITATIONS_PER_MINUTE } from '../../src/networks/service'
 
 let t: TestApp
 let owner: TestOrg
@@ -162,14 +163,55 @@ describe('contact admission', () => {
     expect(again.send_grant).toBe('granted')
   })
 
-  test('a connection key cannot manage networks, publish or read contacts (403)', async () => {
+  test('a connection key cannot manage networks, publish or change contacts (403)', async () => {
     expectError(await t.request('POST', '/v1/networks', { key: memberKey, body: { name: 'x' } }), 403, 'forbidden')
     expectError(await t.request('GET', `/v1/networks/${networkId}`, { key: memberKey }), 403, 'forbidden')
     expectError(await t.request('GET', `/v1/networks/${networkId}/members`, { key: memberKey }), 403, 'forbidden')
     expectError(await t.request('DELETE', `/v1/networks/${networkId}/members/${member.orgId}`, { key: memberKey }), 403, 'forbidden')
     expectError(await publish({ ...member, key: memberKey }, memberAgent, { display_name: 'x' }), 403, 'forbidden')
-    expectError(await t.request('GET', '/v1/contacts', { key: memberKey }), 403, 'forbidden')
+    expectError(await t.request('POST', '/v1/contacts', { key: memberKey, body: { owner_address: memberAgent, address: 'x@example.com' } }), 403, 'forbidden')
     expectError(await t.request('GET', '/v1/registries', { key: memberKey }), 403, 'forbidden')
+  })
+})
+
+describe('invitations to any organization id are bounded', () => {
+  test('the invitee declines and blocks the inviter: its later invitations are 404 like an unknown id, until the block is lifted', async () => {
+    const [spammer, target] = await Promise.all([createOrg(), createOrg()])
+    const first = expectOk(await t.request('POST', '/v1/networks', { key: spammer.key, body: { name: 'Free money' } }), 201).id
+    const second = expectOk(await t.request('POST', '/v1/networks', { key: spammer.key, body: { name: 'Free money again' } }), 201).id
+    expectOk(await t.request('POST', `/v1/networks/${first}/members`, { key: spammer.key, body: { org_id: target.orgId } }), 201)
+    // block only with the caller's own org_id
+    expectError(await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: spammer.key }), 400, 'validation_error', /^block: /)
+    expect(expectOk(await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: target.key }))).toEqual({ org_id: target.orgId, removed: true })
+    expect(expectOk(await t.request('GET', '/v1/networks', { key: target.key }))).toEqual([])
+    const blocks = expectOk(await t.request('GET', '/v1/networks/invitation-blocks', { key: target.key }))
+    expect(blocks.map((b: { org_id: string }) => b.org_id)).toEqual([spammer.orgId])
+    // from any of the blocked organization's networks: the same answer as an id that does not exist
+    const blocked = await t.request('POST', `/v1/networks/${second}/members`, { key: spammer.key, body: { org_id: target.orgId } })
+    const unknown = await t.request('POST', `/v1/networks/${second}/members`, { key: spammer.key, body: { org_id: crypto.randomUUID() } })
+    expectError(blocked, 404, 'not_found')
+    expect(blocked.body).toEqual(unknown.body)
+    expect(expectOk(await t.request('GET', '/v1/networks', { key: target.key }))).toEqual([])
+    // others still invite it
+    const friend = await createOrg()
+    const friendly = expectOk(await t.request('POST', '/v1/networks', { key: friend.key, body: { name: 'Friends' } }), 201).id
+    expectOk(await t.request('POST', `/v1/networks/${friendly}/members`, { key: friend.key, body: { org_id: target.orgId } }), 201)
+    // lifted: the inviter may invite again
+    expect(expectOk(await t.request('DELETE', `/v1/networks/invitation-blocks/${spammer.orgId}`, { key: target.key }))).toEqual({ org_id: spammer.orgId, unblocked: true })
+    expectError(await t.request('DELETE', `/v1/networks/invitation-blocks/${spammer.orgId}`, { key: target.key }), 404, 'not_found')
+    expectOk(await t.request('POST', `/v1/networks/${second}/members`, { key: spammer.key, body: { org_id: target.orgId } }), 201)
+  })
+
+  test('an organization sends at most INVITATIONS_PER_MINUTE invitations a minute: then 429 rate_limit_exceeded with Retry-After', async () => {
+    const sender = await createOrg()
+    const network = expectOk(await t.request('POST', '/v1/networks', { key: sender.key, body: { name: 'Wide' } }), 201).id
+    const invitees = await Promise.all(Array.from({ length: INVITATIONS_PER_MINUTE + 1 }, () => createOrg()))
+    const statuses: number[] = []
+    for (const invitee of invitees) statuses.push((await t.request('POST', `/v1/networks/${network}/members`, { key: sender.key, body: { org_id: invitee.orgId } })).status)
+    expect(statuses.slice(0, INVITATIONS_PER_MINUTE).every(s => s === 201)).toBe(true)
+    const refused = await t.request('POST', `/v1/networks/${network}/members`, { key: sender.key, body: { org_id: (await createOrg()).orgId } })
+    expectError(refused, 429, 'rate_limit_exceeded', /^network invitations: /)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
   })
 })
 

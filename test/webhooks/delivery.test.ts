@@ -316,6 +316,10 @@ describe('delivery list filters', () => {
     expect((await deliveries(org, `?email_id=${all[1].email_id}`)).map(d => d.email.subject)).toEqual(['b'])
     expect((await deliveries(org, `?date_from=${encodeURIComponent(start)}`)).length).toBe(3)
     expect((await deliveries(org, `?date_to=${encodeURIComponent(start)}`)).length).toBe(0)
+    // a row's own created_at as both bounds finds it: compared at the milliseconds shown, not the microseconds kept
+    await (await testSql())`update webhook_deliveries set created_at = date_trunc('milliseconds', created_at) + interval '0.6 milliseconds' where id = ${all[1].id}`
+    const shown = encodeURIComponent(all[1].created_at)
+    expect((await deliveries(org, `?date_from=${shown}&date_to=${shown}`)).map(d => d.email.subject)).toEqual(['b'])
     const page = await h.request('GET', '/v1/webhooks/deliveries?limit=2', { key: org.key })
     expect(page.body.meta).toMatchObject({ total: 3, limit: 2 })
     const next = await h.request('GET', `/v1/webhooks/deliveries?limit=2&cursor=${page.body.meta.cursor}`, { key: org.key })

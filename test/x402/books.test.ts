@@ -141,6 +141,10 @@ describe.skipIf(!anvilBinary())('spend policy, ledger and events on anvil', () =
       // inclusive dates: created_before = the newest row's own instant includes it
       const newest = received.body.data[0]
       expect(expectOk(await t.request('GET', `/v1/x402/payments?created_after=${encodeURIComponent(newest.created_at)}`, { key: pe.org.key })).map((r: any) => r.id)).toEqual([newest.id])
+      // the bounds compare at the precision shown (milliseconds) though the row keeps microseconds
+      await t.ctx.sql`update x402_ledger set created_at = date_trunc('milliseconds', created_at) + interval '0.6 milliseconds' where id = ${newest.id}`
+      const exactly = `created_after=${encodeURIComponent(newest.created_at)}&created_before=${encodeURIComponent(newest.created_at)}`
+      expect(expectOk(await t.request('GET', `/v1/x402/payments?${exactly}`, { key: pe.org.key })).map((r: any) => r.id)).toEqual([newest.id])
       expect(expectOk(await t.request('GET', `/v1/x402/payments?created_before=${encodeURIComponent(started)}`, { key: pe.org.key }))).toEqual([])
       expectError(await t.request('GET', '/v1/x402/payments?created_after=2026-01-01', { key: pe.org.key }), 400, 'validation_error', /^created_after: /)
       expectError(await t.request('GET', '/v1/x402/payments?limit=201', { key: pe.org.key }), 400, 'validation_error', /^limit: /)

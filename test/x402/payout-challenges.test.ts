@@ -129,6 +129,20 @@ describe('challenges', () => {
     expect(expectOk(await t.request('GET', `/v1/x402/challenges/${c.id}`, { key: org.key }))).toEqual(c)
   })
 
+  test('pay_url is the public page any x402 client pays at, and the OpenAPI document shows it', async () => {
+    const org = await x402Org()
+    await registerPayout(t, org, wallet())
+    const c = await newChallenge(t, org, { amount: '1000' })
+    expect(c.pay_url).toBe(`${t.ctx.config.PUBLIC_URL}/x402/pay/${c.id}`)
+    const unpaid = await t.request('GET', new URL(c.pay_url).pathname)
+    expect(unpaid.status).toBe(402)
+    expect(unpaid.body.accepts[0].maxAmountRequired).toBe('1000')
+    const doc = (await t.request('GET', '/v1/openapi')).body
+    const created = doc.paths['/v1/x402/challenges/'] ?? doc.paths['/v1/x402/challenges']
+    const schema = JSON.stringify(created.post.responses['201'])
+    expect(schema).toContain('"pay_url"')
+  })
+
   test('on base the asset is base USDC and the EIP-712 name is "USD Coin"', async () => {
     const org = await x402Org()
     await registerPayout(t, org, wallet(), 'base')

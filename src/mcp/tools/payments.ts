@@ -39,7 +39,7 @@ export const paymentTools = [
       const interactionDomain = new URL(ctx.config.PUBLIC_URL).hostname
       const outcome = await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key: idempotency_key, payload: body }, async tx => ({
         status: 201,
-        data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })),
+        data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain, { commitWithoutFlush: true }), ctx.config.PUBLIC_URL),
       }))
       return outcome.data
     },
@@ -54,7 +54,7 @@ export const paymentTools = [
     rest: { method: 'GET', path: '/v1/x402/challenges/:id' },
     handle: async ({ ctx, auth }, args) => {
       await requireX402(ctx, auth.orgId)
-      return presentChallenge(await getOwnChallenge(ctx.sql, auth.orgId, args.challenge_id))
+      return presentChallenge(await getOwnChallenge(ctx.sql, auth.orgId, args.challenge_id), ctx.config.PUBLIC_URL)
     },
   }),
   tool({

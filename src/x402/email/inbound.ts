@@ -22,7 +22,7 @@ import { payChallenge } from '../pay.service'
 import { enqueueInteractionEvent } from './events'
 import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
 import { STEP_KIND } from './step-mail'
-import { EXPIRE_KIND, expireIfDue, findInteraction, sendStep, type InteractionRow } from './service'
+import { EXPIRE_KIND, expireIfDue, findInteraction, findInteractionAnswered, sendStep, type InteractionRow } from './service'
 
 
 /** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
@@ -99,8 +99,9 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   if (!part) return
   const parsed = parseStep(part.content)
   const interactionId = parsed.ok ? parsed.step.interaction_id : parsed.interaction_id
-  if (!interactionId) return
-  let i = await findInteraction(ctx.sql, interactionId)
+  // A step that does not name its interaction (camelCase keys, say) is still answered when the message replies in its thread.
+  const threadIds = [e.in_reply_to, ...(e.references ?? [])].filter((id): id is string => Boolean(id))
+  let i = interactionId ? await findInteraction(ctx.sql, interactionId) : await findInteractionAnswered(ctx.sql, e.org_id, threadIds)
   // Only the payee's own copy acts on its interaction; a step about anyone else's is ignored.
   if (!i || i.org_id !== e.org_id) return
   const resuming = i.verifying_email_id === e.id

@@ -14,7 +14,7 @@ import { idempotent } from '../../http/idempotency'
 import { enqueue } from '../../jobs/queue'
 import { splitAddress } from '../../mail/inbound/recipients'
 import { sendMail } from '../../sending/service'
-import { createChallenge, findChallenge, paymentRequirements, presentChallenge, type ChallengeRow } from '../challenges.service'
+import { createChallenge, findChallenge, paymentRequirements, payUrl, presentChallenge, type ChallengeRow } from '../challenges.service'
 import type { Network } from '../networks'
 import { buildStep, STEP_FILENAME, type Step } from './steps'
 
@@ -96,7 +96,7 @@ export async function sendStep(ctx: AppContext, i: InteractionRow, step: Step, p
   await recordSentStep(ctx.sql, i.id, step)
 }
 
-function challengeText(c: ChallengeRow, payee: string) {
+function challengeText(c: ChallengeRow, payee: string, payLink: string) {
   const units = BigInt(c.amount)
   const usdc = `${units / 1_000_000n}.${(units % 1_000_000n).toString().padStart(6, '0')}`
   return [
@@ -108,6 +108,8 @@ function challengeText(c: ChallengeRow, payee: string) {
     'To pay, sign an EIP-3009 TransferWithAuthorization with the nonce `authorization_nonce` of the attached',
     'interaction.json, and reply to this message from this address with a `payment` step attached as interaction.json.',
     'To refuse, reply with a `decline` step. Interaction: ' + c.interaction_id,
+    '',
+    `Or pay with any x402 client, no account needed: ${payLink}`,
   ].filter((line, n) => line || n > 2).join('\n')
 }
 
@@ -136,7 +138,7 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
         from: body.from,
         to: body.to,
         subject: `Payment request: ${c.description || c.amount + ' base units of USDC'}`.slice(0, 998).replace(/[\r\n]/g, ' '),
-        body_text: challengeText(c, body.from),
+        body_text: challengeText(c, body.from, payUrl(ctx.config.PUBLIC_URL, c.id)),
         attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
       }, `x402-email:${interactionId}:challenge`)
       await ctx.sql.begin(async tx => {
@@ -161,11 +163,26 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
       throw error
     }
   }
-  return { key, replayed: outcome.replayed, data: { interaction_id: interactionId, challenge_id: challengeId, challenge: presentChallenge(c), send_id: i!.send_id } }
+  return { key, replayed: outcome.replayed, data: { interaction_id: interactionId, challenge_id: challengeId, challenge: presentChallenge(c, ctx.config.PUBLIC_URL), send_id: i!.send_id } }
 }
 
 export async function findInteraction(sql: Sql | Tx, id: string, opts: { lock?: boolean } = {}): Promise<InteractionRow | null> {
   const [row] = await sql<InteractionRow[]>`select * from x402_interactions where id = ${id} ${opts.lock ? sql`for update` : sql``}`
+  return row ?? null
+}
+
+/**
+ * The organization's interaction whose challenge message one of `messageIds` (a reply's
+ * In-Reply-To and References) names: how a step that does not name its interaction in snake_case
+ * (camelCase keys, say) is still answered in its thread. A rare path: it reads the organization's
+ * interactions rather than an index of message ids.
+ */
+export async function findInteractionAnswered(sql: Sql | Tx, orgId: string, messageIds: string[]): Promise<InteractionRow | null> {
+  if (!messageIds.length) return null
+  const [row] = await sql<InteractionRow[]>`
+    select i.* from x402_interactions i join sends s on s.id = i.send_id
+     where i.org_id = ${orgId} and s.org_id = ${orgId} and s.last_message_id = any(${messageIds})
+     order by i.created_at desc limit 1`
   return row ?? null
 }
 

@@ -81,8 +81,11 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     expect(step).toMatchObject({ interaction_version: 1, interaction_id: first.interaction_id, protocol: 'x402.payment', protocol_version: 1, step: 'challenge', prev_step_id: null })
     expect(step.step_id).toBe(first.challenge.nonce_binding.challenge_step_id)
     expect(step.payload.authorization_nonce).toBe(first.challenge.authorization_nonce)
-    const [auth] = await sql<{ auth: any }[]>`select auth from emails where id = ${steps[0]!.emailId}`
+    const [auth] = await sql<{ auth: any; text_body: string }[]>`select auth, text_body from emails where id = ${steps[0]!.emailId}`
     expect(auth!.auth.dkim.some((d: any) => d.result === 'pass' && d.signed_headers.includes('content-type'))).toBe(true)
+    // the challenge and its email carry the pay link a stock x402 client can use
+    expect(first.challenge.pay_url).toBe(`${t.ctx.config.PUBLIC_URL}/x402/pay/${first.challenge_id}`)
+    expect(auth!.text_body).toContain(first.challenge.pay_url)
     const i = await interaction(p.org.key, first.interaction_id)
     expect(i).toMatchObject({ state: 'awaiting_payment', payer_address: payerAddress, payer_domain: t.ctx.config.MANAGED_DOMAIN, settlement: null })
     // another organization cannot read it; a sender the organization does not own is refused and leaves nothing

@@ -107,6 +107,24 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     expect(await chain.balance(s.wallet.address)).toBe(20000n)
   })
 
+  test('a step written entirely in camelCase is found through the thread and answered with a camel_case_keys reject; nothing moves', async () => {
+    const s = await onNet()
+    const snake = paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))
+    const camel = {
+      interactionVersion: 1, interactionId: snake.interaction_id, protocol: 'x402.payment', protocolVersion: 1, step: 'payment',
+      stepId: snake.step_id, prevStepId: snake.prev_step_id, expiresAt: null, payload: snake.payload,
+    }
+    expectOk(await send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment(camel) }))
+    await runStepJobs(t)
+    const i = await interaction(s.payee.key, s.created.interaction_id)
+    expect(i.state).toBe('awaiting_payment')
+    expect(i.steps.filter((x: any) => x.direction === 'received')).toEqual([expect.objectContaining({ accepted: false, reasons: ['camel_case_keys'] })])
+    const reject = (await stepsReceived(s.payer.orgId)).at(-1)!.step
+    expect(reject).toMatchObject({ step: 'reject', interaction_id: s.created.interaction_id, payload: { reason: 'camel_case_keys', reasons: ['camel_case_keys'] } })
+    expect(reject.payload.detail).toStartWith('interactionVersion: ')
+    expect(await chain.balance(s.wallet.address)).toBe(0n)
+  })
+
   test('interactions_enabled: without it the email routes are 403 feature_disabled; replies for a payee that lost it are recorded and do nothing', async () => {
     const org = await createOrg({ plan: 'developer' })
     await sql`update orgs set extra_entitlements = ${['x402_payments']} where id = ${org.orgId}`
