@@ -79,7 +79,7 @@ export async function invokeFunction(ctx: AppContext, input: InvokeInput): Promi
     SERVICE_WEBHOOK_SECRET: signing[0]!,
     SERVICE_API_BASE_URL: `${ctx.config.PUBLIC_URL}/v1`,
   }
-  const scope: FetchScope = { dryRun: input.dryRun ?? false, activity: [], captured: [] }
+  const scope: FetchScope = { orgId: input.orgId, dryRun: input.dryRun ?? false, activity: [], captured: [] }
   const result = await pool(ctx).run({ kind: 'invoke', code: t.code, warmKey: t.deployment_id, request: input.request, env, limits: runLimits(ctx.config) }, arg => serveGuestFetch(ctx, scope, arg), input.orgId)
   const invocationId = randomUUIDv7()
   if (!input.dryRun) await recordInvocation(ctx, invocationId, t, input, result, scope)

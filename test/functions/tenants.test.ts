@@ -1,14 +1,17 @@
 /**
  * Two organizations' functions side by side in one process: one tenant's runaway code does not
- * take the other's turn on the sandbox threads. Orders and counts only, no timings: a run that
- * had to wait for a loop would wait for its CPU budget of a minute, far past the test's timeout.
+ * take the other's turn on the sandbox threads, and one tenant's unauthenticated API calls do
+ * not use up the other's limit. Orders and counts only, no timings: a run that had to wait for
+ * a loop would wait for its CPU budget of a minute, far past the test's timeout.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { expectOk } from '../helpers/envelope'
 import { until } from '../helpers/until'
-import { invokeFunction } from '../../src/functions/run'
+import { invokeFunction, type Invocation } from '../../src/functions/run'
 import { sandboxPool } from '../../src/functions/sandbox/pool'
+import { PUBLIC_PER_MINUTE } from '../../src/http/auth'
+import { SUBREQUESTS } from '../../src/functions/limits'
 
 const ENV = { FUNCTION_CPU_MS: '60000', FUNCTION_WALL_CLOCK_MS: '120000', FUNCTION_THREADS: '2', FUNCTION_ORG_THREADS: '1', FUNCTION_ORG_CONCURRENCY: '2' }
 
@@ -27,6 +30,8 @@ async function deploy(org: TestOrg, code: string): Promise<string> {
 
 const invoke = (org: TestOrg, functionId: string) =>
   invokeFunction(h.ctx, { orgId: org.orgId, functionId, request: { method: 'POST', url: 'https://functions.internal/t', headers: [], body: null } })
+
+const bodyOf = (invocation: Invocation | null) => JSON.parse(Buffer.from(invocation!.result.response!.body, 'base64').toString())
 
 test("one organization's runaway loops neither delay another's function nor run past their organization's cap", async () => {
   const [a, b] = await Promise.all([createOrg(), createOrg()])
@@ -48,4 +53,37 @@ test("one organization's runaway loops neither delay another's function nor run 
 
   pool.stop()
   expect((await Promise.all(loops)).map(i => i!.result.outcome)).toEqual(['crashed', 'crashed', 'crashed'])
+})
+
+test("one organization's functions using up the unauthenticated limit do not make another's get 429", async () => {
+  const [a, b] = await Promise.all([createOrg(), createOrg()])
+  // as many unauthenticated calls as one invocation may make; answers the statuses it got
+  const health = await deploy(a, `export default { async fetch(request, env) {
+    const statuses = []
+    for (let i = 0; i < ${SUBREQUESTS}; i++) statuses.push((await fetch(env.SERVICE_API_BASE_URL + '/health')).status)
+    return Response.json(statuses)
+  } }`)
+  const once = await deploy(b, `export default { async fetch(request, env) {
+    return Response.json([(await fetch(env.SERVICE_API_BASE_URL + '/health')).status])
+  } }`)
+
+  const statuses: number[] = []
+  while (statuses.length <= PUBLIC_PER_MINUTE) statuses.push(...bodyOf(await invoke(a, health)))
+  // A's functions did reach the limit...
+  expect(statuses.filter(s => s === 200).length).toBeLessThanOrEqual(PUBLIC_PER_MINUTE)
+  expect(statuses.at(-1)).toBe(429)
+  // ...which is theirs alone
+  expect(bodyOf(await invoke(b, once))).toEqual([200])
+})
+
+test("a function's in-process calls cannot pass for another client by a forwarded address", async () => {
+  const a = await createOrg()
+  const spoof = await deploy(a, `export default { async fetch(request, env) {
+    const statuses = []
+    for (let i = 0; i < ${SUBREQUESTS}; i++) statuses.push((await fetch(env.SERVICE_API_BASE_URL + '/health', { headers: { 'x-forwarded-for': '203.0.113.' + i } })).status)
+    return Response.json(statuses)
+  } }`)
+  const statuses: number[] = []
+  while (statuses.length <= PUBLIC_PER_MINUTE) statuses.push(...bodyOf(await invoke(a, spoof)))
+  expect(statuses.at(-1)).toBe(429)
 })
