@@ -9,11 +9,16 @@
  * A dry run has no side effects: sends are captured and answered as if accepted, other writes
  * to the API and requests other than GET and HEAD to other services are refused (403), reads are
  * served.
+ *
+ * An in-process call has no peer address, so every function would share one client address for
+ * the limit of unauthenticated requests: its address is its organization's instead
+ * (`functionsAddress`), so one tenant's functions cannot use up another's.
  */
 import { isIP } from 'node:net'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { checkWebhookUrl, type CheckedUrl } from '../egress/url-safety'
+import { noteListened } from '../request-context'
 import { RESPONSE_BYTES, SUBREQUEST_TIMEOUT_MS } from './limits'
 import type { FetchAnswer, GuestFetch } from './sandbox/protocol'
 
@@ -29,6 +34,8 @@ export interface CapturedSend {
 
 /** What one invocation's fetches collect. */
 export interface FetchScope {
+  /** the organization whose function fetches */
+  orgId: string
   dryRun: boolean
   activity: ActivityEntry[]
   captured: CapturedSend[]
@@ -80,6 +87,9 @@ async function answer(res: Response, url: string): Promise<FetchAnswer> {
 /** the methods a dry run sends on: reads, which change nothing where they go */
 const READS = new Set(['GET', 'HEAD'])
 
+/** The client address of an organization's functions calling the API in-process: one per organization, as its per-organization limit is. */
+export const functionsAddress = (orgId: string) => `functions:${orgId}`
+
 function isApiCall(ctx: AppContext, url: URL): boolean {
   return url.origin === new URL(ctx.config.PUBLIC_URL).origin && (url.pathname === '/v1' || url.pathname.startsWith('/v1/'))
 }
@@ -95,7 +105,11 @@ async function apiCall(ctx: AppContext, scope: FetchScope, url: URL, arg: GuestF
     return json(200, { success: true, data: { id, status: 'captured', dry_run: true } }, url.href)
   }
   const headers = new Headers(arg.headers)
-  const res = await (await apiHandler(ctx))(new Request(url.href, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : fromBase64(arg.body) }))
+  // no proxy stands between the function and the API: an address it forwards is its own invention
+  headers.delete('x-forwarded-for')
+  const request = new Request(url.href, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : fromBase64(arg.body) })
+  noteListened(request, { address: functionsAddress(scope.orgId) })
+  const res = await (await apiHandler(ctx))(request)
   const out = await answer(res, url.href)
   if (isSend && res.status === 200 && out.error === undefined && out.body) {
     const sent = safeJson(Buffer.from(out.body, 'base64')) as { data?: { id?: string } } | null

@@ -17,10 +17,10 @@ import { invocationChange } from '../changes/sources'
 
 const pool = sandboxPool
 
-/** Evaluates the module once and checks its default export; `ms` is the time the check took. */
-export async function checkModule(ctx: AppContext, code: string) {
+/** Evaluates the module once, in the organization's share of the threads, and checks its default export; `ms` is the time the check took. */
+export async function checkModule(ctx: AppContext, orgId: string, code: string) {
   const started = performance.now()
-  const result = await pool(ctx).run({ kind: 'check', code, limits: runLimits(ctx.config) }, async () => ({ error: 'fetch is not available while a module is deployed' }))
+  const result = await pool(ctx).run({ kind: 'check', code, limits: runLimits(ctx.config) }, async () => ({ error: 'fetch is not available while a module is deployed' }), orgId)
   return { ok: result.outcome === 'ok', error: result.outcome === 'ok' ? null : (result.error ?? { name: 'Error', message: result.outcome, line: null, column: null, stack: null }), ms: Math.round((performance.now() - started) * 100) / 100 }
 }
 
@@ -79,8 +79,8 @@ export async function invokeFunction(ctx: AppContext, input: InvokeInput): Promi
     SERVICE_WEBHOOK_SECRET: signing[0]!,
     SERVICE_API_BASE_URL: `${ctx.config.PUBLIC_URL}/v1`,
   }
-  const scope: FetchScope = { dryRun: input.dryRun ?? false, activity: [], captured: [] }
-  const result = await pool(ctx).run({ kind: 'invoke', code: t.code, warmKey: t.deployment_id, request: input.request, env, limits: runLimits(ctx.config) }, arg => serveGuestFetch(ctx, scope, arg))
+  const scope: FetchScope = { orgId: input.orgId, dryRun: input.dryRun ?? false, activity: [], captured: [] }
+  const result = await pool(ctx).run({ kind: 'invoke', code: t.code, warmKey: t.deployment_id, request: input.request, env, limits: runLimits(ctx.config) }, arg => serveGuestFetch(ctx, scope, arg), input.orgId)
   const invocationId = randomUUIDv7()
   if (!input.dryRun) await recordInvocation(ctx, invocationId, t, input, result, scope)
   return { invocationId, deploymentId: t.deployment_id, result, scope }

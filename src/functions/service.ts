@@ -205,7 +205,7 @@ async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundl
 export async function deployFunction(ctx: AppContext, orgId: string, input: { name: string } & DeployInput, sql: Tx = ctx.sql) {
   const started = performance.now()
   const bundle = checkBundleSize(await bundleOf(ctx, orgId, input))
-  const check = await checkModule(ctx, bundle.code)
+  const check = await checkModule(ctx, orgId, bundle.code)
   check.ms = Math.round((performance.now() - started) * 100) / 100
   try {
     return await transaction(sql, async tx => {
@@ -229,7 +229,7 @@ export async function redeployFunction(ctx: AppContext, orgId: string, id: strin
   if (input.name !== undefined && input.name !== current.name) throw errors.validation('name', `is immutable; this function is named ${current.name}`)
   const started = performance.now()
   const bundle = checkBundleSize(await bundleOf(ctx, orgId, input))
-  const check = await checkModule(ctx, bundle.code)
+  const check = await checkModule(ctx, orgId, bundle.code)
   check.ms = Math.round((performance.now() - started) * 100) / 100
   return ctx.sql.begin(async tx => {
     // locks the row: concurrent redeploys of one function become current in commit order

@@ -12,6 +12,8 @@
  *   prebuilt messages straight to the same relay;
  * - functions.ts: function invocation latency and throughput next to a bare `new Function`, and
  *   SMTP 250 to function completed at 100 msg/s;
+ * - fairness.ts: one organization's trivial function alone, then while another organization
+ *   keeps infinite loops in flight (issue 32), p50 and p99 of each;
  * - x402.ts: challenge to settled on anvil (sequential and 20 payers at once), next to a bare
  *   viem transferWithAuthorization round trip to the same anvil;
  * - changes.ts: 20 consumers long-polling GET /v1/changes while mail arrives at 200 msg/s, next
@@ -28,7 +30,7 @@
  *   process, memory per waiter and per session, and who wakes for one message.
  *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
- * fanout, outbound, functions, x402, changes, processes, waiters, mailbox, jobs or contacts runs one
+ * fanout, outbound, functions, fairness, x402, changes, processes, waiters, mailbox, jobs or contacts runs one
  * section (several: separated by commas).
  */
 import postgres from 'postgres'
@@ -40,6 +42,7 @@ import { fanoutBench, processesBench } from './fanout'
 import { waitersBench } from './waiters'
 import { outboundBench } from './outbound'
 import { functionsBench } from './functions'
+import { fairnessBench } from './fairness'
 import { x402Bench } from './x402'
 import { changesBench } from './changes'
 import { mailboxBench } from './mailbox'
@@ -63,6 +66,7 @@ try {
   if (run('fanout')) await fanoutBench(sql, dbUrl)
   if (run('outbound')) await outboundBench(sql, dbUrl)
   if (run('functions')) await functionsBench(sql, dbUrl)
+  if (run('fairness')) await fairnessBench()
   if (run('x402')) await x402Bench(sql, dbUrl)
   if (run('changes')) await changesBench(sql, dbUrl)
   if (run('processes')) await processesBench(sql, dbUrl)

@@ -7,6 +7,16 @@
  *
  * The wall clock is enforced twice: inside the sandbox (its interrupt handler and its waits),
  * and here, where a run still going a grace period after its wall clock ends its thread.
+ *
+ * Organizations share the threads fairly. A guest computing holds its whole thread (QuickJS
+ * runs it synchronously and cannot be paused to let another run in), so a thread is lent to one
+ * organization at a time: another tenant's runaway loop never sits in front of a run. An
+ * organization holds at most `orgThreads` threads and has at most `orgRuns` runs in flight (each
+ * may take its 128 MiB); its other runs wait in a queue of its own, and the queues are served
+ * round robin whenever a thread or a slot frees. With more threads than one organization may
+ * hold, another tenant's run always finds a thread of its own, and the operating system shares
+ * the cores between the threads: the runaway costs it a share of a core, not the runaway's CPU
+ * budget (docs/functions.md, "Sharing the threads").
  */
 import { perProcess } from '../../context'
 import type { FetchAnswer, FromThread, GuestFetch, RunRequest, RunResult, ToThread } from './protocol'
@@ -20,10 +30,37 @@ interface Run {
   started: number
 }
 
+/** A run waiting in its organization's queue for a thread or a slot. */
+interface Queued {
+  request: RunRequest
+  fetch(arg: GuestFetch): Promise<FetchAnswer>
+  resolve(result: RunResult): void
+}
+
+/** How the pool shares its threads among organizations (FUNCTION_ORG_THREADS, FUNCTION_ORG_CONCURRENCY). */
+export interface PoolShares {
+  /** threads one organization's runs may hold at once */
+  orgThreads: number
+  /** runs of one organization in flight at once; the rest wait in its queue */
+  orgRuns: number
+}
+
+/** The tenant of runs that name none (tools, benchmarks): they share one queue. */
+const UNATTRIBUTED = ''
+
+/** The result of a run that ended without its sandbox saying how (its thread died, the service stopped). */
+function endedResult(outcome: RunResult['outcome'], wallMs: number, message: string): RunResult {
+  return { outcome, cpuMs: 0, wallMs, logs: [], logsTruncated: false, subrequests: 0, response: null, error: { name: 'Error', message, stack: null, line: null, column: null } }
+}
+
 class SandboxThread {
   readonly runs = new Map<number, Run>()
   private worker: Worker
   dead = false
+  /** the organization whose runs are on this thread; null while it has none */
+  owner: string | null = null
+  /** the organization it was lent to last: its warm sandboxes are that organization's */
+  lastOwner: string | null = null
 
   constructor(private readonly onDeath: (thread: SandboxThread) => void) {
     this.worker = new Worker(new URL('./thread.ts', import.meta.url).href)
@@ -39,6 +76,7 @@ class SandboxThread {
       if (!run) return
       clearTimeout(run.timer)
       this.runs.delete(message.runId)
+      if (!this.runs.size) this.owner = null
       run.resolve(message.result)
     } else if (message.type === 'fetch') {
       const run = this.runs.get(message.runId)
@@ -54,7 +92,8 @@ class SandboxThread {
     if (!this.dead) this.worker.postMessage(message)
   }
 
-  start(runId: number, request: RunRequest, run: Run) {
+  start(runId: number, owner: string, request: RunRequest, run: Run) {
+    this.owner = this.lastOwner = owner
     this.runs.set(runId, run)
     this.send({ type: 'run', runId, request })
   }
@@ -64,30 +103,34 @@ class SandboxThread {
     if (this.dead) return
     this.dead = true
     this.worker.terminate()
-    for (const [runId, run] of this.runs) {
+    const runs = [...this.runs]
+    this.runs.clear()
+    // out of the pool before its runs end: the runs their ends let start must not come here
+    this.onDeath(this)
+    for (const [runId, run] of runs) {
       clearTimeout(run.timer)
       const outcome = outcomeOf(runId)
-      run.resolve({
-        outcome,
-        cpuMs: 0,
-        wallMs: Math.round(performance.now() - run.started),
-        logs: [],
-        logsTruncated: false,
-        subrequests: 0,
-        response: null,
-        error: { name: 'Error', message: outcome === 'crashed' ? `${reason}; the run is retried` : reason, stack: null, line: null, column: null },
-      })
+      run.resolve(endedResult(outcome, Math.round(performance.now() - run.started), outcome === 'crashed' ? `${reason}; the run is retried` : reason))
     }
-    this.runs.clear()
-    this.onDeath(this)
   }
 }
 
 export class SandboxPool {
   private threads: SandboxThread[] = []
   private nextRun = 1
+  /** runs waiting to start, by organization; the map's order is the order of the round */
+  private queues = new Map<string, Queued[]>()
+  /** runs in flight, by organization */
+  private inFlight = new Map<string, number>()
+  private readonly shares: PoolShares
 
-  constructor(private readonly size: number) {}
+  /** Without `shares`, one organization may use every thread with no cap on its runs (tools, tests). */
+  constructor(
+    private readonly size: number,
+    shares: Partial<PoolShares> = {},
+  ) {
+    this.shares = { orgThreads: shares.orgThreads ?? size, orgRuns: shares.orgRuns ?? Infinity }
+  }
 
   private spawn(): SandboxThread {
     const thread = new SandboxThread(dead => {
@@ -97,25 +140,81 @@ export class SandboxPool {
     return thread
   }
 
-  /** The least busy thread, starting threads up to the pool size. */
-  private pick(): SandboxThread {
-    const idle = this.threads.find(t => t.runs.size === 0)
-    if (idle) return idle
-    if (this.threads.length < this.size) return this.spawn()
-    return this.threads.reduce((a, b) => (b.runs.size < a.runs.size ? b : a))
+  /**
+   * The thread a run of `tenant` may start on now, or null when it must wait. Under its cap of
+   * runs: a thread of no one while it holds fewer than its share, else the least busy of its own
+   * threads. Of the threads of no one: the one it held last (its warm sandboxes are there), one no
+   * one held, a new one up to the pool size, and only then one another organization held last
+   * (whose warm sandboxes it would push out: a new thread is paid for once, that every time).
+   */
+  private threadFor(tenant: string): SandboxThread | null {
+    if ((this.inFlight.get(tenant) ?? 0) >= this.shares.orgRuns) return null
+    const own = this.threads.filter(t => t.owner === tenant)
+    if (own.length < this.shares.orgThreads) {
+      const free = this.threads.filter(t => t.owner === null)
+      const thread =
+        free.find(t => t.lastOwner === tenant) ?? free.find(t => t.lastOwner === null) ?? (this.threads.length < this.size ? this.spawn() : free[0]) ?? null
+      if (thread) return thread
+    }
+    return own.length ? own.reduce((a, b) => (b.runs.size < a.runs.size ? b : a)) : null
   }
 
-  /** Runs a sandbox to its end; `fetch` serves the guest's fetches. Never rejects. */
-  run(request: RunRequest, fetch: (arg: GuestFetch) => Promise<FetchAnswer>): Promise<RunResult> {
-    const thread = this.pick()
+  /** Starts queued runs while any can start, taking the organizations in turn (round robin). */
+  private dispatch() {
+    for (let started = true; started; ) {
+      started = false
+      for (const tenant of [...this.queues.keys()]) {
+        const thread = this.threadFor(tenant)
+        if (!thread) continue
+        const queue = this.queues.get(tenant)!
+        const next = queue.shift()!
+        // served: to the back of the round
+        this.queues.delete(tenant)
+        if (queue.length) this.queues.set(tenant, queue)
+        this.start(thread, tenant, next)
+        started = true
+      }
+    }
+  }
+
+  private start(thread: SandboxThread, tenant: string, queued: Queued) {
     const runId = this.nextRun++
+    const { request } = queued
+    this.inFlight.set(tenant, (this.inFlight.get(tenant) ?? 0) + 1)
+    const timer = setTimeout(() => {
+      // The sandbox did not stop itself: end its thread (the other runs on it, of the same organization, are retried).
+      thread.die(`wall clock exceeded ${request.limits.wallMs} ms`, id => (id === runId ? 'exceeded_wall_clock' : 'crashed'))
+    }, request.limits.wallMs + WALL_GRACE_MS)
+    const resolve = (result: RunResult) => {
+      this.ended(tenant)
+      queued.resolve(result)
+    }
+    thread.start(runId, tenant, request, { resolve, fetch: queued.fetch, timer, started: performance.now() })
+  }
+
+  private ended(tenant: string) {
+    const left = (this.inFlight.get(tenant) ?? 1) - 1
+    if (left) this.inFlight.set(tenant, left)
+    else this.inFlight.delete(tenant)
+    this.dispatch()
+  }
+
+  /**
+   * Runs a sandbox to its end for organization `tenant`, as soon as the organization's share
+   * allows; `fetch` serves the guest's fetches. Never rejects.
+   */
+  run(request: RunRequest, fetch: (arg: GuestFetch) => Promise<FetchAnswer>, tenant = UNATTRIBUTED): Promise<RunResult> {
     return new Promise<RunResult>(resolve => {
-      const timer = setTimeout(() => {
-        // The sandbox did not stop itself: end its thread (the other runs on it are retried).
-        thread.die(`wall clock exceeded ${request.limits.wallMs} ms`, id => (id === runId ? 'exceeded_wall_clock' : 'crashed'))
-      }, request.limits.wallMs + WALL_GRACE_MS)
-      thread.start(runId, request, { resolve, fetch, timer, started: performance.now() })
+      const queue = this.queues.get(tenant) ?? []
+      queue.push({ request, fetch, resolve })
+      this.queues.set(tenant, queue)
+      this.dispatch()
     })
+  }
+
+  /** An organization's runs in flight and waiting (tests, operators). */
+  load(tenant: string): { running: number; waiting: number } {
+    return { running: this.inFlight.get(tenant) ?? 0, waiting: this.queues.get(tenant)?.length ?? 0 }
   }
 
   /** Ends every thread at once, as a crash would: their runs report `crashed` (operators, tests). */
@@ -123,10 +222,14 @@ export class SandboxPool {
     for (const thread of [...this.threads]) thread.die(reason)
   }
 
+  /** Ends the runs still waiting, then every thread. */
   stop() {
+    const waiting = [...this.queues.values()].flat()
+    this.queues.clear()
+    for (const queued of waiting) queued.resolve(endedResult('crashed', 0, 'the service is stopping; the run is retried'))
     this.killThreads('the service is stopping')
   }
 }
 
-/** The process's pool, started on first use with FUNCTION_THREADS threads. */
-export const sandboxPool = perProcess(ctx => new SandboxPool(ctx.config.FUNCTION_THREADS))
+/** The process's pool: FUNCTION_THREADS threads at most, started as runs need them, shared per FUNCTION_ORG_THREADS and FUNCTION_ORG_CONCURRENCY. */
+export const sandboxPool = perProcess(ctx => new SandboxPool(ctx.config.FUNCTION_THREADS, { orgThreads: ctx.config.FUNCTION_ORG_THREADS, orgRuns: ctx.config.FUNCTION_ORG_CONCURRENCY }))
