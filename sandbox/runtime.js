@@ -42,8 +42,11 @@
     return out
   }
   function jsBase64ToBytes(text) {
-    const clean = String(text).replace(/[\t\n\f\r ]/g, '').replace(/=+$/, '')
-    if (/[^A-Za-z0-9+/]/.test(clean) || clean.length % 4 === 1) throw new DOMException('The string to be decoded is not correctly encoded.', 'InvalidCharacterError')
+    const clean = String(text)
+      .replace(/[\t\n\f\r ]/g, '')
+      .replace(/=+$/, '')
+    if (/[^A-Za-z0-9+/]/.test(clean) || clean.length % 4 === 1)
+      throw new DOMException('The string to be decoded is not correctly encoded.', 'InvalidCharacterError')
     const out = new Uint8Array(Math.floor((clean.length * 3) / 4))
     let bits = 0
     let value = 0
@@ -193,19 +196,24 @@
       if (Array.isArray(value)) return `[ ${value.map(v => format(v, depth + 1)).join(', ')} ]`
       if (value instanceof Map) return `Map(${value.size}) { ${[...value].map(([k, v]) => `${format(k, depth + 1)} => ${format(v, depth + 1)}`).join(', ')} }`
       if (value instanceof Set) return `Set(${value.size}) { ${[...value].map(v => format(v, depth + 1)).join(', ')} }`
-      return `{ ${Object.keys(value).map(k => `${k}: ${format(value[k], depth + 1)}`).join(', ')} }`
+      return `{ ${Object.keys(value)
+        .map(k => `${k}: ${format(value[k], depth + 1)}`)
+        .join(', ')} }`
     } catch {
       return '[object]'
     }
   }
-  const log = level => (...args) => {
-    call('log', [level, args.map(a => format(a)).join(' ')])
-  }
+  const log =
+    level =>
+    (...args) => {
+      call('log', [level, args.map(a => format(a)).join(' ')])
+    }
   define('console', { log: log('log'), info: log('info'), debug: log('debug'), warn: log('warn'), error: log('error'), trace: log('debug') })
 
   // ---- crypto ----
   function getRandomValues(array) {
-    if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array) throw new TypeError('getRandomValues: expected an integer typed array')
+    if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array)
+      throw new TypeError('getRandomValues: expected an integer typed array')
     if (array.byteLength > 65536) throw new DOMException('getRandomValues: at most 65536 bytes', 'QuotaExceededError')
     const bytes = base64ToBytes(call('random', array.byteLength))
     new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(bytes)
@@ -338,11 +346,18 @@
     }
     removeEventListener(type, fn) {
       const list = this._listeners.get(type)
-      if (list) this._listeners.set(type, list.filter(l => l.fn !== fn))
+      if (list)
+        this._listeners.set(
+          type,
+          list.filter(l => l.fn !== fn),
+        )
     }
     dispatchEvent(event) {
       const list = this._listeners.get(event.type) || []
-      this._listeners.set(event.type, list.filter(l => !l.once))
+      this._listeners.set(
+        event.type,
+        list.filter(l => !l.once),
+      )
       for (const l of list) typeof l.fn === 'function' ? l.fn.call(this, event) : l.fn.handleEvent(event)
       const handler = this['on' + event.type]
       if (typeof handler === 'function') handler.call(this, event)
@@ -387,7 +402,10 @@
   define('AbortController', AbortController)
 
   // ---- URLSearchParams and URL ----
-  const encodeQuery = s => encodeURIComponent(s).replace(/%20/g, '+').replace(/[!'()~]/g, c => '%' + c.charCodeAt(0).toString(16).toUpperCase())
+  const encodeQuery = s =>
+    encodeURIComponent(s)
+      .replace(/%20/g, '+')
+      .replace(/[!'()~]/g, c => '%' + c.charCodeAt(0).toString(16).toUpperCase())
   const decodeQuery = s => {
     try {
       return decodeURIComponent(s.replace(/\+/g, ' '))
@@ -478,7 +496,9 @@
   const encodeSearch = s => s.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/g, c => encodeURIComponent(c))
   class URL {
     constructor(input, base) {
-      let s = String(input).trim().replace(/[\t\n\r]/g, '')
+      let s = String(input)
+        .trim()
+        .replace(/[\t\n\r]/g, '')
       const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(s)
       if (!scheme) {
         if (base === undefined) throw new TypeError(`Invalid URL: ${s}`)
@@ -520,7 +540,7 @@
           this._password = colon < 0 ? '' : cred.slice(colon + 1)
         }
         const port = /:(\d*)$/.exec(authority)
-        if (port && !authority.endsWith(']') ) {
+        if (port && !authority.endsWith(']')) {
           authority = authority.slice(0, port.index)
           this._port = port[1] === '' || port[1] === SPECIAL_PORTS[this._protocol] ? '' : String(Number(port[1]))
           if (Number(port[1]) > 65535) throw new TypeError(`Invalid URL: ${s}`)
@@ -720,7 +740,8 @@
       this.signal = init.signal || (from ? from.signal : new AbortController().signal)
       this.redirect = init.redirect || (from ? from.redirect : 'follow')
       const body = init.body !== undefined ? init.body : from ? from._bytes : null
-      if (body !== null && body !== undefined && (this.method === 'GET' || this.method === 'HEAD')) throw new TypeError('Request with GET/HEAD method cannot have body.')
+      if (body !== null && body !== undefined && (this.method === 'GET' || this.method === 'HEAD'))
+        throw new TypeError('Request with GET/HEAD method cannot have body.')
       this._initBody(body, this.headers)
     }
     clone() {
@@ -771,12 +792,20 @@
     req.signal.throwIfAborted()
     const op = hostAsync(
       'fetch',
-      JSON.stringify({ url: req.url, method: req.method, headers: [...req.headers], body: req._bytes ? bytesToBase64(req._bytes) : null, redirect: req.redirect }),
+      JSON.stringify({
+        url: req.url,
+        method: req.method,
+        headers: [...req.headers],
+        body: req._bytes ? bytesToBase64(req._bytes) : null,
+        redirect: req.redirect,
+      }),
     )
-    const aborted = new Promise((_, reject) => req.signal.addEventListener('abort', () => {
-      call('cancel', op.__opId)
-      reject(req.signal.reason)
-    }))
+    const aborted = new Promise((_, reject) =>
+      req.signal.addEventListener('abort', () => {
+        call('cancel', op.__opId)
+        reject(req.signal.reason)
+      }),
+    )
     const out = JSON.parse(await Promise.race([op, aborted]))
     if (out.error) throw new TypeError(`fetch failed: ${out.error}`)
     const res = new Response(out.body ? base64ToBytes(out.body) : null, { status: out.status, statusText: out.statusText, headers: out.headers })

@@ -105,7 +105,11 @@ export function createApp(ctx: AppContext) {
       const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': facts.id })
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === 'string') headers.set(k, v)
       for (const [k, v] of Object.entries(apiError.headers)) headers.set(k, v)
-      const body = path.startsWith('/oauth/') ? oauthErrorBody(apiError) : path === GRAPHQL_PATH ? graphqlErrorBody(apiError, ctx.config.siteUrl) : apiError.toBody(ctx.config.siteUrl)
+      const body = path.startsWith('/oauth/')
+        ? oauthErrorBody(apiError)
+        : path === GRAPHQL_PATH
+          ? graphqlErrorBody(apiError, ctx.config.siteUrl)
+          : apiError.toBody(ctx.config.siteUrl)
       return new Response(JSON.stringify(body), { status: apiError.status, headers })
     })
     // Response validation may hand mapResponse a copy of the value, so note before it whether it was a Page.

@@ -18,7 +18,11 @@ export const ConfigSchema = T.Object({
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL; unset = embedded PGlite under DATA_DIR' })),
   DATA_DIR: T.String({ default: '.data', description: 'where the embedded database and development files live' }),
   EMBEDDED_PG_PORT: Port(0, 'loopback port of the embedded PGlite socket; 0 = any free port'),
-  ROLES: T.String({ default: 'api,smtp,worker', pattern: '^(api|smtp|worker)(,(api|smtp|worker))*$', description: 'comma-separated roles this process runs: api, smtp, worker' }),
+  ROLES: T.String({
+    default: 'api,smtp,worker',
+    pattern: '^(api|smtp|worker)(,(api|smtp|worker))*$',
+    description: 'comma-separated roles this process runs: api, smtp, worker',
+  }),
   PUBLIC_URL: T.String({ default: 'http://localhost:3000', pattern: '^https?://[^/]+$', description: 'public origin of the HTTP API, without /v1' }),
   SITE_URL: T.Optional(T.String({ pattern: '^https?://[^/]+$', description: 'public site serving discovery documents; defaults to PUBLIC_URL' })),
   MANAGED_DOMAIN: T.String({ default: 'agents.localhost', pattern: '^[a-z0-9.-]+$', description: 'domain of managed agent inbox addresses' }),
@@ -26,14 +30,32 @@ export const ConfigSchema = T.Object({
   SMTP_MAX_MESSAGE_BYTES: T.Integer({ minimum: 1024, default: 26_214_400, description: 'largest inbound message (SIZE); 552 5.3.4 beyond' }),
   SMTP_MAX_RECIPIENTS: T.Integer({ minimum: 1, default: 100, description: 'recipients per SMTP transaction; 452 4.5.3 beyond' }),
   SMTP_MAX_CONNECTIONS: T.Integer({ minimum: 1, default: 500, description: 'concurrent SMTP connections; 421 beyond' }),
-  SMTP_PROCESSES: T.Optional(T.Integer({ minimum: 1, maximum: 256, description: 'processes running the smtp role on SMTP_PORT (reusePort; needs DATABASE_URL); unset = the number of cores' })),
+  SMTP_PROCESSES: T.Optional(
+    T.Integer({
+      minimum: 1,
+      maximum: 256,
+      description: 'processes running the smtp role on SMTP_PORT (reusePort; needs DATABASE_URL); unset = the number of cores',
+    }),
+  ),
   SMTP_CHILD: T.Boolean({ default: false, description: 'set by the service on the extra smtp processes it starts (SMTP_PROCESSES); not an operator setting' }),
   SMTP_TLS_CERT_FILE: T.Optional(T.String({ description: 'PEM certificate chain for STARTTLS; unset = no STARTTLS' })),
   SMTP_TLS_KEY_FILE: T.Optional(T.String({ description: 'PEM private key for STARTTLS' })),
-  SECRET_KEY: T.Optional(T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' })),
-  DNS_SERVERS: T.Optional(T.String({ pattern: '^[^,\\s]+(,[^,\\s]+)*$', description: 'comma-separated host:port DNS servers for every lookup; unset = the system resolver' })),
-  DNS_CACHE_SECONDS: T.Integer({ minimum: 0, maximum: 3600, default: 30, description: 'how long DNS answers (and "no such record") are kept; 0 = ask every time' }),
-  WEBHOOK_ALLOW_LOOPBACK: T.Boolean({ default: false, description: 'allow webhook URLs on 127.0.0.0/8, localhost and ::1 (development); never other private ranges' }),
+  SECRET_KEY: T.Optional(
+    T.String({ minLength: 32, description: 'server secret for cursors, download tokens and encryption at rest; unset = generated under DATA_DIR' }),
+  ),
+  DNS_SERVERS: T.Optional(
+    T.String({ pattern: '^[^,\\s]+(,[^,\\s]+)*$', description: 'comma-separated host:port DNS servers for every lookup; unset = the system resolver' }),
+  ),
+  DNS_CACHE_SECONDS: T.Integer({
+    minimum: 0,
+    maximum: 3600,
+    default: 30,
+    description: 'how long DNS answers (and "no such record") are kept; 0 = ask every time',
+  }),
+  WEBHOOK_ALLOW_LOOPBACK: T.Boolean({
+    default: false,
+    description: 'allow webhook URLs on 127.0.0.0/8, localhost and ::1 (development); never other private ranges',
+  }),
   WEBHOOK_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 60_000, default: 10_000, description: 'time a webhook receiver has to answer one attempt' }),
   WEBHOOK_RETRY_SCHEDULE: T.String({
     default: '30,120,600,1800,3600,7200,14400,28800,28800',
@@ -43,27 +65,100 @@ export const ConfigSchema = T.Object({
   SMTP_RELAY_URL: T.Optional(
     T.String({
       pattern: '^smtps?://',
-      description: 'outbound SMTP relay, smtp://user:pass@host:port (STARTTLS when offered) or smtps:// (implicit TLS); unset = local delivery and the local outbox',
+      description:
+        'outbound SMTP relay, smtp://user:pass@host:port (STARTTLS when offered) or smtps:// (implicit TLS); unset = local delivery and the local outbox',
     }),
   ),
-  RELAY_TIMEOUT_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 30_000, description: 'outbound relay connection, greeting and socket inactivity timeout' }),
+  RELAY_TIMEOUT_MS: T.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'outbound relay connection, greeting and socket inactivity timeout',
+  }),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
-  MAX_BODY_BYTES: T.Integer({ minimum: 1024, default: 1_048_576, description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)' }),
-  RATE_LIMIT_LEASE: T.Integer({ minimum: 1, maximum: 1000, default: 20, description: 'requests a process takes from the shared counter at once (twice as many while each lease is spent within 100 ms, as many again within a second, up to 50 times this)' }),
-  FUNCTION_CPU_MS: T.Integer({ minimum: 10, maximum: 600_000, default: 30_000, description: 'CPU time one function invocation may use (time spent running guest code)' }),
-  FUNCTION_WALL_CLOCK_MS: T.Integer({ minimum: 100, maximum: 600_000, default: 600_000, description: 'wall-clock time of one function invocation, I/O waits included; beyond it the run is canceled (function_timeout)' }),
-  FUNCTION_THREADS: T.Integer({ minimum: 1, maximum: 64, default: 8, description: 'sandbox threads per process running function invocations, started as runs need them; more than one organization may hold, so that another tenant always finds one' }),
-  FUNCTION_ORG_THREADS: T.Integer({ minimum: 1, maximum: 64, default: 2, description: 'sandbox threads one organization\'s runs may hold at once in a process (a thread runs one organization\'s sandboxes at a time)' }),
-  FUNCTION_ORG_CONCURRENCY: T.Integer({ minimum: 1, maximum: 1000, default: 8, description: 'function runs of one organization in flight at once in a process, each with up to 128 MiB; the rest wait in its queue, served round robin with other organizations\' queues' }),
-  X402_RPC_URL_BASE: T.Optional(T.String({ pattern: '^https?://', description: 'JSON-RPC endpoint of base (chain 8453) for x402 chain reads and direct settlement; unset = payments on base cannot settle' })),
-  X402_RPC_URL_BASE_SEPOLIA: T.Optional(T.String({ pattern: '^https?://', description: 'JSON-RPC endpoint of base-sepolia (chain 84532); unset = payments on base-sepolia cannot settle' })),
-  X402_FACILITATOR_URL_BASE: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator (/verify, /settle) for base; unset = settle directly over JSON-RPC with X402_SETTLER_PRIVATE_KEY' })),
-  X402_FACILITATOR_URL_BASE_SEPOLIA: T.Optional(T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator for base-sepolia; unset = direct JSON-RPC settlement' })),
-  X402_SETTLER_PRIVATE_KEY: T.Optional(T.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: 'key of the account that pays gas for direct JSON-RPC settlement (it never holds customer funds)' })),
-  X402_SETTLEMENT_CONNECTIONS: T.Integer({ minimum: 1, maximum: 200, default: 10, description: 'database connections a process keeps apart for x402 settlements in flight, each held across its chain step; more settlements wait for one, the rest of the process never does' }),
+  MAX_BODY_BYTES: T.Integer({
+    minimum: 1024,
+    default: 1_048_576,
+    description: 'largest request body of a route that does not ask for more (send-mail accepts 16 MiB for its attachments)',
+  }),
+  RATE_LIMIT_LEASE: T.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 20,
+    description:
+      'requests a process takes from the shared counter at once (twice as many while each lease is spent within 100 ms, as many again within a second, up to 50 times this)',
+  }),
+  FUNCTION_CPU_MS: T.Integer({
+    minimum: 10,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'CPU time one function invocation may use (time spent running guest code)',
+  }),
+  FUNCTION_WALL_CLOCK_MS: T.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 600_000,
+    description: 'wall-clock time of one function invocation, I/O waits included; beyond it the run is canceled (function_timeout)',
+  }),
+  FUNCTION_THREADS: T.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 8,
+    description:
+      'sandbox threads per process running function invocations, started as runs need them; more than one organization may hold, so that another tenant always finds one',
+  }),
+  FUNCTION_ORG_THREADS: T.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: 2,
+    description: "sandbox threads one organization's runs may hold at once in a process (a thread runs one organization's sandboxes at a time)",
+  }),
+  FUNCTION_ORG_CONCURRENCY: T.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 8,
+    description:
+      "function runs of one organization in flight at once in a process, each with up to 128 MiB; the rest wait in its queue, served round robin with other organizations' queues",
+  }),
+  X402_RPC_URL_BASE: T.Optional(
+    T.String({
+      pattern: '^https?://',
+      description: 'JSON-RPC endpoint of base (chain 8453) for x402 chain reads and direct settlement; unset = payments on base cannot settle',
+    }),
+  ),
+  X402_RPC_URL_BASE_SEPOLIA: T.Optional(
+    T.String({ pattern: '^https?://', description: 'JSON-RPC endpoint of base-sepolia (chain 84532); unset = payments on base-sepolia cannot settle' }),
+  ),
+  X402_FACILITATOR_URL_BASE: T.Optional(
+    T.String({
+      pattern: '^https?://',
+      description: 'x402 HTTP facilitator (/verify, /settle) for base; unset = settle directly over JSON-RPC with X402_SETTLER_PRIVATE_KEY',
+    }),
+  ),
+  X402_FACILITATOR_URL_BASE_SEPOLIA: T.Optional(
+    T.String({ pattern: '^https?://', description: 'x402 HTTP facilitator for base-sepolia; unset = direct JSON-RPC settlement' }),
+  ),
+  X402_SETTLER_PRIVATE_KEY: T.Optional(
+    T.String({
+      pattern: '^0x[0-9a-fA-F]{64}$',
+      description: 'key of the account that pays gas for direct JSON-RPC settlement (it never holds customer funds)',
+    }),
+  ),
+  X402_SETTLEMENT_CONNECTIONS: T.Integer({
+    minimum: 1,
+    maximum: 200,
+    default: 10,
+    description:
+      'database connections a process keeps apart for x402 settlements in flight, each held across its chain step; more settlements wait for one, the rest of the process never does',
+  }),
   SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
-  JOB_LEASE_SECONDS: T.Integer({ minimum: 1, maximum: 600, default: 30, description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it' }),
+  JOB_LEASE_SECONDS: T.Integer({
+    minimum: 1,
+    maximum: 600,
+    default: 30,
+    description: 'a claimed job whose worker has not renewed its lease for this long runs again elsewhere; live workers renew every third of it',
+  }),
 })
 
 export type Config = Static<typeof ConfigSchema> & {

@@ -14,7 +14,9 @@ export const RESERVED_FDS = 256
 /** The soft limit on open files of this process (Linux: /proc/self/limits); Infinity when unknown. */
 export function openFileLimit(): number {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find(l => l.startsWith('Max open files'))
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find(l => l.startsWith('Max open files'))
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0]
     return soft && /^\d+$/.test(soft) ? Number(soft) : Infinity
   } catch {

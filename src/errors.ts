@@ -132,7 +132,12 @@ export const errors = {
    * The one way to say "not now": the message ends with the same number of seconds that
    * Retry-After carries. `headers` adds what the limiter knows (ratelimit-*).
    */
-  retryLater: (code: RetryCode, message: string, retryAfterSeconds: number, opts: { details?: Record<string, unknown>; headers?: Record<string, string> } = {}) => {
+  retryLater: (
+    code: RetryCode,
+    message: string,
+    retryAfterSeconds: number,
+    opts: { details?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) => {
     const seconds = Math.max(1, Math.ceil(retryAfterSeconds))
     // the constructor refuses these codes so that nothing else can make one without Retry-After
     const error = new ApiError(code as never, `${message}; retry after ${seconds} second${seconds === 1 ? '' : 's'}`, opts.details)

@@ -15,4 +15,17 @@ import { expireJob, inboundStepJob } from './x402/email/inbound'
 import { registryFetchJob } from './registries/fetch.job'
 import { registryRefreshJob } from './registries/refresh.job'
 
-export const JOB_KINDS: JobKind[] = [cleanupJob, plannerJob, deliverJob, executeJob, verificationMailJob, settleJob, wakeSchedulerJob, wakeRunJob, inboundStepJob, expireJob, registryFetchJob, registryRefreshJob]
+export const JOB_KINDS: JobKind[] = [
+  cleanupJob,
+  plannerJob,
+  deliverJob,
+  executeJob,
+  verificationMailJob,
+  settleJob,
+  wakeSchedulerJob,
+  wakeRunJob,
+  inboundStepJob,
+  expireJob,
+  registryFetchJob,
+  registryRefreshJob,
+]

@@ -8,7 +8,8 @@ export function setLogLevel(level: LogLevel) {
   threshold = levels[level]
 }
 
-const replacer = (_k: string, v: unknown) => (v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : typeof v === 'bigint' ? v.toString() : v)
+const replacer = (_k: string, v: unknown) =>
+  v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : typeof v === 'bigint' ? v.toString() : v
 
 /** Fields that JSON.stringify renders as they are: no Error, bigint or nested value, no key of the line's own. */
 function plain(fields: Record<string, unknown>): boolean {

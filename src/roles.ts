@@ -22,9 +22,10 @@ import { mailEvents } from './events'
 import { closeSettlementSql } from './x402/settlement-connections'
 
 export function smtpOptions(config: Config): SmtpServerOptions {
-  const tls = config.SMTP_TLS_CERT_FILE && config.SMTP_TLS_KEY_FILE
-    ? { cert: readFileSync(config.SMTP_TLS_CERT_FILE, 'utf8'), key: readFileSync(config.SMTP_TLS_KEY_FILE, 'utf8') }
-    : undefined
+  const tls =
+    config.SMTP_TLS_CERT_FILE && config.SMTP_TLS_KEY_FILE
+      ? { cert: readFileSync(config.SMTP_TLS_CERT_FILE, 'utf8'), key: readFileSync(config.SMTP_TLS_KEY_FILE, 'utf8') }
+      : undefined
   return {
     hostname: config.SMTP_HOSTNAME,
     host: config.HOST,

@@ -32,16 +32,25 @@ describe.skipIf(db.kind !== 'postgres')('near the open-file limit', () => {
     cleanup.push(() => s.proc.kill(9))
     // more connections than the process has files for
     const conns = Array.from({ length: 150 }, () => open(s.apiPort!))
-    await until(async () => conns.filter(c => c.closed).length, n => n >= 50)
+    await until(
+      async () => conns.filter(c => c.closed).length,
+      n => n >= 50,
+    )
     const refused = conns.filter(c => c.closed)
     expect(refused.length).toBeGreaterThanOrEqual(50)
     for (const c of refused) expect(c.text).toStartWith('HTTP/1.1 429 ')
     // the ones held are served: the process did not run out of files
     const held = conns.find(c => !c.closed)!
     held.socket.write('GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n')
-    await until(async () => held.text, t => t.includes('\r\n\r\n'))
+    await until(
+      async () => held.text,
+      t => t.includes('\r\n\r\n'),
+    )
     expect(held.text).toStartWith('HTTP/1.1 200 ')
     for (const c of conns) c.socket.destroy()
-    await until(async () => (await fetch(`http://127.0.0.1:${s.apiPort}/v1/health`).catch(() => undefined))?.status, status => status === 200)
+    await until(
+      async () => (await fetch(`http://127.0.0.1:${s.apiPort}/v1/health`).catch(() => undefined))?.status,
+      status => status === 200,
+    )
   })
 })

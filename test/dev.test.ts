@@ -16,7 +16,6 @@ import { freePort, runDevToExit, startDev, type DevProcess } from './helpers/dev
 
 const db = await testDatabase()
 
-
 /** Does a TCP connection to host:port succeed? */
 function reachable(host: string, port: number): Promise<boolean> {
   return new Promise(resolve => {
@@ -71,7 +70,9 @@ describe('make dev', () => {
     expect(await reachable('127.0.0.1', dev.apiPort)).toBe(true)
     expect(await reachable('127.0.0.1', dev.smtpPort)).toBe(true)
     // any address of this machine other than loopback is refused
-    const outside = Object.values(networkInterfaces()).flat().find(a => a && a.family === 'IPv4' && !a.internal)
+    const outside = Object.values(networkInterfaces())
+      .flat()
+      .find(a => a && a.family === 'IPv4' && !a.internal)
     if (outside) {
       expect(await reachable(outside.address, dev.apiPort)).toBe(false)
       expect(await reachable(outside.address, dev.smtpPort)).toBe(false)
@@ -117,7 +118,15 @@ describe.skipIf(db.kind !== 'postgres')('make dev on DATABASE_URL', () => {
 
   test('a port taken while the service starts is named with the setting that chooses another', async () => {
     const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') })
-    const env = { DATABASE_URL: db.url, PORT: String(taken.port), SMTP_PORT: '0', HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' }
+    const env = {
+      DATABASE_URL: db.url,
+      PORT: String(taken.port),
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      ROLES: 'api',
+      SECRET_KEY: TEST_SECRET,
+      LOG_LEVEL: 'silent',
+    }
     try {
       const error = await startService(env).then(
         () => undefined,

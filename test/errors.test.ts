@@ -18,7 +18,16 @@ describe('the list of error codes', () => {
       if (file !== 'src/errors.ts') source += await Bun.file(`${root}/${file}`).text()
     }
     // errors.ts's own factories make these
-    const factories = ['unauthorized', 'conflict', 'feature_disabled', 'method_not_allowed', 'recipient_not_allowed', 'validation_error', 'not_found', 'forbidden']
+    const factories = [
+      'unauthorized',
+      'conflict',
+      'feature_disabled',
+      'method_not_allowed',
+      'recipient_not_allowed',
+      'validation_error',
+      'not_found',
+      'forbidden',
+    ]
     const unused = Object.keys(ERROR_STATUS).filter(code => !factories.includes(code) && !source.includes(`'${code}'`))
     expect(unused).toEqual([])
   })

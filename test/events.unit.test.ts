@@ -22,14 +22,22 @@ describe('MailEvents', () => {
     const events = new MailEvents()
     const mine = events.waitForMail(ORG, 10_000, undefined, 'agent@agents.example')
     const elsewhere = events.waitForMail('0190f0f0-0000-7000-8000-000000000002', 10_000)
-    events.emit(ORG, Array.from({ length: 100 }, (_, i) => `${'x'.repeat(80)}${i}@agents.example`))
+    events.emit(
+      ORG,
+      Array.from({ length: 100 }, (_, i) => `${'x'.repeat(80)}${i}@agents.example`),
+    )
     expect(await settled(mine)).toBe(true)
     expect(await settled(elsewhere)).toBe('waiting')
   })
 
   test('mailSignal: the organization, then its lowercase addresses once each; the organization alone past the NOTIFY size', () => {
     expect(mailSignal(ORG, ['A@x.example', 'a@x.example', 'b@x.example'])).toBe(`${ORG} a@x.example b@x.example`)
-    expect(mailSignal(ORG, Array.from({ length: 100 }, (_, i) => `${'x'.repeat(80)}${i}@agents.example`))).toBe(ORG)
+    expect(
+      mailSignal(
+        ORG,
+        Array.from({ length: 100 }, (_, i) => `${'x'.repeat(80)}${i}@agents.example`),
+      ),
+    ).toBe(ORG)
   })
 
   test('timeout and abort resolve false and leave no waiter behind', async () => {

@@ -73,7 +73,15 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
   })
 
   test('ROLES=api serves HTTP and no SMTP; SIGTERM-style shutdown lets a request in flight finish', async () => {
-    const service = await startService({ DATABASE_URL: db.url, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' })
+    const service = await startService({
+      DATABASE_URL: db.url,
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      ROLES: 'api',
+      SECRET_KEY: TEST_SECRET,
+      LOG_LEVEL: 'silent',
+    })
     expect(service.running.smtpPort).toBeUndefined()
     expect(service.running.worker).toBeUndefined()
     const org = await createOrg()

@@ -90,7 +90,10 @@ async function checkExactlyOnce(layout: ServiceProcess[], smtpPorts: number[], a
   expect(deliveries.filter(d => d.status === 'delivered')).toHaveLength(COUNT)
   expect(new Set(deliveries.map(d => d.email_id))).toEqual(new Set(stored.map(e => e.id)))
   // each event arrived once, however many workers there are
-  await until(async () => hook.seen.size, n => n === COUNT)
+  await until(
+    async () => hook.seen.size,
+    n => n === COUNT,
+  )
   expect([...hook.seen.values()].filter(n => n !== 1)).toEqual([])
   expect(new Set(hook.seen.keys())).toEqual(new Set(deliveries.map(d => d.event_id)))
   expect(layout.every(s => s.proc.exitCode === null)).toBe(true)

@@ -84,7 +84,10 @@ describe.skipIf(!onServer)('SIGTERM', () => {
     const s = await service({ SHUTDOWN_GRACE_MS: '60000' })
     // a delivery the worker is making when the signal comes
     await sendMail(s.smtpPort!, a.address, 'held')
-    await until(async () => receiver.seen.length, n => n === 1)
+    await until(
+      async () => receiver.seen.length,
+      n => n === 1,
+    )
     // an idle session, and one in the middle of a message
     const idle = await RawClient.connect(s.smtpPort!)
     expect(await idle.read()).toStartWith('220 ')
@@ -134,7 +137,10 @@ describe.skipIf(!onServer)('SIGTERM', () => {
     const harness = await inboundHarness()
     cleanup.push(() => harness.stop())
     await sendMail(harness.smtpPort, address, 'held')
-    await until(async () => receiver.seen.length, n => n === 1)
+    await until(
+      async () => receiver.seen.length,
+      n => n === 1,
+    )
     // A worker that claims only when woken: it polls once a minute, longer than this test may take.
     const { ctx } = await testApp(ENV)
     const attempts: number[] = []
@@ -144,7 +150,10 @@ describe.skipIf(!onServer)('SIGTERM', () => {
       await other.drain()
       s.proc.kill('SIGTERM')
       expect(await s.exited).toBe(0)
-      await until(async () => receiver.seen.length, n => n === 2)
+      await until(
+        async () => receiver.seen.length,
+        n => n === 2,
+      )
       await other.drain()
     } finally {
       await other.stop(1000)
@@ -172,7 +181,10 @@ describe.skipIf(!onServer)('SIGTERM', () => {
       headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ from, to: 'alice@example.com', subject: 'cut off', body_text: 'x' }),
     }).catch(() => 'cut off')
-    await until(async () => stalled.held, n => n === 1)
+    await until(
+      async () => stalled.held,
+      n => n === 1,
+    )
     s.proc.kill('SIGTERM')
     expect(await s.exited).toBe(0)
     await sending

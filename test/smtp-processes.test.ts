@@ -67,70 +67,83 @@ describe('SMTP_PROCESSES', () => {
     expect(loadConfig({}).smtpProcesses).toBe(1)
   })
 
-  test.skipIf(!onServer)('one of two processes on the port is killed mid-load: every message stored, twice only if its client sent it again, the process started again', async () => {
-    const dns = await startDnsStub()
-    cleanup.push(() => dns.server.kill())
-    const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2', SMTP_HOSTNAME: 'mx.test.local', DNS_SERVERS: `127.0.0.1:${dns.port}` })
-    cleanup.push(() => s.proc.kill(9))
-    const started = await s.waitForLog(l => l.msg === 'smtp processes started')
-    expect(started.processes).toBe(2)
-    const [childPid] = started.pids as number[]
-    expect(s.logs.filter(l => l.msg === 'smtp process started')).toHaveLength(1)
+  test.skipIf(!onServer)(
+    'one of two processes on the port is killed mid-load: every message stored, twice only if its client sent it again, the process started again',
+    async () => {
+      const dns = await startDnsStub()
+      cleanup.push(() => dns.server.kill())
+      const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2', SMTP_HOSTNAME: 'mx.test.local', DNS_SERVERS: `127.0.0.1:${dns.port}` })
+      cleanup.push(() => s.proc.kill(9))
+      const started = await s.waitForLog(l => l.msg === 'smtp processes started')
+      expect(started.processes).toBe(2)
+      const [childPid] = started.pids as number[]
+      expect(s.logs.filter(l => l.msg === 'smtp process started')).toHaveLength(1)
 
-    const { ctx } = await testApp()
-    const org = await createOrg()
-    const address = await managedAddress(ctx, org.orgId)
-    const run = Date.now().toString(36)
-    const SESSIONS = 20
-    const PER_SESSION = 15
-    let acknowledged = 0
-    let broken = 0
-    let killed = false
-    // the messages whose client saw its connection break, and so sent them again
-    const sentAgain = new Set<string>()
-    await Promise.all(
-      Array.from({ length: SESSIONS }, async (_, session) => {
-        for (let i = 0; i < PER_SESSION; i++) {
-          const subject = `m-${run}-${session}-${i}`
-          while (!(await deliver(s.smtpPort!, address, subject))) {
-            broken++
-            sentAgain.add(subject)
+      const { ctx } = await testApp()
+      const org = await createOrg()
+      const address = await managedAddress(ctx, org.orgId)
+      const run = Date.now().toString(36)
+      const SESSIONS = 20
+      const PER_SESSION = 15
+      let acknowledged = 0
+      let broken = 0
+      let killed = false
+      // the messages whose client saw its connection break, and so sent them again
+      const sentAgain = new Set<string>()
+      await Promise.all(
+        Array.from({ length: SESSIONS }, async (_, session) => {
+          for (let i = 0; i < PER_SESSION; i++) {
+            const subject = `m-${run}-${session}-${i}`
+            while (!(await deliver(s.smtpPort!, address, subject))) {
+              broken++
+              sentAgain.add(subject)
+            }
+            acknowledged++
+            if (!killed && acknowledged >= (SESSIONS * PER_SESSION) / 3) {
+              killed = true
+              process.kill(childPid!, 'SIGKILL')
+            }
           }
-          acknowledged++
-          if (!killed && acknowledged >= (SESSIONS * PER_SESSION) / 3) {
-            killed = true
-            process.kill(childPid!, 'SIGKILL')
-          }
-        }
-      }),
-    )
-    expect(killed).toBe(true)
-    expect(broken).toBeGreaterThan(0)
-    const sql = await testSql()
-    const rows = await sql<{ subject: string; n: number }[]>`
+        }),
+      )
+      expect(killed).toBe(true)
+      expect(broken).toBeGreaterThan(0)
+      const sql = await testSql()
+      const rows = await sql<{ subject: string; n: number }[]>`
       select subject, count(*)::int as n from emails where org_id = ${org.orgId} group by subject`
-    const expected = Array.from({ length: SESSIONS * PER_SESSION }, (_, k) => `m-${run}-${Math.floor(k / PER_SESSION)}-${k % PER_SESSION}`)
-    expect(rows.map(r => r.subject).sort()).toEqual(expected.sort())
-    // stored twice only when committed and then sent again because its 250 never arrived
-    expect(rows.filter(r => r.n !== 1 && !(r.n === 2 && sentAgain.has(r.subject)))).toEqual([])
-    // the killed process was serving sessions, and it is started again
-    const restarted = await s.waitForLog(l => l.msg === 'smtp process exited; starting it again')
-    expect(restarted.pid).toBe(childPid)
-    await until(async () => s.logs.filter(l => l.msg === 'smtp process started').length, n => n === 2)
-    console.log(`${acknowledged} messages acknowledged, ${broken} attempts cut off by the kill and sent again`)
-  }, 60_000)
+      const expected = Array.from({ length: SESSIONS * PER_SESSION }, (_, k) => `m-${run}-${Math.floor(k / PER_SESSION)}-${k % PER_SESSION}`)
+      expect(rows.map(r => r.subject).sort()).toEqual(expected.sort())
+      // stored twice only when committed and then sent again because its 250 never arrived
+      expect(rows.filter(r => r.n !== 1 && !(r.n === 2 && sentAgain.has(r.subject)))).toEqual([])
+      // the killed process was serving sessions, and it is started again
+      const restarted = await s.waitForLog(l => l.msg === 'smtp process exited; starting it again')
+      expect(restarted.pid).toBe(childPid)
+      await until(
+        async () => s.logs.filter(l => l.msg === 'smtp process started').length,
+        n => n === 2,
+      )
+      console.log(`${acknowledged} messages acknowledged, ${broken} attempts cut off by the kill and sent again`)
+    },
+    60_000,
+  )
 
-  test.skipIf(!onServer)('the extra process stops when the process that started it is killed', async () => {
-    const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2' })
-    cleanup.push(() => s.proc.kill(9))
-    const [childPid] = (await s.waitForLog(l => l.msg === 'smtp processes started')).pids as number[]
-    // running, not gone or a zombie waiting to be reaped
-    const alive = async () => {
-      const stat = await Bun.file(`/proc/${childPid}/stat`).text().catch(() => '')
-      return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-    }
-    expect(await alive()).toBe(true)
-    s.proc.kill(9)
-    expect(await until(alive, a => !a)).toBe(false)
-  }, 30_000)
+  test.skipIf(!onServer)(
+    'the extra process stops when the process that started it is killed',
+    async () => {
+      const s = await spawnService({ ROLES: 'smtp', SMTP_PROCESSES: '2' })
+      cleanup.push(() => s.proc.kill(9))
+      const [childPid] = (await s.waitForLog(l => l.msg === 'smtp processes started')).pids as number[]
+      // running, not gone or a zombie waiting to be reaped
+      const alive = async () => {
+        const stat = await Bun.file(`/proc/${childPid}/stat`)
+          .text()
+          .catch(() => '')
+        return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+      }
+      expect(await alive()).toBe(true)
+      s.proc.kill(9)
+      expect(await until(alive, a => !a)).toBe(false)
+    },
+    30_000,
+  )
 })

@@ -6,7 +6,9 @@ export const Identity = t.Object({
   user_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { description: 'null for credentials minted without a person (zero-touch agent accounts)' }),
   role: t.Union([t.Literal('owner'), t.Literal('admin'), t.Literal('member')], { description: "the person's current role in the organization" }),
   request_id: t.String({ pattern: '^req_', description: 'also in the X-Request-Id header' }),
-  auth_method: t.Union([t.Literal('api_key'), t.Literal('oauth'), t.Literal('connection')], { description: 'connection keys are refused here (403), so api_key or oauth' }),
+  auth_method: t.Union([t.Literal('api_key'), t.Literal('oauth'), t.Literal('connection')], {
+    description: 'connection keys are refused here (403), so api_key or oauth',
+  }),
   key_id: t.String({ description: 'identifies the credential' }),
 })
 

@@ -145,7 +145,13 @@ export async function contentDiscardCommand(sql: Sql, orgId: string | undefined,
 }
 
 /** Overrides a payee's x402 settle caps (base units per UTC day, per UTC month, per settle; "default" restores one). */
-export async function setSettleCapsCommand(sql: Sql, orgId: string | undefined, daily: string | undefined, monthly: string | undefined, perSettle: string | undefined) {
+export async function setSettleCapsCommand(
+  sql: Sql,
+  orgId: string | undefined,
+  daily: string | undefined,
+  monthly: string | undefined,
+  perSettle: string | undefined,
+) {
   if (!orgId) throw new UsageError('org_id: is required')
   if (!daily || !monthly || !perSettle) throw new UsageError('usage: x402 set-caps <org_id> <daily|default> <monthly|default> <per_settle|default>')
   try {

@@ -9,8 +9,18 @@ import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
 import { managedDkimRecord } from '../mail/outbound/managed-key'
 import {
-  contentDiscardCommand, createKeyCommand, createOrgCommand, createUserCommand, entitleCommand, mintCreditCommand, setApiLimitCommand, setPlanCommand,
-  setSendLimitsCommand, setSettleCapsCommand, UsageError, verifyDomainCommand,
+  contentDiscardCommand,
+  createKeyCommand,
+  createOrgCommand,
+  createUserCommand,
+  entitleCommand,
+  mintCreditCommand,
+  setApiLimitCommand,
+  setPlanCommand,
+  setSendLimitsCommand,
+  setSettleCapsCommand,
+  UsageError,
+  verifyDomainCommand,
 } from './commands'
 
 export const USAGE = `usage:
@@ -84,7 +94,8 @@ async function dispatch(sql: Sql, keys: ServerKeys, config: Config, argv: string
 }
 
 /** A usage error: ours, or parseArgs's (an unknown or incomplete option), which carries an ERR_PARSE_ARGS_* code. */
-export const isUsageError = (error: unknown) => error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
+export const isUsageError = (error: unknown) =>
+  error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
 
 export async function runAdmin(sql: Sql, keys: ServerKeys, config: Config, argv: string[]): Promise<AdminOutcome> {
   try {

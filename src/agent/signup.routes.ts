@@ -10,19 +10,24 @@ import { completeAgentSignup } from './signup.service'
 export function agentSignupRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/agent/signup', tags: ['Agent signup'] })
     .use(publicAccess(ctx))
-    .post('/start', ({ body, headers, set, request, server }) => handleStart(ctx, 'agent', { body, headers, set, request, server }, { deviceName: body.device_name }), {
-      body: t.Object({
-        email: Email,
-        terms_accepted: TermsAccepted,
-        device_name: t.String({ minLength: 1, maxLength: 100, description: 'names the agent (its host or runtime)' }),
-      }),
-      response: { 201: Ok(SignupStarted) },
-      detail: {
-        summary: 'Start an agent signup: emails a 6-digit verification code',
-        security: [],
-        description: 'Public. 429 rate_limit_exceeded past 10 requests a minute, or 10 signups a day, for one email address. Accepts Idempotency-Key (scoped to the caller).',
+    .post(
+      '/start',
+      ({ body, headers, set, request, server }) => handleStart(ctx, 'agent', { body, headers, set, request, server }, { deviceName: body.device_name }),
+      {
+        body: t.Object({
+          email: Email,
+          terms_accepted: TermsAccepted,
+          device_name: t.String({ minLength: 1, maxLength: 100, description: 'names the agent (its host or runtime)' }),
+        }),
+        response: { 201: Ok(SignupStarted) },
+        detail: {
+          summary: 'Start an agent signup: emails a 6-digit verification code',
+          security: [],
+          description:
+            'Public. 429 rate_limit_exceeded past 10 requests a minute, or 10 signups a day, for one email address. Accepts Idempotency-Key (scoped to the caller).',
+        },
       },
-    })
+    )
     .post('/resend', ({ body, headers, set, request, server }) => handleResend(ctx, 'agent', { body, headers, set, request, server }), {
       body: t.Object({ signup_token: SignupToken }),
       response: { 200: Ok(SignupResent) },
@@ -35,7 +40,13 @@ export function agentSignupRoutes(ctx: AppContext) {
     .post(
       '/verify',
       ({ body, headers, set, request, server }) =>
-        handleVerify(ctx, 'agent', { body, headers, set, request, server }, async () => null, (tx, signup) => completeAgentSignup(ctx, tx, signup, body.org_id)),
+        handleVerify(
+          ctx,
+          'agent',
+          { body, headers, set, request, server },
+          async () => null,
+          (tx, signup) => completeAgentSignup(ctx, tx, signup, body.org_id),
+        ),
       {
         body: t.Object({
           signup_token: SignupToken,

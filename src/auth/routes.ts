@@ -45,13 +45,17 @@ export function apiKeyRoutes(ctx: AppContext) {
         },
       },
     )
-    .delete('/:id', async ({ auth, params }) => {
-      const row = await revokeApiKey(ctx.sql, auth.orgId, params.id)
-      credentialCache(ctx).evict({ keyId: row.id })
-      return presentKey(row)
-    }, {
-      params: IdParams,
-      response: { 200: Ok(ApiKey) },
-      detail: { summary: 'Revoke an API key', description: 'Takes effect at once in this process and within 5 seconds in every other.' },
-    })
+    .delete(
+      '/:id',
+      async ({ auth, params }) => {
+        const row = await revokeApiKey(ctx.sql, auth.orgId, params.id)
+        credentialCache(ctx).evict({ keyId: row.id })
+        return presentKey(row)
+      },
+      {
+        params: IdParams,
+        response: { 200: Ok(ApiKey) },
+        detail: { summary: 'Revoke an API key', description: 'Takes effect at once in this process and within 5 seconds in every other.' },
+      },
+    )
 }

@@ -47,7 +47,8 @@ export function parseTypes(value: string | undefined): Pick<FeedFilter, 'types' 
   if (value === undefined) return out
   for (const raw of value.split(',')) {
     const t = raw.trim()
-    if (!/^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$/.test(t)) throw errors.validation('types', `"${raw}" is not a change type (such as email.received) or a prefix (such as email.*)`)
+    if (!/^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$/.test(t))
+      throw errors.validation('types', `"${raw}" is not a change type (such as email.received) or a prefix (such as email.*)`)
     if (t.endsWith('.*')) out.prefixes.push(t.slice(0, -1))
     else out.types.push(t)
   }
@@ -103,7 +104,11 @@ export async function readFeed(ctx: AppContext, orgId: string, after: number | n
   const pruned = Number(row!.pruned)
   if (after !== null && after < pruned) {
     const earliest = encodeCursor(ctx, orgId, pruned)
-    throw new ApiError('cursor_expired', `cursor: older than the feed's retention of ${CHANGES_RETENTION_DAYS} days; resume from the earliest cursor ${earliest} (or cursor=earliest)`, { earliest_cursor: earliest })
+    throw new ApiError(
+      'cursor_expired',
+      `cursor: older than the feed's retention of ${CHANGES_RETENTION_DAYS} days; resume from the earliest cursor ${earliest} (or cursor=earliest)`,
+      { earliest_cursor: earliest },
+    )
   }
   const rows = (row!.rows ?? []).map(r => ({ ...r, occurred_at: new Date(r.occurred_at) }))
   const more = rows.length > limit

@@ -64,11 +64,24 @@ export function changesRoutes(ctx: AppContext) {
       },
       {
         query: t.Object({
-          cursor: t.Optional(t.String({ maxLength: 200, description: `meta.cursor of the previous page, or \`${EARLIEST}\` to replay the retained window (${CHANGES_RETENTION_DAYS} days); omitted = start now` })),
-          wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_CHANGES_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_CHANGES_WAIT_SECONDS}) for a matching change` })),
+          cursor: t.Optional(
+            t.String({
+              maxLength: 200,
+              description: `meta.cursor of the previous page, or \`${EARLIEST}\` to replay the retained window (${CHANGES_RETENTION_DAYS} days); omitted = start now`,
+            }),
+          ),
+          wait: t.Optional(
+            t.Integer({
+              minimum: 0,
+              maximum: MAX_CHANGES_WAIT_SECONDS,
+              description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_CHANGES_WAIT_SECONDS}) for a matching change`,
+            }),
+          ),
           limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 100, description: 'page size, 1 to 500' })),
           types: t.Optional(t.String({ maxLength: 1000, description: 'comma-separated types (email.received) or prefixes (email.*)' })),
-          address: t.Optional(t.String({ maxLength: 320, description: 'only changes about this mailbox address (connection keys: always their bound address)' })),
+          address: t.Optional(
+            t.String({ maxLength: 320, description: 'only changes about this mailbox address (connection keys: always their bound address)' }),
+          ),
         }),
         response: { 200: Paged(Change) },
         detail: {

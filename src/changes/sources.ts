@@ -40,8 +40,15 @@ export function invocationChange(i: {
     type: 'function.invoked',
     resource: { type: 'invocation', id: i.id },
     data: {
-      invocation_id: i.id, function_id: i.functionId, deployment_id: i.deploymentId, outcome: i.outcome, response_status: i.responseStatus,
-      delivery_id: i.deliveryId, email_id: i.emailId, cpu_ms: i.cpuMs, wall_ms: i.wallMs,
+      invocation_id: i.id,
+      function_id: i.functionId,
+      deployment_id: i.deploymentId,
+      outcome: i.outcome,
+      response_status: i.responseStatus,
+      delivery_id: i.deliveryId,
+      email_id: i.emailId,
+      cpu_ms: i.cpuMs,
+      wall_ms: i.wallMs,
     },
   }
 }
@@ -73,7 +80,14 @@ export function paymentChanges(p: PaymentFacts): ChangeInput[] {
     type: p.type,
     resource: { type: 'challenge', id: p.challengeId },
     data: {
-      challenge_id: p.challengeId, direction, network: p.network, amount: p.amount, asset: p.asset, payer: p.payer, payer_org: p.payerOrg, pay_to: p.payTo,
+      challenge_id: p.challengeId,
+      direction,
+      network: p.network,
+      amount: p.amount,
+      asset: p.asset,
+      payer: p.payer,
+      payer_org: p.payerOrg,
+      pay_to: p.payTo,
       ...(p.settleTx !== undefined && { settle_tx: p.settleTx }),
       ...(p.failure && { failure_reason: p.failure.reason, failure_category: p.failure.category, reasons: p.failure.reasons }),
     },

@@ -56,7 +56,10 @@ export function errorFrom(status: number, body: unknown): CliError {
   const e = (body as ApiErrorBody | null)?.error
   if (!e || typeof e.code !== 'string') return new CliError(`the service answered HTTP ${status}`, exitCodeFor(status), undefined, undefined, body)
   const docs = (e.details?.docs_url as string | undefined) ?? e.gates?.find(g => g.docs_url)?.docs_url
-  const gates = e.gates?.map(g => g.message).filter(Boolean).join('; ')
+  const gates = e.gates
+    ?.map(g => g.message)
+    .filter(Boolean)
+    .join('; ')
   return new CliError(gates ? `${e.message} (${gates})` : e.message, exitCodeFor(status), e.code, docs, body)
 }
 
@@ -64,7 +67,10 @@ export class Api {
   readonly baseUrl: string
   private credentials: Credentials | null
 
-  constructor(private readonly options: GlobalOptions, private readonly env = process.env) {
+  constructor(
+    private readonly options: GlobalOptions,
+    private readonly env = process.env,
+  ) {
     this.credentials = options.apiKey || env.AGENT_MAIL_API_KEY ? null : readCredentials(env)
     this.baseUrl = (options.url ?? env.AGENT_MAIL_URL ?? this.credentials?.base_url ?? DEFAULT_URL).replace(/\/+$/, '')
   }
@@ -87,9 +93,17 @@ export class Api {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'refresh_token', client_id: CLI_CLIENT_ID, refresh_token: c.refresh_token }),
     })
-    const body = (await res.json().catch(() => null)) as { access_token?: string; refresh_token?: string; expires_in?: number; error_description?: string } | null
+    const body = (await res.json().catch(() => null)) as {
+      access_token?: string
+      refresh_token?: string
+      expires_in?: number
+      error_description?: string
+    } | null
     if (!res.ok || !body?.access_token) {
-      throw new CliError(`the saved login could not be refreshed (${body?.error_description ?? `HTTP ${res.status}`}): run \`agent-mail login\` again`, EXIT.auth)
+      throw new CliError(
+        `the saved login could not be refreshed (${body?.error_description ?? `HTTP ${res.status}`}): run \`agent-mail login\` again`,
+        EXIT.auth,
+      )
     }
     this.credentials = { ...c, access_token: body.access_token, refresh_token: body.refresh_token!, expires_at: Date.now() + body.expires_in! * 1000 }
     writeCredentials(this.credentials, this.env)
@@ -105,11 +119,20 @@ export class Api {
   }
 
   /** An API call: JSON in, the envelope's data (and meta) out; errors thrown as CliError. */
-  async call<T = any>(method: string, path: string, opts: { body?: unknown; auth?: boolean; headers?: Record<string, string>; signal?: AbortSignal; rawBody?: string | ReadableStream<Uint8Array> } = {}): Promise<{ data: T; meta?: { total: number; limit: number; cursor: string | null }; headers: Headers }> {
+  async call<T = any>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; auth?: boolean; headers?: Record<string, string>; signal?: AbortSignal; rawBody?: string | ReadableStream<Uint8Array> } = {},
+  ): Promise<{ data: T; meta?: { total: number; limit: number; cursor: string | null }; headers: Headers }> {
     const headers: Record<string, string> = { accept: 'application/json', ...opts.headers }
     if (opts.auth !== false) headers.authorization = `Bearer ${await this.bearer()}`
     if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json'
-    const res = await this.fetch(path, { method, headers, body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)), signal: opts.signal })
+    const res = await this.fetch(path, {
+      method,
+      headers,
+      body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+      signal: opts.signal,
+    })
     const body = (await res.json().catch(() => null)) as { success?: boolean; data?: T; meta?: never } | null
     if (!res.ok || !body?.success) throw errorFrom(res.status, body)
     return { data: body.data as T, meta: body.meta, headers: res.headers }

@@ -40,9 +40,12 @@ const respond = (body: string, status: number, headers: Record<string, string> =
 
 function refused(status: number, title: string, message: string, headers: Record<string, string> = {}): Response {
   return respond(
-    layout(title, html`<h1>${title}</h1>
+    layout(
+      title,
+      html`<h1>${title}</h1>
 <p class="error" role="alert">${message}</p>
-<p class="muted">Nothing was approved. Run <code>login</code> in your terminal again to get a new code.</p>`),
+<p class="muted">Nothing was approved. Run <code>login</code> in your terminal again to get a new code.</p>`,
+    ),
     status,
     headers,
   )
@@ -133,7 +136,8 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
   if ('error' in read) return refused(400, 'The form could not be read', read.error)
   const form = read.form
   const page = await findPage(ctx.sql, form.get('page_id') ?? '')
-  if (!page?.live || page.completed_at) return refused(400, 'This page has expired', 'The sign-in page is unknown, expired or already finished. Reload it to start over.')
+  if (!page?.live || page.completed_at)
+    return refused(400, 'This page has expired', 'The sign-in page is unknown, expired or already finished. Reload it to start over.')
   const csrf = form.get('csrf_token') ?? ''
   if (!safeEqual(sha256(csrf), page.csrf_hash) || !safeEqual(sha256(browserIds.read(request) ?? ''), page.browser_hash)) {
     return refused(403, 'This form was not issued to this browser', 'The form does not belong to this browser session.')
@@ -144,7 +148,8 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
     const email = form.get('email')
     const password = form.get('password')
     const typed = form.get('user_code')
-    const again = (error: string, status: number, headers: Record<string, string> = {}) => respond(signInPage({ ...view, email, userCode: typed, error }), status, headers)
+    const again = (error: string, status: number, headers: Record<string, string> = {}) =>
+      respond(signInPage({ ...view, email, userCode: typed, error }), status, headers)
     if (!email || !password || !typed) return again('Enter the code from your terminal, your email address and your password.', 400)
     const wait = await throttleKey(ctx, `sign-in-email:${email.trim().toLowerCase()}`, LIMITS.signInPerEmail)
     if (wait) return again(`Too many sign-in attempts for this account. Wait ${wait} seconds and try again.`, 429, { 'retry-after': String(wait) })
@@ -165,7 +170,15 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
   if (action !== 'approve' && action !== 'deny') return respond(confirmPage({ ...view, device, orgs, error: 'Approve or deny.' }), 400)
   const orgId = form.get('org_id')
   if (action === 'approve' && !orgs.some(o => o.org_id === orgId)) {
-    return respond(confirmPage({ ...view, device, orgs, error: orgs.length ? 'Choose one of your organizations.' : 'Your account is not a member of any organization; deny this request.' }), 400)
+    return respond(
+      confirmPage({
+        ...view,
+        device,
+        orgs,
+        error: orgs.length ? 'Choose one of your organizations.' : 'Your account is not a member of any organization; deny this request.',
+      }),
+      400,
+    )
   }
   const userId = page.user_id
   const decided = await ctx.sql.begin(async tx => {

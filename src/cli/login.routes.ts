@@ -41,12 +41,18 @@ export function cliLoginRoutes(ctx: AppContext) {
         return applyOutcome(set, key, outcome)
       },
       {
-        body: t.Optional(t.Object({ client_name: Name('shown on the approval page, e.g. the CLI and its version'), device_name: Name('shown on the approval page, e.g. the host name') })),
+        body: t.Optional(
+          t.Object({
+            client_name: Name('shown on the approval page, e.g. the CLI and its version'),
+            device_name: Name('shown on the approval page, e.g. the host name'),
+          }),
+        ),
         response: { 201: Ok(DeviceAuthorization) },
         detail: {
           summary: 'Start a CLI login (device authorization)',
           security: [],
-          description: 'Public; the body is optional. Show user_code and verification_uri to the person, then poll POST /v1/cli/login/poll every `interval` seconds. Accepts Idempotency-Key (scoped to the caller).',
+          description:
+            'Public; the body is optional. Show user_code and verification_uri to the person, then poll POST /v1/cli/login/poll every `interval` seconds. Accepts Idempotency-Key (scoped to the caller).',
         },
       },
     )

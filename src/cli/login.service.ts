@@ -77,9 +77,7 @@ export async function startDeviceLogin(ctx: AppContext, tx: Tx, input: { client_
   }
 }
 
-export type PollState =
-  | { kind: 'invalid' | 'expired' | 'consumed' | 'pending' | 'denied' | 'approved' }
-  | { kind: 'slow_down'; interval: number }
+export type PollState = { kind: 'invalid' | 'expired' | 'consumed' | 'pending' | 'denied' | 'approved' } | { kind: 'slow_down'; interval: number }
 
 interface PollRow {
   id: string
@@ -122,7 +120,9 @@ export function pollError(state: PollState): ApiError {
     case 'consumed':
       return new ApiError('expired_token', 'device_code: already exchanged for tokens; start a new login')
     case 'slow_down':
-      return errors.retryLater('slow_down', `polling too fast; wait ${state.interval} seconds between polls`, state.interval, { details: { interval: state.interval } })
+      return errors.retryLater('slow_down', `polling too fast; wait ${state.interval} seconds between polls`, state.interval, {
+        details: { interval: state.interval },
+      })
     case 'denied':
       return new ApiError('access_denied', 'the login was denied in the browser')
     case 'pending':
@@ -171,7 +171,11 @@ export async function findPendingDevice(sql: Tx, by: { userCode: string } | { id
 }
 
 /** Records the person's decision; false when the login is no longer pending (expired, decided elsewhere). */
-export async function decideDevice(sql: Tx, id: string, decision: { approve: true; userId: string; orgId: string } | { approve: false; userId: string }): Promise<boolean> {
+export async function decideDevice(
+  sql: Tx,
+  id: string,
+  decision: { approve: true; userId: string; orgId: string } | { approve: false; userId: string },
+): Promise<boolean> {
   const rows = await sql`
     update cli_device_codes
        set status = ${decision.approve ? 'approved' : 'denied'}, user_id = ${decision.userId},

@@ -17,39 +17,55 @@ const CODE_RULES =
 export function cliSignupRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/cli/signup', tags: ['CLI signup'] })
     .use(publicAccess(ctx))
-    .post('/start', ({ body, headers, set, request, server }) => handleStart(ctx, 'cli', { body, headers, set, request, server }, { name: body.name, orgName: body.org_name }), {
-      body: t.Object({
-        email: Email,
-        name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'your name' })),
-        org_name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'the new organization; default "<name>\'s organization"' })),
-        terms_accepted: TermsAccepted,
-      }),
-      response: { 201: Ok(SignupStarted) },
-      detail: {
-        summary: 'Start a CLI signup: emails a 6-digit verification code',
-        security: [],
-        description:
-          'Public. Returns an opaque signup_token for resend and verify. 429 rate_limit_exceeded past 10 requests a minute, or 10 signups a day, for one email address. Accepts Idempotency-Key (scoped to the caller).',
+    .post(
+      '/start',
+      ({ body, headers, set, request, server }) =>
+        handleStart(ctx, 'cli', { body, headers, set, request, server }, { name: body.name, orgName: body.org_name }),
+      {
+        body: t.Object({
+          email: Email,
+          name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'your name' })),
+          org_name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'the new organization; default "<name>\'s organization"' })),
+          terms_accepted: TermsAccepted,
+        }),
+        response: { 201: Ok(SignupStarted) },
+        detail: {
+          summary: 'Start a CLI signup: emails a 6-digit verification code',
+          security: [],
+          description:
+            'Public. Returns an opaque signup_token for resend and verify. 429 rate_limit_exceeded past 10 requests a minute, or 10 signups a day, for one email address. Accepts Idempotency-Key (scoped to the caller).',
+        },
       },
-    })
+    )
     .post('/resend', ({ body, headers, set, request, server }) => handleResend(ctx, 'cli', { body, headers, set, request, server }), {
       body: t.Object({ signup_token: SignupToken }),
       response: { 200: Ok(SignupResent) },
       detail: {
         summary: 'Email a new verification code',
         security: [],
-        description: '429 rate_limit_exceeded with Retry-After within 60 seconds of the previous code, and after 6 codes. The previous code stops working. Accepts Idempotency-Key.',
+        description:
+          '429 rate_limit_exceeded with Retry-After within 60 seconds of the previous code, and after 6 codes. The previous code stops working. Accepts Idempotency-Key.',
       },
     })
     .post(
       '/verify',
       ({ body, headers, set, request, server }) =>
-        handleVerify(ctx, 'cli', { body, headers, set, request, server }, () => hashPassword(body.password), (tx, signup, hash) => completeCliSignup(ctx, tx, signup, hash)),
+        handleVerify(
+          ctx,
+          'cli',
+          { body, headers, set, request, server },
+          () => hashPassword(body.password),
+          (tx, signup, hash) => completeCliSignup(ctx, tx, signup, hash),
+        ),
       {
         body: t.Object({
           signup_token: SignupToken,
           verification_code: VerificationCode,
-          password: t.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH, description: `at least ${MIN_PASSWORD_LENGTH} characters; for signing in later` }),
+          password: t.String({
+            minLength: MIN_PASSWORD_LENGTH,
+            maxLength: MAX_PASSWORD_LENGTH,
+            description: `at least ${MIN_PASSWORD_LENGTH} characters; for signing in later`,
+          }),
         }),
         response: { 200: Ok(SignupTokens) },
         detail: {

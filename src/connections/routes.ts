@@ -68,17 +68,20 @@ export function connectionRoutes(ctx: AppContext) {
         response: { 201: Ok(Invitation) },
         detail: {
           summary: 'Invite an agent runtime to one address',
-          description: 'Needs the owner or admin role: an OAuth token of such a person, or an API key created by one (a key without a creator, or a connection key, is 403 forbidden).',
+          description:
+            'Needs the owner or admin role: an OAuth token of such a person, or an API key created by one (a key without a creator, or a connection key, is 403 forbidden).',
         },
       },
     )
     .delete('/:address', ({ auth, params }) => disconnect(ctx, auth, params.address), {
       params: t.Object({ address: t.String({ minLength: 1, maxLength: 320, description: 'the connected address, exactly' }) }),
-      response: { 200: Ok(t.Object({ address: t.String(), disconnected_at: t.String({ format: 'date-time' }), revoked: t.Array(t.String({ format: 'uuid' })) })) },
+      response: {
+        200: Ok(t.Object({ address: t.String(), disconnected_at: t.String({ format: 'date-time' }), revoked: t.Array(t.String({ format: 'uuid' })) })),
+      },
       detail: {
         summary: 'Disconnect an address',
         description:
-          'A connection key may disconnect only its own address (exact match; anything else is 403). An owner or admin may disconnect any of the organization\'s addresses: the key is revoked and open invitations for it are withdrawn. 404 when nothing is connected.',
+          "A connection key may disconnect only its own address (exact match; anything else is 403). An owner or admin may disconnect any of the organization's addresses: the key is revoked and open invitations for it are withdrawn. 404 when nothing is connected.",
       },
     })
 

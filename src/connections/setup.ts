@@ -15,7 +15,8 @@ export function setupGuide(config: Config) {
     {
       step: 1,
       title: 'Get an invitation',
-      detail: 'An owner or admin of the organization creates one with POST /v1/agent-connections {address, label?} and hands you the invitation_code privately. It works once, within 24 hours.',
+      detail:
+        'An owner or admin of the organization creates one with POST /v1/agent-connections {address, label?} and hands you the invitation_code privately. It works once, within 24 hours.',
     },
     {
       step: 2,

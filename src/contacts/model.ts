@@ -9,11 +9,11 @@ export const contactName = Nullable(t.String({ minLength: 1, maxLength: 200 }))
 
 export const Contact = t.Object({
   id: t.String({ format: 'uuid' }),
-  owner_address: t.String({ description: 'the organization\'s address whose contact this is' }),
+  owner_address: t.String({ description: "the organization's address whose contact this is" }),
   address: t.String({ description: 'the correspondent' }),
   name: Nullable(t.String()),
   tags: t.Array(t.String()),
-  source: OneOf(['manual', 'network'] as const, { description: 'network: admitted from a network\'s directory' }),
+  source: OneOf(['manual', 'network'] as const, { description: "network: admitted from a network's directory" }),
   network_id: Nullable(t.String({ format: 'uuid' })),
   agent_id: Nullable(t.String({ format: 'uuid', description: 'the published agent it was admitted as' })),
   send_grant: OneOf(['none', 'granted', 'denied'] as const, {

@@ -11,7 +11,11 @@ import { deleteContact, getContact, listContacts, presentContact, saveContact, u
 
 const ContactBody = t.Object(
   {
-    owner_address: t.String({ minLength: 3, maxLength: 320, description: 'the organization\'s address (managed inbox or at a verified domain) whose contact this is' }),
+    owner_address: t.String({
+      minLength: 3,
+      maxLength: 320,
+      description: "the organization's address (managed inbox or at a verified domain) whose contact this is",
+    }),
     address: t.String({ ...Address, description: 'the correspondent' }),
     name: t.Optional(contactName),
     tags: t.Optional(tags),
@@ -65,7 +69,10 @@ export function contactRoutes(ctx: AppContext) {
       {
         body: ContactBody,
         response: { 200: Ok(Contact), 201: Ok(Contact) },
-        detail: { summary: 'Create or update a contact by address', description: 'Keyed by owner_address and address: 201 when created, 200 when updated (omitted name and tags are kept).' },
+        detail: {
+          summary: 'Create or update a contact by address',
+          description: 'Keyed by owner_address and address: 201 when created, 200 when updated (omitted name and tags are kept).',
+        },
       },
     )
     .get('/:id', async ({ auth, params }) => presentContact(await getContact(ctx.sql, auth, params.id)), {

@@ -148,7 +148,6 @@ export interface ContactFilter {
   tag?: string
 }
 
-
 /** A page of contacts, newest first; `q` searches the address and the name, `tag` must be among the tags. */
 export async function listContacts(sql: Sql, auth: Auth, filter: ContactFilter, page: PageRequest) {
   const where = [sql`c.org_id = ${auth.orgId}`]

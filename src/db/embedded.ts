@@ -10,7 +10,10 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
  * its pages back. So the directory is locked, and a second opener gets this error instead.
  */
 export class EmbeddedDatabaseInUse extends Error {
-  constructor(readonly dataDir: string, readonly pid: number) {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+  ) {
     super(`the embedded database under ${dataDir} is in use by process ${pid}`)
   }
 }

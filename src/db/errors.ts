@@ -22,7 +22,20 @@ export function isQueryCanceled(error: unknown): boolean {
 }
 
 /** Connection-level codes: postgres.js's own, the socket's, and SQLSTATE classes 08 and 57P. */
-const CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ConnectionRefused', 'ConnectionClosed'])
+const CONNECTION_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ConnectionRefused',
+  'ConnectionClosed',
+])
 
 /**
  * The database could not be reached or dropped the connection (down, restarting, terminated,

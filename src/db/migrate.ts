@@ -28,7 +28,9 @@ export class MigrationError extends Error {}
 export const checksumOf = (text: string) => sha256(text.replaceAll('\r\n', '\n')).toString('hex')
 
 export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {
-  const files = readdirSync(dir).filter(f => FILE_NAME.test(f)).sort()
+  const files = readdirSync(dir)
+    .filter(f => FILE_NAME.test(f))
+    .sort()
   const texts = new Map(files.map(f => [f, readFileSync(join(dir, f), 'utf8')]))
   const applied = await sql.begin(async tx => {
     await tx`select pg_advisory_xact_lock(${LOCK_ID})`

@@ -79,7 +79,10 @@ export function docsPage(doc: Json): string {
 ${table(['code', 'HTTP status'], Object.entries(ERROR_STATUS))}
 <h2 id="entitlements">Entitlements</h2>
 <p>A route that needs an entitlement the organization lacks answers <code>403 feature_disabled</code> with <code>details.missing_entitlement</code>. Plans include these; an operator can grant others.</p>
-${table(['entitlement', 'included in plans'], ENTITLEMENTS.map(e => [e, PLANS.filter(p => planDefinition(p).entitlements.includes(e)).join(', ') || 'granted by an operator']))}
+${table(
+  ['entitlement', 'included in plans'],
+  ENTITLEMENTS.map(e => [e, PLANS.filter(p => planDefinition(p).entitlements.includes(e)).join(', ') || 'granted by an operator']),
+)}
 <h2 id="send-gates">Send gates</h2>
 <p>On the reply-only agent plan, <code>send_to_known_addresses</code> allows a recipient only after that address wrote to the organization with authenticated mail (DMARC pass and a DKIM signature covering To). A refused send is <code>403 recipient_not_allowed</code> with one <code>error.gates[]</code> entry per recipient: <code>name, reason, message, subject, fix?, docs_url</code>. Branch on <code>reason</code>.</p>
 <h2 id="deprecations">Deprecations</h2>
@@ -97,7 +100,8 @@ ${deprecated.length ? table(['operation', 'what to use instead'], deprecated) : 
 const PAGE_HEADERS = {
   'content-type': 'text/html;charset=utf-8',
   // Swagger UI sets inline styles; scripts, fonts, images and fetches stay on this origin
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'cache-control': 'no-cache',
 }
@@ -109,10 +113,13 @@ export function docsRoutes(_ctx: AppContext, openapi: () => Json) {
     .get(
       '/docs/assets/:file',
       ({ params }) => {
-        if (params.file === 'init.js') return new Response(INIT, { headers: { 'content-type': 'text/javascript;charset=utf-8', 'cache-control': 'public, max-age=3600' } })
+        if (params.file === 'init.js')
+          return new Response(INIT, { headers: { 'content-type': 'text/javascript;charset=utf-8', 'cache-control': 'public, max-age=3600' } })
         const asset = ASSETS[params.file]
         if (!asset) throw errors.notFound(`docs asset ${params.file}`)
-        return new Response(Bun.file(asset.file), { headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } })
+        return new Response(Bun.file(asset.file), {
+          headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' },
+        })
       },
       { detail: { hide: true } },
     )

@@ -31,10 +31,7 @@ async function checkDatabase(ctx: AppContext) {
   const started = performance.now()
   const latency = () => Math.round((performance.now() - started) * 100) / 100
   try {
-    await Promise.race([
-      ctx.sql`select 1`,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS)),
-    ])
+    await Promise.race([ctx.sql`select 1`, new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS))])
     return { status: 'up' as const, latency_ms: latency() }
   } catch (error) {
     return { status: 'down' as const, latency_ms: latency(), error: error instanceof Error && error.message === 'timed out' ? 'timed out' : 'unreachable' }
@@ -52,61 +49,67 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
     scopes_supported: ['service:api'],
     resource_documentation: `${ctx.config.siteUrl}/docs`,
   }
-  return new Elysia({ tags: ['Discovery'] })
-    .use(publicAccess(ctx))
-    .get(
-      '/v1',
-      () => ({
-        name: 'agent mail service',
-        version: pkg.version,
-        api_base_url: `${base}/v1`,
-        openapi_url: `${base}/v1/openapi`,
-        docs_url: `${ctx.config.siteUrl}/docs`,
-        health_url: `${base}/v1/health`,
-        graphql_url: `${base}/graphql`,
-        oauth_authorization_server: `${base}/.well-known/oauth-authorization-server`,
-        oauth_protected_resource: `${ctx.config.siteUrl}/.well-known/oauth-protected-resource`,
-        managed_domain: ctx.config.MANAGED_DOMAIN,
-      }),
-      {
-        response: { 200: Ok(t.Record(t.String(), t.String())) },
-        detail: { summary: 'API discovery', security: [] },
-      },
-    )
-    .get(
-      '/v1/health',
-      async () => {
-        const database = await checkDatabase(ctx)
-        const ok = database.status === 'up'
-        const data = { status: ok ? ('ok' as const) : ('unavailable' as const), version: pkg.version, uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000), dependencies: { database } }
-        if (ok) return data
-        throw errors.retryLater('database_unavailable', `database: ${database.error ?? 'unreachable'}`, DATABASE_RETRY_SECONDS, { details: data, headers: { 'cache-control': 'no-store' } })
-      },
-      {
-        response: {
-          200: Ok(Health),
-          503: Bare(
-            t.Object(
-              { success: t.Literal(false), error: t.Object({ code: t.Literal('database_unavailable'), message: t.String(), details: Health }) },
-              { description: 'a dependency is unreachable: the error envelope, with Retry-After; error.details is the health payload and says which' },
-            ),
-          ),
+  return (
+    new Elysia({ tags: ['Discovery'] })
+      .use(publicAccess(ctx))
+      .get(
+        '/v1',
+        () => ({
+          name: 'agent mail service',
+          version: pkg.version,
+          api_base_url: `${base}/v1`,
+          openapi_url: `${base}/v1/openapi`,
+          docs_url: `${ctx.config.siteUrl}/docs`,
+          health_url: `${base}/v1/health`,
+          graphql_url: `${base}/graphql`,
+          oauth_authorization_server: `${base}/.well-known/oauth-authorization-server`,
+          oauth_protected_resource: `${ctx.config.siteUrl}/.well-known/oauth-protected-resource`,
+          managed_domain: ctx.config.MANAGED_DOMAIN,
+        }),
+        {
+          response: { 200: Ok(t.Record(t.String(), t.String())) },
+          detail: { summary: 'API discovery', security: [] },
         },
-        detail: { summary: 'Health check', security: [] },
-      },
-    )
-    .use(docsRoutes(ctx, document))
-    .get(
-      '/v1/openapi',
-      () => Response.json(document()),
-      { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } },
-    )
-    .get('/.well-known/oauth-protected-resource', () => Response.json(resourceMetadata), {
-      detail: { summary: 'RFC 9728 protected-resource metadata', security: [] },
-    })
-    // RFC 9728 section 3.1: clients discovering the resource `${base}/v1` insert the well-known
-    // segment before its path; `resource` must equal that identifier exactly
-    .get('/.well-known/oauth-protected-resource/v1', () => Response.json(resourceMetadata), {
-      detail: { summary: 'RFC 9728 protected-resource metadata of the resource /v1', security: [] },
-    })
+      )
+      .get(
+        '/v1/health',
+        async () => {
+          const database = await checkDatabase(ctx)
+          const ok = database.status === 'up'
+          const data = {
+            status: ok ? ('ok' as const) : ('unavailable' as const),
+            version: pkg.version,
+            uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000),
+            dependencies: { database },
+          }
+          if (ok) return data
+          throw errors.retryLater('database_unavailable', `database: ${database.error ?? 'unreachable'}`, DATABASE_RETRY_SECONDS, {
+            details: data,
+            headers: { 'cache-control': 'no-store' },
+          })
+        },
+        {
+          response: {
+            200: Ok(Health),
+            503: Bare(
+              t.Object(
+                { success: t.Literal(false), error: t.Object({ code: t.Literal('database_unavailable'), message: t.String(), details: Health }) },
+                { description: 'a dependency is unreachable: the error envelope, with Retry-After; error.details is the health payload and says which' },
+              ),
+            ),
+          },
+          detail: { summary: 'Health check', security: [] },
+        },
+      )
+      .use(docsRoutes(ctx, document))
+      .get('/v1/openapi', () => Response.json(document()), { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } })
+      .get('/.well-known/oauth-protected-resource', () => Response.json(resourceMetadata), {
+        detail: { summary: 'RFC 9728 protected-resource metadata', security: [] },
+      })
+      // RFC 9728 section 3.1: clients discovering the resource `${base}/v1` insert the well-known
+      // segment before its path; `resource` must equal that identifier exactly
+      .get('/.well-known/oauth-protected-resource/v1', () => Response.json(resourceMetadata), {
+        detail: { summary: 'RFC 9728 protected-resource metadata of the resource /v1', security: [] },
+      })
+  )
 }

@@ -141,7 +141,11 @@ async function checkMx(resolver: Resolver, d: DomainKeys, smtpHostname: string):
   if (!ours) return { status: 'mismatch', found, message: `the MX records of ${d.name} do not point to ${smtpHostname}; mail goes elsewhere` }
   const preferred = l.records.filter(r => r.priority < ours.priority && r !== ours)
   if (preferred.length) {
-    return { status: 'mismatch', found, message: `${preferred.map(r => r.exchange).join(', ')} is preferred over ${smtpHostname}; remove it or give it a higher priority number` }
+    return {
+      status: 'mismatch',
+      found,
+      message: `${preferred.map(r => r.exchange).join(', ')} is preferred over ${smtpHostname}; remove it or give it a higher priority number`,
+    }
   }
   return { status: 'ok', found, message: `mail for ${d.name} is delivered to ${smtpHostname}` }
 }
@@ -151,10 +155,21 @@ async function checkSpf(resolver: Resolver, d: DomainKeys, smtpHostname: string)
   if (!l.ok) return failed(l, d.name, 'TXT', `publish ${spfValue(smtpHostname)} so receivers accept mail sent through us`)
   const spf = l.records.filter(r => /^v=spf1(\s|$)/i.test(r.trim()))
   if (!spf.length) return { status: 'missing', found: [], message: `no SPF record at ${d.name}; publish ${spfValue(smtpHostname)}` }
-  if (spf.length > 1) return { status: 'mismatch', found: spf, message: `${d.name} has ${spf.length} SPF records, which makes SPF fail (RFC 7208); merge them into one` }
+  if (spf.length > 1)
+    return { status: 'mismatch', found: spf, message: `${d.name} has ${spf.length} SPF records, which makes SPF fail (RFC 7208); merge them into one` }
   const include = new RegExp(`^\\+?include:${hostOf(smtpHostname).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.?$`, 'i')
-  if (spf[0]!.trim().split(/\s+/).some(term => include.test(term))) return { status: 'ok', found: spf, message: `the SPF record includes ${smtpHostname}` }
-  return { status: 'mismatch', found: spf, message: `the SPF record of ${d.name} does not include ${smtpHostname}; add include:${smtpHostname} before its all term` }
+  if (
+    spf[0]!
+      .trim()
+      .split(/\s+/)
+      .some(term => include.test(term))
+  )
+    return { status: 'ok', found: spf, message: `the SPF record includes ${smtpHostname}` }
+  return {
+    status: 'mismatch',
+    found: spf,
+    message: `the SPF record of ${d.name} does not include ${smtpHostname}; add include:${smtpHostname} before its all term`,
+  }
 }
 
 function dkimPublicKey(record: string): string | null {

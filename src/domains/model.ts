@@ -2,7 +2,8 @@
 import { t } from 'elysia'
 
 const Purpose = t.Union([t.Literal('verification'), t.Literal('mx'), t.Literal('spf'), t.Literal('dkim'), t.Literal('dmarc')], {
-  description: 'verification proves control of the domain (required to verify); mx receives mail; spf and dkim let receivers accept mail we send for you; dmarc is a suggested report-only policy',
+  description:
+    'verification proves control of the domain (required to verify); mx receives mail; spf and dkim let receivers accept mail we send for you; dmarc is a suggested report-only policy',
 })
 const CheckStatus = t.Union([t.Literal('ok'), t.Literal('missing'), t.Literal('mismatch'), t.Literal('error')], {
   description: 'missing: no such record; mismatch: records exist but not the expected one; error: the DNS lookup failed, try again',
@@ -11,7 +12,9 @@ const CheckStatus = t.Union([t.Literal('ok'), t.Literal('missing'), t.Literal('m
 export const DnsRecord = t.Object({
   type: t.Union([t.Literal('MX'), t.Literal('TXT')]),
   name: t.String({ description: 'fully qualified name of the record' }),
-  value: t.String({ description: 'for MX the mail host; a TXT value longer than 255 characters is published as several strings, which most DNS providers do by themselves' }),
+  value: t.String({
+    description: 'for MX the mail host; a TXT value longer than 255 characters is published as several strings, which most DNS providers do by themselves',
+  }),
   priority: t.Union([t.Integer(), t.Null()], { description: 'MX preference; null for TXT' }),
   purpose: Purpose,
   status: t.Union([CheckStatus, t.Literal('unchecked')], { description: 'the result of the last verification; unchecked before the first' }),

@@ -28,7 +28,10 @@ export function domainRoutes(ctx: AppContext) {
         body: t.Object({
           domain: t.String({ minLength: 1, maxLength: 253, description: 'a domain or subdomain you control, e.g. example.com or agents.example.com' }),
           confirmed: t.Optional(
-            t.Boolean({ description: 'claim even when the domain already has MX records of another mail provider (otherwise 409 mx_conflict)', default: false }),
+            t.Boolean({
+              description: 'claim even when the domain already has MX records of another mail provider (otherwise 409 mx_conflict)',
+              default: false,
+            }),
           ),
         }),
         response: { 201: Ok(Domain) },
@@ -83,6 +86,9 @@ export function domainRoutes(ctx: AppContext) {
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteDomain(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {
       params: IdParams,
       response: { 200: Ok(Deleted) },
-      detail: { summary: 'Delete a domain', description: 'Removes the claim and its DKIM key; a verified name becomes free for others to verify. Mail to it is then refused.' },
+      detail: {
+        summary: 'Delete a domain',
+        description: 'Removes the claim and its DKIM key; a verified name becomes free for others to verify. Mail to it is then refused.',
+      },
     })
 }

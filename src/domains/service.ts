@@ -41,7 +41,19 @@ export interface DomainDeps {
 }
 
 // every column but the sealed private key, which only dkimKeyFor reads
-const COLUMNS = ['id', 'org_id', 'name', 'status', 'verification_token', 'dkim_selector', 'dkim_public', 'created_at', 'verified_at', 'last_checked_at', 'checks']
+const COLUMNS = [
+  'id',
+  'org_id',
+  'name',
+  'status',
+  'verification_token',
+  'dkim_selector',
+  'dkim_public',
+  'created_at',
+  'verified_at',
+  'last_checked_at',
+  'checks',
+]
 
 export function presentDomain(d: DomainRow, smtpHostname: string) {
   const checked = PURPOSES.every(p => d.checks[p])
@@ -116,10 +128,14 @@ export async function claimDomain(sql: Sql, deps: DomainDeps, orgId: string, inp
     if (!mx.ok && !mx.missing) log.warn('mx lookup failed; claim allowed', { domain: name, code: mx.code })
     const foreign = mx.ok ? foreignMx(mx.records, deps.config.SMTP_HOSTNAME) : []
     if (foreign.length) {
-      throw new ApiError('mx_conflict', `domain: ${name} already receives mail at ${foreign.map(r => r.exchange).join(', ')}; send confirmed: true to claim it anyway`, {
-        mx: foreign,
-        remediation: `Pointing the MX records of ${name} to ${deps.config.SMTP_HOSTNAME} would stop delivery to ${foreign[0]!.exchange}. Claim a subdomain (for example agents.${name}) instead, or repeat the request with confirmed: true if mail for ${name} should come here.`,
-      })
+      throw new ApiError(
+        'mx_conflict',
+        `domain: ${name} already receives mail at ${foreign.map(r => r.exchange).join(', ')}; send confirmed: true to claim it anyway`,
+        {
+          mx: foreign,
+          remediation: `Pointing the MX records of ${name} to ${deps.config.SMTP_HOSTNAME} would stop delivery to ${foreign[0]!.exchange}. Claim a subdomain (for example agents.${name}) instead, or repeat the request with confirmed: true if mail for ${name} should come here.`,
+        },
+      )
     }
   }
   return insertDomain(sql, deps.keys, orgId, name)
@@ -165,12 +181,14 @@ export async function verifyDomain(sql: Sql, deps: DomainDeps, row: DomainRow): 
       if (!updated) throw errors.notFound('domain')
       // the feed hears of a domain becoming verified, and of each failed verification of a pending one
       if (updated.status !== 'verified' || row.status !== 'verified') {
-        await recordChanges(tx, [{
-          orgId: row.org_id,
-          type: passed ? 'domain.verified' : 'domain.verification_failed',
-          resource: { type: 'domain', id: row.id },
-          data: { name: row.name, status: updated.status, ...(!passed && { verification: checks.verification }) },
-        }])
+        await recordChanges(tx, [
+          {
+            orgId: row.org_id,
+            type: passed ? 'domain.verified' : 'domain.verification_failed',
+            resource: { type: 'domain', id: row.id },
+            data: { name: row.name, status: updated.status, ...(!passed && { verification: checks.verification }) },
+          },
+        ])
       }
       return updated
     })
@@ -194,7 +212,9 @@ export async function markDomainVerified(sql: Sql, keys: ServerKeys, managedDoma
     try {
       const [updated] = await tx<DomainRow[]>`
         update domains set status = 'verified', verified_at = now() where id = ${row.id} returning ${tx(COLUMNS)}`
-      await recordChanges(tx, [{ orgId, type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } }])
+      await recordChanges(tx, [
+        { orgId, type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } },
+      ])
       return updated!
     } catch (error) {
       if (isUniqueViolation(error, 'domains_verified_name_key')) throw verifiedElsewhere(name)

@@ -54,7 +54,10 @@ export async function readAtMost(res: Response, max: number): Promise<string> {
  * no proxy, the name as Host and TLS server name); reads at most `maxBytes` + 1 bytes, so
  * `tooLarge` says the document is over the cap. Throws when no answer arrives in time.
  */
-export async function getChecked(target: CheckedUrl, opts: { accept: string; userAgent: string; timeoutMs: number; maxBytes: number }): Promise<{ status: number; body: string; tooLarge: boolean }> {
+export async function getChecked(
+  target: CheckedUrl,
+  opts: { accept: string; userAgent: string; timeoutMs: number; maxBytes: number },
+): Promise<{ status: number; body: string; tooLarge: boolean }> {
   const name = target.url.hostname.replace(/^\[|\]$/g, '')
   const res = await fetch(addressUrl(target), {
     headers: { host: target.url.host, accept: opts.accept, 'user-agent': opts.userAgent },
@@ -67,7 +70,13 @@ export async function getChecked(target: CheckedUrl, opts: { accept: string; use
   return { status: res.status, body, tooLarge: Buffer.byteLength(body) > opts.maxBytes }
 }
 
-export async function postWebhook(target: CheckedUrl, body: string, headers: Record<string, string>, timeoutMs: number, eventId: string): Promise<AttemptOutcome> {
+export async function postWebhook(
+  target: CheckedUrl,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  eventId: string,
+): Promise<AttemptOutcome> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
   const name = target.url.hostname.replace(/^\[|\]$/g, '')
@@ -93,6 +102,14 @@ export async function postWebhook(target: CheckedUrl, body: string, headers: Rec
     }
   } catch (error) {
     const timedOut = (error as Error).name === 'TimeoutError'
-    return { status: null, ok: false, body: '', confirmed: false, error: timedOut ? 'timeout' : 'connection_failed', message: timedOut ? `no answer within ${timeoutMs} ms` : (error as Error).message, durationMs: elapsed() }
+    return {
+      status: null,
+      ok: false,
+      body: '',
+      confirmed: false,
+      error: timedOut ? 'timeout' : 'connection_failed',
+      message: timedOut ? `no answer within ${timeoutMs} ms` : (error as Error).message,
+      durationMs: elapsed(),
+    }
   }
 }

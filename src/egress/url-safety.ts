@@ -13,9 +13,21 @@ import { errors } from '../errors'
 
 /** IPv4 ranges that are not the public internet (RFC 6890 and friends). */
 const V4_BLOCKED: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ]
 
 function v4ToInt(ip: string): number {
@@ -120,7 +132,8 @@ export async function checkWebhookUrl(raw: string, resolver: Resolver, allowLoop
   }
   const kinds = addresses.map(classifyAddress)
   const loopbackOk = allowLoopback && kinds.every(k => k === 'loopback')
-  if (!loopbackOk && kinds.some(k => k !== 'public')) throw errors.validation(field, 'must be publicly reachable (private, loopback and link-local addresses are refused)')
+  if (!loopbackOk && kinds.some(k => k !== 'public'))
+    throw errors.validation(field, 'must be publicly reachable (private, loopback and link-local addresses are refused)')
   if (url.protocol === 'http:' && !loopbackOk) throw errors.validation(field, 'must be an https URL')
   const address = addresses[0]!
   return { url, address, family: isIP(address) === 6 ? 6 : 4 }

@@ -11,7 +11,8 @@ export const Summary = t.Object({
   thread_id: t.String({ format: 'uuid' }),
   direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
   event_type: t.String({
-    description: 'inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender\'s copy): email.sent, or email.replied for an answer (in_reply_to_email_id)',
+    description:
+      "inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender's copy): email.sent, or email.replied for an answer (in_reply_to_email_id)",
   }),
   from: t.Union([Address, t.Null()]),
   to: t.Array(Address),

@@ -14,9 +14,7 @@ import { getInbox } from '../inboxes/service'
 import { ADDRESS } from '../http/schema'
 import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
-import {
-  discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails,
-} from './service'
+import { discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails } from './service'
 import { mailEvents, pollMail } from '../events'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 
@@ -28,7 +26,13 @@ const downloadDetail = (summary: string) => ({
 
 export function emailRoutes(ctx: AppContext) {
   /** A download is allowed by a valid token for this email, or by the bearer credential of its organization. */
-  async function downloadOrg(id: string, token: string | undefined, request: Request, set: { headers: Record<string, string | number | string[]> }, server: never) {
+  async function downloadOrg(
+    id: string,
+    token: string | undefined,
+    request: Request,
+    set: { headers: Record<string, string | number | string[]> },
+    server: never,
+  ) {
     if (token !== undefined) return verifyDownloadToken(ctx.keys, token, id)
     return (await authenticateRequest(ctx, request, set, server)).orgId
   }
@@ -42,7 +46,11 @@ export function emailRoutes(ctx: AppContext) {
           headers: { 'content-type': 'message/rfc822', 'content-disposition': `attachment; filename="${params.id}.eml"`, 'cache-control': 'private, no-store' },
         })
       },
-      { params: IdParams, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included') },
+      {
+        params: IdParams,
+        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
+        detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included'),
+      },
     )
     .get(
       '/:id/attachments.tar.gz',
@@ -50,10 +58,18 @@ export function emailRoutes(ctx: AppContext) {
         const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
         const files = await attachmentContents(await rawMessage(ctx.sql, orgId, params.id))
         return new Response(tarGz(files.map(f => ({ name: f.filename, content: f.content }))), {
-          headers: { 'content-type': 'application/gzip', 'content-disposition': `attachment; filename="${params.id}-attachments.tar.gz"`, 'cache-control': 'private, no-store' },
+          headers: {
+            'content-type': 'application/gzip',
+            'content-disposition': `attachment; filename="${params.id}-attachments.tar.gz"`,
+            'cache-control': 'private, no-store',
+          },
         })
       },
-      { params: IdParams, query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }), detail: downloadDetail('The attachments of a message as a tar.gz') },
+      {
+        params: IdParams,
+        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
+        detail: downloadDetail('The attachments of a message as a tar.gz'),
+      },
     )
     .get(
       '/:id/attachments/:index',
@@ -75,7 +91,10 @@ export function emailRoutes(ctx: AppContext) {
         })
       },
       {
-        params: t.Object({ id: t.String({ format: 'uuid' }), index: t.String({ maxLength: 100, description: 'the attachment index of the message (0, 1, ...)' }) }),
+        params: t.Object({
+          id: t.String({ format: 'uuid' }),
+          index: t.String({ maxLength: 100, description: 'the attachment index of the message (0, 1, ...)' }),
+        }),
         query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
         detail: downloadDetail('One attachment of a message, by index'),
       },
@@ -99,22 +118,44 @@ export function emailRoutes(ctx: AppContext) {
         const page = cursors(ctx).request(scope, query)
         const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
         // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
-        const result = query.wait && !page.after
-          ? await pollMail(mailEvents(ctx), { orgId: auth.orgId, address: filters.addresses[0], ms: query.wait * 1000, signal: request.signal }, read, r => r.rows.length > 0)
-          : await read()
+        const result =
+          query.wait && !page.after
+            ? await pollMail(
+                mailEvents(ctx),
+                { orgId: auth.orgId, address: filters.addresses[0], ms: query.wait * 1000, signal: request.signal },
+                read,
+                r => r.rows.length > 0,
+              )
+            : await read()
         return cursors(ctx).page(scope, result.rows, page, result.total, presentSummary)
       },
       {
         query: t.Object({
           ...pageQuery(),
           since: t.Optional(Timestamp('only mail received after this instant')),
-          wait: t.Optional(t.Integer({ minimum: 0, maximum: MAX_WAIT_SECONDS, description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail` })),
+          wait: t.Optional(
+            t.Integer({
+              minimum: 0,
+              maximum: MAX_WAIT_SECONDS,
+              description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail`,
+            }),
+          ),
           direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
           thread_id: t.Optional(t.String({ format: 'uuid' })),
           event_type: t.Optional(OneOf([...EMAIL_EVENT_TYPES, ...SENT_EVENT_TYPES])),
-          inbox_id: t.Optional(t.String({ format: 'uuid', description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)" })),
+          inbox_id: t.Optional(
+            t.String({
+              format: 'uuid',
+              description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)",
+            }),
+          ),
           address: t.Optional(
-            t.String({ pattern: ADDRESS, maxLength: 320, error: 'must be an email address', description: 'only mail received at this address (an envelope recipient) or sent from it' }),
+            t.String({
+              pattern: ADDRESS,
+              maxLength: 320,
+              error: 'must be an email address',
+              description: 'only mail received at this address (an envelope recipient) or sent from it',
+            }),
           ),
         }),
         response: { 200: Paged(Summary) },
@@ -153,9 +194,16 @@ export function emailRoutes(ctx: AppContext) {
         return cursors(ctx).read('search', query, page => searchEmails(ctx.sql, auth.orgId, query.q, page), presentSummary)
       },
       {
-        query: t.Object({ ...pageQuery(), q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }) }),
+        query: t.Object({
+          ...pageQuery(),
+          q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }),
+        }),
         response: { 200: Paged(Summary) },
-        detail: { tags: ['Search'], summary: 'Search mail by subject, sender and text, newest first', description: 'Full-text search by words (no stemming). 504 search_timeout past a 3-second budget.' },
+        detail: {
+          tags: ['Search'],
+          summary: 'Search mail by subject, sender and text, newest first',
+          description: 'Full-text search by words (no stemming). 504 search_timeout past a 3-second budget.',
+        },
       },
     )
 

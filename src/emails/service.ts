@@ -11,7 +11,21 @@ import { searchQuery, searchVector } from '../mail/search-text'
 export const SEARCH_BUDGET_MS = 3_000
 
 /** What list views read: everything but bodies, headers and envelope. */
-const SUMMARY_COLUMNS = ['id', 'thread_id', 'direction', 'event_type', 'from_address', 'from_name', 'to_addresses', 'cc_addresses', 'subject', 'received_at', 'size_bytes', 'attachments', 'content_discarded_at']
+const SUMMARY_COLUMNS = [
+  'id',
+  'thread_id',
+  'direction',
+  'event_type',
+  'from_address',
+  'from_name',
+  'to_addresses',
+  'cc_addresses',
+  'subject',
+  'received_at',
+  'size_bytes',
+  'attachments',
+  'content_discarded_at',
+]
 
 interface SummaryRow {
   id: string
@@ -104,10 +118,11 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
   // The counters kept with the mail give the totals of the whole mailbox and of a thread; any
   // other filter counts up to COUNT_CAP.
   const filtered = f.addresses.length > 0 || f.since || f.direction || f.eventType
-  const total =
-    filtered ? 'capped'
-    : f.threadId ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
-    : sql`select emails_count from orgs where id = ${orgId}`
+  const total = filtered
+    ? 'capped'
+    : f.threadId
+      ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
+      : sql`select emails_count from orgs where id = ${orgId}`
   return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page, total })
 }
 
@@ -133,7 +148,9 @@ export async function rawMessage(sql: Sql, orgId: string, id: string): Promise<U
 export async function discardContent(sql: Sql, orgId: string, id: string) {
   return sql.begin(async tx => {
     const [org] = await tx<{ enabled: boolean }[]>`select content_discard_enabled as enabled from orgs where id = ${orgId}`
-    const [email] = await tx<{ size_bytes: number; content_discarded_at: Date | null; subject: string | null; from_name: string | null; from_address: string | null }[]>`
+    const [email] = await tx<
+      { size_bytes: number; content_discarded_at: Date | null; subject: string | null; from_name: string | null; from_address: string | null }[]
+    >`
       select size_bytes, content_discarded_at, subject, from_name, from_address from emails where id = ${id} and org_id = ${orgId} for update`
     if (!email) throw errors.notFound('email')
     if (!org?.enabled) {
@@ -205,7 +222,14 @@ export async function threadsByIds(sql: Sql, orgId: string, ids: readonly string
 
 /** A page of the messages (summaries, newest first) of each of several threads, in two statements. */
 export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], page: PageRequest) {
-  return listPagesOf<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: sql`org_id = ${orgId}`, parentColumn: 'thread_id', parents: threadIds, page })
+  return listPagesOf<SummaryRow>(sql, {
+    columns: sql(SUMMARY_COLUMNS),
+    from: sql`emails`,
+    where: sql`org_id = ${orgId}`,
+    parentColumn: 'thread_id',
+    parents: threadIds,
+    page,
+  })
 }
 
 /**
@@ -259,8 +283,10 @@ export async function searchEmails(sql: Sql, orgId: string, q: string, page: Pag
       }
       // All of the mailbox was in the window, or the window alone has SEARCH_COUNT_CAP matches.
       const total =
-        top!.scanned < SEARCH_WINDOW || top!.hits >= SEARCH_COUNT_CAP ? Math.min(top!.hits, SEARCH_COUNT_CAP)
-        : (await tx<{ total: number }[]>`select count(*)::int as total from (select from emails where ${matching} limit ${SEARCH_COUNT_CAP}) capped`)[0]!.total
+        top!.scanned < SEARCH_WINDOW || top!.hits >= SEARCH_COUNT_CAP
+          ? Math.min(top!.hits, SEARCH_COUNT_CAP)
+          : (await tx<{ total: number }[]>`select count(*)::int as total from (select from emails where ${matching} limit ${SEARCH_COUNT_CAP}) capped`)[0]!
+              .total
       const rows = await tx<SummaryRow[]>`select ${tx(SUMMARY_COLUMNS)} from emails where id = any(${ids}::uuid[]) order by id desc`
       return { rows, total }
     })

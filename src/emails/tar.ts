@@ -25,7 +25,11 @@ function header(name: string, size: number, mtime: number): Uint8Array {
 function safeNames(names: (string | null)[]): string[] {
   const used = new Set<string>()
   return names.map((raw, i) => {
-    let name = (raw ?? `attachment-${i + 1}`).replace(/[\\/\x00-\x1f\x7f]/g, '_').replace(/^\.+/, '_').slice(0, 90) || `attachment-${i + 1}`
+    let name =
+      (raw ?? `attachment-${i + 1}`)
+        .replace(/[\\/\x00-\x1f\x7f]/g, '_')
+        .replace(/^\.+/, '_')
+        .slice(0, 90) || `attachment-${i + 1}`
     while (used.has(name)) name = `${i + 1}-${name}`.slice(0, 100)
     used.add(name)
     return name

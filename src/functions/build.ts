@@ -18,10 +18,13 @@ export function checkSources(files: Record<string, string>, entry: string) {
   const paths = Object.keys(files)
   if (!paths.length) throw errors.validation('files', 'must hold at least one file')
   if (paths.length > MAX_FILES) throw errors.validation('files', `at most ${MAX_FILES} files`)
-  for (const p of paths) if (!PATH.test(p) || p.length > 500) throw errors.validation(`files.${p.slice(0, 100)}`, 'must be a relative path of letters, digits, . _ @ + - separated by /, without . or .. segments')
+  for (const p of paths)
+    if (!PATH.test(p) || p.length > 500)
+      throw errors.validation(`files.${p.slice(0, 100)}`, 'must be a relative path of letters, digits, . _ @ + - separated by /, without . or .. segments')
   const raw = paths.reduce((n, p) => n + Buffer.byteLength(files[p]!), 0)
   if (raw > CODE_RAW_BYTES) throw errors.validation('files', `are ${raw} bytes in all; at most ${CODE_RAW_BYTES / 1024 / 1024} MiB raw`)
-  if (!(entry in files)) throw errors.validation('entry', `must be one of the uploaded files (${paths.slice(0, 5).join(', ')}${paths.length > 5 ? ', ...' : ''})`)
+  if (!(entry in files))
+    throw errors.validation('entry', `must be one of the uploaded files (${paths.slice(0, 5).join(', ')}${paths.length > 5 ? ', ...' : ''})`)
 }
 
 /** Bundles the files from `entry` into one ESM module; a build error is a validation_error on `files`. */
@@ -58,7 +61,11 @@ export async function bundleSources(files: Record<string, string>, entry: string
         },
       ],
     })
-    if (refused.length) throw errors.validation('files', `imports outside the uploaded files are not allowed (no packages, node: modules or URLs; bundle them first): ${refused.slice(0, 5).join(', ')}`)
+    if (refused.length)
+      throw errors.validation(
+        'files',
+        `imports outside the uploaded files are not allowed (no packages, node: modules or URLs; bundle them first): ${refused.slice(0, 5).join(', ')}`,
+      )
     if (!result.success || !result.outputs[0]) {
       const messages = result.logs.map(l => String(l.message ?? l).replaceAll(dir + sep, '')).slice(0, 5)
       throw errors.validation('files', `the build failed: ${messages.join('; ') || 'no output'}`)

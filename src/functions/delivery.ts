@@ -28,7 +28,15 @@ export const invokeForDelivery: FunctionDelivery = async (ctx, d, body, headers)
     },
   })
   const durationMs = Math.round(performance.now() - started)
-  if (!invocation) return { ok: false, confirmed: false, status: null, durationMs, code: 'function_unavailable', error: 'the function was deleted or has no current deployment' }
+  if (!invocation)
+    return {
+      ok: false,
+      confirmed: false,
+      status: null,
+      durationMs,
+      code: 'function_unavailable',
+      error: 'the function was deleted or has no current deployment',
+    }
   const r = invocation.result
   if (r.outcome === 'ok' && r.response) {
     const status = r.response.status
@@ -36,9 +44,23 @@ export const invokeForDelivery: FunctionDelivery = async (ctx, d, body, headers)
       const confirmed = r.response.headers.some(([k, v]) => k === CONFIRMATION_HEADER && v === d.eventId)
       return { ok: true, confirmed, status, durationMs }
     }
-    return { ok: false, confirmed: false, status, durationMs, code: `http_${status}`, error: `function answered HTTP ${status} (invocation ${invocation.invocationId})` }
+    return {
+      ok: false,
+      confirmed: false,
+      status,
+      durationMs,
+      code: `http_${status}`,
+      error: `function answered HTTP ${status} (invocation ${invocation.invocationId})`,
+    }
   }
   const code = r.outcome === 'exceeded_wall_clock' ? 'function_timeout' : `function_${r.outcome}`
   const reason = r.error ? `${r.error.name}: ${r.error.message}` : r.outcome
-  return { ok: false, confirmed: false, status: null, durationMs, code, error: `${r.outcome}: ${reason} (invocation ${invocation.invocationId})`.slice(0, 2000) }
+  return {
+    ok: false,
+    confirmed: false,
+    status: null,
+    durationMs,
+    code,
+    error: `${r.outcome}: ${reason} (invocation ${invocation.invocationId})`.slice(0, 2000),
+  }
 }

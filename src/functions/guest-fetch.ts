@@ -128,7 +128,14 @@ function safeJson(bytes: Buffer | undefined): unknown {
 }
 
 function json(status: number, body: unknown, url: string): FetchAnswer {
-  return { status, statusText: '', headers: [['content-type', 'application/json']], body: Buffer.from(JSON.stringify(body)).toString('base64'), url, redirected: false }
+  return {
+    status,
+    statusText: '',
+    headers: [['content-type', 'application/json']],
+    body: Buffer.from(JSON.stringify(body)).toString('base64'),
+    url,
+    redirected: false,
+  }
 }
 
 /** Serves one guest fetch; never throws (an error answer becomes a TypeError in the guest). */
@@ -142,7 +149,11 @@ export async function serveGuestFetch(ctx: AppContext, scope: FetchScope, arg: G
   try {
     if (isApiCall(ctx, url)) return await apiCall(ctx, scope, url, arg)
     if (scope.dryRun && !READS.has(arg.method.toUpperCase())) {
-      return json(403, { success: false, error: { code: 'forbidden', message: `dry run: ${arg.method.toUpperCase()} requests to other services are not sent` } }, url.href)
+      return json(
+        403,
+        { success: false, error: { code: 'forbidden', message: `dry run: ${arg.method.toUpperCase()} requests to other services are not sent` } },
+        url.href,
+      )
     }
     let target: CheckedUrl
     try {

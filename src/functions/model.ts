@@ -13,15 +13,22 @@ const Code = t.String({
   minLength: 1,
   description: `one ESM module whose default export has an async fetch(request, env) method; at most ${CODE_RAW_BYTES / MiB} MiB raw, then ${CODE_GZIP_BYTES / MiB} MiB gzipped`,
 })
-const SourceMap = t.String({ description: `optional source map of the module; at most ${SOURCE_MAP_RAW_BYTES / MiB} MiB raw, then ${SOURCE_MAP_GZIP_BYTES / MiB} MiB gzipped` })
+const SourceMap = t.String({
+  description: `optional source map of the module; at most ${SOURCE_MAP_RAW_BYTES / MiB} MiB raw, then ${SOURCE_MAP_GZIP_BYTES / MiB} MiB gzipped`,
+})
 
 const Files = t.Record(t.String(), t.String(), {
-  description: 'managed build (needs the functions_managed_build entitlement): source files by relative path, bundled from entry with Bun.build; imports must stay within these files',
+  description:
+    'managed build (needs the functions_managed_build entitlement): source files by relative path, bundled from entry with Bun.build; imports must stay within these files',
 })
 const Entry = t.String({ minLength: 1, maxLength: 500, description: 'managed build: the file to bundle from' })
 
 export const DeployFunction = t.Object({
-  name: t.String({ pattern: NAME_PATTERN, error: 'must be 1 to 64 lowercase letters, digits, - or _, starting with a letter or digit', description: 'unique in the organization; immutable' }),
+  name: t.String({
+    pattern: NAME_PATTERN,
+    error: 'must be 1 to 64 lowercase letters, digits, - or _, starting with a letter or digit',
+    description: 'unique in the organization; immutable',
+  }),
   code: t.Optional(Code),
   sourceMap: t.Optional(SourceMap),
   files: t.Optional(Files),
@@ -52,7 +59,9 @@ export const DeployError = t.Object({
 export const Deployment = t.Object({
   id: t.String({ format: 'uuid' }),
   function_id: t.String({ format: 'uuid' }),
-  status: OneOf(['deployed', 'failed'] as const, { description: 'deployed: the module evaluated and has a default export with fetch; failed: see deploy_error' }),
+  status: OneOf(['deployed', 'failed'] as const, {
+    description: 'deployed: the module evaluated and has a default export with fetch; failed: see deploy_error',
+  }),
   deploy_error: Nullable(DeployError),
   build_ms: t.Number({ description: 'time to bundle (managed build), size-check and check the module in a sandbox' }),
   bundle_bytes: t.Integer({ description: 'raw size of the module in bytes' }),
@@ -130,7 +139,10 @@ export const Activity = t.Object({
 export const Secret = t.Object({ key: t.String(), created_at: t.String({ format: 'date-time' }), updated_at: t.String({ format: 'date-time' }) })
 
 export const RouteFunction = t.Object({
-  domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description: 'a domain of the organization, or null for the org-wide fallback' }),
+  domain_id: t.Union([t.String({ format: 'uuid' }), t.Null()], {
+    error: 'must be a domain id (uuid) or null',
+    description: 'a domain of the organization, or null for the org-wide fallback',
+  }),
 })
 
 export const RoutingTopology = t.Object({

@@ -7,7 +7,20 @@ import { cursors, pageQuery } from '../http/pagination'
 import { Nullable, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { Activity, FullInvocation, FunctionId, Invocation, LogLineSchema, Outcome } from './model'
-import { dryRun, getInvocation, invocationSeries, listActivity, listInvocations, listLogs, presentActivity, presentInvocation, presentLog, startTestRun, testRunTrace, usage } from './observe'
+import {
+  dryRun,
+  getInvocation,
+  invocationSeries,
+  listActivity,
+  listInvocations,
+  listLogs,
+  presentActivity,
+  presentInvocation,
+  presentLog,
+  startTestRun,
+  testRunTrace,
+  usage,
+} from './observe'
 
 const Usage = t.Object({
   function_id: Nullable(t.String({ format: 'uuid' })),
@@ -28,24 +41,30 @@ export function functionObserveRoutes(ctx: AppContext) {
       response: { 200: Ok(Usage) },
       detail: { summary: 'Usage of all functions of the organization' },
     })
-    .get('/invocation-series', ({ auth, query }) => invocationSeries(ctx.sql, auth.orgId, { functionId: query.function_id, since: since(query.since), bucket: query.bucket }), {
-      query: t.Object({
-        function_id: t.Optional(t.String({ format: 'uuid' })),
-        since: t.Optional(Timestamp('first bucket; default 30 days ago')),
-        bucket: t.Optional(OneOf(['hour', 'day'] as const, { description: 'bucket width; default day' })),
-      }),
-      response: {
-        200: Ok(
-          t.Object({
-            function_id: Nullable(t.String({ format: 'uuid' })),
-            bucket: t.String(),
-            since: t.String({ format: 'date-time' }),
-            points: t.Array(t.Object({ start: t.String({ format: 'date-time' }), invocations: t.Integer(), ok: t.Integer(), failed: t.Integer(), cpu_ms: t.Number() })),
-          }),
-        ),
+    .get(
+      '/invocation-series',
+      ({ auth, query }) => invocationSeries(ctx.sql, auth.orgId, { functionId: query.function_id, since: since(query.since), bucket: query.bucket }),
+      {
+        query: t.Object({
+          function_id: t.Optional(t.String({ format: 'uuid' })),
+          since: t.Optional(Timestamp('first bucket; default 30 days ago')),
+          bucket: t.Optional(OneOf(['hour', 'day'] as const, { description: 'bucket width; default day' })),
+        }),
+        response: {
+          200: Ok(
+            t.Object({
+              function_id: Nullable(t.String({ format: 'uuid' })),
+              bucket: t.String(),
+              since: t.String({ format: 'date-time' }),
+              points: t.Array(
+                t.Object({ start: t.String({ format: 'date-time' }), invocations: t.Integer(), ok: t.Integer(), failed: t.Integer(), cpu_ms: t.Number() }),
+              ),
+            }),
+          ),
+        },
+        detail: { summary: 'Invocations over time', description: 'Per bucket, empty buckets included; all functions, or one with function_id.' },
       },
-      detail: { summary: 'Invocations over time', description: 'Per bucket, empty buckets included; all functions, or one with function_id.' },
-    })
+    )
     .get('/:id/usage', ({ auth, params, query }) => usage(ctx.sql, auth.orgId, params.id, since(query.since)), {
       params: FunctionId,
       query: t.Object({ since: t.Optional(Timestamp('count from this instant; default 30 days ago')) }),
@@ -56,7 +75,12 @@ export function functionObserveRoutes(ctx: AppContext) {
       '/:id/invocations',
       async ({ auth, params, query }) => {
         const scope = `invocations:${params.id}`
-        return cursors(ctx).read(scope, query, page => listInvocations(ctx.sql, auth.orgId, params.id, page, { outcome: query.outcome, since: since(query.since) }), presentInvocation)
+        return cursors(ctx).read(
+          scope,
+          query,
+          page => listInvocations(ctx.sql, auth.orgId, params.id, page, { outcome: query.outcome, since: since(query.since) }),
+          presentInvocation,
+        )
       },
       {
         params: FunctionId,
@@ -85,15 +109,34 @@ export function functionObserveRoutes(ctx: AppContext) {
       {
         params: FunctionId,
         query: t.Object(pageQuery(500, 100)),
-        response: { 200: t.Object({ data: t.Object({ logs: t.Array(LogLineSchema), next_cursor: Nullable(t.String({ description: 'pass as cursor for older lines; also in meta.cursor' })) }), meta: MetaSchema }, { [ENVELOPE]: 'paged' }) },
-        detail: { summary: 'Captured console output of a function, newest first', description: 'next_cursor (and meta.cursor) is passed back as cursor for the next page.' },
+        response: {
+          200: t.Object(
+            {
+              data: t.Object({
+                logs: t.Array(LogLineSchema),
+                next_cursor: Nullable(t.String({ description: 'pass as cursor for older lines; also in meta.cursor' })),
+              }),
+              meta: MetaSchema,
+            },
+            { [ENVELOPE]: 'paged' },
+          ),
+        },
+        detail: {
+          summary: 'Captured console output of a function, newest first',
+          description: 'next_cursor (and meta.cursor) is passed back as cursor for the next page.',
+        },
       },
     )
     .get(
       '/:id/activity',
       async ({ auth, params, query }) => {
         const scope = `activity:${params.id}`
-        return cursors(ctx).read(scope, query, page => listActivity(ctx.sql, auth.orgId, params.id, page, { type: query.type, emailId: query.email_id, deliveryId: query.delivery_id }), presentActivity)
+        return cursors(ctx).read(
+          scope,
+          query,
+          page => listActivity(ctx.sql, auth.orgId, params.id, page, { type: query.type, emailId: query.email_id, deliveryId: query.delivery_id }),
+          presentActivity,
+        )
       },
       {
         params: FunctionId,
@@ -104,15 +147,22 @@ export function functionObserveRoutes(ctx: AppContext) {
           delivery_id: t.Optional(t.String({ format: 'uuid' })),
         }),
         response: { 200: Paged(Activity) },
-        detail: { summary: 'Outbound effects of a function', description: 'Sends the function made through SERVICE_API_BASE_URL: email.replied (with in_reply_to_email_id) or email.sent, with the sent email_id and the delivery that invoked it.' },
+        detail: {
+          summary: 'Outbound effects of a function',
+          description:
+            'Sends the function made through SERVICE_API_BASE_URL: email.replied (with in_reply_to_email_id) or email.sent, with the sent email_id and the delivery that invoked it.',
+        },
       },
     )
     .post('/:id/test', ({ auth, params }) => startTestRun(ctx, auth.orgId, params.id), {
       params: FunctionId,
-      response: { 200: Ok(t.Object({ run_id: t.String({ format: 'uuid' }), email_id: t.String({ format: 'uuid' }), recipient: t.String(), trace_url: t.String() })) },
+      response: {
+        200: Ok(t.Object({ run_id: t.String({ format: 'uuid' }), email_id: t.String({ format: 'uuid' }), recipient: t.String(), trace_url: t.String() })),
+      },
       detail: {
         summary: 'Send a test email to a function',
-        description: 'A real email through the inbound path (parsed, authenticated, stored, routed, delivered as a job) to an address that routes to the function. 409 conflict when no address does (route it first). Follow it with the trace.',
+        description:
+          'A real email through the inbound path (parsed, authenticated, stored, routed, delivered as a job) to an address that routes to the function. 409 conflict when no address does (route it first). Follow it with the trace.',
       },
     })
     .get('/:id/test-runs/:runId/trace', ({ auth, params }) => testRunTrace(ctx.sql, auth.orgId, params.id, params.runId), {
@@ -123,15 +173,30 @@ export function functionObserveRoutes(ctx: AppContext) {
             run_id: t.String({ format: 'uuid' }),
             email_id: Nullable(t.String({ format: 'uuid' })),
             complete: t.Boolean({ description: 'the delivery reached a final status' }),
-            steps: t.Array(t.Object({ step: t.String({ description: 'received, stored, routed, invoked, log, outbound, outcome, delivery' }), at: t.String({ format: 'date-time' }) }, { additionalProperties: true })),
+            steps: t.Array(
+              t.Object(
+                {
+                  step: t.String({ description: 'received, stored, routed, invoked, log, outbound, outcome, delivery' }),
+                  at: t.String({ format: 'date-time' }),
+                },
+                { additionalProperties: true },
+              ),
+            ),
           }),
         ),
       },
-      detail: { summary: 'End-to-end trace of a test run', description: 'Each step with its time, in causal order (received, stored, routed, then per invocation: invoked, log lines, outbound sends, outcome; then the delivery status); call again until complete.' },
+      detail: {
+        summary: 'End-to-end trace of a test run',
+        description:
+          'Each step with its time, in causal order (received, stored, routed, then per invocation: invoked, log lines, outbound sends, outcome; then the delivery status); call again until complete.',
+      },
     })
     .post('/:id/dry-run', ({ auth, params, body }) => dryRun(ctx, auth.orgId, params.id, body.email_id, body.deployment_id), {
       params: FunctionId,
-      body: t.Object({ email_id: t.String({ format: 'uuid', description: 'a stored email of the organization' }), deployment_id: t.Optional(t.String({ format: 'uuid', description: 'default: the current deployment' })) }),
+      body: t.Object({
+        email_id: t.String({ format: 'uuid', description: 'a stored email of the organization' }),
+        deployment_id: t.Optional(t.String({ format: 'uuid', description: 'default: the current deployment' })),
+      }),
       response: {
         200: Ok(
           t.Object({
@@ -148,7 +213,8 @@ export function functionObserveRoutes(ctx: AppContext) {
       },
       detail: {
         summary: 'Run a stored email through a deployment, with no side effects',
-        description: 'Beyond the spec. The function receives the email event as a delivery would carry it (signed; event id evt_dry_...). Sends to SERVICE_API_BASE_URL/send-mail are captured and returned, other API writes are refused (403), reads are served; fetches to other hosts are made for GET and HEAD, and refused (403, not sent) for any other method. Nothing is recorded as a delivery, invocation or log.',
+        description:
+          'Beyond the spec. The function receives the email event as a delivery would carry it (signed; event id evt_dry_...). Sends to SERVICE_API_BASE_URL/send-mail are captured and returned, other API writes are refused (403), reads are served; fetches to other hosts are made for GET and HEAD, and refused (403, not sent) for any other method. Nothing is recorded as a delivery, invocation or log.',
       },
     })
 }

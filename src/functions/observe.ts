@@ -81,7 +81,14 @@ export async function listInvocations(sql: Sql, orgId: string, functionId: strin
 
 /** A page of the invocations (newest first) of each of several functions, in two statements. */
 export function invocationPages(sql: Sql, orgId: string, functionIds: string[], page: PageRequest) {
-  return listPagesOf<InvocationRow>(sql, { columns: sql`*`, from: sql`function_invocations`, where: sql`org_id = ${orgId}`, parentColumn: 'function_id', parents: functionIds, page })
+  return listPagesOf<InvocationRow>(sql, {
+    columns: sql`*`,
+    from: sql`function_invocations`,
+    where: sql`org_id = ${orgId}`,
+    parentColumn: 'function_id',
+    parents: functionIds,
+    page,
+  })
 }
 
 export async function getInvocation(sql: Sql, orgId: string, functionId: string, id: string) {
@@ -114,7 +121,13 @@ interface ActivityRow {
 
 export const presentActivity = (r: ActivityRow) => ({ ...r, created_at: iso(r.created_at)! })
 
-export async function listActivity(sql: Sql, orgId: string, functionId: string, page: PageRequest, f: { type?: string; emailId?: string; deliveryId?: string }) {
+export async function listActivity(
+  sql: Sql,
+  orgId: string,
+  functionId: string,
+  page: PageRequest,
+  f: { type?: string; emailId?: string; deliveryId?: string },
+) {
   await getFunction(sql, orgId, functionId)
   return listPage<ActivityRow>(sql, {
     columns: sql`id, function_id, type, email_id, delivery_id, invocation_id, created_at`,
@@ -171,7 +184,9 @@ export async function invocationSeries(sql: Sql, orgId: string, q: { functionId?
 
 /** An address whose mail reaches the function's endpoint, for its test email. */
 async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionId: string): Promise<string> {
-  const [row] = await sql<{ domain: string | null; route: string | null; inbox: string | null; free_domain: string | null; is_route_target: boolean; enabled: boolean }[]>`
+  const [row] = await sql<
+    { domain: string | null; route: string | null; inbox: string | null; free_domain: string | null; is_route_target: boolean; enabled: boolean }[]
+  >`
     select d.name as domain, e.is_route_target, e.enabled,
            (select r.pattern from recipient_routes r where r.endpoint_id = e.id and r.pattern not like '%*%' order by r.id limit 1) as route,
            (select i.address from managed_inboxes i where i.org_id = e.org_id
@@ -181,7 +196,10 @@ async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionI
               order by v.id limit 1) as free_domain
       from endpoints e left join domains d on d.id = e.domain_id
      where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
-  const none = () => errors.conflict('function: no address routes to it; route it first (PUT /v1/functions/{id}/route) to a domain, or to the fallback with a managed inbox or a verified domain without its own endpoint')
+  const none = () =>
+    errors.conflict(
+      'function: no address routes to it; route it first (PUT /v1/functions/{id}/route) to a domain, or to the fallback with a managed inbox or a verified domain without its own endpoint',
+    )
   if (!row?.enabled) throw none()
   if (row.is_route_target) {
     if (row.route) return row.route
@@ -215,7 +233,14 @@ export async function startTestRun(ctx: AppContext, orgId: string, functionId: s
     '',
   ].join('\r\n')
   await ctx.sql`insert into function_test_runs (id, org_id, function_id, recipient) values (${runId}, ${orgId}, ${functionId}, ${recipient})`
-  const result = await ingest(ctx, { raw: new TextEncoder().encode(raw), mailFrom: sender, rcptTo: [recipient], remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false })
+  const result = await ingest(ctx, {
+    raw: new TextEncoder().encode(raw),
+    mailFrom: sender,
+    rcptTo: [recipient],
+    remoteIp: '127.0.0.1',
+    helo: ctx.config.SMTP_HOSTNAME,
+    tls: false,
+  })
   const email = result.stored.find(e => e.orgId === orgId)
   if (!email) throw errors.conflict(`function: the test email to ${recipient} was not stored${result.refused.length ? ' (storage full)' : ''}`)
   await ctx.sql`update function_test_runs set email_id = ${email.id} where id = ${runId}`
@@ -238,7 +263,9 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
         join endpoints e on e.id = d.endpoint_id
        where d.email_id = ${run.email_id} and e.function_id = ${functionId} order by d.id`
     for (const d of deliveries) steps.push({ step: 'routed', at: iso(d.created_at)!, delivery_id: d.id })
-    const invocations = await sql<InvocationRow[]>`select * from function_invocations where email_id = ${run.email_id} and function_id = ${functionId} order by id`
+    const invocations = await sql<
+      InvocationRow[]
+    >`select * from function_invocations where email_id = ${run.email_id} and function_id = ${functionId} order by id`
     for (const i of invocations) {
       const ended = i.created_at.getTime()
       steps.push({ step: 'invoked', at: iso(new Date(ended - i.wall_ms))!, invocation_id: i.id, delivery_id: i.delivery_id })
@@ -246,11 +273,25 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
       for (const l of logs) steps.push({ step: 'log', at: iso(l.logged_at)!, invocation_id: i.id, level: l.level, message: l.message })
       const activity = await sql<ActivityRow[]>`select * from function_activity where invocation_id = ${i.id} order by id`
       for (const a of activity) steps.push({ step: 'outbound', at: iso(a.created_at)!, invocation_id: i.id, type: a.type, email_id: a.email_id })
-      steps.push({ step: 'outcome', at: iso(i.created_at)!, invocation_id: i.id, outcome: i.outcome, response_status: i.response_status, exception_message: i.exception_message })
+      steps.push({
+        step: 'outcome',
+        at: iso(i.created_at)!,
+        invocation_id: i.id,
+        outcome: i.outcome,
+        response_status: i.response_status,
+        exception_message: i.exception_message,
+      })
     }
     const last = deliveries.at(-1)
     if (last && last.status !== 'pending') {
-      steps.push({ step: 'delivery', at: iso(last.updated_at)!, delivery_id: last.id, status: last.status, last_error_code: last.last_error_code, attempt_count: last.attempt_count })
+      steps.push({
+        step: 'delivery',
+        at: iso(last.updated_at)!,
+        delivery_id: last.id,
+        status: last.status,
+        last_error_code: last.last_error_code,
+        attempt_count: last.attempt_count,
+      })
       done = true
     }
   }
@@ -264,7 +305,19 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
  */
 export async function dryRun(ctx: AppContext, orgId: string, functionId: string, emailId: string, deploymentId?: string) {
   await getFunction(ctx.sql, orgId, functionId)
-  const [row] = await ctx.sql<{ id: string; thread_id: string; event_type: string; rcpt_to: string[]; mail_from: string | null; size_bytes: number; received_at: Date; auth: never; raw: Buffer | null }[]>`
+  const [row] = await ctx.sql<
+    {
+      id: string
+      thread_id: string
+      event_type: string
+      rcpt_to: string[]
+      mail_from: string | null
+      size_bytes: number
+      received_at: Date
+      auth: never
+      raw: Buffer | null
+    }[]
+  >`
     select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
       from emails e left join email_contents c on c.email_id = e.id
      where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
@@ -276,15 +329,34 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
   }
   const mail = await parseMail(new Uint8Array(row.raw))
   const eventId = `evt_dry_${randomUUIDv7().replaceAll('-', '')}`
-  const event = emailEvent(eventId, {
-    id: row.id, orgId, threadId: row.thread_id, eventType: row.event_type as never, rcptTo: row.rcpt_to, mailFrom: row.mail_from ?? '',
-    sizeBytes: row.size_bytes, receivedAt: row.received_at, auth: row.auth,
-  }, mail)
+  const event = emailEvent(
+    eventId,
+    {
+      id: row.id,
+      orgId,
+      threadId: row.thread_id,
+      eventType: row.event_type as never,
+      rcptTo: row.rcpt_to,
+      mailFrom: row.mail_from ?? '',
+      sizeBytes: row.size_bytes,
+      receivedAt: row.received_at,
+      auth: row.auth,
+    },
+    mail,
+  )
   const body = JSON.stringify({ ...event, delivery: { attempt: 1 }, dry_run: true })
   const headers = signedHeaders(await cachedSigningSecrets(ctx, orgId), eventId, body)
   const invocation = await invokeFunction(ctx, {
-    orgId, functionId, deploymentId, dryRun: true,
-    request: { method: 'POST', url: deliveryUrl(functionId), headers: [['content-type', 'application/json'], ...Object.entries(headers)], body: Buffer.from(body).toString('base64') },
+    orgId,
+    functionId,
+    deploymentId,
+    dryRun: true,
+    request: {
+      method: 'POST',
+      url: deliveryUrl(functionId),
+      headers: [['content-type', 'application/json'], ...Object.entries(headers)],
+      body: Buffer.from(body).toString('base64'),
+    },
   })
   if (!invocation) throw errors.conflict('function: it has no current deployment')
   const r = invocation.result
@@ -293,7 +365,15 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
     outcome: r.outcome,
     cpu_ms: r.cpuMs,
     wall_ms: r.wallMs,
-    response: r.response ? { status: r.response.status, headers: Object.fromEntries(r.response.headers), body: Buffer.from(r.response.body, 'base64').toString('utf8').slice(0, 64 * 1024) } : null,
+    response: r.response
+      ? {
+          status: r.response.status,
+          headers: Object.fromEntries(r.response.headers),
+          body: Buffer.from(r.response.body, 'base64')
+            .toString('utf8')
+            .slice(0, 64 * 1024),
+        }
+      : null,
     exception: r.error ? { name: r.error.name, message: r.error.message, stack: r.error.stack } : null,
     logs: r.logs,
     captured_sends: invocation.scope.captured.map(c => c.request),

@@ -6,11 +6,34 @@ import { Ok, Paged } from '../http/envelope'
 import { cursors, pageQuery } from '../http/pagination'
 import { bodyLimit } from '../http/boundary'
 import { DEPLOY_BODY_BYTES, CODE_GZIP_BYTES, CODE_RAW_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
-import { DeployFunction, DeployResult, Deployment, FunctionId, FunctionSchema, RedeployFunction, RouteFunction, RoutingTopology, Secret, Source, Tags } from './model'
+import {
+  DeployFunction,
+  DeployResult,
+  Deployment,
+  FunctionId,
+  FunctionSchema,
+  RedeployFunction,
+  RouteFunction,
+  RoutingTopology,
+  Secret,
+  Source,
+  Tags,
+} from './model'
 import { functionObserveRoutes } from './observe.routes'
 import { routeFunction, routingTopology } from './routing'
 import { deleteSecret, listSecrets, putSecret } from './secrets'
-import { deleteFunction, deployFunction, getFunction, getSource, listDeployments, listFunctions, presentDeployment, presentFunction, redeployFunction, setTags } from './service'
+import {
+  deleteFunction,
+  deployFunction,
+  getFunction,
+  getSource,
+  listDeployments,
+  listFunctions,
+  presentDeployment,
+  presentFunction,
+  redeployFunction,
+  setTags,
+} from './service'
 
 const MiB = 1024 * 1024
 const SIZES =
@@ -53,7 +76,12 @@ function secretRoutes(ctx: AppContext, prefix: string, scopeOf: (params: Record<
         set.status = created ? 201 : 200
         return secret
       },
-      { params: withKey, body: t.Object({ value: t.String() }), response: { 200: Ok(Secret), 201: Ok(Secret) }, detail: { summary: 'Set a secret by key', description: SECRET_RULES } },
+      {
+        params: withKey,
+        body: t.Object({ value: t.String() }),
+        response: { 200: Ok(Secret), 201: Ok(Secret) },
+        detail: { summary: 'Set a secret by key', description: SECRET_RULES },
+      },
     )
     .delete('/:key', ({ auth, params }) => deleteSecret(ctx, auth.orgId, scopeOf(params as Record<string, string>), params.key), {
       params: withKey,
@@ -79,10 +107,11 @@ export function functionRoutes(ctx: AppContext) {
           summary: 'Deploy a function',
           description:
             'One ESM module whose default export has async fetch(request, env) as code (with an optional sourceMap), or, with the functions_managed_build entitlement (else 403 feature_disabled), source files and the entry to bundle them from (Bun.build, no network; an import outside the uploaded files is 400 validation_error on files). ' +
-            SIZES + CHECK +
+            SIZES +
+            CHECK +
             'The function is created either way (201); deploy_status says whether a deployment is current. A name already used in the organization is 409 conflict. ' +
             'A deployed function receives no mail until it is routed (PUT /v1/functions/{id}/route). ' +
-            'A function\'s own runtime key (SERVICE_API_KEY) cannot create functions (403 forbidden): each has a runtime key that would outlive it.',
+            "A function's own runtime key (SERVICE_API_KEY) cannot create functions (403 forbidden): each has a runtime key that would outlive it.",
         },
       },
     )
@@ -107,14 +136,19 @@ export function functionRoutes(ctx: AppContext) {
       params: FunctionId,
       body: RedeployFunction,
       response: { 200: Ok(DeployResult) },
-      detail: { ...bodyLimit(DEPLOY_BODY_BYTES), summary: 'Redeploy a function', description: 'A new deployment, current when its check passes. name may be omitted; a different name is 400 (names are immutable). ' + SIZES + CHECK },
+      detail: {
+        ...bodyLimit(DEPLOY_BODY_BYTES),
+        summary: 'Redeploy a function',
+        description: 'A new deployment, current when its check passes. name may be omitted; a different name is 400 (names are immutable). ' + SIZES + CHECK,
+      },
     })
     .delete('/:id', ({ auth, params }) => deleteFunction(ctx, auth.orgId, params.id), {
       params: FunctionId,
       response: { 200: Ok(t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })) },
       detail: {
         summary: 'Delete a function',
-        description: 'Deactivates its endpoint (freeing its slot) and the recipient routes to it, revokes its runtime key; its reads are 404 from then on. Its deliveries stay in GET /v1/webhooks/deliveries (not replayable).',
+        description:
+          'Deactivates its endpoint (freeing its slot) and the recipient routes to it, revokes its runtime key; its reads are 404 from then on. Its deliveries stay in GET /v1/webhooks/deliveries (not replayable).',
       },
     })
     .patch('/:id/tags', ({ auth, params, body }) => setTags(ctx.sql, auth.orgId, params.id, body.tags), {
@@ -129,7 +163,12 @@ export function functionRoutes(ctx: AppContext) {
         const scope = `deployments:${params.id}`
         return cursors(ctx).read(scope, query, page => listDeployments(ctx.sql, auth.orgId, params.id, page), presentDeployment)
       },
-      { params: FunctionId, query: t.Object(pageQuery()), response: { 200: Paged(Deployment) }, detail: { summary: 'Deployments of a function, newest first' } },
+      {
+        params: FunctionId,
+        query: t.Object(pageQuery()),
+        response: { 200: Paged(Deployment) },
+        detail: { summary: 'Deployments of a function, newest first' },
+      },
     )
     .get('/:id/source', ({ auth, params, query }) => getSource(ctx.sql, auth.orgId, params.id, query.deployment_id), {
       params: FunctionId,
@@ -144,7 +183,7 @@ export function functionRoutes(ctx: AppContext) {
       detail: {
         summary: 'Route mail to a function',
         description:
-          'Creates or moves the function\'s one kind: function endpoint: to a domain\'s default slot (needs the webhooks_per_domain entitlement), or to the org-wide fallback (domain_id null, empty rules), which receives mail only for domains with no enabled endpoint of their own. ' +
+          "Creates or moves the function's one kind: function endpoint: to a domain's default slot (needs the webhooks_per_domain entitlement), or to the org-wide fallback (domain_id null, empty rules), which receives mail only for domains with no enabled endpoint of their own. " +
           'A slot held by another enabled endpoint is 409 conflict. A function reached through recipient routes (a route-target endpoint) is 409: delete those routes first.',
       },
     })

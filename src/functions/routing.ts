@@ -17,7 +17,9 @@ export async function routeFunction(ctx: AppContext, orgId: string, functionId: 
     await createEndpoint(ctx.sql, ctx, orgId, { kind: 'function', function_id: functionId, domain_id: domainId, rules: {} })
   } else {
     if (existing.is_route_target) {
-      throw errors.conflict(`function: it is reached through recipient routes (endpoint ${existing.id} is a route target); delete those routes first`, { conflicting_endpoint_id: existing.id })
+      throw errors.conflict(`function: it is reached through recipient routes (endpoint ${existing.id} is a route target); delete those routes first`, {
+        conflicting_endpoint_id: existing.id,
+      })
     }
     await updateEndpoint(ctx.sql, ctx, orgId, existing.id, { domain_id: domainId, enabled: true, ...(domainId === null ? { rules: {} } : {}) })
   }
@@ -25,7 +27,18 @@ export async function routeFunction(ctx: AppContext, orgId: string, functionId: 
 }
 
 export async function routingTopology(sql: Sql, orgId: string) {
-  const rows = await sql<{ function_id: string; name: string; endpoint_id: string | null; enabled: boolean | null; domain_id: string | null; domain: string | null; route_target: boolean | null; recipient_routes: string[] }[]>`
+  const rows = await sql<
+    {
+      function_id: string
+      name: string
+      endpoint_id: string | null
+      enabled: boolean | null
+      domain_id: string | null
+      domain: string | null
+      route_target: boolean | null
+      recipient_routes: string[]
+    }[]
+  >`
     select f.id as function_id, f.name, e.id as endpoint_id, e.enabled, e.domain_id, d.name as domain, e.is_route_target as route_target,
            coalesce((select array_agg(r.pattern order by r.pattern) from recipient_routes r where r.endpoint_id = e.id), '{}') as recipient_routes
       from functions f

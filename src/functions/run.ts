@@ -20,8 +20,16 @@ const pool = sandboxPool
 /** Evaluates the module once, in the organization's share of the threads, and checks its default export; `ms` is the time the check took. */
 export async function checkModule(ctx: AppContext, orgId: string, code: string) {
   const started = performance.now()
-  const result = await pool(ctx).run({ kind: 'check', code, limits: runLimits(ctx.config) }, async () => ({ error: 'fetch is not available while a module is deployed' }), orgId)
-  return { ok: result.outcome === 'ok', error: result.outcome === 'ok' ? null : (result.error ?? { name: 'Error', message: result.outcome, line: null, column: null, stack: null }), ms: Math.round((performance.now() - started) * 100) / 100 }
+  const result = await pool(ctx).run(
+    { kind: 'check', code, limits: runLimits(ctx.config) },
+    async () => ({ error: 'fetch is not available while a module is deployed' }),
+    orgId,
+  )
+  return {
+    ok: result.outcome === 'ok',
+    error: result.outcome === 'ok' ? null : (result.error ?? { name: 'Error', message: result.outcome, line: null, column: null, stack: null }),
+    ms: Math.round((performance.now() - started) * 100) / 100,
+  }
 }
 
 /** Deployed code by deployment id (immutable), bounded by total size: a bundle may be 64 MiB. */
@@ -80,7 +88,11 @@ export async function invokeFunction(ctx: AppContext, input: InvokeInput): Promi
     SERVICE_API_BASE_URL: `${ctx.config.PUBLIC_URL}/v1`,
   }
   const scope: FetchScope = { orgId: input.orgId, dryRun: input.dryRun ?? false, activity: [], captured: [] }
-  const result = await pool(ctx).run({ kind: 'invoke', code: t.code, warmKey: t.deployment_id, request: input.request, env, limits: runLimits(ctx.config) }, arg => serveGuestFetch(ctx, scope, arg), input.orgId)
+  const result = await pool(ctx).run(
+    { kind: 'invoke', code: t.code, warmKey: t.deployment_id, request: input.request, env, limits: runLimits(ctx.config) },
+    arg => serveGuestFetch(ctx, scope, arg),
+    input.orgId,
+  )
   const invocationId = randomUUIDv7()
   if (!input.dryRun) await recordInvocation(ctx, invocationId, t, input, result, scope)
   return { invocationId, deploymentId: t.deployment_id, result, scope }
@@ -107,6 +119,19 @@ async function recordInvocation(ctx: AppContext, id: string, t: Target, input: I
         insert into function_activity (id, org_id, function_id, invocation_id, delivery_id, type, email_id, created_at)
         values (${randomUUIDv7()}, ${input.orgId}, ${input.functionId}, ${id}, ${input.deliveryId ?? null}, ${a.type}, ${a.email_id}, ${a.at})`
     }
-    await recordChanges(tx, [invocationChange({ id, orgId: input.orgId, functionId: input.functionId, deploymentId: t.deployment_id, outcome: r.outcome, responseStatus: r.response?.status ?? null, deliveryId: input.deliveryId ?? null, emailId: input.emailId ?? null, cpuMs: r.cpuMs, wallMs: r.wallMs })])
+    await recordChanges(tx, [
+      invocationChange({
+        id,
+        orgId: input.orgId,
+        functionId: input.functionId,
+        deploymentId: t.deployment_id,
+        outcome: r.outcome,
+        responseStatus: r.response?.status ?? null,
+        deliveryId: input.deliveryId ?? null,
+        emailId: input.emailId ?? null,
+        cpuMs: r.cpuMs,
+        wallMs: r.wallMs,
+      }),
+    ])
   })
 }

@@ -18,7 +18,8 @@ const scopeFilter = (sql: Tx, scope: Scope) => (scope === null ? sql`function_id
 
 export function checkSecretKey(key: string) {
   if (!SECRET_KEY_PATTERN.test(key)) throw errors.validation(`key ${JSON.stringify(key.slice(0, 100))}`, 'must match ^[A-Z_][A-Z0-9_]*$')
-  if ((RESERVED_SECRETS as readonly string[]).includes(key)) throw errors.validation(`key ${key}`, `is reserved: the service sets ${RESERVED_SECRETS.join(', ')} itself`)
+  if ((RESERVED_SECRETS as readonly string[]).includes(key))
+    throw errors.validation(`key ${key}`, `is reserved: the service sets ${RESERVED_SECRETS.join(', ')} itself`)
 }
 
 function checkValue(value: string) {
@@ -51,7 +52,8 @@ export async function putSecret(ctx: AppContext, orgId: string, scope: Scope, ke
     const [existing] = await tx`select 1 from function_secrets where org_id = ${orgId} and ${scopeFilter(tx, scope)} and key = ${key}`
     if (!existing) {
       const [count] = await tx<{ n: number }[]>`select count(*)::int as n from function_secrets where org_id = ${orgId} and ${scopeFilter(tx, scope)}`
-      if (count!.n >= SECRETS_PER_SCOPE) throw errors.validation('key', `at most ${SECRETS_PER_SCOPE} secrets per ${scope === null ? 'organization' : 'function'}; delete one first`)
+      if (count!.n >= SECRETS_PER_SCOPE)
+        throw errors.validation('key', `at most ${SECRETS_PER_SCOPE} secrets per ${scope === null ? 'organization' : 'function'}; delete one first`)
       const [row] = await tx<{ key: string; created_at: Date; updated_at: Date }[]>`
         insert into function_secrets (org_id, function_id, key, value_sealed) values (${orgId}, ${scope}, ${key}, ${ctx.keys.encrypt(value)})
         returning key, created_at, updated_at`

@@ -151,8 +151,13 @@ async function bundleOf(ctx: AppContext, orgId: string, input: DeployInput): Pro
     if (input.code === undefined) throw errors.validation('code', 'is required (or files and entry for a managed build)')
     return { code: input.code, sourceMap: input.sourceMap }
   }
-  if (input.code !== undefined || input.sourceMap !== undefined) throw errors.validation('code', 'must not be sent with files: send one module, or files and entry for a managed build')
-  requireEntitlement(await planAccess(ctx.sql, orgId), 'functions_managed_build', 'files: managed builds need the functions_managed_build entitlement; bundle the module yourself and send it as code')
+  if (input.code !== undefined || input.sourceMap !== undefined)
+    throw errors.validation('code', 'must not be sent with files: send one module, or files and entry for a managed build')
+  requireEntitlement(
+    await planAccess(ctx.sql, orgId),
+    'functions_managed_build',
+    'files: managed builds need the functions_managed_build entitlement; bundle the module yourself and send it as code',
+  )
   if (input.files === undefined) throw errors.validation('files', 'is required with entry')
   if (input.entry === undefined) throw errors.validation('entry', 'is required with files')
   return { code: await bundleSources(input.files, input.entry), sources: { files: input.files, entry: input.entry } }
@@ -185,7 +190,13 @@ function checkBundleSize(bundle: Bundle): CheckedBundle {
 }
 
 /** Checks the module in a sandbox and records the deployment; current when it passed. */
-async function recordDeployment(tx: Tx, orgId: string, functionId: string, bundle: CheckedBundle, check: Awaited<ReturnType<typeof checkModule>>): Promise<DeploymentRow> {
+async function recordDeployment(
+  tx: Tx,
+  orgId: string,
+  functionId: string,
+  bundle: CheckedBundle,
+  check: Awaited<ReturnType<typeof checkModule>>,
+): Promise<DeploymentRow> {
   const id = randomUUIDv7()
   const deployError = check.error ? { name: check.error.name, message: check.error.message, line: check.error.line, column: check.error.column } : null
   await tx`
@@ -218,7 +229,8 @@ export async function deployFunction(ctx: AppContext, orgId: string, input: { na
       return { ...presentFunction(await getFunction(tx, orgId, id)), deployment: presentDeployment(deployment) }
     })
   } catch (error) {
-    if (isUniqueViolation(error, 'functions_name_key')) throw errors.conflict(`name: a function named ${input.name} already exists; redeploy it with PUT /v1/functions/{id}`)
+    if (isUniqueViolation(error, 'functions_name_key'))
+      throw errors.conflict(`name: a function named ${input.name} already exists; redeploy it with PUT /v1/functions/{id}`)
     throw error
   }
 }

@@ -74,7 +74,14 @@ type Storage {
     Query: {
       viewer: (_s, _a, g) => {
         const auth = allow(g, '/v1/whoami', 'the identity of the credential')
-        return { org_id: auth.orgId, user_id: auth.userId, role: auth.role, auth_method: auth.method, key_id: auth.keyId, request_id: requestFacts(g.request).id }
+        return {
+          org_id: auth.orgId,
+          user_id: auth.userId,
+          role: auth.role,
+          auth_method: auth.method,
+          key_id: auth.keyId,
+          request_id: requestFacts(g.request).id,
+        }
       },
       account: async (_s, _a, g) => getAccount(g.ctx.sql, allow(g, '/v1/account', 'the account').orgId),
     },

@@ -22,7 +22,9 @@ function extensionsOf(e: ApiError, siteUrl: string) {
 }
 
 /** The body of an error answered before or instead of execution (401, 429, 413, a bad body). */
-export const graphqlErrorBody = (e: ApiError, siteUrl: string): { errors: GqlErrorJson[] } => ({ errors: [{ message: e.message, extensions: extensionsOf(e, siteUrl) }] })
+export const graphqlErrorBody = (e: ApiError, siteUrl: string): { errors: GqlErrorJson[] } => ({
+  errors: [{ message: e.message, extensions: extensionsOf(e, siteUrl) }],
+})
 
 /** A parse, validation or variable error: the caller's request, said as graphql-js says it. */
 export const requestErrorJson = (e: GraphQLError): GqlErrorJson => ({

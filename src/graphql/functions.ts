@@ -84,9 +84,15 @@ ${connectionTypes('Invocation', 'invocations')}
         const page = pageOf(g.ctx, 'gql:functions', args)
         return connection(g.ctx, 'gql:functions', page, await listFunctions(g.ctx.sql, auth.orgId, page), presentFunction)
       },
-      function: async (_s, args: { id: string }, g) => presentFunction(await getFunction(g.ctx.sql, allow(g, '/v1/functions/:id', 'functions').orgId, uuidArg('id', args.id))),
+      function: async (_s, args: { id: string }, g) =>
+        presentFunction(await getFunction(g.ctx.sql, allow(g, '/v1/functions/:id', 'functions').orgId, uuidArg('id', args.id))),
       invocation: async (_s, args: { functionId: string; id: string }, g) =>
-        getInvocation(g.ctx.sql, allow(g, '/v1/functions/:id/invocations/:invocation_id', 'function invocations').orgId, uuidArg('functionId', args.functionId), uuidArg('id', args.id)),
+        getInvocation(
+          g.ctx.sql,
+          allow(g, '/v1/functions/:id/invocations/:invocation_id', 'function invocations').orgId,
+          uuidArg('functionId', args.functionId),
+          uuidArg('id', args.id),
+        ),
     },
     Function: {
       endpoint: (f: { endpoint_id: string | null }, _a, g) => endpointById(g, f.endpoint_id),

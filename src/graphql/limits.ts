@@ -8,8 +8,15 @@
  * counted, so standard tools can read the schema.
  */
 import {
-  getNamedType, isObjectType, Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLObjectType, type GraphQLSchema,
-  type OperationDefinitionNode, type SelectionSetNode,
+  getNamedType,
+  isObjectType,
+  Kind,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql'
 import { errors } from '../errors'
 import { PAGE_DEFAULT } from './connection'
@@ -27,7 +34,12 @@ interface Measure {
   cost: number
 }
 
-export function measure(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>, variables: Record<string, unknown>): Measure {
+export function measure(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  variables: Record<string, unknown>,
+): Measure {
   const root = schema.getRootType(operation.operation)
   if (!root) return { depth: 0, cost: 0 }
 
@@ -74,11 +86,19 @@ export function measure(schema: GraphQLSchema, operation: OperationDefinitionNod
 }
 
 /** Throws validation_error when the operation is too deep or too costly; details say by how much. */
-export function checkLimits(schema: GraphQLSchema, operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>, variables: Record<string, unknown>) {
+export function checkLimits(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  variables: Record<string, unknown>,
+) {
   const { depth, cost } = measure(schema, operation, fragments, variables)
   if (depth > MAX_DEPTH) throw errors.validation('query', `nests fields ${depth} deep; at most ${MAX_DEPTH}`, { depth, max_depth: MAX_DEPTH })
   if (cost > MAX_COST) {
-    throw errors.validation('query', `could read up to ${cost} objects; at most ${MAX_COST} (ask for smaller pages with first, or fewer nested lists)`, { cost, max_cost: MAX_COST })
+    throw errors.validation('query', `could read up to ${cost} objects; at most ${MAX_COST} (ask for smaller pages with first, or fewer nested lists)`, {
+      cost,
+      max_cost: MAX_COST,
+    })
   }
   return { depth, cost }
 }

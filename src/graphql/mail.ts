@@ -13,7 +13,18 @@ const ADDRESS = /^[^\s@]+@[^\s@]+$/
 
 /** What only the full message has: an email from a list is completed through the batch loader. */
 const FULL_FIELDS = [
-  'messageId', 'inReplyTo', 'references', 'replyTo', 'sentAt', 'text', 'html', 'headers', 'attachments', 'authentication', 'envelope', 'contentDiscardedAt',
+  'messageId',
+  'inReplyTo',
+  'references',
+  'replyTo',
+  'sentAt',
+  'text',
+  'html',
+  'headers',
+  'attachments',
+  'authentication',
+  'envelope',
+  'contentDiscardedAt',
 ] as const
 const snake = (name: string) => name.replace(/[A-Z]/g, c => `_${c.toLowerCase()}`)
 
@@ -217,7 +228,8 @@ ${connectionTypes('SentEmail', 'sends')}
         const page = pageOf(g.ctx, 'gql:inboxes', args)
         return connection(g.ctx, 'gql:inboxes', page, await listInboxes(g.ctx.sql, auth.orgId, page), presentManagedInbox)
       },
-      inbox: async (_s, args: { id: string }, g) => presentManagedInbox(await getInbox(g.ctx.sql, allow(g, '/v1/inboxes/:id', 'inboxes').orgId, uuidArg('id', args.id))),
+      inbox: async (_s, args: { id: string }, g) =>
+        presentManagedInbox(await getInbox(g.ctx.sql, allow(g, '/v1/inboxes/:id', 'inboxes').orgId, uuidArg('id', args.id))),
       emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
         const auth = allow(g, '/v1/emails', 'mail')
         const address = args.address?.trim().toLowerCase()
@@ -253,7 +265,9 @@ ${connectionTypes('SentEmail', 'sends')}
       sentEmail: async (_s, args: { id: string }, g) => getSend(g.ctx, allow(g, '/v1/sent-emails/:id', 'sent emails').orgId, uuidArg('id', args.id)),
     },
     Email: {
-      ...Object.fromEntries(FULL_FIELDS.map(f => [f, (async (e, _a, g) => (await fullEmail(g, e))[snake(f) as keyof ReturnType<typeof presentEmail>]) as Resolver])),
+      ...Object.fromEntries(
+        FULL_FIELDS.map(f => [f, (async (e, _a, g) => (await fullEmail(g, e))[snake(f) as keyof ReturnType<typeof presentEmail>]) as Resolver]),
+      ),
       thread: (e: { thread_id: string }, _a, g) => thread(g, e.thread_id),
     },
     Thread: {

@@ -45,7 +45,14 @@ ${connectionTypes('Memory', 'memory keys').replace('newest first', 'in byte orde
         const scope = `gql:memories:${auth.orgId}:${where.functionId ?? 'org'}:${args.prefix ?? ''}`
         const page = keyedPageOf(g.ctx, scope, args)
         const result = await listMemories(g.ctx.sql, where, { prefix: args.prefix, after: page.after, limit: page.limit, withValues: true })
-        return connection(g.ctx, scope, page, result, r => presentListItem(r, true), r => r.key)
+        return connection(
+          g.ctx,
+          scope,
+          page,
+          result,
+          r => presentListItem(r, true),
+          r => r.key,
+        )
       },
       memory: async (_s, args: { key: string; functionId?: string }, g) => {
         const auth = allow(g, '/v1/memories/:key', 'memories')

@@ -171,7 +171,8 @@ ${connectionTypes('AddressNote', 'address notes')}
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await discoverAgents(g.ctx.sql, auth, args.networkId, { q: args.q, skill: args.skill }, page), presentDiscovered)
       },
-      publishedAgents: async (_s, _a, g) => (await listPublished(g.ctx.sql, allow(g, '/v1/published-agents', 'published agents').orgId)).map(r => presentPublished(g.ctx.config, r)),
+      publishedAgents: async (_s, _a, g) =>
+        (await listPublished(g.ctx.sql, allow(g, '/v1/published-agents', 'published agents').orgId)).map(r => presentPublished(g.ctx.config, r)),
       contacts: async (_s, args: ConnectionArgs & { ownerAddress?: string; q?: string; tag?: string }, g) => {
         const auth = allow(g, '/v1/contacts', 'contacts')
         const filter = { owner_address: args.ownerAddress, q: args.q, tag: args.tag }
@@ -179,14 +180,16 @@ ${connectionTypes('AddressNote', 'address notes')}
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await listContacts(g.ctx.sql, auth, filter, page), presentContact)
       },
-      contact: async (_s, args: { id: string }, g) => presentContact(await getContact(g.ctx.sql, allow(g, '/v1/contacts/:id', 'contacts'), uuidArg('id', args.id))),
+      contact: async (_s, args: { id: string }, g) =>
+        presentContact(await getContact(g.ctx.sql, allow(g, '/v1/contacts/:id', 'contacts'), uuidArg('id', args.id))),
       addressNotes: async (_s, args: ConnectionArgs & { address?: string }, g) => {
         const auth = allow(g, '/v1/address-notes', 'address notes')
         const scope = `gql:address-notes?${JSON.stringify([args.address?.trim().toLowerCase() ?? null])}`
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await listNotes(g.ctx.sql, auth, { address: args.address }, page), presentNote)
       },
-      addressNote: async (_s, args: { id: string }, g) => presentNote(await getNote(g.ctx.sql, allow(g, '/v1/address-notes/:id', 'address notes'), uuidArg('id', args.id))),
+      addressNote: async (_s, args: { id: string }, g) =>
+        presentNote(await getNote(g.ctx.sql, allow(g, '/v1/address-notes/:id', 'address notes'), uuidArg('id', args.id))),
     },
   },
 }

@@ -70,7 +70,11 @@ ${connectionTypes('Payment', 'ledger rows')}
 `,
   resolvers: {
     Query: {
-      payments: async (_s, args: ConnectionArgs & { status?: string; direction?: string; network?: string; createdAfter?: string; createdBefore?: string }, g) => {
+      payments: async (
+        _s,
+        args: ConnectionArgs & { status?: string; direction?: string; network?: string; createdAfter?: string; createdBefore?: string },
+        g,
+      ) => {
         const auth = await allowPayments(g, '/v1/x402/payments', 'payments')
         const filters = {
           status: args.status,
@@ -84,7 +88,10 @@ ${connectionTypes('Payment', 'ledger rows')}
         return connection(g.ctx, scope, page, await listLedger(g.ctx.sql, auth.orgId, page, filters), presentLedgerRow)
       },
       paymentChallenge: async (_s, args: { id: string }, g) =>
-        presentChallenge(await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id)), g.ctx.config.PUBLIC_URL),
+        presentChallenge(
+          await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id)),
+          g.ctx.config.PUBLIC_URL,
+        ),
     },
     Payment: {
       challenge: async (p: { challenge_id: string }, _a, g) => {

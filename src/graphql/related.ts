@@ -28,4 +28,3 @@ export async function functionById(g: GqlContext, id: string | null) {
   const row = id ? await g.loaders.function.load(id) : null
   return row ? presentFunction(row) : null
 }
-

@@ -6,7 +6,17 @@
  * per request. See docs/graphql.md.
  */
 import { Elysia, t } from 'elysia'
-import { execute, getOperationAST, GraphQLError, Kind, parse, validate, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql'
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  Kind,
+  parse,
+  validate,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+} from 'graphql'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { apiResourceMetadataUrl, authenticateOptional } from '../http/auth'
@@ -72,7 +82,11 @@ async function run(ctx: AppContext, request: Request, auth: Auth | null, params:
   const operation = getOperationAST(document, params.operationName ?? undefined)
   const invalid = validate(schema, document, undefined, { maxErrors: 20 })
   if (invalid.length) return requestError(request, invalid)
-  if (!operation) throw errors.validation('operationName', params.operationName ? `names no operation of the document` : 'is required when the document has several operations')
+  if (!operation)
+    throw errors.validation(
+      'operationName',
+      params.operationName ? `names no operation of the document` : 'is required when the document has several operations',
+    )
   const fragments = Object.fromEntries(
     document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map(d => [d.name.value, d]),
   )
@@ -86,11 +100,21 @@ async function run(ctx: AppContext, request: Request, auth: Auth | null, params:
   checkLimits(schema, operation, fragments, variables)
 
   const g: GqlContext = { ctx, auth, request, loaders: makeLoaders(ctx, auth) }
-  const result = await execute({ schema, document, operationName: params.operationName ?? undefined, variableValues: variables, contextValue: g, fieldResolver })
+  const result = await execute({
+    schema,
+    document,
+    operationName: params.operationName ?? undefined,
+    variableValues: variables,
+    contextValue: g,
+    fieldResolver,
+  })
   // no data at all: the variables did not fit the operation, nothing ran
   if (!('data' in result) || result.data === undefined) return requestError(request, result.errors ?? [])
   const requestId = requestFacts(request).id
-  return respond(request, 200, { data: result.data, ...(result.errors?.length && { errors: result.errors.map(e => executionErrorJson(e, request, requestId, ctx.config.siteUrl)) }) })
+  return respond(request, 200, {
+    data: result.data,
+    ...(result.errors?.length && { errors: result.errors.map(e => executionErrorJson(e, request, requestId, ctx.config.siteUrl)) }),
+  })
 }
 
 const GqlError = t.Object({
@@ -108,7 +132,9 @@ const GqlErrors = (description: string) => Bare(t.Object({ errors: t.Array(GqlEr
 
 const RESPONSES = {
   200: GqlResponse('the result: `data`, with `errors` for the fields that failed (each with its path and extensions.code)'),
-  400: GqlErrors(`validation_error: the query does not parse or validate, its variables do not fit, it is a mutation or subscription, or it is over the limits (depth ${MAX_DEPTH}, cost ${MAX_COST})`),
+  400: GqlErrors(
+    `validation_error: the query does not parse or validate, its variables do not fit, it is a mutation or subscription, or it is over the limits (depth ${MAX_DEPTH}, cost ${MAX_COST})`,
+  ),
   401: GqlErrors('unauthorized: an invalid bearer credential, or an anonymous query for data (anonymous callers see the schema and apiVersion only)'),
   413: GqlErrors(`payload_too_large: the body is over ${MAX_BODY_BYTES} bytes`),
   415: GqlErrors('unsupported_media_type: the body is not application/json'),

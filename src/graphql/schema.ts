@@ -21,7 +21,17 @@ import type { SchemaModule } from './module'
 /** The version of the GraphQL surface (Versioning rule 6): changes inside it are additive. */
 export const API_VERSION = 'v1'
 
-const MODULES: SchemaModule[] = [accountModule, mailModule, webhooksModule, functionsModule, memoriesModule, paymentsModule, networksModule, registriesModule, stateModule]
+const MODULES: SchemaModule[] = [
+  accountModule,
+  mailModule,
+  webhooksModule,
+  functionsModule,
+  memoriesModule,
+  paymentsModule,
+  networksModule,
+  registriesModule,
+  stateModule,
+]
 
 const BASE = `
 """

@@ -92,12 +92,19 @@ ${connectionTypes('WakeRun', 'wake runs')}
         const page = pageOf(g.ctx, 'gql:templates', args)
         return connection(g.ctx, 'gql:templates', page, await listTemplates(g.ctx.sql, auth.orgId, page), presentTemplate)
       },
-      template: async (_s, args: { id: string }, g) => presentTemplate(await getTemplate(g.ctx.sql, allow(g, '/v1/templates/:id', 'templates').orgId, uuidArg('id', args.id))),
+      template: async (_s, args: { id: string }, g) =>
+        presentTemplate(await getTemplate(g.ctx.sql, allow(g, '/v1/templates/:id', 'templates').orgId, uuidArg('id', args.id))),
       wakes: async (_s, args: ConnectionArgs & { enabled?: boolean; targetType?: string }, g) => {
         const auth = allow(g, '/v1/wake', 'wakes')
         const scope = `gql:wakes?${JSON.stringify([args.enabled ?? null, args.targetType ?? null])}`
         const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await listWakes(g.ctx.sql, auth.orgId, page, { enabled: args.enabled ?? undefined, target_type: args.targetType ?? undefined }), presentWake)
+        return connection(
+          g.ctx,
+          scope,
+          page,
+          await listWakes(g.ctx.sql, auth.orgId, page, { enabled: args.enabled ?? undefined, target_type: args.targetType ?? undefined }),
+          presentWake,
+        )
       },
       wake: async (_s, args: { id: string }, g) => presentWake(await getWake(g.ctx.sql, allow(g, '/v1/wake/:id', 'wakes').orgId, uuidArg('id', args.id))),
       wakeRuns: async (_s, args: ConnectionArgs & { wakeId: string }, g) => {

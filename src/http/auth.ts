@@ -21,7 +21,9 @@ export const PUBLIC_PER_MINUTE = 120
 export type CredentialResolver = (ctx: AppContext, token: string) => Promise<Auth | null>
 
 type Headers = Record<string, string | number | string[]>
-interface Server { requestIP(req: Request): { address: string } | null }
+interface Server {
+  requestIP(req: Request): { address: string } | null
+}
 
 export function clientAddress(ctx: AppContext, request: Request, server: Server | null): string {
   if (ctx.config.TRUST_PROXY) {
@@ -77,7 +79,13 @@ export const apiResource = (ctx: AppContext) => `${ctx.config.PUBLIC_URL}/v1`
  * connection keys are confined to their allow-list and runtime keys kept from minting credentials
  * (403 forbidden: src/http/credential-scope.ts).
  */
-export async function authenticateRequest(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth> {
+export async function authenticateRequest(
+  ctx: AppContext,
+  request: Request,
+  set: { headers: Headers },
+  server: Server | null,
+  opts: BearerOptions = {},
+): Promise<Auth> {
   const header = request.headers.get('authorization') ?? ''
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1]
   let auth = token ? await ctx.plugins.resolveCredential(ctx, token) : null
@@ -97,7 +105,13 @@ export async function authenticateRequest(ctx: AppContext, request: Request, set
  * null without an Authorization header (rate limited per client address, as public routes),
  * else exactly `authenticateRequest`, so a header with a bad credential is 401 as anywhere.
  */
-export async function authenticateOptional(ctx: AppContext, request: Request, set: { headers: Headers }, server: Server | null, opts: BearerOptions = {}): Promise<Auth | null> {
+export async function authenticateOptional(
+  ctx: AppContext,
+  request: Request,
+  set: { headers: Headers },
+  server: Server | null,
+  opts: BearerOptions = {},
+): Promise<Auth | null> {
   if (!request.headers.has('authorization')) {
     await limit(ctx, set, `ip:${clientAddress(ctx, request, server)}`, PUBLIC_PER_MINUTE, 'client address')
     return null
@@ -108,9 +122,12 @@ export async function authenticateOptional(ctx: AppContext, request: Request, se
 // Both run at the transform stage, before body and query validation: a caller without valid
 // credentials gets 401 (and is counted against its address) whatever it sent.
 export function authenticated(ctx: AppContext) {
-  return new Elysia().derive({ as: 'scoped' }, async ({ request, set, server }): Promise<{ auth: Auth }> => ({
-    auth: await authenticateRequest(ctx, request, set, server),
-  }))
+  return new Elysia().derive(
+    { as: 'scoped' },
+    async ({ request, set, server }): Promise<{ auth: Auth }> => ({
+      auth: await authenticateRequest(ctx, request, set, server),
+    }),
+  )
 }
 
 export function publicAccess(ctx: AppContext) {

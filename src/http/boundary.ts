@@ -68,7 +68,11 @@ export function bodyRules(app: AnyElysia, defaultLimit: number): Map<string, Bod
     const values = route.hooks.detail?.[VALUES_KEY]
     const parse = ([] as unknown[]).concat(route.hooks.parse ?? [])
     const ownParser = parse.some(p => (typeof p === 'string' ? p : (p as { fn?: unknown })?.fn) === 'text')
-    rules.set(`${route.method} ${route.path}`, { limit: typeof limit === 'number' ? limit : defaultLimit, maxValues: typeof values === 'number' ? values : MAX_JSON_VALUES, ownParser })
+    rules.set(`${route.method} ${route.path}`, {
+      limit: typeof limit === 'number' ? limit : defaultLimit,
+      maxValues: typeof values === 'number' ? values : MAX_JSON_VALUES,
+      ownParser,
+    })
   }
   return rules
 }
@@ -175,7 +179,7 @@ export function checkStrings(value: unknown, part: string): void {
     } else if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const item = v[i]
-        if (item === null || typeof item !== 'object' && typeof item !== 'string') continue
+        if (item === null || (typeof item !== 'object' && typeof item !== 'string')) continue
         path.push(i)
         walk(item)
         path.pop()

@@ -115,7 +115,8 @@ export function checkCredentialScope(auth: Auth, request: Request): void {
   const path = new URL(request.url).pathname
   if (auth.functionId) {
     const minting = mintingRoute(method, path)
-    if (minting) throw errors.forbidden(`function runtime key: may not call ${method} ${minting.route.path}; it ${minting.route.why}, which would outlive the function`)
+    if (minting)
+      throw errors.forbidden(`function runtime key: may not call ${method} ${minting.route.path}; it ${minting.route.why}, which would outlive the function`)
     return
   }
   for (const { route, pattern, names } of connectionRoutes) {
@@ -127,5 +128,7 @@ export function checkCredentialScope(auth: Auth, request: Request): void {
     if (value !== null && value.trim().toLowerCase() === auth.boundAddress) return
     throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
   }
-  throw errors.forbidden(`connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`)
+  throw errors.forbidden(
+    `connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`,
+  )
 }

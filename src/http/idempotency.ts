@@ -31,7 +31,11 @@ export interface IdempotentRequest {
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map(k => [k, (v as Record<string, unknown>)[k]]))
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map(k => [k, (v as Record<string, unknown>)[k]]),
+        )
       : v,
   )
 }
@@ -105,10 +109,13 @@ export async function idempotent<T, L = undefined>(
 }
 
 /** Sets the status and the Idempotency-Key response header of an idempotent outcome. */
-export function applyOutcome<T>(set: { status?: number | string; headers: Record<string, string | number | string[]> }, key: string | null | undefined, outcome: Outcome<T> & { replayed: boolean }): T {
+export function applyOutcome<T>(
+  set: { status?: number | string; headers: Record<string, string | number | string[]> },
+  key: string | null | undefined,
+  outcome: Outcome<T> & { replayed: boolean },
+): T {
   set.status = outcome.status
   if (key) set.headers['idempotency-key'] = key
   if (outcome.replayed) set.headers['idempotent-replayed'] = 'true'
   return outcome.data
 }
-

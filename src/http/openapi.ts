@@ -83,7 +83,10 @@ function errorResponses(isPublic: boolean, hasInput: boolean, hasBody: boolean):
 
 const optional = (security: unknown): boolean => Array.isArray(security) && security.some(s => s && typeof s === 'object' && Object.keys(s).length === 0)
 
-export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version: string; webhooks?: Record<string, { summary: string; schema: unknown }> }): Json {
+export function buildOpenApi(
+  app: AnyElysia,
+  info: { serverUrl: string; version: string; webhooks?: Record<string, { summary: string; schema: unknown }> },
+): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const route of app.routes as unknown as RouteLike[]) {
     if (route.method === 'ALL' || route.path.includes('*') || route.hooks.detail?.hide === true) continue
@@ -106,7 +109,9 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
       ...(isPublic ? { security: [] } : optional(security) ? { security } : {}),
       parameters: [...parameters('path', params), ...parameters('query', query)],
       // a body declared t.Optional(...) may be left out entirely
-      ...(body ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } } : {}),
+      ...(body
+        ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } }
+        : {}),
       responses: { ...errorResponses(isPublic, Boolean(body || query || params), Boolean(body)), ...responses },
     }
   }
@@ -118,19 +123,33 @@ export function buildOpenApi(app: AnyElysia, info: { serverUrl: string; version:
       description:
         'Email infrastructure for AI agents. Every response is an envelope: `{success: true, data, meta?}` or `{success: false, error: {code, message, details?, gates?}}`. ' +
         `Request bodies are JSON (415 otherwise), nested at most ${MAX_JSON_DEPTH} levels and holding at most ${MAX_JSON_VALUES} values unless the operation says more (x-max-json-values), within the operation's x-max-body-bytes (default: the MAX_BODY_BYTES setting); no string, query parameter or header may contain NUL or an unpaired UTF-16 surrogate (400 naming the field). A known path called with another method answers 405 method_not_allowed with Allow. ` +
-        `Error codes: ${Object.entries(ERROR_STATUS).map(([c, s]) => `${c} (${s})`).join(', ')}.`,
+        `Error codes: ${Object.entries(ERROR_STATUS)
+          .map(([c, s]) => `${c} (${s})`)
+          .join(', ')}.`,
     },
     servers: [{ url: info.serverUrl }],
     webhooks: Object.fromEntries(
       Object.entries(info.webhooks ?? {}).map(([name, w]) => [
         name,
-        { post: { summary: w.summary, requestBody: { required: true, content: { 'application/json': { schema: clean(w.schema) } } }, responses: { '200': { description: 'any 2xx accepts the event' } } } },
+        {
+          post: {
+            summary: w.summary,
+            requestBody: { required: true, content: { 'application/json': { schema: clean(w.schema) } } },
+            responses: { '200': { description: 'any 2xx accepts the event' } },
+          },
+        },
       ]),
     ),
     security: [{ bearer: [] }],
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (svc_...), an OAuth access token (svc_oat_...) or an agent connection key (conn_...)' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (svc_...), an OAuth access token (svc_oat_...) or an agent connection key (conn_...)',
+        },
+      },
       schemas: { Error: clean(ErrorSchema) },
     },
   }

@@ -60,9 +60,11 @@ export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise
   const id = sql(q.idColumn ?? 'id')
   const total = q.total ?? 'exact'
   const counted =
-    total === 'exact' ? sql`select count(*)::int as total from ${q.from} where ${q.where}`
-    : total === 'capped' ? sql`select count(*)::int as total from (select from ${q.from} where ${q.where} limit ${COUNT_CAP}) capped`
-    : sql`select coalesce((${total}), 0)::int as total`
+    total === 'exact'
+      ? sql`select count(*)::int as total from ${q.from} where ${q.where}`
+      : total === 'capped'
+        ? sql`select count(*)::int as total from (select from ${q.from} where ${q.where} limit ${COUNT_CAP}) capped`
+        : sql`select coalesce((${total}), 0)::int as total`
   // one after the other: on the pool, two at once would hold two connections for one page
   const rows = await sql<T[]>`
     select ${q.columns} from ${q.from} ${q.join ?? sql``}

@@ -26,7 +26,16 @@ function coercedName(request: Request, value: unknown): string {
 
 /** RFC 6749 section 5.2: the /oauth/* endpoints answer `{error, error_description}`, never the v1 envelope. */
 export function oauthErrorBody(e: ApiError) {
-  const error = e.status === 429 ? 'slow_down' : e.status === 503 ? 'temporarily_unavailable' : e.status >= 500 ? 'server_error' : e.status === 404 ? 'not_found' : 'invalid_request'
+  const error =
+    e.status === 429
+      ? 'slow_down'
+      : e.status === 503
+        ? 'temporarily_unavailable'
+        : e.status >= 500
+          ? 'server_error'
+          : e.status === 404
+            ? 'not_found'
+            : 'invalid_request'
   return { error, error_description: e.message }
 }
 
@@ -42,7 +51,15 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   if (code === 'VALIDATION') {
     const v = error as { type: string; all: Issue[]; value: unknown }
     const part =
-      v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : v.type === 'property' ? coercedName(request, v.value) : 'body'
+      v.type === 'query'
+        ? 'query'
+        : v.type === 'params'
+          ? 'path'
+          : v.type === 'headers'
+            ? 'header'
+            : v.type === 'property'
+              ? coercedName(request, v.value)
+              : 'body'
     const issues = explainUnions((v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]) as never, v.value) as Issue[]
     // a missing field is reported once, as missing, not also as the wrong type
     const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
@@ -55,4 +72,3 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   if (isDatabaseUnavailable(error)) return errors.retryLater('database_unavailable', 'database: unreachable at the moment', DATABASE_RETRY_SECONDS)
   return new ApiError('internal_error', 'internal error; the request id identifies it in our logs')
 }
-

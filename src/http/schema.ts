@@ -4,7 +4,10 @@ import { t } from 'elysia'
 
 /** One of a fixed list of strings, typed as their union (unlike `t.UnionEnum`, it has no implicit default). */
 export function OneOf<const V extends readonly string[]>(values: V, options?: Parameters<typeof t.Union>[1]) {
-  return t.Union(values.map(v => t.Literal(v)), options) as unknown as TUnion<{ -readonly [K in keyof V]: TLiteral<V[K]> }>
+  return t.Union(
+    values.map(v => t.Literal(v)),
+    options,
+  ) as unknown as TUnion<{ -readonly [K in keyof V]: TLiteral<V[K]> }>
 }
 
 export const Nullable = <T extends TSchema>(schema: T, options?: Parameters<typeof t.Union>[1]): TUnion<[T, TNull]> => t.Union([schema, t.Null()], options)
@@ -16,6 +19,11 @@ export const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
 export const Deleted = t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })
 
 /** An email address as the API accepts it (`Address` is its schema). */
-export const ADDRESS = "^[^\\s@<>()\\[\\],;:\\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$"
+export const ADDRESS = '^[^\\s@<>()\\[\\],;:\\\\"]+@[A-Za-z0-9.-]+\\.[A-Za-z0-9-]+$'
 
-export const Address = t.String({ pattern: ADDRESS, maxLength: 320, description: 'an email address such as agent@example.com', error: 'must be an email address' })
+export const Address = t.String({
+  pattern: ADDRESS,
+  maxLength: 320,
+  description: 'an email address such as agent@example.com',
+  error: 'must be an email address',
+})

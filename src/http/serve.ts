@@ -67,7 +67,9 @@ const OVER_BUDGET = (() => {
   const error = errors.retryLater('rate_limited', 'too many connections to this server', 1)
   const body = JSON.stringify(error.toBody())
   const headers = { ...error.headers, connection: 'close', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
-  return `HTTP/1.1 ${error.status} Too Many Requests\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`
+  return `HTTP/1.1 ${error.status} Too Many Requests\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n${body}`
 })()
 
 interface Connection {

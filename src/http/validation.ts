@@ -106,7 +106,8 @@ export function explainUnions(issues: Issue[], root: unknown, depth = 0): Issue[
     const variants = schema.anyOf as Record<string, unknown>[] | undefined
     if (issue.type !== ValueErrorType.Union || !variants || typeof schema.error === 'string' || depth > 4) return [issue]
     // a list of literals already reads well ("must be one of a, b"); a query coercion is named by expectedType
-    if (variants.every(v => 'const' in v) || variants.some(v => v.type === 'string' && ['integer', 'numeric', 'boolean'].includes(v.format as string))) return [issue]
+    if (variants.every(v => 'const' in v) || variants.some(v => v.type === 'string' && ['integer', 'numeric', 'boolean'].includes(v.format as string)))
+      return [issue]
     const value = at(root, issue.path)
     const kind = kindOf(value)
     const matching = variants.filter(v => accepts(v, kind))

@@ -21,16 +21,18 @@ export function inboxRoutes(ctx: AppContext) {
       },
       {
         // no body at all is a random address
-        body: t.Optional(t.Object({
-          local_part: t.Optional(
-            t.String({
-              minLength: 1,
-              maxLength: 63,
-              description: `the part before @${domain}; lowercased; a letter or digit, then letters, digits, ".", "_" or "-". Role names (postmaster, abuse, admin, noreply, ...) are reserved. Omitted: a random one`,
-            }),
-          ),
-          display_name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'no control characters' })),
-        })),
+        body: t.Optional(
+          t.Object({
+            local_part: t.Optional(
+              t.String({
+                minLength: 1,
+                maxLength: 63,
+                description: `the part before @${domain}; lowercased; a letter or digit, then letters, digits, ".", "_" or "-". Role names (postmaster, abuse, admin, noreply, ...) are reserved. Omitted: a random one`,
+              }),
+            ),
+            display_name: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'no control characters' })),
+          }),
+        ),
         response: { 201: Ok(Inbox) },
         detail: {
           summary: 'Create an inbox',

@@ -34,8 +34,29 @@ export const LOCAL_PART = /^[a-z0-9][a-z0-9._-]{0,62}$/
  * 5321, and names that would pass for the service itself in a phishing mail.
  */
 export const RESERVED_LOCAL_PARTS: ReadonlySet<string> = new Set([
-  'postmaster', 'abuse', 'hostmaster', 'webmaster', 'security', 'noc', 'admin', 'administrator', 'root', 'mailer-daemon',
-  'noreply', 'no-reply', 'nobody', 'dmarc', 'tls-rpt', 'support', 'billing', 'info', 'help', 'www', 'ftp', 'mail', 'system',
+  'postmaster',
+  'abuse',
+  'hostmaster',
+  'webmaster',
+  'security',
+  'noc',
+  'admin',
+  'administrator',
+  'root',
+  'mailer-daemon',
+  'noreply',
+  'no-reply',
+  'nobody',
+  'dmarc',
+  'tls-rpt',
+  'support',
+  'billing',
+  'info',
+  'help',
+  'www',
+  'ftp',
+  'mail',
+  'system',
 ])
 
 /** The local part in canonical form; throws validation_error naming `local_part`. */

@@ -75,7 +75,11 @@ export interface EachJob extends Omit<EnqueueOptions, 'dedupeKey'> {
  */
 export async function enqueueEachWith(sql: Tx, write: postgres.Fragment, kind: string, jobs: EachJob[]): Promise<string[]> {
   const rows = jobs.map(j => ({
-    id: randomUUIDv7(), payload: j.payload, run_at: j.runAt ?? new Date(), max_attempts: j.maxAttempts ?? 10, locked_by: j.claimedBy ?? null,
+    id: randomUUIDv7(),
+    payload: j.payload,
+    run_at: j.runAt ?? new Date(),
+    max_attempts: j.maxAttempts ?? 10,
+    locked_by: j.claimedBy ?? null,
   }))
   const wake = rows.some(r => wakesWorkers(r.locked_by, r.run_at))
   await sql`

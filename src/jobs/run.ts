@@ -73,12 +73,22 @@ export const inlineHolderId = (ctx: AppContext): string => inlineHolder(ctx).id
  * Runs a job this process's inline holder has claimed (runNow's second half), as runNow does.
  * `deletedBy`: whether the attempt, given what it returned, deleted the job with its outcome.
  */
-export async function runClaimed<T = void>(ctx: AppContext, kind: JobKind, job: Job, attempt?: (job: Job) => Promise<T>, deletedBy?: (result: T) => boolean): Promise<T | undefined> {
+export async function runClaimed<T = void>(
+  ctx: AppContext,
+  kind: JobKind,
+  job: Job,
+  attempt?: (job: Job) => Promise<T>,
+  deletedBy?: (result: T) => boolean,
+): Promise<T | undefined> {
   const holder = inlineHolder(ctx)
   if (holder.running++ === 0) holder.leases = keepLeases(ctx.sql, holder.id, ctx.config.JOB_LEASE_SECONDS)
   let result: T | undefined
   try {
-    const attempted = attempt && Promise.resolve(job).then(attempt).then(r => ((result = r), deletedBy?.(r) ?? false))
+    const attempted =
+      attempt &&
+      Promise.resolve(job)
+        .then(attempt)
+        .then(r => ((result = r), deletedBy?.(r) ?? false))
     await runJob(ctx, kind, job, attempted)
   } finally {
     if (--holder.running === 0) holder.leases?.stop()

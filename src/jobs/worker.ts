@@ -128,10 +128,13 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions): Promise
         // the poll is due at pollAt; once due, it waits for a free slot
         const timer = polled
           ? undefined
-          : setTimeout(() => {
-              polled = true
-              resolve()
-            }, Math.max(0, pollAt - performance.now()))
+          : setTimeout(
+              () => {
+                polled = true
+                resolve()
+              },
+              Math.max(0, pollAt - performance.now()),
+            )
         wakeUp = () => {
           clearTimeout(timer)
           resolve()

@@ -141,5 +141,15 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
        where id = ${s.orgId} and not ${batched}::boolean)${extensions}
     select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
-  return { id, orgId: s.orgId, threadId, eventType: s.eventType, rcptTo: s.rcptTo, mailFrom: s.mailFrom, sizeBytes: s.raw.byteLength, receivedAt: at, auth: s.auth }
+  return {
+    id,
+    orgId: s.orgId,
+    threadId,
+    eventType: s.eventType,
+    rcptTo: s.rcptTo,
+    mailFrom: s.mailFrom,
+    sizeBytes: s.raw.byteLength,
+    receivedAt: at,
+    auth: s.auth,
+  }
 }

@@ -42,7 +42,15 @@ export async function cleanup(ctx: AppContext) {
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
-  log.info('cleanup', { idempotency_keys: idempotency.count, rate_limit_windows: windows.count, send_counts: sendCounts.count, x402_totals: x402Totals.count, ...identity, expired_memories: memories, pruned_changes: changes })
+  log.info('cleanup', {
+    idempotency_keys: idempotency.count,
+    rate_limit_windows: windows.count,
+    send_counts: sendCounts.count,
+    x402_totals: x402Totals.count,
+    ...identity,
+    expired_memories: memories,
+    pruned_changes: changes,
+  })
 }
 
 export const cleanupJob: JobKind<Record<string, never>> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

@@ -81,18 +81,30 @@ export function mcpRoutes(ctx: AppContext) {
       }
     }
     auths.set(request, auth)
-    const authInfo: AuthInfo = { token: 'redacted', clientId: auth.keyId, scopes: auth.scopes ?? [FULL_SCOPE], resource: new URL(mcpResource(ctx)), resourceMetadataUrl: mcpResourceMetadataUrl(ctx) }
+    const authInfo: AuthInfo = {
+      token: 'redacted',
+      clientId: auth.keyId,
+      scopes: auth.scopes ?? [FULL_SCOPE],
+      resource: new URL(mcpResource(ctx)),
+      resourceMetadataUrl: mcpResourceMetadataUrl(ctx),
+    }
     const response = await handler.fetch(request, { authInfo, ...(parsedBody !== undefined && { parsedBody }) })
     requestFacts(request).status = response.status
     return response
   }
 
-  return new Elysia({ tags: ['MCP'] })
-    .get('/.well-known/oauth-protected-resource/mcp', () => Response.json(metadata, { headers: { 'access-control-allow-origin': '*', 'cache-control': 'public, max-age=300' } }), {
-      detail: { summary: 'RFC 9728 protected-resource metadata of the MCP server', security: [] },
-    })
-    // ALL: the SDK answers each method (POST messages, 405 to a GET stream or DELETE of a session,
-    // which a stateless server has none of); and MCP stays out of the REST OpenAPI document,
-    // tools/list describes it
-    .all(MCP_PATH, ({ request, body, set, server }) => serve(request, body, set, server), { parse: 'text' })
+  return (
+    new Elysia({ tags: ['MCP'] })
+      .get(
+        '/.well-known/oauth-protected-resource/mcp',
+        () => Response.json(metadata, { headers: { 'access-control-allow-origin': '*', 'cache-control': 'public, max-age=300' } }),
+        {
+          detail: { summary: 'RFC 9728 protected-resource metadata of the MCP server', security: [] },
+        },
+      )
+      // ALL: the SDK answers each method (POST messages, 405 to a GET stream or DELETE of a session,
+      // which a stateless server has none of); and MCP stays out of the REST OpenAPI document,
+      // tools/list describes it
+      .all(MCP_PATH, ({ request, body, set, server }) => serve(request, body, set, server), { parse: 'text' })
+  )
 }

@@ -32,7 +32,10 @@ export function jsonSchema(schema: TSchema): Record<string, unknown> {
     const out: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(value)) {
       if (OWN_KEYWORDS.has(k) || k.startsWith('x-')) continue
-      out[k] = k === 'properties' || k === 'patternProperties' || k === '$defs' ? Object.fromEntries(Object.entries(v as object).map(([n, s]) => [n, strip(s)])) : strip(v)
+      out[k] =
+        k === 'properties' || k === 'patternProperties' || k === '$defs'
+          ? Object.fromEntries(Object.entries(v as object).map(([n, s]) => [n, strip(s)]))
+          : strip(v)
     }
     return out
   }

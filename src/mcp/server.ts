@@ -26,7 +26,16 @@ import { sendingTools } from './tools/sending'
 import { webhookTools } from './tools/webhooks'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
-export const TOOLS: readonly Tool[] = [...inboxTools, ...mailTools, ...sendingTools, ...webhookTools, ...paymentTools, ...functionTools, ...memoryTools, ...networkTools].sort((a, b) => a.name.localeCompare(b.name))
+export const TOOLS: readonly Tool[] = [
+  ...inboxTools,
+  ...mailTools,
+  ...sendingTools,
+  ...webhookTools,
+  ...paymentTools,
+  ...functionTools,
+  ...memoryTools,
+  ...networkTools,
+].sort((a, b) => a.name.localeCompare(b.name))
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
 export { SCOPE as FULL_SCOPE, READ_SCOPE } from '../oauth/constants'

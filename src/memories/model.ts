@@ -9,10 +9,18 @@ export const MEMORY_METADATA_MAX_BYTES = 4 * 1024
 export const MEMORY_TTL_MAX_SECONDS = 365 * 24 * 3600
 export const MEMORY_BATCH_MAX = 25
 
-const ttl = t.Integer({ minimum: 1, maximum: MEMORY_TTL_MAX_SECONDS, description: `seconds until the key expires (1 to ${MEMORY_TTL_MAX_SECONDS}); omitted = never` })
+const ttl = t.Integer({
+  minimum: 1,
+  maximum: MEMORY_TTL_MAX_SECONDS,
+  description: `seconds until the key expires (1 to ${MEMORY_TTL_MAX_SECONDS}); omitted = never`,
+})
 const metadata = t.Record(t.String(), t.Unknown(), { description: `a JSON object of your own, up to ${MEMORY_METADATA_MAX_BYTES / 1024} KB; default {}` })
 const value = t.Unknown({ description: `any JSON value, up to ${MEMORY_VALUE_MAX_BYTES / 1024} KB serialized` })
-const key = t.String({ minLength: 1, maxLength: MEMORY_KEY_MAX_BYTES, description: `1 to ${MEMORY_KEY_MAX_BYTES} bytes of UTF-8 without control characters; \`/\` separates prefixes` })
+const key = t.String({
+  minLength: 1,
+  maxLength: MEMORY_KEY_MAX_BYTES,
+  description: `1 to ${MEMORY_KEY_MAX_BYTES} bytes of UTF-8 without control characters; \`/\` separates prefixes`,
+})
 const version = t.Integer({ minimum: 1, description: 'the version the key must have now' })
 
 export const PutMemory = t.Object({ value, ttl_seconds: t.Optional(ttl), metadata: t.Optional(metadata) }, { additionalProperties: false })
@@ -27,16 +35,27 @@ export const Memory = t.Object({
   updated_at: t.String({ format: 'date-time' }),
 })
 
-export const MemoryListItem = t.Composite([t.Omit(Memory, ['value']), t.Object({ value: t.Optional(t.Unknown({ description: 'present with include_values=true' })) })])
+export const MemoryListItem = t.Composite([
+  t.Omit(Memory, ['value']),
+  t.Object({ value: t.Optional(t.Unknown({ description: 'present with include_values=true' })) }),
+])
 
 export const DeletedMemory = t.Object({ key: t.String(), deleted: t.Literal(true), version: t.Integer({ description: 'the version that was deleted' }) })
 
 export const BatchOperation = t.Union([
   t.Object(
-    { op: t.Literal('check'), key, version: t.Optional(version), exists: t.Optional(t.Boolean({ description: 'false: the key must not exist; true: it must' })) },
+    {
+      op: t.Literal('check'),
+      key,
+      version: t.Optional(version),
+      exists: t.Optional(t.Boolean({ description: 'false: the key must not exist; true: it must' })),
+    },
     { additionalProperties: false, description: 'fails the batch unless the key is as described' },
   ),
-  t.Object({ op: t.Literal('set'), key, value, ttl_seconds: t.Optional(ttl), metadata: t.Optional(metadata), if_version: t.Optional(version) }, { additionalProperties: false }),
+  t.Object(
+    { op: t.Literal('set'), key, value, ttl_seconds: t.Optional(ttl), metadata: t.Optional(metadata), if_version: t.Optional(version) },
+    { additionalProperties: false },
+  ),
   t.Object({ op: t.Literal('delete'), key, if_version: t.Optional(version) }, { additionalProperties: false }),
 ])
 

@@ -9,17 +9,32 @@ import { Ok, Page, Paged } from '../http/envelope'
 import { errors } from '../errors'
 import { pageQuery, cursors } from '../http/pagination'
 import { Batch, BatchResult, DeletedMemory, Memory, MemoryListItem, PutMemory, MEMORY_BATCH_MAX } from './model'
-import { applyMemoryOps, defaultMemoryScope, getMemory, listMemories, presentListItem, presentMemory, type MemoryOp, type MemoryScope, type OpResult } from './service'
+import {
+  applyMemoryOps,
+  defaultMemoryScope,
+  getMemory,
+  listMemories,
+  presentListItem,
+  presentMemory,
+  type MemoryOp,
+  type MemoryScope,
+  type OpResult,
+} from './service'
 
 /** Values are free-form JSON: the body limit bounds them (the smallest JSON value with its comma takes 2 bytes), not the edge's value count. */
-const FREE_JSON_VALUES = 1024 * 1024 / 2
+const FREE_JSON_VALUES = (1024 * 1024) / 2
 
 const KeyParam = t.Object({
   key: t.String({ description: 'the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does)' }),
 })
 
 const IfMatch = t.Object({
-  'if-match': t.Optional(t.String({ description: 'the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version' })),
+  'if-match': t.Optional(
+    t.String({
+      description:
+        'the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version',
+    }),
+  ),
   'if-none-match': t.Optional(t.String({ description: '`*`: create only; 412 precondition_failed if the key exists' })),
 })
 
@@ -63,8 +78,26 @@ export function memoryRoutes(ctx: AppContext) {
     return { orgId: auth.orgId, functionId: fn.id }
   }
   return new Elysia()
-    .use(memoryRoutesAt(ctx, '/v1/memories', KeyParam, undefined, orgOrRuntime, 'org scope; a function runtime key (SERVICE_API_KEY) reaches its own function\'s memories here'))
-    .use(memoryRoutesAt(ctx, '/v1/functions/:id/memories', FunctionKeyParam, t.Object({ id: FunctionKeyParam.properties.id }), ofFunction, 'function scope: deleted with the function'))
+    .use(
+      memoryRoutesAt(
+        ctx,
+        '/v1/memories',
+        KeyParam,
+        undefined,
+        orgOrRuntime,
+        "org scope; a function runtime key (SERVICE_API_KEY) reaches its own function's memories here",
+      ),
+    )
+    .use(
+      memoryRoutesAt(
+        ctx,
+        '/v1/functions/:id/memories',
+        FunctionKeyParam,
+        t.Object({ id: FunctionKeyParam.properties.id }),
+        ofFunction,
+        'function scope: deleted with the function',
+      ),
+    )
 }
 
 function memoryRoutesAt(
@@ -76,9 +109,13 @@ function memoryRoutesAt(
   resolve: (auth: Auth, params: { id?: string }) => Promise<MemoryScope>,
   scopeNote: string,
 ) {
-
   /** Applies one write with the request's preconditions; `If-Match: *` becomes a check. */
-  async function write(scope: MemoryScope, op: MemoryOp, headers: Record<string, string | undefined>, set: { headers: Record<string, string | number | string[]> }): Promise<OpResult> {
+  async function write(
+    scope: MemoryScope,
+    op: MemoryOp,
+    headers: Record<string, string | undefined>,
+    set: { headers: Record<string, string | number | string[]> },
+  ): Promise<OpResult> {
     const pre = preconditions(headers)
     const ops: MemoryOp[] = pre.mustExist ? [{ op: 'check', key: op.key, exists: true }] : []
     ops.push({ ...op, ...(pre.if_version !== undefined && { if_version: pre.if_version }), ...(pre.if_absent && { if_absent: true }) } as MemoryOp)
@@ -101,7 +138,10 @@ function memoryRoutesAt(
         const { rows, total } = await listMemories(ctx.sql, where, { prefix: query.prefix, after, limit, withValues })
         const more = rows.length > limit
         const items = rows.slice(0, limit)
-        return new Page(items.map(r => presentListItem(r, withValues)), { total, limit, cursor: more ? cursors(ctx).encode(scope, items.at(-1)!.key) : null })
+        return new Page(
+          items.map(r => presentListItem(r, withValues)),
+          { total, limit, cursor: more ? cursors(ctx).encode(scope, items.at(-1)!.key) : null },
+        )
       },
       {
         ...(listParams && { params: listParams }),
@@ -140,13 +180,22 @@ function memoryRoutesAt(
         set.headers.etag = etag(Number(row.version))
         return presentMemory(row)
       },
-      { params: keyParams, response: { 200: Ok(Memory) }, detail: { summary: 'Read a key', description: 'Strongly consistent: a read sees every write that returned before it. Expired keys are 404 at once.' } },
+      {
+        params: keyParams,
+        response: { 200: Ok(Memory) },
+        detail: { summary: 'Read a key', description: 'Strongly consistent: a read sees every write that returned before it. Expired keys are 404 at once.' },
+      },
     )
     .put(
       '/:key',
       async ({ auth, params, body, headers, set }) => {
         if (!('value' in body)) throw errors.validation('value', 'is required (any JSON value)')
-        const result = await write(await resolve(auth, params as { id?: string }), { op: 'set', key: params.key, value: body.value, ttl_seconds: body.ttl_seconds, metadata: body.metadata }, headers, set)
+        const result = await write(
+          await resolve(auth, params as { id?: string }),
+          { op: 'set', key: params.key, value: body.value, ttl_seconds: body.ttl_seconds, metadata: body.metadata },
+          headers,
+          set,
+        )
         return presentMemory(result.row!)
       },
       {
@@ -168,7 +217,11 @@ function memoryRoutesAt(
         headers: IfMatch,
         body: t.Unknown({ description: 'a JSON merge patch (RFC 7386) applied to the value; Content-Type application/merge-patch+json or application/json' }),
         response: { 200: Ok(Memory) },
-        detail: { ...valueLimit(FREE_JSON_VALUES), summary: 'Merge-patch a value', description: `Metadata and expiry stay as they are. 404 when the key does not exist. ${CONCURRENCY}` },
+        detail: {
+          ...valueLimit(FREE_JSON_VALUES),
+          summary: 'Merge-patch a value',
+          description: `Metadata and expiry stay as they are. 404 when the key does not exist. ${CONCURRENCY}`,
+        },
       },
     )
     .delete(
@@ -177,6 +230,11 @@ function memoryRoutesAt(
         const result = await write(await resolve(auth, params as { id?: string }), { op: 'delete', key: params.key }, headers, set)
         return { key: result.key, deleted: true as const, version: result.version! }
       },
-      { params: keyParams, headers: IfMatch, response: { 200: Ok(DeletedMemory) }, detail: { summary: 'Delete a key', description: `404 when it does not exist. ${CONCURRENCY}` } },
+      {
+        params: keyParams,
+        headers: IfMatch,
+        response: { 200: Ok(DeletedMemory) },
+        detail: { summary: 'Delete a key', description: `404 when it does not exist. ${CONCURRENCY}` },
+      },
     )
 }

@@ -153,7 +153,9 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
       select key, value, metadata, version, size_bytes, expires_at, created_at, updated_at, coalesce(expires_at <= now(), false) as expired
         from memories where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = any(${keys})`
     const state = new Map(existing.map(r => [r.key, r]))
-    const current = new Map<string, { version: number; value: unknown } | null>(keys.map(k => [k, live(state.get(k)) ? { version: Number(state.get(k)!.version), value: state.get(k)!.value } : null]))
+    const current = new Map<string, { version: number; value: unknown } | null>(
+      keys.map(k => [k, live(state.get(k)) ? { version: Number(state.get(k)!.version), value: state.get(k)!.value } : null]),
+    )
     const pending = new Map<string, Pending>()
     const changes: ChangeInput[] = []
     const out: { op: OpResult['op']; key: string; changeIndex: number | null; version: number | null }[] = []
@@ -170,7 +172,8 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
         return
       }
       if (op.if_version !== undefined && version !== op.if_version) throw preconditionFailed(where(i), op.key, version, `expected version ${op.if_version}`)
-      if (op.op === 'set' && 'if_absent' in op && op.if_absent && cur) throw preconditionFailed(where(i), op.key, version, 'expected not to exist (If-None-Match: *)')
+      if (op.op === 'set' && 'if_absent' in op && op.if_absent && cur)
+        throw preconditionFailed(where(i), op.key, version, 'expected not to exist (If-None-Match: *)')
       if (op.op === 'delete') {
         if (!cur) throw errors.notFound(`memory ${JSON.stringify(op.key)}`)
         pending.set(op.key, { key: op.key, value: null, metadata: '{}', expiresAt: null, createdAt: null, change: changes.length })
@@ -210,7 +213,15 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
     const deletes = writes.filter(w => w.value === null).map(w => w.key)
     let written: MemoryRow[] = []
     if (sets.length) {
-      const rows = sets.map(w => ({ key: w.key, value: w.value, metadata: w.metadata, version: seqs[w.change]!, size_bytes: Buffer.byteLength(w.value!) + Buffer.byteLength(w.metadata), expires_at: w.expiresAt?.toISOString() ?? null, created_at: w.createdAt!.toISOString() }))
+      const rows = sets.map(w => ({
+        key: w.key,
+        value: w.value,
+        metadata: w.metadata,
+        version: seqs[w.change]!,
+        size_bytes: Buffer.byteLength(w.value!) + Buffer.byteLength(w.metadata),
+        expires_at: w.expiresAt?.toISOString() ?? null,
+        created_at: w.createdAt!.toISOString(),
+      }))
       written = await tx<MemoryRow[]>`
         insert into memories as m (org_id, function_id, key, value, metadata, version, size_bytes, expires_at, created_at, updated_at)
         select ${scope.orgId}, ${scope.functionId}::uuid, x.key, x.value::jsonb, x.metadata::jsonb, x.version, x.size_bytes, x.expires_at, x.created_at, now()
@@ -221,7 +232,8 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
           expires_at = excluded.expires_at, created_at = excluded.created_at, updated_at = now()
         returning key, value, metadata, version, size_bytes, expires_at, created_at, updated_at`
     }
-    if (deletes.length) await tx`delete from memories where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = any(${deletes})`
+    if (deletes.length)
+      await tx`delete from memories where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = any(${deletes})`
     // Quota: expired rows still count until the cleanup job removes them (and moves the counts).
     const before = new Map(existing.map(r => [r.key, r.size_bytes]))
     let dKeys = 0
@@ -237,10 +249,16 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
         update memory_usage set keys = keys + ${dKeys}, bytes = bytes + ${dBytes} where org_id = ${scope.orgId} returning keys, bytes`
       const limits = planDefinition(org.plan).limits
       if (dKeys > 0 && Number(usage!.keys) > limits.memory_keys_max) {
-        throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_keys_max} keys`, { limit: 'memory_keys_max', max: limits.memory_keys_max })
+        throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_keys_max} keys`, {
+          limit: 'memory_keys_max',
+          max: limits.memory_keys_max,
+        })
       }
       if (dBytes > 0 && Number(usage!.bytes) > limits.memory_storage_mb * 1024 * 1024) {
-        throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_storage_mb} MB`, { limit: 'memory_storage_mb', max: limits.memory_storage_mb })
+        throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_storage_mb} MB`, {
+          limit: 'memory_storage_mb',
+          max: limits.memory_storage_mb,
+        })
       }
     }
     const byKey = new Map(written.map(r => [r.key, r]))
@@ -303,7 +321,10 @@ export async function deleteExpiredMemories(ctx: AppContext, max = 5000): Promis
         returning key, function_id, size_bytes`
       if (!rows.length) return 0
       await tx`update memory_usage set keys = keys - ${rows.length}, bytes = bytes - ${rows.reduce((n, r) => n + r.size_bytes, 0)} where org_id = ${org_id}`
-      await recordChanges(tx, rows.map(r => memoryChange({ orgId: org_id, functionId: r.function_id }, 'memory.expired', r.key)))
+      await recordChanges(
+        tx,
+        rows.map(r => memoryChange({ orgId: org_id, functionId: r.function_id }, 'memory.expired', r.key)),
+      )
       return rows.length
     })
     if (gone) mailEvents(ctx).emitChange(org_id)

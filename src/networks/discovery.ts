@@ -47,7 +47,6 @@ async function requireViewer(sql: Tx, auth: Auth, networkId: string) {
   if (!membership.can_view) throw errors.forbidden('network: this organization may not browse the directory (can_view is off)')
 }
 
-
 const directory = (sql: Tx, networkId: string) => sql`
   published_agents pa join network_members m on m.org_id = pa.org_id and m.network_id = ${networkId} and m.status = 'active'`
 

@@ -3,7 +3,12 @@ import { t } from 'elysia'
 import { Nullable, OneOf } from '../http/schema'
 
 export const SKILL_MAX = 32
-export const skill = t.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', description: 'a short identifier such as `translation` or `invoice.review`' })
+export const skill = t.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+  description: 'a short identifier such as `translation` or `invoice.review`',
+})
 
 export const Network = t.Object({
   id: t.String({ format: 'uuid' }),
@@ -37,7 +42,9 @@ export const PublishedAgent = t.Object({
   description: t.String(),
   skills: t.Array(t.String()),
   accepts_contacts: t.Boolean({ description: 'whether other organizations may admit it as a contact (and so write to it first)' }),
-  visibility: OneOf(['networks', 'public'] as const, { description: 'networks: members of the organization\'s networks only; public: also the built-in registry and an A2A agent card' }),
+  visibility: OneOf(['networks', 'public'] as const, {
+    description: "networks: members of the organization's networks only; public: also the built-in registry and an A2A agent card",
+  }),
   agent_card_url: Nullable(t.String({ description: 'the public A2A agent card (visibility public only)' })),
   last_active_at: Nullable(t.String({ format: 'date-time', description: 'the last mail sent from the address' })),
   created_at: t.String({ format: 'date-time' }),

@@ -46,6 +46,9 @@ export function publishedAgentRoutes(ctx: AppContext) {
     .delete('/:address', ({ auth, params }) => unpublishAddress(ctx.sql, auth, params.address), {
       params: AddressParams,
       response: { 200: Ok(t.Object({ address: t.String(), unpublished: t.Literal(true) })) },
-      detail: { summary: 'Stop publishing an address', description: 'Needs the owner or admin role. Contacts admitted from it keep their data and lose their send grant.' },
+      detail: {
+        summary: 'Stop publishing an address',
+        description: 'Needs the owner or admin role. Contacts admitted from it keep their data and lose their send grant.',
+      },
     })
 }

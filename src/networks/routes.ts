@@ -47,7 +47,8 @@ export function networkRoutes(ctx: AppContext) {
         response: { 200: Paged(Network) },
         detail: {
           summary: 'List the networks of the organization',
-          description: 'Networks it belongs to or is invited to, newest first. A connection key sees only the networks it may browse (membership active with can_view).',
+          description:
+            'Networks it belongs to or is invited to, newest first. A connection key sees only the networks it may browse (membership active with can_view).',
         },
       },
     )
@@ -81,23 +82,37 @@ export function networkRoutes(ctx: AppContext) {
     })
     .get('/invitation-blocks', ({ auth }) => listInvitationBlocks(ctx.sql, auth), {
       response: { 200: Ok(t.Array(t.Object({ org_id: t.String({ format: 'uuid' }), blocked_at: t.String({ format: 'date-time' }) }))) },
-      detail: { summary: 'List the organizations whose invitations are refused', description: 'Blocked when declining or leaving with block=true; newest first.' },
+      detail: {
+        summary: 'List the organizations whose invitations are refused',
+        description: 'Blocked when declining or leaving with block=true; newest first.',
+      },
     })
     .delete('/invitation-blocks/:org_id', ({ auth, params }) => removeInvitationBlock(ctx.sql, auth, params.org_id), {
       params: t.Object({ org_id: t.String({ format: 'uuid', description: 'the blocked organization' }) }),
       response: { 200: Ok(t.Object({ org_id: t.String({ format: 'uuid' }), unblocked: t.Literal(true) })) },
-      detail: { summary: 'Lift an invitation block', description: 'Needs the owner or admin role. The organization may invite this one again; 404 when it is not blocked.' },
+      detail: {
+        summary: 'Lift an invitation block',
+        description: 'Needs the owner or admin role. The organization may invite this one again; 404 when it is not blocked.',
+      },
     })
     .post('/:id/accept', ({ auth, params }) => acceptInvitation(ctx.sql, auth, params.id), {
       params: IdParams,
       response: { 200: Ok(Network) },
-      detail: { summary: 'Accept an invitation to a network', description: 'Needs an owner or admin of the invited organization. 409 conflict when already a member.' },
+      detail: {
+        summary: 'Accept an invitation to a network',
+        description: 'Needs an owner or admin of the invited organization. 409 conflict when already a member.',
+      },
     })
     .get(
       '/:id/members',
       async ({ auth, params, query }) => {
         const scope = `network-members:${params.id}`
-        return cursors(ctx).read(scope, query, page => listMembers(ctx.sql, auth, params.id, page), row => presentMember(row))
+        return cursors(ctx).read(
+          scope,
+          query,
+          page => listMembers(ctx.sql, auth, params.id, page),
+          row => presentMember(row),
+        )
       },
       {
         params: IdParams,
@@ -132,14 +147,22 @@ export function networkRoutes(ctx: AppContext) {
     )
     .patch('/:id/members/:org_id', ({ auth, params, body }) => updateMember(ctx.sql, auth, params.id, params.org_id, body), {
       params: MemberParams,
-      body: t.Object({ can_view: t.Boolean({ description: 'whether the member (and its connection keys) may browse the directory' }) }, { additionalProperties: false }),
+      body: t.Object(
+        { can_view: t.Boolean({ description: 'whether the member (and its connection keys) may browse the directory' }) },
+        { additionalProperties: false },
+      ),
       response: { 200: Ok(NetworkMember) },
-      detail: { summary: 'Set a member\'s can_view', description: MANAGER },
+      detail: { summary: "Set a member's can_view", description: MANAGER },
     })
     .delete('/:id/members/:org_id', ({ auth, params, query }) => removeMember(ctx.sql, auth, params.id, params.org_id, { block: query.block }), {
       params: MemberParams,
       query: t.Object({
-        block: t.Optional(t.Boolean({ description: "with the caller's own org_id: also refuse the network owner organization's invitations from now on (GET /v1/networks/invitation-blocks)" })),
+        block: t.Optional(
+          t.Boolean({
+            description:
+              "with the caller's own org_id: also refuse the network owner organization's invitations from now on (GET /v1/networks/invitation-blocks)",
+          }),
+        ),
       }),
       response: { 200: Ok(t.Object({ org_id: t.String({ format: 'uuid' }), removed: t.Literal(true) })) },
       detail: {
@@ -178,7 +201,11 @@ export function networkRoutes(ctx: AppContext) {
         params: AgentParams,
         body: t.Object(
           {
-            owner_address: t.String({ minLength: 3, maxLength: 320, description: 'the organization\'s address the agent becomes a contact of; a connection key: its own bound address only' }),
+            owner_address: t.String({
+              minLength: 3,
+              maxLength: 320,
+              description: "the organization's address the agent becomes a contact of; a connection key: its own bound address only",
+            }),
             name: t.Optional(contactName),
             tags: t.Optional(tags),
           },
@@ -188,7 +215,7 @@ export function networkRoutes(ctx: AppContext) {
         detail: {
           summary: 'Admit a discovered agent as a contact',
           description:
-            'Creates (201) or updates (200) the contact of owner_address for the agent\'s address and records a send grant: on the reply-only plan owner_address may then write to the agent first, while the agent accepts contacts in this network. Needs can_view; 409 conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. A connection key may admit only for its own address (403 otherwise).',
+            "Creates (201) or updates (200) the contact of owner_address for the agent's address and records a send grant: on the reply-only plan owner_address may then write to the agent first, while the agent accepts contacts in this network. Needs can_view; 409 conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. A connection key may admit only for its own address (403 otherwise).",
         },
       },
     )

@@ -45,15 +45,17 @@ const networkColumns = (sql: Tx) => sql`
   (select count(*)::int from network_members a where a.network_id = n.id and a.status = 'active') as member_count`
 
 /** A network as the organization `orgId` sees it. */
-export const presentFor = (orgId: string) => (row: NetworkRow): Static<typeof Network> => ({
-  id: row.id,
-  name: row.name,
-  description: row.description,
-  owner_org_id: row.owner_org_id,
-  membership: { status: row.status, can_view: row.can_view, is_owner: row.owner_org_id === orgId },
-  member_count: row.member_count,
-  created_at: iso(row.created_at)!,
-})
+export const presentFor =
+  (orgId: string) =>
+  (row: NetworkRow): Static<typeof Network> => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    owner_org_id: row.owner_org_id,
+    membership: { status: row.status, can_view: row.can_view, is_owner: row.owner_org_id === orgId },
+    member_count: row.member_count,
+    created_at: iso(row.created_at)!,
+  })
 
 /** The caller organization's membership of a network; 404 when it has none (invisible). */
 export async function membershipOf(sql: Tx, orgId: string, networkId: string): Promise<Membership & { owner_org_id: string }> {
@@ -166,7 +168,12 @@ export async function listMembers(sql: Sql, auth: Auth, networkId: string, page:
 export const INVITATIONS_PER_MINUTE = 20
 
 /** Invites an organization (by id); it joins when one of its owners or admins accepts. */
-export async function inviteMember(ctx: AppContext, auth: Auth, networkId: string, input: { org_id: string; can_view?: boolean }): Promise<Static<typeof NetworkMember>> {
+export async function inviteMember(
+  ctx: AppContext,
+  auth: Auth,
+  networkId: string,
+  input: { org_id: string; can_view?: boolean },
+): Promise<Static<typeof NetworkMember>> {
   const sql = ctx.sql
   await requireNetworkManager(sql, auth, networkId, 'network members')
   const decision = await rateLimiter(ctx).take(`network-invitations:${auth.orgId}`, INVITATIONS_PER_MINUTE)
@@ -196,7 +203,13 @@ export async function acceptInvitation(sql: Sql, auth: Auth, networkId: string):
 }
 
 /** Sets whether a member (the owner organization included) may browse the directory. */
-export async function updateMember(sql: Sql, auth: Auth, networkId: string, orgId: string, input: { can_view: boolean }): Promise<Static<typeof NetworkMember>> {
+export async function updateMember(
+  sql: Sql,
+  auth: Auth,
+  networkId: string,
+  orgId: string,
+  input: { can_view: boolean },
+): Promise<Static<typeof NetworkMember>> {
   await requireNetworkManager(sql, auth, networkId, 'network members')
   const rows = await sql`update network_members set can_view = ${input.can_view} where network_id = ${networkId} and org_id = ${orgId} returning org_id`
   if (!rows.length) throw errors.notFound('network member')
@@ -208,7 +221,13 @@ export async function updateMember(sql: Sql, auth: Auth, networkId: string, orgI
  * (leaving, or declining an invitation), and with `block` refuses the owner organization's
  * invitations from then on. The owner cannot leave: it deletes the network.
  */
-export async function removeMember(sql: Sql, auth: Auth, networkId: string, orgId: string, opts: { block?: boolean } = {}): Promise<{ org_id: string; removed: true }> {
+export async function removeMember(
+  sql: Sql,
+  auth: Auth,
+  networkId: string,
+  orgId: string,
+  opts: { block?: boolean } = {},
+): Promise<{ org_id: string; removed: true }> {
   const membership = await membershipOf(sql, auth.orgId, networkId)
   if (orgId === auth.orgId) {
     if (membership.is_owner) throw errors.conflict('network: the owner organization cannot leave; delete the network instead', { reason: 'owner_cannot_leave' })

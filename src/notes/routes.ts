@@ -25,8 +25,7 @@ function ifMatch(header: string | undefined, required: boolean): number | undefi
   return Number(m[1])
 }
 
-const RULE =
-  'The organization\'s own credentials may change any note; a connection key only notes authored by its bound address (403 otherwise).'
+const RULE = "The organization's own credentials may change any note; a connection key only notes authored by its bound address (403 otherwise)."
 
 export function noteRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/address-notes', tags: ['Address Notes'] })
@@ -54,7 +53,10 @@ export function noteRoutes(ctx: AppContext) {
       {
         body: t.Object({ address: t.String({ ...Address, description: 'the address the note is about' }), body }, { additionalProperties: false }),
         response: { 201: Ok(AddressNote) },
-        detail: { summary: 'Write a note about an address', description: 'The author is the credential: a member, a function (its runtime key) or an agent connection (its bound address).' },
+        detail: {
+          summary: 'Write a note about an address',
+          description: 'The author is the credential: a member, a function (its runtime key) or an agent connection (its bound address).',
+        },
       },
     )
     .get(

@@ -20,10 +20,7 @@ export interface AuthorizationRequest {
   resource: string | null
 }
 
-export type Checked =
-  | { ok: true; request: AuthorizationRequest }
-  | { ok: false; page: { title: string; message: string } }
-  | { ok: false; redirect: Response }
+export type Checked = { ok: true; request: AuthorizationRequest } | { ok: false; page: { title: string; message: string } } | { ok: false; redirect: Response }
 
 /** BASE64URL(SHA-256(verifier)): always 43 characters (RFC 7636 section 4.2). */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/
@@ -65,7 +62,8 @@ export async function checkAuthorizationRequest(sql: Tx, config: Config, query: 
   for (const name of ['response_type', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']) {
     if (one(name) === TWICE) return fail('invalid_request', `${name}: must be given at most once`)
   }
-  if (typeof rawState === 'string' && rawState.length > MAX_STATE_LENGTH) return fail('invalid_request', `state: must be at most ${MAX_STATE_LENGTH} characters`)
+  if (typeof rawState === 'string' && rawState.length > MAX_STATE_LENGTH)
+    return fail('invalid_request', `state: must be at most ${MAX_STATE_LENGTH} characters`)
   const responseType = one('response_type')
   if (!responseType) return fail('invalid_request', 'response_type: is required (code)')
   if (responseType !== 'code') return fail('unsupported_response_type', 'response_type: only code is supported')
@@ -79,7 +77,8 @@ export async function checkAuthorizationRequest(sql: Tx, config: Config, query: 
   // RFC 8707: a client may name the resource it wants a token for: the REST API or the MCP server
   const resource = resourceOf(config, one('resource') as string | undefined)
   if (resource === undefined) return fail('invalid_target', `resource: must be ${config.PUBLIC_URL}/v1 or ${config.PUBLIC_URL}/mcp`)
-  if (resource === null && scope !== SCOPE) return fail('invalid_scope', `scope: ${READ_SCOPE} is offered for the MCP server (resource ${config.PUBLIC_URL}/mcp) only`)
+  if (resource === null && scope !== SCOPE)
+    return fail('invalid_scope', `scope: ${READ_SCOPE} is offered for the MCP server (resource ${config.PUBLIC_URL}/mcp) only`)
   return { ok: true, request: { client, redirectUri, codeChallenge: challenge, state, scope, resource } }
 }
 

@@ -96,7 +96,10 @@ export async function authorizeSubmit(ctx: AppContext, request: Request, body: u
   if (email !== undefined || password !== undefined) {
     if (!email || !password) return page(signInPage({ ...view, email, error: 'Enter your email address and password.' }), 400)
     const wait = await throttleKey(ctx, `sign-in-email:${email.trim().toLowerCase()}`, LIMITS.signInPerEmail)
-    if (wait) return page(signInPage({ ...view, email, error: `Too many sign-in attempts for this account. Wait ${wait} seconds and try again.` }), 429, { 'retry-after': String(wait) })
+    if (wait)
+      return page(signInPage({ ...view, email, error: `Too many sign-in attempts for this account. Wait ${wait} seconds and try again.` }), 429, {
+        'retry-after': String(wait),
+      })
     userId = await verifyPassword(ctx.sql, email, password)
     if (!userId) return page(signInPage({ ...view, email, error: 'The email address or password is incorrect.' }), 400)
     await setAuthorizationRequestUser(ctx.sql, pending.id, userId)

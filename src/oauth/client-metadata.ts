@@ -48,7 +48,12 @@ export async function loadMetadataClient(ctx: AppContext, clientId: string): Pro
   let document: Record<string, unknown>
   try {
     const target = await checkWebhookUrl(clientId, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK, 'client_id')
-    const res = await getChecked(target, { accept: 'application/json', userAgent: 'agent-mail-oauth/1', timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_DOCUMENT_BYTES })
+    const res = await getChecked(target, {
+      accept: 'application/json',
+      userAgent: 'agent-mail-oauth/1',
+      timeoutMs: FETCH_TIMEOUT_MS,
+      maxBytes: MAX_DOCUMENT_BYTES,
+    })
     if (res.status !== 200) return { error: `client_id: the metadata document answered HTTP ${res.status}` }
     if (res.tooLarge) return { error: `client_id: the metadata document is larger than ${MAX_DOCUMENT_BYTES} bytes` }
     const text = res.body

@@ -31,7 +31,8 @@ export function redirectUriProblem(value: unknown): string | null {
   if (url.username || url.password) return 'must not contain user information'
   if (!HOST.test(url.hostname)) return 'must name a valid host'
   if (url.protocol === 'https:') return url.hostname ? null : 'must name a host'
-  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? null : 'must use https; http is allowed only on a loopback host (localhost, 127.0.0.1, [::1])'
+  if (url.protocol === 'http:')
+    return LOOPBACK_HOSTS.has(url.hostname) ? null : 'must use https; http is allowed only on a loopback host (localhost, 127.0.0.1, [::1])'
   return 'must use https (or http on a loopback host)'
 }
 
@@ -60,7 +61,11 @@ export function checkRegistration(m: Metadata): Checked {
     return bad('token_endpoint_auth_method: only none is supported (public clients)')
   }
   if (m.grant_types !== undefined) {
-    if (!isStringArray(m.grant_types) || !m.grant_types.includes('authorization_code') || m.grant_types.some(g => g !== 'authorization_code' && g !== 'refresh_token')) {
+    if (
+      !isStringArray(m.grant_types) ||
+      !m.grant_types.includes('authorization_code') ||
+      m.grant_types.some(g => g !== 'authorization_code' && g !== 'refresh_token')
+    ) {
       return bad('grant_types: must be authorization_code, optionally with refresh_token')
     }
   }

@@ -127,8 +127,10 @@ export function orgChoice(orgs: Membership[], who: string, allow: { value: strin
   const only = orgs.length === 1
   return html`<fieldset>
 <legend>Organization</legend>
-${orgs.map(o => html`<label><input type="radio" name="org_id" value="${o.org_id}" required${only ? new Html(' checked') : ''}> ${o.name} <span class="muted">(${o.role})</span></label>
-`)}
+${orgs.map(
+  o => html`<label><input type="radio" name="org_id" value="${o.org_id}" required${only ? new Html(' checked') : ''}> ${o.name} <span class="muted">(${o.role})</span></label>
+`,
+)}
 </fieldset>
 <p class="muted">${who} acts with your role in the organization you choose, as long as you keep it.</p>
 <div class="actions">
@@ -150,9 +152,12 @@ ${orgChoice(v.orgs, 'The application', { value: 'allow', label: 'Allow' })}
 }
 
 export function errorPage(title: string, message: string): string {
-  return layout(title, html`<h1>${title}</h1>
+  return layout(
+    title,
+    html`<h1>${title}</h1>
 <p class="error" role="alert">${message}</p>
-<p class="muted">Nothing was authorized. Go back to the application and start again.</p>`)
+<p class="muted">Nothing was authorized. Go back to the application and start again.</p>`,
+  )
 }
 
 /** A page answer with the page headers; a redirect URI's origin is allowed as a form target. */

@@ -40,7 +40,18 @@ export interface AuthorizationRequestRow {
 
 export async function insertAuthorizationRequest(
   sql: Tx,
-  r: { id: string; clientId: string; redirectUri: string; codeChallenge: string; state: string | null; scope: string; resource: string | null; csrfHash: Buffer; browserHash: Buffer; ttlSeconds: number },
+  r: {
+    id: string
+    clientId: string
+    redirectUri: string
+    codeChallenge: string
+    state: string | null
+    scope: string
+    resource: string | null
+    csrfHash: Buffer
+    browserHash: Buffer
+    ttlSeconds: number
+  },
 ) {
   await sql`
     insert into oauth_authorization_requests (id, client_id, redirect_uri, code_challenge, state, scope, resource, csrf_hash, browser_hash, expires_at)
@@ -98,7 +109,17 @@ export async function roleIn(sql: Tx, orgId: string, userId: string): Promise<Ro
 
 export async function insertCode(
   sql: Tx,
-  c: { hash: Buffer; clientId: string; userId: string; orgId: string; redirectUri: string; codeChallenge: string; scope: string; resource: string | null; ttlSeconds: number },
+  c: {
+    hash: Buffer
+    clientId: string
+    userId: string
+    orgId: string
+    redirectUri: string
+    codeChallenge: string
+    scope: string
+    resource: string | null
+    ttlSeconds: number
+  },
 ) {
   await sql`
     insert into oauth_codes (hash, client_id, user_id, org_id, redirect_uri, code_challenge, scope, resource, expires_at)

@@ -74,6 +74,13 @@ export function readCard(value: unknown): CardEntry | null {
  * `agents` is one. Entries that are not cards are skipped.
  */
 export function readRegistryDocument(document: unknown, max: number): CardEntry[] {
-  const list = Array.isArray(document) ? document : document && typeof document === 'object' && Array.isArray((document as { agents?: unknown }).agents) ? (document as { agents: unknown[] }).agents : [document]
-  return list.slice(0, max).map(readCard).filter((c): c is CardEntry => c !== null)
+  const list = Array.isArray(document)
+    ? document
+    : document && typeof document === 'object' && Array.isArray((document as { agents?: unknown }).agents)
+      ? (document as { agents: unknown[] }).agents
+      : [document]
+  return list
+    .slice(0, max)
+    .map(readCard)
+    .filter((c): c is CardEntry => c !== null)
 }

@@ -30,7 +30,12 @@ export function documentUrl(raw: string): string {
 
 async function fetchCards(ctx: AppContext, url: string) {
   const target = await checkWebhookUrl(documentUrl(url), ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
-  const res = await getChecked(target, { accept: 'application/json', userAgent: 'agent-mail-registries/1', timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_REGISTRY_BYTES })
+  const res = await getChecked(target, {
+    accept: 'application/json',
+    userAgent: 'agent-mail-registries/1',
+    timeoutMs: FETCH_TIMEOUT_MS,
+    maxBytes: MAX_REGISTRY_BYTES,
+  })
   if (res.status !== 200) throw new Error(`the registry answered HTTP ${res.status}`)
   if (res.tooLarge) throw new Error(`the registry document is larger than ${MAX_REGISTRY_BYTES} bytes`)
   let document: unknown
@@ -54,7 +59,11 @@ export const registryFetchJob: JobKind<{ registry_id: string }> = {
       cards = await fetchCards(ctx, registry.url)
     } catch (error) {
       const reason =
-        error instanceof ApiError ? error.message : (error as Error).name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS} ms` : (error as Error).message
+        error instanceof ApiError
+          ? error.message
+          : (error as Error).name === 'TimeoutError'
+            ? `no answer within ${FETCH_TIMEOUT_MS} ms`
+            : (error as Error).message
       await ctx.sql`update registries set status = 'failed', last_error = ${reason.slice(0, 500)}, attempted_at = now() where id = ${registry.id}`
       log.info('registry fetch failed', { registry_id: registry.id, reason })
       return

@@ -22,7 +22,7 @@ export const RegistryAgent = t.Object({
   registry_id: t.String(),
   name: t.String({ description: 'external entries: untrusted text from the card' }),
   description: t.String(),
-  url: Nullable(t.String({ description: 'the agent\'s endpoint as its card states it (untrusted)' })),
+  url: Nullable(t.String({ description: "the agent's endpoint as its card states it (untrusted)" })),
   address: Nullable(t.String({ description: 'built-in entries: the email address of the agent' })),
   skills: t.Array(t.String()),
   fetched_at: Nullable(t.String({ format: 'date-time', description: 'external entries: when the card was fetched' })),

@@ -23,7 +23,11 @@ export function registryRoutes(ctx: AppContext) {
       },
       {
         response: { 200: Paged(Registry) },
-        detail: { summary: 'List registries', description: 'The built-in registry (id `builtin`: the agents published publicly on this service), then the registries the organization added, newest first. One page.' },
+        detail: {
+          summary: 'List registries',
+          description:
+            'The built-in registry (id `builtin`: the agents published publicly on this service), then the registries the organization added, newest first. One page.',
+        },
       },
     )
     .post(
@@ -39,7 +43,8 @@ export function registryRoutes(ctx: AppContext) {
             url: t.String({
               minLength: 8,
               maxLength: 2000,
-              description: 'https; a bare origin means its /.well-known/agent-card.json. The document is one A2A agent card, a JSON array of cards, or {"agents": [cards]}',
+              description:
+                'https; a bare origin means its /.well-known/agent-card.json. The document is one A2A agent card, a JSON array of cards, or {"agents": [cards]}',
             }),
           },
           { additionalProperties: false },
@@ -99,21 +104,25 @@ export function registryRoutes(ctx: AppContext) {
       detail: { summary: 'Read an agent of a registry, with its A2A agent card' },
     })
 
-  const cards = new Elysia({ tags: ['Registries'] })
-    .use(publicAccess(ctx))
-    .get(
-      '/agents/:address/.well-known/agent-card.json',
-      async ({ params }) => {
-        const card = await publicAgentCard(ctx.sql, ctx.config, params.address)
-        if (!card) throw errors.notFound('agent card')
-        return new Response(JSON.stringify(card), { headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' } })
+  const cards = new Elysia({ tags: ['Registries'] }).use(publicAccess(ctx)).get(
+    '/agents/:address/.well-known/agent-card.json',
+    async ({ params }) => {
+      const card = await publicAgentCard(ctx.sql, ctx.config, params.address)
+      if (!card) throw errors.notFound('agent card')
+      return new Response(JSON.stringify(card), {
+        headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' },
+      })
+    },
+    {
+      params: t.Object({ address: t.String({ minLength: 3, maxLength: 320, description: 'a published address' }) }),
+      response: { 200: Bare(t.Record(t.String(), t.Unknown(), { description: 'an A2A agent card' })) },
+      detail: {
+        summary: 'The A2A agent card of a published address',
+        description: 'Public. Only addresses published with visibility public; 404 otherwise.',
+        security: [],
       },
-      {
-        params: t.Object({ address: t.String({ minLength: 3, maxLength: 320, description: 'a published address' }) }),
-        response: { 200: Bare(t.Record(t.String(), t.Unknown(), { description: 'an A2A agent card' })) },
-        detail: { summary: 'The A2A agent card of a published address', description: 'Public. Only addresses published with visibility public; 404 otherwise.', security: [] },
-      },
-    )
+    },
+  )
 
   return new Elysia().use(api).use(cards)
 }

@@ -56,7 +56,17 @@ export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeo
   const [builtin] = await sql<{ n: number }[]>`select count(*)::int as n from published_agents where visibility = 'public'`
   const rows = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${auth.orgId} order by r.id desc`
   return [
-    { id: BUILTIN_REGISTRY_ID, kind: 'builtin', name: 'Agents on this service', url: null, status: 'ok', last_error: null, fetched_at: null, agent_count: builtin!.n, created_at: null },
+    {
+      id: BUILTIN_REGISTRY_ID,
+      kind: 'builtin',
+      name: 'Agents on this service',
+      url: null,
+      status: 'ok',
+      last_error: null,
+      fetched_at: null,
+      agent_count: builtin!.n,
+      created_at: null,
+    },
     ...rows.map(presentRegistry),
   ]
 }
@@ -86,14 +96,21 @@ export async function getRegistry(sql: Sql, auth: Auth, id: string): Promise<Sta
  * Adds a registry by URL (owner or admin): the URL must pass the SSRF guard now (a private or
  * loopback address is a validation_error), and the job that fetches it is written with it.
  */
-export async function addRegistry(sql: Sql, resolver: Resolver, allowLoopback: boolean, auth: Auth, input: { name: string; url: string }): Promise<Static<typeof Registry>> {
+export async function addRegistry(
+  sql: Sql,
+  resolver: Resolver,
+  allowLoopback: boolean,
+  auth: Auth,
+  input: { name: string; url: string },
+): Promise<Static<typeof Registry>> {
   await requireOwnerOrAdmin(sql, auth, 'registries')
   await checkWebhookUrl(documentUrl(safeUrl(input.url)), resolver, allowLoopback)
   const id = randomUUIDv7()
   try {
     await sql.begin(async tx => {
       const [count] = await tx<{ n: number }[]>`select count(*)::int as n from registries where org_id = ${auth.orgId}`
-      if (count!.n >= MAX_REGISTRIES_PER_ORG) throw errors.conflict(`registries: at most ${MAX_REGISTRIES_PER_ORG} per organization`, { reason: 'limit_reached' })
+      if (count!.n >= MAX_REGISTRIES_PER_ORG)
+        throw errors.conflict(`registries: at most ${MAX_REGISTRIES_PER_ORG} per organization`, { reason: 'limit_reached' })
       await tx`insert into registries (id, org_id, name, url) values (${id}, ${auth.orgId}, ${input.name}, ${input.url})`
       await enqueue(tx, REGISTRY_FETCH_KIND, { registry_id: id }, { dedupeKey: fetchDedupeKey(id) })
     })
@@ -139,17 +156,18 @@ interface EntryRow {
   fetched_at: Date | null
 }
 
-const presentEntry = (registryId: string) => (r: EntryRow): Static<typeof RegistryAgent> => ({
-  id: r.id,
-  registry_id: registryId,
-  name: r.name,
-  description: r.description,
-  url: r.url,
-  address: r.address,
-  skills: r.skills,
-  fetched_at: iso(r.fetched_at),
-})
-
+const presentEntry =
+  (registryId: string) =>
+  (r: EntryRow): Static<typeof RegistryAgent> => ({
+    id: r.id,
+    registry_id: registryId,
+    name: r.name,
+    description: r.description,
+    url: r.url,
+    address: r.address,
+    skills: r.skills,
+    fetched_at: iso(r.fetched_at),
+  })
 
 /** A page of a registry's agents, newest first; `q` searches name and description, `skill` must be among the skills. */
 export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filter: { q?: string; skill?: string }, page: PageRequest) {
@@ -178,7 +196,18 @@ export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id:
     const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where id = ${agentId} and visibility = 'public'`
     if (!agent) throw errors.notFound('agent')
     const card = agentCard(config, agent)
-    return { ...presentEntry(BUILTIN_REGISTRY_ID)({ id: agent.id, name: agent.display_name, description: agent.description, url: null, address: agent.address, skills: agent.skills, fetched_at: null }), card }
+    return {
+      ...presentEntry(BUILTIN_REGISTRY_ID)({
+        id: agent.id,
+        name: agent.display_name,
+        description: agent.description,
+        url: null,
+        address: agent.address,
+        skills: agent.skills,
+        fetched_at: null,
+      }),
+      card,
+    }
   }
   const [row] = await sql<(EntryRow & { card: Record<string, unknown> })[]>`
     select id, name, description, url, null as address, skills, fetched_at, card from registry_agents where registry_id = ${id} and id = ${agentId}`
@@ -188,6 +217,8 @@ export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id:
 
 /** The public agent card of an address, or null when it is not published publicly. */
 export async function publicAgentCard(sql: Sql, config: Config, address: string) {
-  const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where address = ${address.trim().toLowerCase()} and visibility = 'public' limit 1`
+  const [agent] = await sql<
+    PublishedAgentRow[]
+  >`select * from published_agents where address = ${address.trim().toLowerCase()} and visibility = 'public' limit 1`
   return agent ? agentCard(config, agent) : null
 }

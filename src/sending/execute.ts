@@ -104,7 +104,8 @@ export interface Built {
   text: string
 }
 
-export const sendingKeyFor = (ctx: AppContext, send: Pick<SendRow, 'org_id' | 'request'>) => signingKeyFor(ctx, send.org_id, splitAddress(send.request.from).domain)
+export const sendingKeyFor = (ctx: AppContext, send: Pick<SendRow, 'org_id' | 'request'>) =>
+  signingKeyFor(ctx, send.org_id, splitAddress(send.request.from).domain)
 
 /** Builds the next message of the send and signs it with `key` (no database access). */
 export async function compose(send: SendRow, key: SigningKey | null): Promise<Composed> {
@@ -172,7 +173,8 @@ async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
 }
 
 /** Has the current execution been built but not handed to the relay yet (a crash in between)? */
-const builtNotRelayed = (send: SendRow) => (send.status === 'executing' || send.status === 'sending') && send.last_email_id !== null && send.relay_response === null && send.error_code === null
+const builtNotRelayed = (send: SendRow) =>
+  (send.status === 'executing' || send.status === 'sending') && send.last_email_id !== null && send.relay_response === null && send.error_code === null
 
 /**
  * Ticks keep a fixed cadence from the first send (a late tick does not shift the next ones);
@@ -206,8 +208,15 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
     const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, out.text)
     // the next tick is enqueued with the outcome
     const final = await outcomes(ctx).submit({
-      send: now, status: immediate ? 'queued' : 'executed', accepted: result.accepted, rejected: result.rejected,
-      relay_response: result.response, error_code: null, error_message: null, repeat_next_at: next, jobId,
+      send: now,
+      status: immediate ? 'queued' : 'executed',
+      accepted: result.accepted,
+      rejected: result.rejected,
+      relay_response: result.response,
+      error_code: null,
+      error_message: null,
+      repeat_next_at: next,
+      jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
     log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
@@ -216,9 +225,15 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
     if (!(error instanceof RelayError)) throw error
     // The relay's verdict is final for this execution; the client decides whether to retry.
     const final = await outcomes(ctx).submit({
-      send: now, status: 'failed', accepted: null, rejected: null,
-      relay_response: error.maybeSent ? 'unknown: the message may have been accepted' : null, error_code: error.code, error_message: error.message,
-      repeat_next_at: null, jobId,
+      send: now,
+      status: 'failed',
+      accepted: null,
+      rejected: null,
+      relay_response: error.maybeSent ? 'unknown: the message may have been accepted' : null,
+      error_code: error.code,
+      error_message: error.message,
+      repeat_next_at: null,
+      jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
@@ -253,8 +268,14 @@ const outcomes = perProcess(
       // BEGIN goes out with the updates, COMMIT with the record of the changes: two round trips
       pipelinedTransaction(sql, async (tx, commit) => {
         const values = items.map(o => ({
-          id: o.send.id, status: o.status, accepted: o.accepted, rejected: o.rejected, relay_response: o.relay_response,
-          error_code: o.error_code, error_message: o.error_message, repeat_next_at: o.repeat_next_at,
+          id: o.send.id,
+          status: o.status,
+          accepted: o.accepted,
+          rejected: o.rejected,
+          relay_response: o.relay_response,
+          error_code: o.error_code,
+          error_message: o.error_message,
+          repeat_next_at: o.repeat_next_at,
         }))
         const jobIds = items.flatMap(o => (o.jobId ? [o.jobId] : []))
         const [rows] = await Promise.all([

@@ -27,7 +27,10 @@ const REASONS: Record<Reason, { message: (a: string) => string; fix: string }> =
   recipient_only_sent_reports: { message: a => `${a} has only sent bounces or reports`, fix: 'wait_for_inbound' },
   recipient_unauthenticated: { message: a => `mail from ${a} did not pass DMARC`, fix: 'sender_must_fix_authentication' },
   recipient_weak_binding: { message: a => `mail from ${a} passed DMARC but no DKIM signature covered the To header`, fix: 'sender_dkim_must_sign_to_header' },
-  recipient_grant_not_recorded: { message: a => `${a} is a contact added by hand, which records no send grant, and has not written yet`, fix: 'wait_for_inbound' },
+  recipient_grant_not_recorded: {
+    message: a => `${a} is a contact added by hand, which records no send grant, and has not written yet`,
+    fix: 'wait_for_inbound',
+  },
   recipient_grant_denied: { message: a => `${a} was admitted from an agent network but no longer accepts contacts there`, fix: 'wait_for_inbound' },
 }
 

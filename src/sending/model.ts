@@ -20,7 +20,9 @@ export const SEND_MAIL_MAX_BODY_BYTES = 16 * 1024 * 1024
 export const SendMailBody = t.Object({
   from: Address,
   from_name: t.Optional(t.String({ maxLength: 200, pattern: SINGLE_LINE, description: 'display name for From' })),
-  to: t.Optional(t.Union([Address, Addresses(50, 'one or more recipients')], { description: 'required, unless in_reply_to_email_id names the message to answer' })),
+  to: t.Optional(
+    t.Union([Address, Addresses(50, 'one or more recipients')], { description: 'required, unless in_reply_to_email_id names the message to answer' }),
+  ),
   cc: t.Optional(Addresses(50, 'carbon-copy recipients')),
   bcc: t.Optional(Addresses(50, 'blind recipients: in the envelope, never in the headers')),
   reply_to: t.Optional(t.Union([Address, Addresses(10, 'Reply-To addresses')])),
@@ -44,9 +46,13 @@ export const SendMailBody = t.Object({
       description: `custom headers; names must match ${CUSTOM_HEADER}`,
     }),
   ),
-  in_reply_to_email_id: t.Optional(t.String({ format: 'uuid', description: 'reply to this stored email: sets In-Reply-To and References, keeps the thread, and defaults to, subject' })),
+  in_reply_to_email_id: t.Optional(
+    t.String({ format: 'uuid', description: 'reply to this stored email: sets In-Reply-To and References, keeps the thread, and defaults to, subject' }),
+  ),
   scheduled_at: t.Optional(Timestamp('send at this instant instead of now')),
-  repeat: t.Optional(t.Object({ every_minutes: t.Integer({ minimum: 1, maximum: 525_600 }) }, { description: 'send now, then again every every_minutes in the same thread' })),
+  repeat: t.Optional(
+    t.Object({ every_minutes: t.Integer({ minimum: 1, maximum: 525_600 }) }, { description: 'send now, then again every every_minutes in the same thread' }),
+  ),
 })
 export type SendMailRequest = Static<typeof SendMailBody>
 
@@ -81,7 +87,13 @@ export const SentEmail = t.Object({
   relay_response: Nullable(t.String({ description: "the relay's answer" })),
   error: Nullable(t.Object({ code: t.String(), message: t.String() })),
   repeat: Nullable(
-    t.Object({ every_minutes: t.Integer(), ticks: t.Integer(), next_at: Nullable(t.String({ format: 'date-time' })), stopped_at: Nullable(t.String({ format: 'date-time' })), stopped_by: Nullable(t.String()) }),
+    t.Object({
+      every_minutes: t.Integer(),
+      ticks: t.Integer(),
+      next_at: Nullable(t.String({ format: 'date-time' })),
+      stopped_at: Nullable(t.String({ format: 'date-time' })),
+      stopped_by: Nullable(t.String()),
+    }),
   ),
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),

@@ -62,7 +62,9 @@ export async function stopRepeatAsRecipient(ctx: AppContext, orgId: string, emai
   if (!email) throw errors.notFound('email')
   const repeatId = email.direction === 'inbound' ? await repeatIdOf(await rawMessage(ctx.sql, orgId, emailId)) : null
   if (!repeatId) throw errors.conflict('email: is not a tick of a repeating send')
-  const [send] = await ctx.sql<{ from_address: string; repeat_stopped_at: Date | null }[]>`select from_address, repeat_stopped_at from sends where id = ${repeatId}`
+  const [send] = await ctx.sql<
+    { from_address: string; repeat_stopped_at: Date | null }[]
+  >`select from_address, repeat_stopped_at from sends where id = ${repeatId}`
   const senderDomain = send ? splitAddress(send.from_address).domain : null
   const authentic = email.auth.dkim?.some(d => d.result === 'pass' && d.domain === senderDomain) && email.from_address === send?.from_address
   if (!send || !authentic) throw new ApiError('forbidden', 'email: the tick is not authenticated (DKIM) by the sender of the repeat')

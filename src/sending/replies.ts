@@ -20,7 +20,18 @@ export interface ReplyContext {
 
 /** `address`: a connection key's bound address, which may answer only the mail it can read. */
 export async function replyContext(sql: Tx, orgId: string, emailId: string, address?: string): Promise<ReplyContext> {
-  const [email] = await sql<{ thread_id: string; direction: string; event_type: string; from_address: string | null; reply_to: Mailbox[]; subject: string; message_id: string | null; references: string[] }[]>`
+  const [email] = await sql<
+    {
+      thread_id: string
+      direction: string
+      event_type: string
+      from_address: string | null
+      reply_to: Mailbox[]
+      subject: string
+      message_id: string | null
+      references: string[]
+    }[]
+  >`
     select thread_id, direction, event_type, from_address, reply_to, subject, message_id, "references" from emails where id = ${emailId} and org_id = ${orgId} ${ofAddress(sql, address)}`
   if (!email) throw errors.notFound('in_reply_to_email_id')
   const refuse = (reason: string, message: string) => new ApiError('inbound_not_repliable', `in_reply_to_email_id: ${message}`, { reason })

@@ -14,14 +14,12 @@ import { relayOf } from './relay'
 import { IdParams } from '../http/schema'
 
 export function sendingRoutes(ctx: AppContext) {
-  const demo = new Elysia({ prefix: '/v1', tags: ['Sending'] })
-    .use(publicAccess(ctx))
-    .post('/send-mail/demo', ({ body }) => demoSend(body), {
-      body: SendMailBody,
-      response: { 200: Ok(DemoSendResponse) },
-      // public, so it keeps the default body limit: the sandbox needs no large attachments
-      detail: { summary: 'Sandbox send: validates like send-mail; nothing is sent, queued or stored', security: [] },
-    })
+  const demo = new Elysia({ prefix: '/v1', tags: ['Sending'] }).use(publicAccess(ctx)).post('/send-mail/demo', ({ body }) => demoSend(body), {
+    body: SendMailBody,
+    response: { 200: Ok(DemoSendResponse) },
+    // public, so it keeps the default body limit: the sandbox needs no large attachments
+    detail: { summary: 'Sandbox send: validates like send-mail; nothing is sent, queued or stored', security: [] },
+  })
 
   const live = new Elysia({ prefix: '/v1', tags: ['Sending'] })
     .use(authenticated(ctx))
@@ -53,7 +51,11 @@ export function sendingRoutes(ctx: AppContext) {
       body: t.Object(
         {
           scheduled_at: t.Optional(Timestamp('the new time of a scheduled send')),
-          repeat: t.Optional(t.Union([t.Object({ every_minutes: t.Integer({ minimum: 1, maximum: 525_600 }) }), t.Null()], { description: 'a new interval, or null to stop repeating' })),
+          repeat: t.Optional(
+            t.Union([t.Object({ every_minutes: t.Integer({ minimum: 1, maximum: 525_600 }) }), t.Null()], {
+              description: 'a new interval, or null to stop repeating',
+            }),
+          ),
         },
         { minProperties: 1 },
       ),
@@ -77,7 +79,15 @@ export function sendingRoutes(ctx: AppContext) {
         return { relay: relayOf(ctx).kind, verified_domains: senders.domains, managed_inboxes: senders.inboxes }
       },
       {
-        response: { 200: Ok(t.Object({ relay: t.String({ description: 'smtp (SMTP_RELAY_URL) or local' }), verified_domains: t.Array(t.String()), managed_inboxes: t.Array(t.String()) })) },
+        response: {
+          200: Ok(
+            t.Object({
+              relay: t.String({ description: 'smtp (SMTP_RELAY_URL) or local' }),
+              verified_domains: t.Array(t.String()),
+              managed_inboxes: t.Array(t.String()),
+            }),
+          ),
+        },
         detail: { summary: 'Verified outbound senders', description: 'Send from a managed inbox, or from any address at a verified domain.' },
       },
     )

@@ -25,7 +25,19 @@ import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
 import type { Rendered } from '../templates/render'
 import { mailEvents } from '../events'
-import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type Composed, type NormalizedRequest, type SendRow } from './execute'
+import {
+  compose,
+  EXECUTE_KIND,
+  executeJob,
+  executeSend,
+  sendingKeyFor,
+  sentChange,
+  storeComposed,
+  type Built,
+  type Composed,
+  type NormalizedRequest,
+  type SendRow,
+} from './execute'
 import type { SigningKey } from '../mail/outbound/dkim'
 import type { SendMailRequest } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
@@ -54,13 +66,15 @@ function normalize(body: SendMailRequest, rendered: Rendered | null = null): Nor
     if (body.subject === undefined) throw errors.validation('subject', 'is required (unless template is given)')
     if (body.body_text === undefined) throw errors.validation('body_text', 'is required (unless template is given)')
   }
-  const content = rendered ? { subject: rendered.subject, body_text: rendered.body_text, ...(rendered.body_html !== null && { body_html: rendered.body_html }) } : { subject: body.subject!, body_text: body.body_text! }
+  const content = rendered
+    ? { subject: rendered.subject, body_text: rendered.body_text, ...(rendered.body_html !== null && { body_html: rendered.body_html }) }
+    : { subject: body.subject!, body_text: body.body_text! }
   return { ...rest, ...content, to: asList(body.to) ?? [], reply_to: asList(body.reply_to) }
 }
 
 export const presentSend = (s: SendRow) => ({
   id: s.id,
-  status: s.status as (typeof import('./model').SEND_STATES)[number],
+  status: s.status as typeof import('./model').SEND_STATES[number],
   from: s.from_address,
   to: s.request.to,
   cc: s.request.cc ?? [],
@@ -74,7 +88,13 @@ export const presentSend = (s: SendRow) => ({
   relay_response: s.relay_response,
   error: s.error_code ? { code: s.error_code, message: s.error_message ?? '' } : null,
   repeat: s.repeat_every_minutes
-    ? { every_minutes: s.repeat_every_minutes, ticks: s.ticks, next_at: iso(s.repeat_next_at), stopped_at: iso(s.repeat_stopped_at), stopped_by: s.repeat_stopped_by }
+    ? {
+        every_minutes: s.repeat_every_minutes,
+        ticks: s.ticks,
+        next_at: iso(s.repeat_next_at),
+        stopped_at: iso(s.repeat_stopped_at),
+        stopped_by: s.repeat_stopped_by,
+      }
     : null,
   created_at: iso(s.created_at)!,
   updated_at: iso(s.updated_at)!,
@@ -150,7 +170,11 @@ interface SendLimits {
 function overLimit(limits: SendLimits, counts: { hour: number; day: number }): ApiError | null {
   if (counts.hour < limits.hour && counts.day < limits.day) return null
   const hourly = counts.hour >= limits.hour
-  return errors.retryLater('rate_limited', `send-mail: at most ${hourly ? `${limits.hour} per hour` : `${limits.day} per day`} per organization`, hourly ? 3600 : 86400)
+  return errors.retryLater(
+    'rate_limited',
+    `send-mail: at most ${hourly ? `${limits.hour} per hour` : `${limits.day} per day`} per organization`,
+    hourly ? 3600 : 86400,
+  )
 }
 
 function response(send: SendRow, replay: boolean) {
@@ -167,13 +191,37 @@ function response(send: SendRow, replay: boolean) {
 }
 
 /** A send's row as it is about to be inserted (with the defaults the table fills in). */
-function draft(id: string, orgId: string, status: 'scheduled' | 'sending', request: NormalizedRequest, scheduledAt: Date | null, threadId: string | null): SendRow {
+function draft(
+  id: string,
+  orgId: string,
+  status: 'scheduled' | 'sending',
+  request: NormalizedRequest,
+  scheduledAt: Date | null,
+  threadId: string | null,
+): SendRow {
   const now = new Date()
   return {
-    id, org_id: orgId, status, request, from_address: request.from.toLowerCase(), scheduled_at: scheduledAt,
-    repeat_every_minutes: request.repeat?.every_minutes ?? null, repeat_next_at: null, repeat_stopped_at: null, repeat_stopped_by: null,
-    ticks: 0, thread_id: threadId, last_email_id: null, last_message_id: null, accepted: [], rejected: [],
-    relay_response: null, error_code: null, error_message: null, created_at: now, updated_at: now,
+    id,
+    org_id: orgId,
+    status,
+    request,
+    from_address: request.from.toLowerCase(),
+    scheduled_at: scheduledAt,
+    repeat_every_minutes: request.repeat?.every_minutes ?? null,
+    repeat_next_at: null,
+    repeat_stopped_at: null,
+    repeat_stopped_by: null,
+    ticks: 0,
+    thread_id: threadId,
+    last_email_id: null,
+    last_message_id: null,
+    accepted: [],
+    rejected: [],
+    relay_response: null,
+    error_code: null,
+    error_message: null,
+    created_at: now,
+    updated_at: now,
   }
 }
 
@@ -184,8 +232,17 @@ function draft(id: string, orgId: string, status: 'scheduled' | 'sending', reque
  */
 function insertSends(tx: Tx, sends: { row: SendRow; emailId: string | null }[]) {
   const rows = sends.map(({ row, emailId }) => ({
-    id: row.id, org_id: row.org_id, status: row.status, request: row.request, from_address: row.from_address, scheduled_at: row.scheduled_at,
-    repeat_every_minutes: row.repeat_every_minutes, thread_id: row.thread_id, ticks: row.ticks, email_id: emailId, last_message_id: row.last_message_id,
+    id: row.id,
+    org_id: row.org_id,
+    status: row.status,
+    request: row.request,
+    from_address: row.from_address,
+    scheduled_at: row.scheduled_at,
+    repeat_every_minutes: row.repeat_every_minutes,
+    thread_id: row.thread_id,
+    ticks: row.ticks,
+    email_id: emailId,
+    last_message_id: row.last_message_id,
   }))
   return tx`
     insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
@@ -243,7 +300,7 @@ function admit(sends: Prepared[], counted: { org_id: string; hour: number; day: 
   return sends.map(p => {
     const c = counts.get(p.row.org_id)!
     const over = overLimit(p.limits, c)
-    if (!over) (c.hour++, c.day++)
+    if (!over) c.hour++, c.day++
     return over
   })
 }
@@ -273,7 +330,17 @@ interface Prepared {
  * The checks of a send (reply context, sender, gates, limits) and its first message, built and
  * signed; reads only. `request` gets the reply context and the inbox's display name.
  */
-async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, scheduledAt: Date | null, signingKey: SigningKey | null | undefined, facts: SendFacts, scope: string, key: string, payloadHash: Buffer): Promise<Prepared> {
+async function prepareSend(
+  sql: Tx,
+  auth: Auth,
+  request: NormalizedRequest,
+  scheduledAt: Date | null,
+  signingKey: SigningKey | null | undefined,
+  facts: SendFacts,
+  scope: string,
+  key: string,
+  payloadHash: Buffer,
+): Promise<Prepared> {
   let threadId: string | null = null
   if (request.in_reply_to_email_id) {
     const reply = await replyContext(sql, auth.orgId, request.in_reply_to_email_id, auth.boundAddress)
@@ -305,13 +372,24 @@ async function prepareSend(sql: Tx, auth: Auth, request: NormalizedRequest, sche
 function writeSends(tx: Tx, ctx: AppContext, ps: Prepared[]): Promise<{ inline: Inline; changes: ChangeInput[] }[]> {
   const emailIds = ps.map(p => (p.composed ? randomUUIDv7() : null))
   const stored = Promise.all(ps.map((p, i) => p.composed && storeComposed(ctx, tx, p.row, p.composed, emailIds[i]!)))
-  const jobs = enqueueEachWith(tx, insertSends(tx, ps.map((p, i) => ({ row: p.row, emailId: emailIds[i]! }))), EXECUTE_KIND, ps.map(p => ({
-    payload: { send_id: p.row.id },
-    runAt: p.future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),
-    maxAttempts: SEND_MAX_ATTEMPTS,
-    claimedBy: p.future ? undefined : inlineHolderId(ctx),
-  })))
-  const counted = countSends(tx, ps.map(p => p.row.org_id))
+  const jobs = enqueueEachWith(
+    tx,
+    insertSends(
+      tx,
+      ps.map((p, i) => ({ row: p.row, emailId: emailIds[i]! })),
+    ),
+    EXECUTE_KIND,
+    ps.map(p => ({
+      payload: { send_id: p.row.id },
+      runAt: p.future ? p.scheduledAt! : new Date(Date.now() + INLINE_GRACE_MS),
+      maxAttempts: SEND_MAX_ATTEMPTS,
+      claimedBy: p.future ? undefined : inlineHolderId(ctx),
+    })),
+  )
+  const counted = countSends(
+    tx,
+    ps.map(p => p.row.org_id),
+  )
   return Promise.all([stored, jobs, counted]).then(([emails, jobIds]) =>
     ps.map(({ row, composed }, i) => {
       const email = emails[i]
@@ -347,7 +425,10 @@ const sendWrites = perProcess(
         const [locked, found, , counted] = await Promise.all([locks, lookup, lockSendCounts(tx, orgIds), readSendCounts(tx, orgIds)])
         const recorded = new Set(found.map(r => `${r.scope}\n${r.key}`))
         const keyed = items.map((_, i) => (names.indexOf(names[i]!) !== i || !locked[i]!.locked ? 'busy' : recorded.has(names[i]!) ? 'recorded' : 'write'))
-        const limited = admit(items.filter((_, i) => keyed[i] === 'write'), counted)
+        const limited = admit(
+          items.filter((_, i) => keyed[i] === 'write'),
+          counted,
+        )
         let n = 0
         const verdicts = keyed.map(v => (v === 'write' ? (limited[n++] ?? 'write') : v))
         // written in the order of their organizations, as other batches lock the rows they share
@@ -365,7 +446,12 @@ const sendWrites = perProcess(
           : undefined
         const [results] = await Promise.all([written, record])
         // last in the transaction, as recordChanges must be
-        await commit(recordChanges(tx, results.flatMap(w => w.changes)))
+        await commit(
+          recordChanges(
+            tx,
+            results.flatMap(w => w.changes),
+          ),
+        )
         const inline = new Map(writing.map((p, n) => [p, results[n]!.inline]))
         return items.map((p, i) => (verdicts[i] === 'write' ? inline.get(p)! : (verdicts[i] as 'busy' | 'recorded' | ApiError)))
       }),
@@ -383,7 +469,8 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   // Read before the transaction: a key read inside it would wait for a second connection of the
   // pool, which transactions waiting the same way could all be holding. (No key: the sender is
   // refused below, or its domain was verified a moment ago; either way the job builds.)
-  const signingKey = scheduledAt && scheduledAt.getTime() > Date.now() ? undefined : await sendingKeyFor(ctx, { org_id: auth.orgId, request }).catch(() => undefined)
+  const signingKey =
+    scheduledAt && scheduledAt.getTime() > Date.now() ? undefined : await sendingKeyFor(ctx, { org_id: auth.orgId, request }).catch(() => undefined)
   const idem = { scope, key, payload: request, payloadHash }
   // Most sends are new: the key's record, the sender and the limits are read in one statement
   // and the send is checked and built outside any transaction, then written with the sends in
@@ -394,26 +481,55 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   const batched = prepared && (await sendWrites(ctx).submit(prepared))
   if (batched === 'busy') throw idempotencyBusy()
   if (batched instanceof ApiError) throw batched
-  const outcome = batched && batched !== 'recorded'
-    ? { data: prepared!.data, replayed: false, local: batched }
-    : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
-        prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request.from, idem), scope, key, payloadHash)
-        const p = prepared
-        // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
-        const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])
-        const [over] = admit([p], counted)
-        if (over) throw over
-        const local = writeSends(tx, ctx, [p]).then(async ([w]) => (await recordChanges(tx, w!.changes), w!.inline))
-        return { status: 200, data: p.data, local }
-      })
+  const outcome =
+    batched && batched !== 'recorded'
+      ? { data: prepared!.data, replayed: false, local: batched }
+      : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
+          prepared ??= await prepareSend(
+            tx,
+            auth,
+            request,
+            scheduledAt,
+            signingKey,
+            await sendFacts(tx, auth.orgId, request.from, idem),
+            scope,
+            key,
+            payloadHash,
+          )
+          const p = prepared
+          // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
+          const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])
+          const [over] = admit([p], counted)
+          if (over) throw over
+          const local = writeSends(tx, ctx, [p]).then(async ([w]) => (await recordChanges(tx, w!.changes), w!.inline))
+          return { status: 200, data: p.data, local }
+        })
   const { send_id: sendId, inline } = outcome.data
   if (!outcome.replayed) mailEvents(ctx).emitChange(auth.orgId)
   const written = inline ? outcome.local : undefined
   // The send's job, claimed when it was inserted, run here: it starts from what was just written,
   // deletes the job with the outcome and hands back the final row.
   const jobId = written?.jobId
-  const job: Job | null = jobId ? { id: jobId, kind: EXECUTE_KIND, payload: { send_id: sendId }, attempts: 1, max_attempts: SEND_MAX_ATTEMPTS, created_at: new Date(), locked_by: inlineHolderId(ctx) } : null
-  let send = job ? await runClaimed(ctx, executeJob, job, () => executeSend(ctx, sendId, written!.row, written!.built, job.id), final => final !== null) : null
+  const job: Job | null = jobId
+    ? {
+        id: jobId,
+        kind: EXECUTE_KIND,
+        payload: { send_id: sendId },
+        attempts: 1,
+        max_attempts: SEND_MAX_ATTEMPTS,
+        created_at: new Date(),
+        locked_by: inlineHolderId(ctx),
+      }
+    : null
+  let send = job
+    ? await runClaimed(
+        ctx,
+        executeJob,
+        job,
+        () => executeSend(ctx, sendId, written!.row, written!.built, job.id),
+        final => final !== null,
+      )
+    : null
   send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.
@@ -429,7 +545,15 @@ export function demoSend(body: SendMailRequest) {
   if (body.template) throw errors.validation('template', 'the sandbox reads no stored templates: send subject and body_text')
   const request = normalize(body)
   if (request.scheduled_at) parseTimestamp('scheduled_at', request.scheduled_at)
-  return { id: randomUUIDv7(), status: 'queued', from: request.from, accepted: [...request.to, ...(request.cc ?? []), ...(request.bcc ?? [])], rejected: [], idempotent_replay: false, demo: true as const }
+  return {
+    id: randomUUIDv7(),
+    status: 'queued',
+    from: request.from,
+    accepted: [...request.to, ...(request.cc ?? []), ...(request.bcc ?? [])],
+    rejected: [],
+    idempotent_replay: false,
+    demo: true as const,
+  }
 }
 
 const notScheduled = (s: SendRow) => new ApiError('not_scheduled', `sent email: is ${s.status}, not scheduled`, { status: s.status })
@@ -448,7 +572,8 @@ export async function updateSend(ctx: AppContext, orgId: string, id: string, pat
     }
     if (patch.repeat !== undefined) {
       if (!repeating && send.status !== 'scheduled') throw notScheduled(send)
-      if (patch.repeat === null) await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
+      if (patch.repeat === null)
+        await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
       else await tx`update sends set repeat_every_minutes = ${patch.repeat.every_minutes}, updated_at = now() where id = ${id}`
     }
     const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`

@@ -11,7 +11,9 @@ import { checkSignupCode, limitPerEmail, resendSignup, SIGNUP_LIMITS, startSignu
 import { sendVerificationMailNow } from './verification-mail.job'
 
 type Headers = Record<string, string | number | string[]>
-interface Server { requestIP(req: Request): { address: string } | null }
+interface Server {
+  requestIP(req: Request): { address: string } | null
+}
 
 export interface SignupRequest<B> {
   body: B
@@ -50,7 +52,11 @@ export async function handleResend(ctx: AppContext, kind: SignupKind, r: SignupR
     // no per-address limiter here: it may need the database connection this transaction holds
     // (the embedded database has one), and a resend is held to once a minute per signup anyway
     const resent = await resendSignup(ctx, tx, kind, r.body.signup_token)
-    return { status: 200, data: { sent: true as const, code_expires_in: SIGNUP_LIMITS.codeTtlSeconds, resend_after: SIGNUP_LIMITS.resendAfterSeconds }, local: resent.jobId }
+    return {
+      status: 200,
+      data: { sent: true as const, code_expires_in: SIGNUP_LIMITS.codeTtlSeconds, resend_after: SIGNUP_LIMITS.resendAfterSeconds },
+      local: resent.jobId,
+    }
   })
   await sendVerificationMailNow(ctx, outcome.local ?? null)
   return applyOutcome(r.set, key, outcome)

@@ -48,7 +48,6 @@ export interface SignupRow {
   completed_at: Date | null
 }
 
-
 function newCode(): string {
   return String(randomInt(0, 1_000_000)).padStart(6, '0')
 }
@@ -79,8 +78,7 @@ function tooSoon(retryAfter: number, message: string): ApiError {
   return errors.retryLater('rate_limit_exceeded', message, retryAfter)
 }
 
-const unusable = () =>
-  errors.validation('signup_token', 'unknown, expired or no longer usable; start the signup again', { reason: 'signup_token_invalid' })
+const unusable = () => errors.validation('signup_token', 'unknown, expired or no longer usable; start the signup again', { reason: 'signup_token_invalid' })
 
 /** Creates a signup and queues its first code mail; returns the signup token (shown once) and the mail job. */
 export async function startSignup(
@@ -117,15 +115,17 @@ async function findSignup(sql: Tx, kind: SignupKind, token: string, lock: boolea
   return row ?? null
 }
 
-const usable = (row: SignupRow | null): row is SignupRow =>
-  row?.live === true && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
+const usable = (row: SignupRow | null): row is SignupRow => row?.live === true && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
 
 /** A new code for the signup, mailed again; 429 within a minute of the last mail. */
 export async function resendSignup(ctx: AppContext, tx: Tx, kind: SignupKind, token: string): Promise<{ email: string; jobId: string | null }> {
   const row = await findSignup(tx, kind, token, true)
   if (!usable(row)) throw unusable()
   if (row.since_sent < SIGNUP_LIMITS.resendAfterSeconds) {
-    throw tooSoon(Math.max(1, Math.ceil(SIGNUP_LIMITS.resendAfterSeconds - row.since_sent)), `signup_token: a code was sent less than ${SIGNUP_LIMITS.resendAfterSeconds} seconds ago`)
+    throw tooSoon(
+      Math.max(1, Math.ceil(SIGNUP_LIMITS.resendAfterSeconds - row.since_sent)),
+      `signup_token: a code was sent less than ${SIGNUP_LIMITS.resendAfterSeconds} seconds ago`,
+    )
   }
   if (row.sends >= SIGNUP_LIMITS.maxSends) throw tooSoon(3600, `signup_token: at most ${SIGNUP_LIMITS.maxSends} codes per signup; start again later`)
   const code = newCode()
@@ -152,8 +152,14 @@ export async function checkSignupCode(ctx: AppContext, sql: Sql, kind: SignupKin
       await tx`update signups set failed_attempts = failed_attempts + 1 where id = ${row.id}`
       const left = SIGNUP_LIMITS.maxFailedAttempts - row.failed_attempts - 1
       return left > 0
-        ? errors.validation('verification_code', `is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, { reason: 'code_incorrect', attempts_remaining: left })
-        : errors.validation('verification_code', 'is incorrect; too many wrong codes, so this signup has ended; start again', { reason: 'signup_token_invalid', attempts_remaining: 0 })
+        ? errors.validation('verification_code', `is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, {
+            reason: 'code_incorrect',
+            attempts_remaining: left,
+          })
+        : errors.validation('verification_code', 'is incorrect; too many wrong codes, so this signup has ended; start again', {
+            reason: 'signup_token_invalid',
+            attempts_remaining: 0,
+          })
     }
     return errors.validation('verification_code', 'has expired; ask for a new one with resend', { reason: 'code_expired' })
   })

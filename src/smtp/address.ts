@@ -39,7 +39,7 @@ export function parseMailbox(path: string, role: 'sender' | 'recipient'): string
   const route = /^@[^,:]+(?:,@[^,:]+)*:/.exec(inner)
   if (route) {
     const hops = route[0].slice(0, -1).split(',')
-    if (!hops.every((h) => isDomain(h.slice(1)))) return null
+    if (!hops.every(h => isDomain(h.slice(1)))) return null
     inner = inner.slice(route[0].length)
   }
   const at = inner.lastIndexOf('@')
@@ -63,7 +63,7 @@ function isLocalPart(s: string): boolean {
 
 function isDomain(s: string): boolean {
   if (s === '' || byteLength(s) > MAX_DOMAIN) return false
-  return s.split('.').every((label) => byteLength(label) <= 63 && LABEL.test(label))
+  return s.split('.').every(label => byteLength(label) <= 63 && LABEL.test(label))
 }
 
 function isAddressLiteral(s: string): boolean {

@@ -80,7 +80,7 @@ export class DataReader {
         let p: number
         if (nextCr < 0) p = nextLf
         else if (nextLf < 0) p = nextCr
-        else p = Math.min(nextCr , nextLf)
+        else p = Math.min(nextCr, nextLf)
         if (p < 0) {
           i = len
           break

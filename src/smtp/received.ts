@@ -9,21 +9,10 @@ export function protocolName(esmtp: boolean, tls: boolean, smtputf8: boolean): s
 }
 
 /** RFC 5321 4.4 trace header, folded onto continuation lines. */
-export function receivedHeader(p: {
-  helo: string
-  remoteAddress: string
-  hostname: string
-  protocol: string
-  id: string
-  rcpt?: string
-  date: Date
-}): string {
+export function receivedHeader(p: { helo: string; remoteAddress: string; hostname: string; protocol: string; id: string; rcpt?: string; date: Date }): string {
   // The HELO name is client-controlled: keep it from breaking the header's structure.
   const helo = p.helo.replace(/[^\x21-\x7e]|[()\\;"<>]/g, '?')
-  const lines = [
-    `Received: from ${helo} (${addressLiteral(p.remoteAddress)})`,
-    `\tby ${p.hostname} with ${p.protocol} id ${p.id}`,
-  ]
+  const lines = [`Received: from ${helo} (${addressLiteral(p.remoteAddress)})`, `\tby ${p.hostname} with ${p.protocol} id ${p.id}`]
   // Only a single recipient is named: listing several would disclose Bcc recipients to each other.
   if (p.rcpt !== undefined) lines.push(`\tfor <${p.rcpt}>;`)
   else lines[lines.length - 1] += ';'

@@ -202,13 +202,13 @@ class Server {
       this.stopping = true
       listener.stop()
     }
-    const drained = new Promise<void>((resolve) => {
+    const drained = new Promise<void>(resolve => {
       if (this.connections.size === 0) resolve()
       else this.allClosed = resolve
     })
     for (const conn of this.connections) conn.session.shutdown()
     let timer: Timer | undefined
-    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
+    const grace = new Promise<void>(resolve => (timer = setTimeout(resolve, graceMs)))
     await Promise.race([drained, grace])
     clearTimeout(timer)
     for (const conn of [...this.connections]) conn.terminate()

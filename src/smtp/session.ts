@@ -46,17 +46,7 @@ export type SessionOptions = Pick<SmtpServerOptions, 'hostname' | 'maxMessageByt
   now?: () => Date
 }
 
-export type SessionOutcome =
-  | 'open'
-  | 'quit'
-  | 'peer-closed'
-  | 'idle-timeout'
-  | 'too-many-errors'
-  | 'refused'
-  | 'shutdown'
-  | 'tls-failed'
-  | 'aborted'
-  | 'error'
+export type SessionOutcome = 'open' | 'quit' | 'peer-closed' | 'idle-timeout' | 'too-many-errors' | 'refused' | 'shutdown' | 'tls-failed' | 'aborted' | 'error'
 
 type Phase = 'connecting' | 'ready' | 'rejected' | 'starttls' | 'closed'
 
@@ -64,7 +54,7 @@ const TOO_LONG = Symbol('line too long')
 
 export function newSessionId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(8))
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+  return Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('')
 }
 
 export class SmtpSession {
@@ -345,14 +335,7 @@ export class SmtpSession {
     this.esmtp = verb === 'EHLO'
     // RFC 2034: EHLO/HELO replies carry no enhanced status code.
     if (verb === 'HELO') return this.write(formatReply(250, undefined, this.opts.hostname))
-    const lines = [
-      `${this.opts.hostname} greets ${arg}`,
-      'PIPELINING',
-      `SIZE ${this.opts.maxMessageBytes}`,
-      '8BITMIME',
-      'SMTPUTF8',
-      'ENHANCEDSTATUSCODES',
-    ]
+    const lines = [`${this.opts.hostname} greets ${arg}`, 'PIPELINING', `SIZE ${this.opts.maxMessageBytes}`, '8BITMIME', 'SMTPUTF8', 'ENHANCEDSTATUSCODES']
     if (this.opts.tlsAvailable && !this.info.tls) lines.push('STARTTLS')
     this.write(formatReply(250, undefined, lines.join('\n')))
   }

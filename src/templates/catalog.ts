@@ -71,7 +71,7 @@ export const CATALOG: Entry[] = [
     slug: 'auto-responder',
     name: 'Auto-responder',
     description:
-      'A function (auto-responder) that answers every message to the address in its thread, a recipient route that feeds it that address\'s mail, an acknowledgement template (alias auto-reply) with the sender\'s name and subject, and the function\'s settings in its own memory (auto-responder/config: enabled, template_alias, from, signature).',
+      "A function (auto-responder) that answers every message to the address in its thread, a recipient route that feeds it that address's mail, an acknowledgement template (alias auto-reply) with the sender's name and subject, and the function's settings in its own memory (auto-responder/config: enabled, template_alias, from, signature).",
     variables: [
       { name: 'from_address', description: 'the address whose mail is answered, and that replies come from' },
       { name: 'signature', required: false, default: 'The team', description: 'closing line' },
@@ -83,12 +83,22 @@ export const CATALOG: Entry[] = [
         subject: 'Re: {{subject}}',
         body_text: 'Hello {{sender_name}},\n\nThanks for your message. We received it and will answer soon.\n\n{{signature}}',
         body_html: '<p>Hello {{sender_name}},</p><p>Thanks for your message. We received it and will answer soon.</p><p>{{signature}}</p>',
-        variables: [{ name: 'subject' }, { name: 'sender_name', required: false, default: 'there' }, { name: 'signature', required: false, default: 'The team' }],
+        variables: [
+          { name: 'subject' },
+          { name: 'sender_name', required: false, default: 'there' },
+          { name: 'signature', required: false, default: 'The team' },
+        ],
       },
     ],
     function: { name: 'auto-responder', code: AUTO_RESPONDER_CODE },
     route: { pattern: '{{from_address}}', to: 'function' },
-    memories: [{ key: 'auto-responder/config', scope: 'function', value: { enabled: true, template_alias: 'auto-reply', from: '{{from_address}}', signature: '{{signature}}' } }],
+    memories: [
+      {
+        key: 'auto-responder/config',
+        scope: 'function',
+        value: { enabled: true, template_alias: 'auto-reply', from: '{{from_address}}', signature: '{{signature}}' },
+      },
+    ],
   },
   {
     slug: 'forward-to-webhook',
@@ -108,7 +118,7 @@ export const CATALOG: Entry[] = [
     slug: 'payment-request',
     name: 'Payment request flow',
     description:
-      'Two templates, a payment request (alias payment-request) and a receipt (alias payment-receipt), and the flow\'s settings in memory (payments/config): ask for a USDC payment by email and confirm it once settled.',
+      "Two templates, a payment request (alias payment-request) and a receipt (alias payment-receipt), and the flow's settings in memory (payments/config): ask for a USDC payment by email and confirm it once settled.",
     variables: [
       { name: 'from_address', description: 'the address requests are sent from' },
       { name: 'network', required: false, default: 'base-sepolia', description: 'base or base-sepolia' },
@@ -119,7 +129,8 @@ export const CATALOG: Entry[] = [
         alias: 'payment-request',
         subject: 'Payment request: {{description}}',
         body_text: 'Hello,\n\nPlease pay {{amount}} USDC for {{description}}.\n{{#pay_url}}Pay here: {{pay_url}}\n{{/pay_url}}\nThank you.',
-        body_html: '<p>Hello,</p><p>Please pay <b>{{amount}} USDC</b> for {{description}}.</p>{{#pay_url}}<p><a href="{{pay_url}}">Pay here</a></p>{{/pay_url}}<p>Thank you.</p>',
+        body_html:
+          '<p>Hello,</p><p>Please pay <b>{{amount}} USDC</b> for {{description}}.</p>{{#pay_url}}<p><a href="{{pay_url}}">Pay here</a></p>{{/pay_url}}<p>Thank you.</p>',
         variables: [{ name: 'amount' }, { name: 'description' }, { name: 'pay_url', required: false }],
       },
       {
@@ -131,7 +142,13 @@ export const CATALOG: Entry[] = [
         variables: [{ name: 'amount' }, { name: 'description' }, { name: 'settle_tx' }],
       },
     ],
-    memories: [{ key: 'payments/config', scope: 'org', value: { request_template: 'payment-request', receipt_template: 'payment-receipt', from: '{{from_address}}', network: '{{network}}' } }],
+    memories: [
+      {
+        key: 'payments/config',
+        scope: 'org',
+        value: { request_template: 'payment-request', receipt_template: 'payment-receipt', from: '{{from_address}}', network: '{{network}}' },
+      },
+    ],
   },
 ]
 

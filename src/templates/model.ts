@@ -18,7 +18,9 @@ export const VariableSchema = t.Object(
 const parts = {
   subject: t.String({ minLength: 1, maxLength: 998, pattern: SINGLE_LINE, description: 'a single line of Mustache' }),
   body_text: t.String({ maxLength: 1_000_000, description: 'Mustache; nothing is escaped in text' }),
-  body_html: t.Optional(Nullable(t.String({ maxLength: 1_000_000, description: 'Mustache; every {{value}} is HTML-escaped, and unescaped output is refused' }))),
+  body_html: t.Optional(
+    Nullable(t.String({ maxLength: 1_000_000, description: 'Mustache; every {{value}} is HTML-escaped, and unescaped output is refused' })),
+  ),
   variables: t.Optional(t.Array(VariableSchema, { maxItems: 50, description: 'the only names the template may use and data may carry; default []' })),
 }
 

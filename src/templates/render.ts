@@ -70,7 +70,11 @@ export function checkTemplate(t: TemplateSource, prefix = ''): void {
     if (declared.has(v.name)) throw errors.validation(`${prefix}variables[${i}].name`, `"${v.name}" is declared twice`)
     declared.add(v.name)
   }
-  const parts: [string, string | null | undefined, boolean][] = [['subject', t.subject, false], ['body_text', t.body_text, false], ['body_html', t.body_html, true]]
+  const parts: [string, string | null | undefined, boolean][] = [
+    ['subject', t.subject, false],
+    ['body_text', t.body_text, false],
+    ['body_html', t.body_html, true],
+  ]
   for (const [field, source, html] of parts) {
     if (source == null) continue
     for (const name of references(prefix + field, source, html)) {
@@ -91,7 +95,11 @@ export function dataProblems(t: TemplateSource, data: Record<string, unknown>): 
 /** Renders a checked template; throws validation_error naming missing or undeclared variables. */
 export function render(t: TemplateSource, data: Record<string, unknown>, field = 'template.data'): Rendered {
   const { missing, undeclared } = dataProblems(t, data)
-  if (undeclared.length) throw errors.validation(field, `${undeclared.map(n => `"${n}"`).join(', ')} ${undeclared.length > 1 ? 'are not declared variables' : 'is not a declared variable'} of the template`)
+  if (undeclared.length)
+    throw errors.validation(
+      field,
+      `${undeclared.map(n => `"${n}"`).join(', ')} ${undeclared.length > 1 ? 'are not declared variables' : 'is not a declared variable'} of the template`,
+    )
   if (missing.length) throw errors.validation(field, `missing ${missing.map(n => `"${n}"`).join(', ')}`)
   const view: Record<string, unknown> = Object.create(null)
   for (const v of t.variables) view[v.name] = v.name in data ? data[v.name] : (v.default ?? '')

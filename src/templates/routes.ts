@@ -43,12 +43,16 @@ export function templateRoutes(ctx: AppContext) {
       response: { 200: Ok(Validation) },
       detail: {
         summary: 'Check a template and render it with test data',
-        description: 'Give an unsaved template, or a stored one by id or alias, and data. The answer names missing and undeclared variables and the template\'s own errors; valid is true when it renders.',
+        description:
+          "Give an unsaved template, or a stored one by id or alias, and data. The answer names missing and undeclared variables and the template's own errors; valid is true when it renders.",
       },
     })
     .get('/catalog', () => CATALOG.map(presentEntry), {
       response: { 200: Ok(t.Array(CatalogEntry)) },
-      detail: { summary: 'Installable setups', description: 'Ready-made agent setups: their templates and settings. Install one with POST /v1/templates/install.' },
+      detail: {
+        summary: 'Installable setups',
+        description: 'Ready-made agent setups: their templates and settings. Install one with POST /v1/templates/install.',
+      },
     })
     .post(
       '/install',
@@ -58,13 +62,15 @@ export function templateRoutes(ctx: AppContext) {
       },
       {
         body: Install,
-        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: 'a retry with the same key returns the original result without installing again' })) }),
+        headers: t.Object({
+          'idempotency-key': t.Optional(t.String({ description: 'a retry with the same key returns the original result without installing again' })),
+        }),
         response: { 201: Ok(Installed) },
         detail: {
           summary: 'Install a catalog setup',
           description:
             'Creates every resource of the setup (templates, a function, an endpoint, a recipient route, memories) in one transaction and lists them. Each is created as its own operation would create it, with its rules; ' +
-            'if one cannot be (an alias, function name or route pattern in use: 409 conflict; the plan\'s endpoint limit: 403 feature_disabled; a memory quota: 403 quota_exceeded; an unsafe URL or bad pattern: 400) nothing is. ' +
+            "if one cannot be (an alias, function name or route pattern in use: 409 conflict; the plan's endpoint limit: 403 feature_disabled; a memory quota: 403 quota_exceeded; an unsafe URL or bad pattern: 400) nothing is. " +
             'A function runtime key (SERVICE_API_KEY) may not install (403 forbidden): a setup may deploy a function, with a credential of its own.',
         },
       },

@@ -121,9 +121,14 @@ export async function renderStored(sql: Tx, orgId: string, ref: { id?: string; a
  * Checks a template (given, or stored) and renders it with test data, reporting rather than
  * throwing what is wrong: the template's own errors, missing and undeclared variables.
  */
-export async function validateTemplate(sql: Sql, orgId: string, body: { template?: Omit<TemplateInput, 'name'>; id?: string; alias?: string; data?: Record<string, unknown> }) {
+export async function validateTemplate(
+  sql: Sql,
+  orgId: string,
+  body: { template?: Omit<TemplateInput, 'name'>; id?: string; alias?: string; data?: Record<string, unknown> },
+) {
   const given = body.template !== undefined
-  if ([given, body.id !== undefined, body.alias !== undefined].filter(Boolean).length !== 1) throw errors.validation('template', 'give exactly one of template, id and alias')
+  if ([given, body.id !== undefined, body.alias !== undefined].filter(Boolean).length !== 1)
+    throw errors.validation('template', 'give exactly one of template, id and alias')
   const source: TemplateSource = given ? { ...body.template!, variables: body.template!.variables ?? [] } : await findTemplate(sql, orgId, body, 'id')
   const data = body.data ?? {}
   const report = { valid: false, errors: [] as string[], missing: [] as string[], undeclared: [] as string[], rendered: null as Rendered | null }

@@ -22,7 +22,9 @@ const ScheduleIn = t.Object(
     at: t.Optional(Timestamp('once, at this instant')),
     cron: t.Optional(t.String({ minLength: 9, maxLength: 100, description: 'five fields (minute hour day month weekday), evaluated in time_zone' })),
     time_zone: t.Optional(t.String({ maxLength: 64, description: 'IANA name such as Europe/Paris; default UTC; only with cron' })),
-    every_minutes: t.Optional(t.Integer({ minimum: WAKE_MIN_INTERVAL_MINUTES, maximum: 527_040, description: `every this many minutes (at least ${WAKE_MIN_INTERVAL_MINUTES})` })),
+    every_minutes: t.Optional(
+      t.Integer({ minimum: WAKE_MIN_INTERVAL_MINUTES, maximum: 527_040, description: `every this many minutes (at least ${WAKE_MIN_INTERVAL_MINUTES})` }),
+    ),
   },
   { additionalProperties: false, description: 'exactly one of at, cron (with time_zone) and every_minutes' },
 )

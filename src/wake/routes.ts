@@ -74,7 +74,11 @@ export function wakeRoutes(ctx: AppContext) {
         set.status = 202
         return presentRun(await runWakeNow(ctx.sql, auth.orgId, params.id))
       },
-      { params: Id, response: { 202: Ok(WakeRun) }, detail: { summary: 'Run a wake now', description: `Outside its schedule, enabled or not; manual is true. ${RUNS}` } },
+      {
+        params: Id,
+        response: { 202: Ok(WakeRun) },
+        detail: { summary: 'Run a wake now', description: `Outside its schedule, enabled or not; manual is true. ${RUNS}` },
+      },
     )
     .get(
       '/:id/runs',

@@ -50,13 +50,23 @@ async function finish(ctx: AppContext, run: Loaded, status: 'delivered' | 'faile
       update wake_runs set status = ${status}, response_status = ${responseStatus}, last_error = ${error}, finished_at = now()
        where id = ${run.id}`
     // a one-shot wake is done once its run got through
-    if (status === 'delivered' && run.wake.schedule_type === 'at' && !run.manual) await tx`update wakes set enabled = false, updated_at = now() where id = ${run.wake_id}`
-    await recordChanges(tx, [{
-      orgId: run.org_id,
-      type: status === 'delivered' ? 'wake.run_delivered' : 'wake.run_failed',
-      resource: { type: 'wake_run', id: run.id },
-      data: { run_id: run.id, wake_id: run.wake_id, command: run.wake.command.name, scheduled_for: new Date(run.scheduled_for).toISOString(), late: run.late, response_status: responseStatus },
-    }])
+    if (status === 'delivered' && run.wake.schedule_type === 'at' && !run.manual)
+      await tx`update wakes set enabled = false, updated_at = now() where id = ${run.wake_id}`
+    await recordChanges(tx, [
+      {
+        orgId: run.org_id,
+        type: status === 'delivered' ? 'wake.run_delivered' : 'wake.run_failed',
+        resource: { type: 'wake_run', id: run.id },
+        data: {
+          run_id: run.id,
+          wake_id: run.wake_id,
+          command: run.wake.command.name,
+          scheduled_for: new Date(run.scheduled_for).toISOString(),
+          late: run.late,
+          response_status: responseStatus,
+        },
+      },
+    ])
   })
   mailEvents(ctx).emitChange(run.org_id)
 }
@@ -69,7 +79,16 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
     if (!run.address) throw new Error('the agent connection is revoked')
     // the command is a change on the connection's own feed, written with the run's outcome
     await ctx.sql.begin(tx =>
-      recordChanges(tx, [{ orgId: run.org_id, id: `evt_${run.id.replaceAll('-', '')}`, type: 'wake.command', resource: { type: 'wake_run', id: run.id }, addresses: [run.address!], data: JSON.parse(body) }]),
+      recordChanges(tx, [
+        {
+          orgId: run.org_id,
+          id: `evt_${run.id.replaceAll('-', '')}`,
+          type: 'wake.command',
+          resource: { type: 'wake_run', id: run.id },
+          addresses: [run.address!],
+          data: JSON.parse(body),
+        },
+      ]),
     )
     mailEvents(ctx).emitChange(run.org_id)
     return { status: null }
@@ -80,16 +99,24 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
   if (functionId) {
     const headers: [string, string][] = [['content-type', 'application/json'], ['user-agent', 'agent-mail-wake/1'], ...Object.entries(signed)]
     // a guest request's body travels base64-encoded (sandbox/protocol.ts)
-    const invocation = await invokeFunction(ctx, { orgId: run.org_id, functionId, request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body: Buffer.from(body).toString('base64') } })
+    const invocation = await invokeFunction(ctx, {
+      orgId: run.org_id,
+      functionId,
+      request: { method: 'POST', url: `${ctx.config.PUBLIC_URL}/wake/${wake.id}`, headers, body: Buffer.from(body).toString('base64') },
+    })
     if (!invocation) throw new Error('the function has no deployment to run')
     const status = invocation.result.response?.status ?? null
-    if (invocation.result.outcome !== 'ok' || status === null || status < 200 || status > 299) throw new Error(`function answered ${status ?? invocation.result.outcome}`)
+    if (invocation.result.outcome !== 'ok' || status === null || status < 200 || status > 299)
+      throw new Error(`function answered ${status ?? invocation.result.outcome}`)
     return { status }
   }
   if (!run.url) throw new Error('the endpoint is deactivated')
   const target = await checkWebhookUrl(run.url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
   const outcome = await postWebhook(target, body, signed, ctx.config.WEBHOOK_TIMEOUT_MS, run.id)
-  if (!outcome.ok) throw Object.assign(new Error(outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : (outcome.message ?? 'no response')), { status: outcome.status })
+  if (!outcome.ok)
+    throw Object.assign(new Error(outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : (outcome.message ?? 'no response')), {
+      status: outcome.status,
+    })
   return { status: outcome.status }
 }
 

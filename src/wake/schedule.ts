@@ -51,7 +51,8 @@ export function parseSchedule(input: { at?: string; cron?: string; time_zone?: s
     const cron = cronOf(input.cron, zone, field)
     const [a, b] = cron.nextRuns(2, now)
     if (!a) throw errors.validation(`${field}.cron`, 'never fires')
-    if (b && b.getTime() - a.getTime() < WAKE_MIN_INTERVAL_MINUTES * 60_000) throw errors.validation(`${field}.cron`, `fires more often than every ${WAKE_MIN_INTERVAL_MINUTES} minute`)
+    if (b && b.getTime() - a.getTime() < WAKE_MIN_INTERVAL_MINUTES * 60_000)
+      throw errors.validation(`${field}.cron`, `fires more often than every ${WAKE_MIN_INTERVAL_MINUTES} minute`)
     return { schedule_type: 'cron', run_at: null, cron: input.cron.trim(), time_zone: zone, every_minutes: null }
   }
   return { schedule_type: 'every', run_at: null, cron: null, time_zone: null, every_minutes: input.every_minutes! }

@@ -122,8 +122,13 @@ export async function createWake(sql: Sql, orgId: string, input: WakeInput, now 
     if (enabled) await checkActiveCap(tx, orgId, existing?.id ?? null)
     const next = nextSlot(schedule, now)
     const fields = {
-      target_type: input.target.type, target_id: input.target.id.toLowerCase(), ...schedule, command: tx.json(input.command as never),
-      enabled, next_run_at: next, updated_at: now,
+      target_type: input.target.type,
+      target_id: input.target.id.toLowerCase(),
+      ...schedule,
+      command: tx.json(input.command as never),
+      enabled,
+      next_run_at: next,
+      updated_at: now,
     }
     if (existing) {
       const [row] = await tx<WakeRow[]>`update wakes set ${tx(fields as never)} where id = ${existing.id} returning *`

@@ -75,7 +75,12 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
     target = await checkWebhookUrl(d.endpoint_url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
   } catch (error) {
     const status = opts.last ? 'failed' : 'pending'
-    await record(ctx, { id: d.id, status, error: `url refused at send time: ${(error as Error).message}`, code: opts.last ? 'queue_dead_letter' : 'url_refused' })
+    await record(ctx, {
+      id: d.id,
+      status,
+      error: `url refused at send time: ${(error as Error).message}`,
+      code: opts.last ? 'queue_dead_letter' : 'url_refused',
+    })
     return { status }
   }
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
@@ -87,9 +92,9 @@ export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, o
     return { status, outcome }
   }
   const status = opts.last ? 'failed' : 'pending'
-  const error = outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : outcome.message ?? 'no response'
+  const error = outcome.status !== null ? `endpoint answered HTTP ${outcome.status}` : (outcome.message ?? 'no response')
   // A final failure without any HTTP answer is a dead letter: dispatch kept failing.
-  const code = outcome.status !== null ? `http_${outcome.status}` : opts.last ? 'queue_dead_letter' : outcome.error ?? 'connection_failed'
+  const code = outcome.status !== null ? `http_${outcome.status}` : opts.last ? 'queue_dead_letter' : (outcome.error ?? 'connection_failed')
   await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status, error, code })
   return { status, outcome }
 }
@@ -125,7 +130,12 @@ export type FunctionDelivery = (
 async function sendToFunction(ctx: AppContext, d: DeliveryRow, opts: AttemptOptions): Promise<AttemptResult> {
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
   const headers = signedHeaders(await cachedSigningSecrets(ctx, d.org_id), d.event_id, body)
-  const outcome = await ctx.plugins.deliverToFunction(ctx, { id: d.id, orgId: d.org_id, endpointUrl: d.endpoint_url, eventId: d.event_id, emailId: d.payload.email.id }, body, headers)
+  const outcome = await ctx.plugins.deliverToFunction(
+    ctx,
+    { id: d.id, orgId: d.org_id, endpointUrl: d.endpoint_url, eventId: d.event_id, emailId: d.payload.email.id },
+    body,
+    headers,
+  )
   if (outcome.ok) {
     const status = outcome.confirmed ? 'header_confirmed' : 'delivered'
     await record(ctx, { id: d.id, status, durationMs: outcome.durationMs, responseStatus: outcome.status })
@@ -163,7 +173,18 @@ const recorders = perProcess(
       const column = <T>(pick: (o: Outcome) => T | undefined) => latest.map(o => pick(o) ?? null)
       // The outcomes and their changes in the feed commit together; a retry still pending is not a change.
       const settled = await sql.begin(async tx => {
-        const rows = await tx<{ id: string; org_id: string; email_id: string; endpoint_id: string; event_id: string; status: string; last_error_code: string | null; attempt_count: number }[]>`
+        const rows = await tx<
+          {
+            id: string
+            org_id: string
+            email_id: string
+            endpoint_id: string
+            event_id: string
+            status: string
+            last_error_code: string | null
+            attempt_count: number
+          }[]
+        >`
           update webhook_deliveries w
              set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
                  last_error = v.last_error, last_error_code = v.last_error_code, updated_at = now()
@@ -173,12 +194,22 @@ const recorders = perProcess(
            where w.id = v.id
           returning w.id, w.org_id, w.email_id, w.endpoint_id, w.event_id, w.status, w.last_error_code, w.attempt_count`
         const final = rows.filter(r => r.status !== 'pending')
-        await recordChanges(tx, final.map(r => ({
-          orgId: r.org_id,
-          type: 'delivery.status_changed',
-          resource: { type: 'delivery', id: r.id },
-          data: { status: r.status, email_id: r.email_id, endpoint_id: r.endpoint_id, event_id: r.event_id, attempt_count: r.attempt_count, last_error_code: r.last_error_code },
-        })))
+        await recordChanges(
+          tx,
+          final.map(r => ({
+            orgId: r.org_id,
+            type: 'delivery.status_changed',
+            resource: { type: 'delivery', id: r.id },
+            data: {
+              status: r.status,
+              email_id: r.email_id,
+              endpoint_id: r.endpoint_id,
+              event_id: r.event_id,
+              attempt_count: r.attempt_count,
+              last_error_code: r.last_error_code,
+            },
+          })),
+        )
         return final
       })
       for (const org of new Set(settled.map(r => r.org_id))) mailEvents(ctx).emitChange(org)

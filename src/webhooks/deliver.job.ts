@@ -21,7 +21,10 @@ interface DeliverPayload {
 }
 
 function deliverMany(ctx: AppContext, jobs: Job<DeliverPayload>[]): Promise<void>[] {
-  const begun = beginAttempts(ctx, jobs.map(job => job.payload.delivery_id))
+  const begun = beginAttempts(
+    ctx,
+    jobs.map(job => job.payload.delivery_id),
+  )
   return jobs.map(async job => {
     const result = await sendAttempt(ctx, (await begun).get(job.payload.delivery_id), { last: job.attempts >= job.max_attempts })
     if (result.status === 'pending') throw new Error(`attempt ${job.attempts} failed: ${result.outcome?.status ?? result.outcome?.error ?? 'not sent'}`)

@@ -17,7 +17,9 @@ export const Delivery = t.Object({
   duration_ms: Nullable(t.Integer()),
   response_status: Nullable(t.Integer({ description: 'HTTP status of the last attempt' })),
   last_error: Nullable(t.String()),
-  last_error_code: Nullable(t.String({ description: 'http_<status>, content_discarded, superseded, queue_dead_letter; while retrying also timeout, connection_failed or url_refused' })),
+  last_error_code: Nullable(
+    t.String({ description: 'http_<status>, content_discarded, superseded, queue_dead_letter; while retrying also timeout, connection_failed or url_refused' }),
+  ),
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
   email: t.Object({ sender: Nullable(t.String()), recipient: Nullable(t.String()), subject: Nullable(t.String()) }),

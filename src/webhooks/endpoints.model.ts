@@ -32,8 +32,7 @@ export const Rules = t.Object(
 )
 
 const Kind = t.Union([t.Literal('http'), t.Literal('function')])
-const DomainIdOrNull = (description: string) =>
-  t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description })
+const DomainIdOrNull = (description: string) => t.Union([t.String({ format: 'uuid' }), t.Null()], { error: 'must be a domain id (uuid) or null', description })
 const SLOT = 'a domain of the organization (needs the webhooks_per_domain entitlement); null = the org-wide fallback slot'
 
 export const Endpoint = t.Object({
@@ -57,7 +56,8 @@ export const CreateEndpoint = t.Object({
     t.String({
       minLength: 1,
       maxLength: 2048,
-      description: 'required for http, forbidden for function: an https URL on a publicly reachable host (private, loopback and link-local addresses are refused)',
+      description:
+        'required for http, forbidden for function: an https URL on a publicly reachable host (private, loopback and link-local addresses are refused)',
     }),
   ),
   function_id: t.Optional(t.String({ format: 'uuid', description: 'a function id (uuid)' })),

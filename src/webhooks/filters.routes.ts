@@ -60,7 +60,8 @@ export function filterRoutes(ctx: AppContext) {
       response: { 200: Ok(Filter) },
       detail: {
         summary: 'Enable or disable a filter',
-        description: 'enabled is the only field that changes; to change type, pattern or domain_id, delete the filter and create a new one (other fields are 400).',
+        description:
+          'enabled is the only field that changes; to change type, pattern or domain_id, delete the filter and create a new one (other fields are 400).',
       },
     })
     .delete('/:id', async ({ auth, params }) => ({ ...(await deleteFilter(ctx.sql, auth.orgId, params.id)), deleted: true as const }), {

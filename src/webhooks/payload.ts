@@ -97,10 +97,20 @@ export const EmailEventSchema = t.Object(
         reply_to: t.Array(Mailbox),
         body_text: NullStr,
         body_html: NullStr,
-        attachments: t.Array(t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr })),
+        attachments: t.Array(
+          t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr }),
+        ),
       }),
       envelope: t.Object({ mail_from: t.String({ description: "'' for a bounce" }), rcpt_to: t.Array(Str) }),
-      authentication: t.Object({ spf: t.Object({ result: Str }), dkim: t.Array(t.Object({ result: Str, domain: Str })), dmarc: t.Object({ result: Str }), arc: t.Object({ result: Str }) }, { description: 'only `pass` means authenticated' }),
+      authentication: t.Object(
+        {
+          spf: t.Object({ result: Str }),
+          dkim: t.Array(t.Object({ result: Str, domain: Str })),
+          dmarc: t.Object({ result: Str }),
+          arc: t.Object({ result: Str }),
+        },
+        { description: 'only `pass` means authenticated' },
+      ),
       raw_url: t.String({ description: 'the exact message; the token parameter is valid 24 hours' }),
       attachments_url: t.String({ description: 'a tar.gz of the attachments; the token parameter is valid 24 hours' }),
     }),

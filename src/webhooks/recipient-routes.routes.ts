@@ -23,7 +23,9 @@ export function recipientRouteRoutes(ctx: AppContext) {
         body: t.Object({
           pattern: t.String({ minLength: 1, maxLength: 500, description: PATTERN }),
           endpoint_id: t.Optional(t.String({ format: 'uuid', description: 'an active endpoint with is_route_target true' })),
-          function_id: t.Optional(t.String({ format: 'uuid', description: "a function: the route goes to the function's route-target endpoint, created when it has none" })),
+          function_id: t.Optional(
+            t.String({ format: 'uuid', description: "a function: the route goes to the function's route-target endpoint, created when it has none" }),
+          ),
         }),
         response: { 201: Ok(Route) },
         detail: {

@@ -41,7 +41,9 @@ interface Routing {
  * without an active endpoint only the endpoints are looked up.
  */
 async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
-  const [row] = await tx<{ endpoints: EndpointRow[] | null; routes: ActiveRoute[] | null; filters: FilterRow[] | null; domains: { id: string; name: string }[] | null }[]>`
+  const [row] = await tx<
+    { endpoints: EndpointRow[] | null; routes: ActiveRoute[] | null; filters: FilterRow[] | null; domains: { id: string; name: string }[] | null }[]
+  >`
     with active as (
       select id, kind, url, function_id, enabled, domain_id, is_route_target, rules from endpoints
        where org_id = ${orgId} and deactivated_at is null)
@@ -97,11 +99,15 @@ function filterVerdict(r: Routing, sender: string, domainIds: Set<string | null>
 }
 
 /** Why the endpoint's rules refuse this message, or null. Sizes are approximate, as documented. */
-export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sender: string; sizeBytes: number; attachmentBytes: number; attachmentCount: number }): string | null {
+export function rulesVerdict(
+  rules: EndpointRules,
+  m: { eventType: string; sender: string; sizeBytes: number; attachmentBytes: number; attachmentCount: number },
+): string | null {
   if (rules.event_types && !rules.event_types.includes(m.eventType)) return `rules.event_types: ${m.eventType} is not subscribed`
   if (rules.max_size_bytes !== undefined && m.sizeBytes > rules.max_size_bytes) return `rules.max_size_bytes: message is ${m.sizeBytes} bytes`
   if (rules.exclude_attachments && m.attachmentCount > 0) return 'rules.exclude_attachments: message has attachments'
-  if (rules.attachment_limit_mb !== undefined && m.attachmentBytes > rules.attachment_limit_mb * 1024 * 1024) return `rules.attachment_limit_mb: attachments total ${m.attachmentBytes} bytes`
+  if (rules.attachment_limit_mb !== undefined && m.attachmentBytes > rules.attachment_limit_mb * 1024 * 1024)
+    return `rules.attachment_limit_mb: attachments total ${m.attachmentBytes} bytes`
   if (rules.sender_whitelist && !rules.sender_whitelist.includes(m.sender)) return `rules.sender_whitelist: ${m.sender} is not listed`
   if (rules.sender_blacklist?.includes(m.sender)) return `rules.sender_blacklist: ${m.sender} is listed`
   return null
@@ -112,7 +118,13 @@ export function rulesVerdict(rules: EndpointRules, m: { eventType: string; sende
  * `routingOf` is the batch's routing cache. Returns their `delivery.created` changes, for the
  * caller to record with the message's own (the feed's counter is taken last).
  */
-export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEmail, mail: ParsedMail, routingOf: ReturnType<typeof routingCache>): Promise<ChangeInput[]> {
+export async function enqueueDeliveries(
+  tx: Tx,
+  ctx: AppContext,
+  email: StoredEmail,
+  mail: ParsedMail,
+  routingOf: ReturnType<typeof routingCache>,
+): Promise<ChangeInput[]> {
   const routing = await routingOf(tx, email.orgId)
   if (!routing.endpoints.length) return []
   const targets = new Map<string, EndpointRow>()
@@ -145,7 +157,18 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, email: StoredEm
     // HTTP and function endpoints alike: the attempt invokes a function in a sandbox (src/functions/delivery.ts).
     if (!skipped) await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery
-    created.push(deliveryCreated({ id, orgId: email.orgId, endpointId: endpoint.id, eventId: event, eventType: email.eventType, emailId: email.id, status, reason: skipped }))
+    created.push(
+      deliveryCreated({
+        id,
+        orgId: email.orgId,
+        endpointId: endpoint.id,
+        eventId: event,
+        eventType: email.eventType,
+        emailId: email.id,
+        status,
+        reason: skipped,
+      }),
+    )
   }
   return created
 }

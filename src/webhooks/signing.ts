@@ -14,7 +14,12 @@ export function serviceSignature(secrets: string[], timestamp: number, body: str
 
 export function standardWebhookSignature(secrets: string[], id: string, timestamp: number, body: string): string {
   return secrets
-    .map(s => `v1,${createHmac('sha256', Buffer.from(s.replace(/^whsec_/, ''), 'base64')).update(`${id}.${timestamp}.${body}`).digest('base64')}`)
+    .map(
+      s =>
+        `v1,${createHmac('sha256', Buffer.from(s.replace(/^whsec_/, ''), 'base64'))
+          .update(`${id}.${timestamp}.${body}`)
+          .digest('base64')}`,
+    )
     .join(' ')
 }
 

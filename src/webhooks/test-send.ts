@@ -50,8 +50,26 @@ function syntheticEvent(eventId: string, address: string) {
       thread_id: randomUUIDv7(),
       received_at: now,
       size_bytes: 0,
-      headers: { from: 'Test Sender <test@example.com>', to: address, cc: null, reply_to: null, subject: 'Test delivery', date: now, message_id: `<${eventId}@test>`, in_reply_to: null, references: [] },
-      parsed: { from: { address: 'test@example.com', name: 'Test Sender' }, to: [{ address, name: '' }], cc: [], reply_to: [], body_text: 'This is a test delivery.', body_html: null, attachments: [] },
+      headers: {
+        from: 'Test Sender <test@example.com>',
+        to: address,
+        cc: null,
+        reply_to: null,
+        subject: 'Test delivery',
+        date: now,
+        message_id: `<${eventId}@test>`,
+        in_reply_to: null,
+        references: [],
+      },
+      parsed: {
+        from: { address: 'test@example.com', name: 'Test Sender' },
+        to: [{ address, name: '' }],
+        cc: [],
+        reply_to: [],
+        body_text: 'This is a test delivery.',
+        body_html: null,
+        attachments: [],
+      },
       envelope: { mail_from: 'test@example.com', rcpt_to: [address] },
       authentication: { spf: { result: 'none' }, dkim: [], dmarc: { result: 'none' }, arc: { result: 'none' } },
     },
@@ -59,52 +77,51 @@ function syntheticEvent(eventId: string, address: string) {
 }
 
 export function endpointTestRoutes(ctx: AppContext) {
-  return new Elysia({ prefix: '/v1/endpoints', tags: ['Webhook endpoints'] })
-    .use(authenticated(ctx))
-    .post(
-      '/:id/test',
-      async ({ auth, params }) => {
-        const [endpoint] = await ctx.sql<{ kind: string; url: string | null }[]>`
+  return new Elysia({ prefix: '/v1/endpoints', tags: ['Webhook endpoints'] }).use(authenticated(ctx)).post(
+    '/:id/test',
+    async ({ auth, params }) => {
+      const [endpoint] = await ctx.sql<{ kind: string; url: string | null }[]>`
           select kind, url from endpoints where id = ${params.id} and org_id = ${auth.orgId} and deactivated_at is null`
-        if (!endpoint) throw errors.notFound('endpoint')
-        if (endpoint.kind !== 'http' || !endpoint.url) throw errors.conflict('endpoint: test sends are for HTTP endpoints; test a function with POST /v1/functions/{id}/test')
-        const target = await checkWebhookUrl(endpoint.url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
-        const slot = await takeTestSlot(ctx, auth.orgId)
-        const eventId = `evt_test_${randomUUIDv7().replaceAll('-', '')}`
-        const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
-        const headers = signedHeaders(await cachedSigningSecrets(ctx, auth.orgId), eventId, body)
-        const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
-        const [verified] = await ctx.sql`
+      if (!endpoint) throw errors.notFound('endpoint')
+      if (endpoint.kind !== 'http' || !endpoint.url)
+        throw errors.conflict('endpoint: test sends are for HTTP endpoints; test a function with POST /v1/functions/{id}/test')
+      const target = await checkWebhookUrl(endpoint.url, ctx.resolver, ctx.config.WEBHOOK_ALLOW_LOOPBACK)
+      const slot = await takeTestSlot(ctx, auth.orgId)
+      const eventId = `evt_test_${randomUUIDv7().replaceAll('-', '')}`
+      const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
+      const headers = signedHeaders(await cachedSigningSecrets(ctx, auth.orgId), eventId, body)
+      const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
+      const [verified] = await ctx.sql`
           select 1 from domains where org_id = ${auth.orgId} and status = 'verified'
              and (${target.url.hostname} = name or ${target.url.hostname} like '%.' || name)`
-        if (outcome.ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
-        return {
-          event_id: eventId,
-          status: outcome.status,
-          body: outcome.body.slice(0, BODY_PREVIEW_BYTES),
-          signature: headers['service-signature']!,
-          duration_ms: outcome.durationMs,
-          error: outcome.message ?? null,
-        }
+      if (outcome.ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
+      return {
+        event_id: eventId,
+        status: outcome.status,
+        body: outcome.body.slice(0, BODY_PREVIEW_BYTES),
+        signature: headers['service-signature']!,
+        duration_ms: outcome.durationMs,
+        error: outcome.message ?? null,
+      }
+    },
+    {
+      params: IdParams,
+      response: {
+        200: Ok(
+          t.Object({
+            event_id: t.String(),
+            status: t.Union([t.Integer(), t.Null()], { description: 'the HTTP status the endpoint answered; null when it did not answer' }),
+            body: t.String({ description: `the first ${BODY_PREVIEW_BYTES} bytes of its answer` }),
+            signature: t.String({ description: 'the exact Service-Signature header value sent' }),
+            duration_ms: t.Integer(),
+            error: t.Union([t.String(), t.Null()]),
+          }),
+        ),
       },
-      {
-        params: IdParams,
-        response: {
-          200: Ok(
-            t.Object({
-              event_id: t.String(),
-              status: t.Union([t.Integer(), t.Null()], { description: 'the HTTP status the endpoint answered; null when it did not answer' }),
-              body: t.String({ description: `the first ${BODY_PREVIEW_BYTES} bytes of its answer` }),
-              signature: t.String({ description: 'the exact Service-Signature header value sent' }),
-              duration_ms: t.Integer(),
-              error: t.Union([t.String(), t.Null()]),
-            }),
-          ),
-        },
-        detail: {
-          summary: 'Send a signed test event to an endpoint',
-          description: `HTTP endpoints only. ${TESTS_PER_HOUR} per hour and ${TESTS_PER_MINUTE} per minute per organization; successful tests and tests to a URL on a verified domain do not count against the per-minute limit.`,
-        },
+      detail: {
+        summary: 'Send a signed test event to an endpoint',
+        description: `HTTP endpoints only. ${TESTS_PER_HOUR} per hour and ${TESTS_PER_MINUTE} per minute per organization; successful tests and tests to a URL on a verified domain do not count against the per-minute limit.`,
       },
-    )
+    },
+  )
 }

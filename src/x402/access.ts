@@ -17,7 +17,11 @@ const entitled = perProcess(() => new LRUCache<string, true>({ max: 10_000, ttl:
 
 export async function requireX402(ctx: AppContext, orgId: string) {
   if (entitled(ctx).has(orgId)) return
-  requireEntitlement(await planAccess(ctx.sql, orgId), 'x402_payments', 'x402 payments need the x402_payments entitlement (power and platinum plans, or granted by the operator)')
+  requireEntitlement(
+    await planAccess(ctx.sql, orgId),
+    'x402_payments',
+    'x402 payments need the x402_payments entitlement (power and platinum plans, or granted by the operator)',
+  )
   entitled(ctx).set(orgId, true)
 }
 

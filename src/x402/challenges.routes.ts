@@ -20,10 +20,14 @@ export function challengeRoutes(ctx: AppContext) {
       async ({ auth, body, headers, set }) => {
         const key = idempotencyKeyOf(headers)
         // kept for its payment, which then needs no read of it (pay.service.ts)
-        const create = async (sql: Sql | Tx) => presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })), ctx.config.PUBLIC_URL)
+        const create = async (sql: Sql | Tx) =>
+          presentChallenge(remembered(await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })), ctx.config.PUBLIC_URL)
         // without a key the challenge is one statement: no transaction around it
         const outcome = key
-          ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({ status: 201, data: await create(tx) }))
+          ? await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({
+              status: 201,
+              data: await create(tx),
+            }))
           : { status: 201, replayed: false, data: await create(ctx.sql) }
         return applyOutcome(set, key, outcome)
       },
@@ -52,11 +56,11 @@ export function challengeRoutes(ctx: AppContext) {
       detail: {
         summary: 'Pay a challenge',
         description:
-          "Called by the paying organization with its own credentials: its spend policy applies, and the challenge id lets it pay, not read. `payment` is the x402 v1 payload " +
+          'Called by the paying organization with its own credentials: its spend policy applies, and the challenge id lets it pay, not read. `payment` is the x402 v1 payload ' +
           '(`{x402Version: 1, scheme: "exact", network, payload: {signature, authorization: {from, to, value, validAfter, validBefore, nonce}}}`), built for example with the ' +
           "`x402` package: `preparePaymentHeader(from, 1, payment_requirements)`, set `payload.authorization.nonce` to the challenge's `authorization_nonce`, `signPaymentHeader`, and send the decoded header. " +
-          'It is verified against the stored challenge only, then the token\'s authorizationState is read, the transfer simulated and sent; the receipt comes back synchronously. ' +
-          'A settled challenge returns the original receipt. Failures: 422 payment_verification_failed (details.reasons, several at once; payer_mismatch when the challenge is already claimed with another payer\'s authorization), 422 payment_declined (spend policy; the challenge stays pending), ' +
+          "It is verified against the stored challenge only, then the token's authorizationState is read, the transfer simulated and sent; the receipt comes back synchronously. " +
+          "A settled challenge returns the original receipt. Failures: 422 payment_verification_failed (details.reasons, several at once; payer_mismatch when the challenge is already claimed with another payer's authorization), 422 payment_declined (spend policy; the challenge stays pending), " +
           "422 settle_cap_exceeded (the payee's caps; the challenge fails, nothing moves on chain), 422 challenge_expired, 502 settlement_failed with reasons insufficient_funds (permanent), " +
           'authorization_already_used (permanent), facilitator_unavailable and settlement_failed (transient, Retry-After) or settlement_misconfigured (operator fault); ' +
           '409 conflict when another payment of the challenge or another challenge holds this authorization. Every failure carries details {reasons, failure_category}.',

@@ -6,7 +6,21 @@
  * Our own verification has run before either is called; their failures are classified into the
  * spec's settlement reasons.
  */
-import { BaseError, ContractFunctionRevertedError, decodeFunctionResult, encodeFunctionData, hexToNumber, numberToHex, InsufficientFundsError, keccak256, parseSignature, TransactionReceiptNotFoundError, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  decodeFunctionResult,
+  encodeFunctionData,
+  hexToNumber,
+  numberToHex,
+  InsufficientFundsError,
+  keccak256,
+  parseSignature,
+  TransactionReceiptNotFoundError,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem'
 import { sendRawTransactionSync } from 'viem/actions'
 import type { Config } from '../config'
 import { perProcess, type AppContext } from '../context'
@@ -15,7 +29,12 @@ import { rpcUrl } from './chain'
 import { TOKEN_ABI, type Authorization } from './token'
 import { signingAccount } from './secp256k1'
 
-export type SettlementFailure = 'insufficient_funds' | 'facilitator_unavailable' | 'settlement_misconfigured' | 'settlement_failed' | 'authorization_already_used'
+export type SettlementFailure =
+  | 'insufficient_funds'
+  | 'facilitator_unavailable'
+  | 'settlement_misconfigured'
+  | 'settlement_failed'
+  | 'authorization_already_used'
 
 export type SettleFailed = { ok: false; reason: SettlementFailure; message: string }
 export type SettleResult = { ok: true; tx: `0x${string}` } | SettleFailed
@@ -57,14 +76,19 @@ export function classifyChainError(error: unknown): SettleFailed {
   const revert = error instanceof BaseError ? (error.walk(e => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null) : null
   const reason = revert?.reason ?? message
   if (/exceeds balance/i.test(reason)) return fail('insufficient_funds', 'the payer does not hold enough of the token')
-  if (/authorization is used|used or canceled/i.test(reason)) return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
+  if (/authorization is used|used or canceled/i.test(reason))
+    return fail('authorization_already_used', 'the authorization was already used or canceled on chain')
   // the settler's own funds (the node's words, or viem's error for them), not the payer's token balance
   const full = String((error as Error)?.message ?? error)
-  if ((error instanceof BaseError && error.walk(e => e instanceof InsufficientFundsError)) || /insufficient funds for gas|insufficient funds for transfer|gas required exceeds/i.test(full)) {
+  if (
+    (error instanceof BaseError && error.walk(e => e instanceof InsufficientFundsError)) ||
+    /insufficient funds for gas|insufficient funds for transfer|gas required exceeds/i.test(full)
+  ) {
     return fail('settlement_misconfigured', 'the settler account cannot pay for gas')
   }
   const text = `${message} ${(error as Error)?.name ?? ''}`
-  if (/HTTP request failed|fetch failed|ECONNREFUSED|Unable to connect|timed? ?out|TimeoutError|socket/i.test(text)) return fail('facilitator_unavailable', 'the chain RPC endpoint did not answer')
+  if (/HTTP request failed|fetch failed|ECONNREFUSED|Unable to connect|timed? ?out|TimeoutError|socket/i.test(text))
+    return fail('facilitator_unavailable', 'the chain RPC endpoint did not answer')
   return fail('settlement_failed', `settlement did not complete: ${reason}`.slice(0, 300))
 }
 
@@ -87,7 +111,13 @@ const rpcCode = (error: unknown, code: number) => error instanceof BaseError && 
 
 const isUnsupportedMethod = (error: unknown) =>
   error instanceof BaseError &&
-  Boolean(error.walk(e => [-32601, -32004].includes((e as { code?: number }).code ?? 0) || /method .*(not found|not supported|does not exist|unsupported)/i.test((e as Error).message ?? '')))
+  Boolean(
+    error.walk(
+      e =>
+        [-32601, -32004].includes((e as { code?: number }).code ?? 0) ||
+        /method .*(not found|not supported|does not exist|unsupported)/i.test((e as Error).message ?? ''),
+    ),
+  )
 
 type BatchEntry = { result: unknown } | { error: unknown }
 
@@ -238,7 +268,10 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
         // authorizationState, the simulation and the pending count in one batch; each read that
         // does not come back from it is made on its own (the simulation as eth_estimateGas, above)
         const batch = readBatch([
-          { method: 'eth_call', params: [{ to: info.usdc, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'authorizationState', args: [a.from, a.nonce] }) }, 'latest'] },
+          {
+            method: 'eth_call',
+            params: [{ to: info.usdc, data: encodeFunctionData({ abi: TOKEN_ABI, functionName: 'authorizationState', args: [a.from, a.nonce] }) }, 'latest'],
+          },
           { method: 'eth_call', params: [{ from: account.address, to: info.usdc, data, gas: numberToHex(SETTLE_GAS_LIMIT) }, 'latest'] },
           { method: 'eth_getTransactionCount', params: [account.address, 'pending'] },
         ])
@@ -247,7 +280,9 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
           const e = (await batch)?.[i]
           return e && 'result' in e && typeof e.result === 'string' ? (e.result as Hex) : null
         }
-        const used = entry(0).then(r => (r === null ? req.authorizationUsed() : decodeFunctionResult({ abi: TOKEN_ABI, functionName: 'authorizationState', data: r })))
+        const used = entry(0).then(r =>
+          r === null ? req.authorizationUsed() : decodeFunctionResult({ abi: TOKEN_ABI, functionName: 'authorizationState', data: r }),
+        )
         const estimate = () => client.estimateContractGas({ ...call, account })
         const gasLimit = entry(1).then(async r => {
           if (r !== null) return SETTLE_GAS_LIMIT

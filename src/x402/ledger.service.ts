@@ -28,9 +28,23 @@ interface LedgerRowDb {
 
 /** a CSV export carries at most this many rows; beyond, it is cut and says so (X-Truncated) */
 export const CSV_MAX_ROWS = 10_000
-const COLUMNS = ['id', 'challenge_id', 'direction', 'status', 'amount', 'asset', 'network', 'counterparty', 'settle_tx', 'failure_reason', 'created_at', 'updated_at'] as const
+const COLUMNS = [
+  'id',
+  'challenge_id',
+  'direction',
+  'status',
+  'amount',
+  'asset',
+  'network',
+  'counterparty',
+  'settle_tx',
+  'failure_reason',
+  'created_at',
+  'updated_at',
+] as const
 
-const columns = (sql: Sql | Tx) => sql`id, challenge_id, direction, status, amount::text as amount, asset, network, counterparty, settle_tx, failure_reason, created_at, updated_at`
+const columns = (sql: Sql | Tx) =>
+  sql`id, challenge_id, direction, status, amount::text as amount, asset, network, counterparty, settle_tx, failure_reason, created_at, updated_at`
 
 function where(sql: Sql | Tx, orgId: string, f: LedgerFilters) {
   return sql`org_id = ${orgId}

@@ -28,7 +28,10 @@ export const PaymentRequirements = t.Object(
     description: t.String(),
     mimeType: t.String(),
     maxTimeoutSeconds: t.Integer({ description: 'the x402 client signs validBefore = now + maxTimeoutSeconds' }),
-    extra: t.Object({ name: t.String(), version: t.String() }, { description: "the token's EIP-712 domain name and version: USDC/2 on base-sepolia, USD Coin/2 on base" }),
+    extra: t.Object(
+      { name: t.String(), version: t.String() },
+      { description: "the token's EIP-712 domain name and version: USDC/2 on base-sepolia, USD Coin/2 on base" },
+    ),
   },
   { description: 'x402 v1 PaymentRequirements' },
 )

@@ -18,7 +18,18 @@ import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
 import { declinedError, declineReasons, recordDecline, type DeclineReason } from './policy.service'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
-import { holdSettlementLock, paymentFactsOf, PERMANENT, prepareSettlement, releaseSettlementLock, settleClaimed, settleNow, settlementError, type SettleOutcome, type SettlementRow } from './settle.service'
+import {
+  holdSettlementLock,
+  paymentFactsOf,
+  PERMANENT,
+  prepareSettlement,
+  releaseSettlementLock,
+  settleClaimed,
+  settleNow,
+  settlementError,
+  type SettleOutcome,
+  type SettlementRow,
+} from './settle.service'
 import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
@@ -154,7 +165,10 @@ type Claim =
   | { kind: 'claimed'; settlement: SettlementRow; jobId: string; endpoints: PaymentEndpoint[]; prepared: Promise<Prepared> }
   | { kind: 'settled'; outcome: SettleOutcome }
 
-type ChallengeState = Pick<ChallengeRow, 'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons' | 'expires_at'>
+type ChallengeState = Pick<
+  ChallengeRow,
+  'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons' | 'expires_at'
+>
 
 /** How many times a claim is decided before it gives up: each new decision follows another claim's commit. */
 const MAX_DECISIONS = 5
@@ -169,7 +183,7 @@ async function claimWithinCaps(ctx: AppContext, conn: ReservedSql, req: PayReque
       return await claimSettlement(ctx, conn, req, challenge)
     } catch (error) {
       if (!isOverCaps(error)) throw error
-      if (decision === MAX_DECISIONS) throw errors.conflict('payment: concurrent payments keep taking the caps\' headroom; retry', { reason: 'caps_contended' })
+      if (decision === MAX_DECISIONS) throw errors.conflict("payment: concurrent payments keep taking the caps' headroom; retry", { reason: 'caps_contended' })
     }
   }
 }
@@ -276,7 +290,10 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     } catch (error) {
       // the lock, if the claim was written, outlives the transaction (the COMMIT, or ROLLBACK, is on the wire ahead of this)
       await releaseSettlementLock(tx, s.id).catch(() => {})
-      const failed = await inserted.then(() => null, e => e)
+      const failed = await inserted.then(
+        () => null,
+        e => e,
+      )
       if (isUniqueViolation(failed, AUTHORIZATION_KEY)) {
         throw errors.conflict('payment: this authorization was already presented for another challenge', { reason: 'authorization_already_claimed' })
       }
@@ -307,7 +324,14 @@ function settlementOf(challenge: ChallengeRow, payerOrg: string | null, paymentP
     payment: {
       paymentPayload,
       paymentRequirements: paymentRequirements(challenge),
-      authorization: { from: a.from, to: a.to, value: a.value.toString(), validAfter: a.validAfter.toString(), validBefore: a.validBefore.toString(), nonce: a.nonce },
+      authorization: {
+        from: a.from,
+        to: a.to,
+        value: a.value.toString(),
+        validAfter: a.validAfter.toString(),
+        validBefore: a.validBefore.toString(),
+        nonce: a.nonce,
+      },
       signature: verified.signature,
     },
     status: 'pending',

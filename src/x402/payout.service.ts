@@ -28,7 +28,8 @@ export function payoutStatement(orgId: string, network: Network, address: string
   ].join('\n')
 }
 
-const STATEMENT = /^Register x402 payout address\norganization: ([0-9a-f-]{36})\nnetwork: (base|base-sepolia)\naddress: (0x[0-9a-fA-F]{40})\nissued_at: (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/
+const STATEMENT =
+  /^Register x402 payout address\norganization: ([0-9a-f-]{36})\nnetwork: (base|base-sepolia)\naddress: (0x[0-9a-fA-F]{40})\nissued_at: (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/
 
 export interface PayoutRow {
   id: string
@@ -66,7 +67,8 @@ export async function registerPayoutAddress(
   if (network !== input.network) throw errors.validation('message', `names network ${network}, not ${input.network}`)
   if (stated!.toLowerCase() !== address.toLowerCase()) throw errors.validation('message', 'names another address')
   const age = (now.getTime() - Date.parse(issued!)) / 1000
-  if (!(age <= STATEMENT_MAX_AGE_SECONDS)) throw errors.validation('message', `was issued more than ${STATEMENT_MAX_AGE_SECONDS / 60} minutes ago; sign a fresh one`)
+  if (!(age <= STATEMENT_MAX_AGE_SECONDS))
+    throw errors.validation('message', `was issued more than ${STATEMENT_MAX_AGE_SECONDS / 60} minutes ago; sign a fresh one`)
   if (age < -CLOCK_SKEW_SECONDS) throw errors.validation('message', 'is issued in the future')
   if (!/^0x[0-9a-fA-F]{130}$/.test(input.signature)) throw errors.validation('signature', 'must be a 65-byte hex EIP-191 signature')
   let signer: string
@@ -98,4 +100,3 @@ export async function listPayoutAddresses(sql: Sql | Tx, orgId: string): Promise
 /** `422 no_payout_address`: the network has no default payout address. */
 export const noPayoutAddress = (network: Network) =>
   new ApiError('no_payout_address', `network: no payout address registered for ${network}; POST /v1/x402/payout-addresses first`, { network })
-

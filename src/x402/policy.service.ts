@@ -45,7 +45,11 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
       paused: u.paused ?? current.paused,
       per_payment_cap: has('per_payment_cap') ? (u.per_payment_cap ?? null) : current.per_payment_cap,
       daily_cap: has('daily_cap') ? (u.daily_cap ?? null) : current.daily_cap,
-      payee_allowlist: has('payee_allowlist') ? (u.payee_allowlist ? [...new Set(u.payee_allowlist.map(a => a.toLowerCase()))] : null) : current.payee_allowlist,
+      payee_allowlist: has('payee_allowlist')
+        ? u.payee_allowlist
+          ? [...new Set(u.payee_allowlist.map(a => a.toLowerCase()))]
+          : null
+        : current.payee_allowlist,
     }
     const [row] = await tx<PolicyRow[]>`
       insert into x402_spend_policies (org_id, paused, per_payment_cap, daily_cap, payee_allowlist, updated_at)
@@ -62,7 +66,11 @@ export async function updateSpendPolicy(sql: Sql, orgId: string, u: PolicyUpdate
  * (or has in flight) this UTC day (totals.ts), with its daily cap: the claim's own statement
  * checks the day's sum again as it adds to it, so concurrent claims cannot together pass it.
  */
-export async function declineReasons(tx: Tx, payerOrg: string, c: Pick<ChallengeRow, 'amount' | 'pay_to'>): Promise<{ dailyCap: bigint | null; reasons: DeclineReason[] }> {
+export async function declineReasons(
+  tx: Tx,
+  payerOrg: string,
+  c: Pick<ChallengeRow, 'amount' | 'pay_to'>,
+): Promise<{ dailyCap: bigint | null; reasons: DeclineReason[] }> {
   // the day's total is read with the policy (one statement), whether or not a daily cap is set
   const [row] = await tx<(Omit<PolicyRow, 'paused'> & { paused: boolean | null; spent: string })[]>`
     select p.paused, p.per_payment_cap::text, p.daily_cap::text, p.payee_allowlist, p.updated_at,

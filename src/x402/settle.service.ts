@@ -87,7 +87,10 @@ export const releaseSettlementLock = (tx: Tx, settlementId: string) => tx`select
 export async function settleNow(
   ctx: AppContext,
   settlementId: string,
-  opts: { lastAttempt?: boolean; /** a newer signature of the same authorization (same from and nonce), to send instead */ replacement?: SettlementRow['payment'] } = {},
+  opts: {
+    lastAttempt?: boolean /** a newer signature of the same authorization (same from and nonce), to send instead */
+    replacement?: SettlementRow['payment']
+  } = {},
 ): Promise<SettleOutcome> {
   // the transaction lasts the attempt, chain step included: a connection of the settlements' pool
   return pipelinedTransaction(settlementSql(ctx), async (tx, commit) => {
@@ -101,7 +104,10 @@ export async function settleNow(
         update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
          where id = ${settlementId} and status = 'pending'
          returning *, amount::text as amount`,
-      paymentEndpoints(tx, tx`select payee_org from x402_settlements where id = ${settlementId} union select payer_org from x402_settlements where id = ${settlementId}`),
+      paymentEndpoints(
+        tx,
+        tx`select payee_org from x402_settlements where id = ${settlementId} union select payer_org from x402_settlements where id = ${settlementId}`,
+      ),
     ])
     if (!s) {
       const [done] = await tx<{ status: string; tx_hash: string | null; failure_reason: string | null; payer: string; settled_at: Date | null }[]>`
@@ -132,7 +138,10 @@ export async function settleClaimed(
   try {
     const outcome = await attempt(ctx, s, claimed.prepared)
     return await pipelinedTransaction(conn, (tx, commit) =>
-      record(tx, commit, ctx, s, outcome, claimed.endpoints, { jobId: claimed.jobId, release: () => releaseSettlementLock(tx, s.id).then(() => (released = true)) }),
+      record(tx, commit, ctx, s, outcome, claimed.endpoints, {
+        jobId: claimed.jobId,
+        release: () => releaseSettlementLock(tx, s.id).then(() => (released = true)),
+      }),
     )
   } finally {
     if (!released) await releaseSettlementLock(conn, s.id).catch(() => {})
@@ -170,14 +179,19 @@ async function record(
     writePaymentEvents(
       tx,
       ctx,
-      settled ? { type: 'payment.settled', ...paymentFactsOf(s), settleTx: settled } : { type: 'payment.failed', ...paymentFactsOf(s), failure: { reason: reason!, category: 'settlement', reasons: [reason!] } },
+      settled
+        ? { type: 'payment.settled', ...paymentFactsOf(s), settleTx: settled }
+        : { type: 'payment.failed', ...paymentFactsOf(s), failure: { reason: reason!, category: 'settlement', reasons: [reason!] } },
       endpoints,
     ),
   )
   return settled ? { status: 'settled', tx: settled, settledAt: c!.settled_at!, payer: s.payer } : { status: 'failed', reason: reason! }
 }
 
-type AttemptOutcome = { status: 'settled'; tx: string } | { status: 'failed'; reason: SettlementFailure } | { status: 'retry'; reason: SettlementFailure; message: string }
+type AttemptOutcome =
+  | { status: 'settled'; tx: string }
+  | { status: 'failed'; reason: SettlementFailure }
+  | { status: 'retry'; reason: SettlementFailure; message: string }
 
 /** The read-only part of settling `s` (see `Facilitator.prepare`), which may start before its claim is durable. Never rejects. */
 export function prepareSettlement(ctx: AppContext, s: SettlementRow): Promise<Prepared> {

@@ -25,7 +25,9 @@ export function settlementSql(ctx: AppContext): Sql {
   let pool = pools.get(ctx.sql)
   if (!pool) {
     // the process pool's parsed settings (types, transforms) with a size of its own
-    pool = postgres({ ...ctx.sql.options, max: ctx.config.X402_SETTLEMENT_CONNECTIONS, idle_timeout: IDLE_SECONDS } as unknown as postgres.Options<Record<string, never>>) as unknown as Sql
+    pool = postgres({ ...ctx.sql.options, max: ctx.config.X402_SETTLEMENT_CONNECTIONS, idle_timeout: IDLE_SECONDS } as unknown as postgres.Options<
+      Record<string, never>
+    >) as unknown as Sql
     pools.set(ctx.sql, pool)
   }
   return pool

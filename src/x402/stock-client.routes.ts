@@ -66,9 +66,18 @@ export function stockClientRoutes(ctx: AppContext) {
       if (v1 || v2) {
         const payment = v2 ? fromV2(decodeHeader('PAYMENT-SIGNATURE', v2)) : decodeHeader('X-PAYMENT', v1!)
         const receipt = await payChallenge(ctx, { challengeId: challenge.id, payerOrg: null, payment, verify: { anyNonce: true } })
-        const settle = { success: true, transaction: receipt.settle_tx, network: v2 ? networkInfo(receipt.network).caip2 : receipt.network, payer: receipt.payer }
+        const settle = {
+          success: true,
+          transaction: receipt.settle_tx,
+          network: v2 ? networkInfo(receipt.network).caip2 : receipt.network,
+          payer: receipt.payer,
+        }
         return new Response(JSON.stringify({ success: true, data: receipt }), {
-          headers: { 'content-type': 'application/json', [v2 ? 'payment-response' : 'x-payment-response']: b64(settle), 'access-control-expose-headers': 'X-PAYMENT-RESPONSE, PAYMENT-RESPONSE' },
+          headers: {
+            'content-type': 'application/json',
+            [v2 ? 'payment-response' : 'x-payment-response']: b64(settle),
+            'access-control-expose-headers': 'X-PAYMENT-RESPONSE, PAYMENT-RESPONSE',
+          },
         }) as never
       }
       if (challenge.status === 'settled') return payChallenge(ctx, { challengeId: challenge.id, payerOrg: null, payment: null })
@@ -91,7 +100,10 @@ export function stockClientRoutes(ctx: AppContext) {
         402: Bare(
           t.Object(
             { x402Version: t.Literal(1), error: t.String(), accepts: t.Array(PaymentRequirements) },
-            { description: 'x402 v1 body; the same requirements are in the v2 PAYMENT-REQUIRED header (base64 JSON, CAIP-2 networks such as eip155:84532, `amount`)' },
+            {
+              description:
+                'x402 v1 body; the same requirements are in the v2 PAYMENT-REQUIRED header (base64 JSON, CAIP-2 networks such as eip155:84532, `amount`)',
+            },
           ),
         ),
       },

@@ -84,8 +84,8 @@ export function addClaimToTotals(tx: Tx, claim: string, s: { payee_org: string; 
  * pending, so send them ahead of the statement that records the failure.
  */
 export function takeFailureFromTotals(tx: Tx, s: { id: string; payee_org: string; payer_org: string | null }) {
-  return keysOf(s).map(
-    k => tx`
+  return keysOf(s).map(k =>
+    tx`
       update x402_totals t set amount = t.amount - s.amount
         from x402_settlements s
        where s.id = ${s.id} and s.status = 'pending'

@@ -56,7 +56,15 @@ export type Verified = { ok: true; authorization: Authorization; signature: Hex 
  * separator are computed once, leaving two keccaks over 256 bytes per payment.
  */
 const TYPE_HASH = keccak256(toHex('TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)'))
-const STRUCT = [{ type: 'bytes32' }, { type: 'address' }, { type: 'address' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }] as const
+const STRUCT = [
+  { type: 'bytes32' },
+  { type: 'address' },
+  { type: 'address' },
+  { type: 'uint256' },
+  { type: 'uint256' },
+  { type: 'uint256' },
+  { type: 'bytes32' },
+] as const
 const DOMAIN_TYPES = {
   EIP712Domain: [
     { name: 'name', type: 'string' },
@@ -72,7 +80,10 @@ export function authorizationDigest(network: Network, token: Hex, a: Authorizati
   const key = `${network}:${token}`
   let separator = domainSeparators.get(key)
   if (!separator) {
-    separator = hashDomain({ domain: { name: info.eip712.name, version: info.eip712.version, chainId: BigInt(info.chainId), verifyingContract: getAddress(token) }, types: DOMAIN_TYPES })
+    separator = hashDomain({
+      domain: { name: info.eip712.name, version: info.eip712.version, chainId: BigInt(info.chainId), verifyingContract: getAddress(token) },
+      types: DOMAIN_TYPES,
+    })
     domainSeparators.set(key, separator)
   }
   const struct = keccak256(encodeAbiParameters(STRUCT, [TYPE_HASH, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce]))
@@ -94,7 +105,8 @@ function parsePayload(payment: unknown): Parsed {
   const p = payment as Payload
   const a = p?.payload?.authorization
   const sig = p?.payload?.signature
-  if (!p || typeof p !== 'object' || p.x402Version !== 1 || p.scheme !== 'exact' || !a || typeof a !== 'object') return { ok: false, reasons: ['malformed_payload'] }
+  if (!p || typeof p !== 'object' || p.x402Version !== 1 || p.scheme !== 'exact' || !a || typeof a !== 'object')
+    return { ok: false, reasons: ['malformed_payload'] }
   const str = (v: unknown) => (typeof v === 'string' ? v : '')
   if (typeof sig !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(sig)) reasons.add('malformed_payload')
   for (const field of ['value', 'validAfter', 'validBefore'] as const) if (!UINT.test(str(a[field]))) reasons.add('malformed_payload')

@@ -22,7 +22,6 @@ function tempDir(prefix: string) {
   return dir
 }
 
-
 async function admin(script: string, args: string[], env: Record<string, string | undefined>) {
   const proc = Bun.spawn([script, ...args], { env: devEnv(env), stdout: 'pipe', stderr: 'pipe' })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])

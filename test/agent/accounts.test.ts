@@ -44,7 +44,12 @@ describe('create', () => {
     for (const body of [{ terms_accepted: false }, {}, { terms_accepted: 'true' }, { terms_accepted: 1 }]) {
       expectError(await request('POST', '/v1/agent/accounts', { body, ip: freshIp() }), 400, 'validation_error', /^terms_accepted: /)
     }
-    expectError(await request('POST', '/v1/agent/accounts', { body: { terms_accepted: true, plan: 'platinum' }, ip: freshIp() }), 400, 'validation_error', 'plan: is not a known field')
+    expectError(
+      await request('POST', '/v1/agent/accounts', { body: { terms_accepted: true, plan: 'platinum' }, ip: freshIp() }),
+      400,
+      'validation_error',
+      'plan: is not a known field',
+    )
     const [after] = await ctx.sql`select count(*)::int as n from orgs`
     expect(after!.n).toBe(before!.n)
   })

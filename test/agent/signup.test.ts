@@ -13,8 +13,10 @@ import { lastCode, mailsTo, newEmail, unique, wrongCode } from '../helpers/ident
 const t = await testApp()
 const sql = await testSql()
 
-const start = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/agent/signup/start', { body, headers, ip })
-const verify = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/agent/signup/verify', { body, headers, ip })
+const start = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/agent/signup/start', { body, headers, ip })
+const verify = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/agent/signup/verify', { body, headers, ip })
 
 async function started(email = newEmail('agent')) {
   const data = expectOk(await start({ email, terms_accepted: true, device_name: 'build-runner' }), 201)

@@ -35,7 +35,12 @@ describe('create', () => {
 
   test('a name longer than 100 characters is rejected', async () => {
     const org = await createOrg()
-    expectError(await request('POST', '/v1/api-keys', { key: org.key, body: { name: 'n'.repeat(101) } }), 400, 'validation_error', 'name: must be at most 100 characters')
+    expectError(
+      await request('POST', '/v1/api-keys', { key: org.key, body: { name: 'n'.repeat(101) } }),
+      400,
+      'validation_error',
+      'name: must be at most 100 characters',
+    )
   })
 })
 
@@ -189,7 +194,11 @@ describe('created_after', () => {
     const first = await request('GET', `/v1/api-keys?limit=1&created_after=${encodeURIComponent('2026-01-01T09:00:00Z')}`, { key })
     expect(first.body.meta.total).toBe(2)
     expect(expectOk(first).map((k: { name: string }) => k.name)).toEqual(['late'])
-    const second = await request('GET', `/v1/api-keys?limit=1&created_after=${encodeURIComponent('2026-01-01T09:00:00Z')}&cursor=${encodeURIComponent(first.body.meta.cursor)}`, { key })
+    const second = await request(
+      'GET',
+      `/v1/api-keys?limit=1&created_after=${encodeURIComponent('2026-01-01T09:00:00Z')}&cursor=${encodeURIComponent(first.body.meta.cursor)}`,
+      { key },
+    )
     expect(expectOk(second).map((k: { name: string }) => k.name)).toEqual(['early'])
     expect(second.body.meta.cursor).toBeNull()
   })

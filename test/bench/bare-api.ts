@@ -28,7 +28,8 @@ async function answer(method: string, path: string): Promise<[number, string]> {
     const { rows, total } = await listEmails(sql, orgId, { limit: 50, after: null }, { since: null, addresses: [] })
     return [200, JSON.stringify({ success: true, data: rows.slice(0, 50).map(presentSummary), meta: { total, limit: 50, cursor: null } })]
   }
-  if (method === 'POST' && path.startsWith('/v1/inboxes')) return [201, JSON.stringify({ success: true, data: presentManagedInbox(await createInbox(sql, orgId, domain, {})) })]
+  if (method === 'POST' && path.startsWith('/v1/inboxes'))
+    return [201, JSON.stringify({ success: true, data: presentManagedInbox(await createInbox(sql, orgId, domain, {})) })]
   return [404, '{"success":false}']
 }
 

@@ -50,7 +50,9 @@ function summarize(name: string, sender: RateResult, got: Consumed) {
   }
   latencies.sort((a, b) => a - b)
   const n = (v: number | string) => String(v).padStart(10)
-  console.log(`${name.padEnd(28)}${n(got.consumers.length)}${n(latencies.length)}${n(percentile(latencies, 50).toFixed(2))}${n(percentile(latencies, 99).toFixed(2))}${n(percentile(latencies, 100).toFixed(2))}${n(missing)}${n(got.duplicates)}`)
+  console.log(
+    `${name.padEnd(28)}${n(got.consumers.length)}${n(latencies.length)}${n(percentile(latencies, 50).toFixed(2))}${n(percentile(latencies, 99).toFixed(2))}${n(percentile(latencies, 100).toFixed(2))}${n(missing)}${n(got.duplicates)}`,
+  )
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), missing, duplicates: got.duplicates }
 }
 
@@ -59,17 +61,45 @@ export async function changesBench(sql: Sql, dbUrl: string): Promise<void> {
   // 40 consumers answered once per message or so: the plan's 3000/min would turn the run into a 429 benchmark
   await setApiLimitCommand(sql, org.org_id, '100000000')
   const inbox = await sql.begin(tx => createManagedInbox(tx, org.org_id, MANAGED_DOMAIN))
-  const message = ['From: Bench <bench@sender.bench.example>', `To: <${inbox.address}>`, 'Subject: changes @@MARK@@', 'Message-ID: <@@ID@@@sender.bench.example>', '', 'hello', ''].join('\r\n')
+  const message = [
+    'From: Bench <bench@sender.bench.example>',
+    `To: <${inbox.address}>`,
+    'Subject: changes @@MARK@@',
+    'Message-ID: <@@ID@@@sender.bench.example>',
+    '',
+    'hello',
+    '',
+  ].join('\r\n')
   const templateFile = `${tmpdir()}/agent-mail-changes-${crypto.randomUUID()}.eml`
   await Bun.write(templateFile, message)
   const children: Bun.Subprocess[] = []
   try {
     const dnsPort = await freePort()
-    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: '{}' } }))
+    children.push(
+      Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: '{}' } }),
+    )
     const probe = systemResolver([`127.0.0.1:${dnsPort}`])
-    for (let i = 0; i < 100 && !(await probe('probe.bench', 'TXT').then(() => true, (e: { code?: string }) => e.code === 'ENOTFOUND')); i++) await Bun.sleep(50)
+    for (
+      let i = 0;
+      i < 100 &&
+      !(await probe('probe.bench', 'TXT').then(
+        () => true,
+        (e: { code?: string }) => e.code === 'ENOTFOUND',
+      ));
+      i++
+    )
+      await Bun.sleep(50)
     const smtpPort = await freePort()
-    const env = { DATABASE_URL: dbUrl, SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', DNS_SERVERS: `127.0.0.1:${dnsPort}`, LOG_LEVEL: 'info' }
+    const env = {
+      DATABASE_URL: dbUrl,
+      SMTP_PORT: String(smtpPort),
+      HOST: '127.0.0.1',
+      SECRET_KEY: 'bench-secret-0123456789abcdef0123456789',
+      MANAGED_DOMAIN,
+      SMTP_HOSTNAME: 'mx.bench.local',
+      DNS_SERVERS: `127.0.0.1:${dnsPort}`,
+      LOG_LEVEL: 'info',
+    }
     await startService(children, { ...env, ROLES: 'api,smtp', PORT: String(await freePort()) })
     const apiPort = await freePort()
     await startService(children, { ...env, ROLES: 'api', PORT: String(apiPort) })
@@ -77,12 +107,24 @@ export async function changesBench(sql: Sql, dbUrl: string): Promise<void> {
     const apiUrl = `http://127.0.0.1:${apiPort}`
 
     const send = (count: number, prefix: string) =>
-      runJson<RateResult>([process.execPath, `${dir}/smtp-rate.ts`, String(smtpPort), String(SESSIONS), String(RATE), String(count), MAIL_FROM, inbox.address, templateFile, prefix])
+      runJson<RateResult>([
+        process.execPath,
+        `${dir}/smtp-rate.ts`,
+        String(smtpPort),
+        String(SESSIONS),
+        String(RATE),
+        String(count),
+        MAIL_FROM,
+        inbox.address,
+        templateFile,
+        prefix,
+      ])
     await send(200, 'warmup')
 
     const count = Math.round(RATE * SECONDS)
     const deadline = String(SECONDS * 1000 + 30_000)
-    const consume = (mode: string) => runJson<Consumed>([process.execPath, `${dir}/changes-consumers.ts`, mode, apiUrl, org.api_key, String(CONSUMERS), 'run', String(count), deadline])
+    const consume = (mode: string) =>
+      runJson<Consumed>([process.execPath, `${dir}/changes-consumers.ts`, mode, apiUrl, org.api_key, String(CONSUMERS), 'run', String(count), deadline])
     const changes = consume('changes')
     const emails = consume('emails')
     // the consumers are polling before the first message

@@ -51,7 +51,10 @@ function wrkMs(value: string): number {
  * Drives `url` with wrk (the external load generator: 2 threads, `connections` connections,
  * `seconds` after 1 s of warm-up); `method` and `body` through a Lua script.
  */
-export async function wrk(url: string, opts: { connections: number; seconds: number; headers?: Record<string, string>; method?: string; body?: string }): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  opts: { connections: number; seconds: number; headers?: Record<string, string>; method?: string; body?: string },
+): Promise<WrkResult> {
   const script = `${tmpdir()}/agent-mail-wrk-${crypto.randomUUID()}.lua`
   const lines = [`wrk.method = ${JSON.stringify(opts.method ?? 'GET')}`]
   if (opts.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(opts.body)}`)
@@ -110,7 +113,11 @@ export async function waitForHttp(url: string): Promise<void> {
  * in production) and stderr inherited, and waits until its API answers /v1/health. With
  * `profile` (the default), the profileArgs() flags apply.
  */
-export async function startService(children: Bun.Subprocess[], env: Record<string, string> & { PORT: string }, { profile = true } = {}): Promise<Bun.Subprocess> {
+export async function startService(
+  children: Bun.Subprocess[],
+  env: Record<string, string> & { PORT: string },
+  { profile = true } = {},
+): Promise<Bun.Subprocess> {
   const service = Bun.spawn([process.execPath, ...(profile ? profileArgs() : []), `${import.meta.dir}/../../src/index.ts`], {
     stdout: 'ignore',
     stderr: 'inherit',

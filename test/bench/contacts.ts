@@ -17,11 +17,27 @@ import { benchContext } from './common'
 const MESSAGES = Number(process.env.BENCH_CONTACTS_MESSAGES ?? 2000)
 const SENDERS = 200
 
-async function storeAll(sql: Sql, orgId: string, owner: string, mails: { raw: Uint8Array; mail: Awaited<ReturnType<typeof parseMail>>; from: string }[]): Promise<number> {
+async function storeAll(
+  sql: Sql,
+  orgId: string,
+  owner: string,
+  mails: { raw: Uint8Array; mail: Awaited<ReturnType<typeof parseMail>>; from: string }[],
+): Promise<number> {
   const ctx = benchContext(sql)
   const started = performance.now()
   for (const m of mails) {
-    await sql.begin(tx => storeEmail(ctx, tx, { orgId, direction: 'inbound', eventType: 'email.received', mail: m.mail, raw: m.raw, mailFrom: m.from, rcptTo: [owner], auth: NO_VERDICTS }))
+    await sql.begin(tx =>
+      storeEmail(ctx, tx, {
+        orgId,
+        direction: 'inbound',
+        eventType: 'email.received',
+        mail: m.mail,
+        raw: m.raw,
+        mailFrom: m.from,
+        rcptTo: [owner],
+        auth: NO_VERDICTS,
+      }),
+    )
   }
   return MESSAGES / ((performance.now() - started) / 1000)
 }

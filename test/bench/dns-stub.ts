@@ -13,7 +13,16 @@ const port = Number(process.argv[2])
 if (!Number.isInteger(port)) throw new Error('usage: dns-stub.ts <port>')
 const records = JSON.parse(process.env.BENCH_DNS ?? '{}') as MemoryRecords
 const ttl = Number(process.env.BENCH_DNS_TTL ?? 300)
-const TYPES: Record<number, 'A' | 'TXT' | 'MX' | 'AAAA' | 'CNAME' | 'NS' | 'PTR' | 'SOA'> = { 1: 'A', 2: 'NS', 5: 'CNAME', 6: 'SOA', 12: 'PTR', 15: 'MX', 16: 'TXT', 28: 'AAAA' }
+const TYPES: Record<number, 'A' | 'TXT' | 'MX' | 'AAAA' | 'CNAME' | 'NS' | 'PTR' | 'SOA'> = {
+  1: 'A',
+  2: 'NS',
+  5: 'CNAME',
+  6: 'SOA',
+  12: 'PTR',
+  15: 'MX',
+  16: 'TXT',
+  28: 'AAAA',
+}
 const encoder = new TextEncoder()
 
 function rdata(type: string, answer: unknown): Uint8Array | null {

@@ -27,8 +27,22 @@ const config = loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32) }
 const limits = runLimits(config)
 const request: GuestRequest = { method: 'POST', url: 'https://functions.internal/bench', headers: [], body: null }
 const noFetch = async () => ({ error: 'no fetch in the benchmark' })
-const TRIVIAL: RunRequest = { kind: 'invoke', code: `export default { async fetch() { return new Response('ok') } }`, warmKey: 'org-b-trivial', request, env: {}, limits }
-const loop = (cpuMs: number): RunRequest => ({ kind: 'invoke', code: `export default { async fetch() { for (;;) {} } }`, warmKey: 'org-a-loop', request, env: {}, limits: { ...limits, cpuMs } })
+const TRIVIAL: RunRequest = {
+  kind: 'invoke',
+  code: `export default { async fetch() { return new Response('ok') } }`,
+  warmKey: 'org-b-trivial',
+  request,
+  env: {},
+  limits,
+}
+const loop = (cpuMs: number): RunRequest => ({
+  kind: 'invoke',
+  code: `export default { async fetch() { for (;;) {} } }`,
+  warmKey: 'org-a-loop',
+  request,
+  env: {},
+  limits: { ...limits, cpuMs },
+})
 /** the budget of the second abused part: short enough that A's loops end and are replaced during it */
 const SHORT_CPU_MS = 2000
 
@@ -115,11 +129,16 @@ export async function fairnessBench(): Promise<void> {
     )
   }
 
-  console.log(`${'organization B, trivial function'.padEnd(52)}${'calls'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}${'not ok'.padStart(10)}`)
-  for (const [name, l] of rows) console.log(`${name.padEnd(52)}${String(l.calls).padStart(10)}${ms(l.p50)}${ms(l.p99)}${ms(l.max)}${String(l.notOk).padStart(10)}`)
+  console.log(
+    `${'organization B, trivial function'.padEnd(52)}${'calls'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}${'not ok'.padStart(10)}`,
+  )
+  for (const [name, l] of rows)
+    console.log(`${name.padEnd(52)}${String(l.calls).padStart(10)}${ms(l.p50)}${ms(l.p99)}${ms(l.max)}${String(l.notOk).padStart(10)}`)
   console.log(`\n${notes.join('\n')}`)
   const abused = rows[1]![1]
-  console.log(`B's p99 while A abuses at the default budget: ${abused.p99.toFixed(1)} ms (target < 1000), ${(abused.p99 / alone.p99).toFixed(1)}x its p99 alone`)
+  console.log(
+    `B's p99 while A abuses at the default budget: ${abused.p99.toFixed(1)} ms (target < 1000), ${(abused.p99 / alone.p99).toFixed(1)}x its p99 alone`,
+  )
 }
 
 if (import.meta.main) await fairnessBench()

@@ -27,7 +27,19 @@ import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { createApiKey } from '../../src/auth/api-keys'
 import { DEFAULT_CONCURRENCY } from '../../src/jobs/worker'
-import { databaseCpu, databaseCpuSpent, freePort, percentile, processCpuMicros, refreshStatistics, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
+import {
+  databaseCpu,
+  databaseCpuSpent,
+  freePort,
+  percentile,
+  processCpuMicros,
+  refreshStatistics,
+  runJson,
+  startService,
+  stopAll,
+  waitForHttp,
+  waitForSmtpGreeting,
+} from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const RATES = (process.env.BENCH_FANOUT_RATES ?? '100,500,750').split(',').map(Number)
@@ -120,7 +132,13 @@ async function template(rcpt: string, privateKey: string): Promise<string> {
 async function waitForDns(port: number): Promise<void> {
   const resolve = systemResolver([`127.0.0.1:${port}`])
   for (let i = 0; i < 100; i++) {
-    if (await resolve(SENDER_DOMAIN, 'TXT').then(() => true, () => false)) return
+    if (
+      await resolve(SENDER_DOMAIN, 'TXT').then(
+        () => true,
+        () => false,
+      )
+    )
+      return
     await Bun.sleep(100)
   }
   throw new Error(`DNS stub on port ${port} did not come up`)
@@ -170,7 +188,11 @@ const forwardingFunction = (receiverUrl: string) => `export default {
 async function deployForwarder(sql: Sql, orgId: string, apiUrl: string, receiverUrl: string) {
   const key = await sql.begin(tx => createApiKey(tx, orgId, null, 'bench'))
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(`${apiUrl}${path}`, { method, headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const res = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
     const json = (await res.json()) as { data?: { id: string; deploy_status?: string } }
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json.data!
@@ -181,7 +203,11 @@ async function deployForwarder(sql: Sql, orgId: string, apiUrl: string, receiver
 }
 
 /** Runs the section; returns, for each offered rate, the deliveries per second sustained. */
-export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions = {}): Promise<{ rate: number; deliveriesPerSecond: number; missing: number }[]> {
+export async function fanoutBench(
+  sql: Sql,
+  dbUrl: string,
+  opts: FanoutOptions = {},
+): Promise<{ rate: number; deliveriesPerSecond: number; missing: number }[]> {
   const target = opts.target ?? 'http'
   const layout = opts.layout ?? LAYOUT
   const rates = opts.rates ?? RATES
@@ -213,7 +239,13 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
     }
 
     const dnsPort = await freePort()
-    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
+    children.push(
+      Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], {
+        stdout: 'ignore',
+        stderr: 'inherit',
+        env: { ...process.env, BENCH_DNS: JSON.stringify(records) },
+      }),
+    )
     await waitForDns(dnsPort)
 
     const smtpPort = await freePort()
@@ -245,7 +277,18 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
     }
 
     const send = (rate: number, count: number, prefix: string) =>
-      runJson<RateResult>([process.execPath, `${dir}/smtp-rate.ts`, String(smtpPort), String(CONCURRENCY), String(rate), String(count), MAIL_FROM, inbox.address, templateFile, prefix])
+      runJson<RateResult>([
+        process.execPath,
+        `${dir}/smtp-rate.ts`,
+        String(smtpPort),
+        String(CONCURRENCY),
+        String(rate),
+        String(count),
+        MAIL_FROM,
+        inbox.address,
+        templateFile,
+        prefix,
+      ])
 
     console.log(
       `\nfanout: ${message.length}-byte text+html messages, DKIM-signed, SPF/DKIM/DMARC records from a loopback DNS stub; ` +
@@ -302,14 +345,23 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
       })
     }
 
-    baseline = await runJson<LoadResult>([process.execPath, `${dir}/post-load.ts`, `${receiverUrl}/baseline`, String(DEFAULT_CONCURRENCY), String(SECONDS), String(bodyBytes || 4096)])
+    baseline = await runJson<LoadResult>([
+      process.execPath,
+      `${dir}/post-load.ts`,
+      `${receiverUrl}/baseline`,
+      String(DEFAULT_CONCURRENCY),
+      String(SECONDS),
+      String(bodyBytes || 4096),
+    ])
   } finally {
     await stopAll(children)
     await rm(templateFile, { force: true })
   }
 
   const n = (v: number | string) => String(v).padStart(10)
-  console.log(`${'offered msg/s'.padEnd(16)}${n('messages')}${n('250/s')}${n('lag ms')}${n('deliv/s')}${n('p50 ms')}${n('p99 ms')}${n('max ms')}${n('missing')}${n('server us')}${n('db us')}`)
+  console.log(
+    `${'offered msg/s'.padEnd(16)}${n('messages')}${n('250/s')}${n('lag ms')}${n('deliv/s')}${n('p50 ms')}${n('p99 ms')}${n('max ms')}${n('missing')}${n('server us')}${n('db us')}`,
+  )
   for (const r of runs) {
     console.log(
       `${String(r.rate).padEnd(16)}${n(r.sender.count)}${n(r.sender.accepted_per_s)}${n(r.sender.max_lag_ms)}${n(r.deliveriesPerSecond)}` +
@@ -322,7 +374,9 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
       'process and of its PostgreSQL backends)',
   )
   console.log(`\n${'baseline'.padEnd(40)}${n('req/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}`)
-  console.log(`${`fetch POST ${bodyBytes} B, ${DEFAULT_CONCURRENCY} clients`.padEnd(40)}${n(baseline!.rps)}${n(baseline!.p50_ms.toFixed(2))}${n(baseline!.p99_ms.toFixed(2))}${n(baseline!.errors)}`)
+  console.log(
+    `${`fetch POST ${bodyBytes} B, ${DEFAULT_CONCURRENCY} clients`.padEnd(40)}${n(baseline!.rps)}${n(baseline!.p50_ms.toFixed(2))}${n(baseline!.p99_ms.toFixed(2))}${n(baseline!.errors)}`,
+  )
 
   for (const r of runs) {
     const notAcked = r.sender.count - r.sender.acked
@@ -345,7 +399,11 @@ export async function fanoutBench(sql: Sql, dbUrl: string, opts: FanoutOptions =
       from emails where org_id = ${org.org_id} group by 2, 3, 4 order by 1 desc`
   console.log(`deliveries recorded: ${statuses.map(s => `${s.n} ${s.status}`).join(', ') || 'none'}`)
   console.log(`stored: ${verdicts.map(v => `${v.n} emails with spf=${v.spf} dkim=${v.dkim} dmarc=${v.dmarc}`).join('; ') || 'nothing'}`)
-  return runs.map(r => ({ rate: r.rate, deliveriesPerSecond: r.deliveriesPerSecond, missing: r.missing.length + (r.sender.count - r.sender.acked) + r.duplicates }))
+  return runs.map(r => ({
+    rate: r.rate,
+    deliveriesPerSecond: r.deliveriesPerSecond,
+    missing: r.missing.length + (r.sender.count - r.sender.acked) + r.duplicates,
+  }))
 }
 
 /**

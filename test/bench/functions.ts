@@ -51,7 +51,12 @@ const payload = JSON.stringify({
     parsed: { body_text: 'Status update from the build agent: all checks passed, the report is attached below. '.repeat(20) },
   },
 })
-const request: GuestRequest = { method: 'POST', url: 'https://functions.internal/bench', headers: [['content-type', 'application/json']], body: Buffer.from(payload).toString('base64') }
+const request: GuestRequest = {
+  method: 'POST',
+  url: 'https://functions.internal/bench',
+  headers: [['content-type', 'application/json']],
+  body: Buffer.from(payload).toString('base64'),
+}
 const limits = runLimits(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x'.repeat(32) }))
 const noFetch = async () => ({ error: 'no fetch in the benchmark' })
 
@@ -107,8 +112,13 @@ export async function functionsBench(sql: Sql, dbUrl: string): Promise<void> {
   const pool = new SandboxPool(2)
   const rows: [string, Figures][] = []
   const n = (v: number | string) => String(v).padStart(10)
-  console.log(`\nfunctions: ${ITERATIONS} sequential invocations per row (150, each after a ${SPARE_GAP_MS} ms pause, for "spare ready"), then ${SECONDS} s with 8 in flight; load average ${loadavg()[0]!.toFixed(2)}\n`)
-  for (const [name, code] of [['trivial', TRIVIAL], ['parse payload, answer JSON', PARSING]] as const) {
+  console.log(
+    `\nfunctions: ${ITERATIONS} sequential invocations per row (150, each after a ${SPARE_GAP_MS} ms pause, for "spare ready"), then ${SECONDS} s with 8 in flight; load average ${loadavg()[0]!.toFixed(2)}\n`,
+  )
+  for (const [name, code] of [
+    ['trivial', TRIVIAL],
+    ['parse payload, answer JSON', PARSING],
+  ] as const) {
     const invoke: RunRequest = { kind: 'invoke', code, request, env: {}, limits }
     const warmInvoke: RunRequest = { ...invoke, warmKey: `bench-${name}` }
     const check = await pool.run(invoke, noFetch)
@@ -121,14 +131,19 @@ export async function functionsBench(sql: Sql, dbUrl: string): Promise<void> {
     rows.push([`${name}: cold, back to back (thread)`, { ...(await sequential(cold)), perSecond: await throughput(cold, 8) }])
     rows.push([`${name}: warm (same deployment, thread)`, { ...(await sequential(warm)), perSecond: await throughput(warm, 8) }])
     rows.push([`${name}: warm, engine on this thread`, { ...(await sequential(engineWarm)), perSecond: await throughput(engineWarm, 1) }])
-    rows.push([`${name}: new Function, compiled per call`, { ...(await sequential(() => bareCall(bare(code)))), perSecond: await throughput(() => bareCall(bare(code)), 1) }])
+    rows.push([
+      `${name}: new Function, compiled per call`,
+      { ...(await sequential(() => bareCall(bare(code)))), perSecond: await throughput(() => bareCall(bare(code)), 1) },
+    ])
     const handler = bare(code)
     rows.push([`${name}: new Function, warm`, { ...(await sequential(() => bareCall(handler))), perSecond: await throughput(() => bareCall(handler), 1) }])
   }
   pool.stop()
   console.log(`${'invocation'.padEnd(56)}${n('p50 ms')}${n('p99 ms')}${n('cpu ms')}${n('inv/s')}`)
   for (const [name, f] of rows) console.log(`${name.padEnd(56)}${n(f.p50.toFixed(3))}${n(f.p99.toFixed(3))}${n(f.cpu.toFixed(3))}${n(f.perSecond || '-')}`)
-  console.log('(cpu ms: CPU time of the whole process, every thread, per invocation in the sequential run, the spare preparations included; inv/s: with 8 in flight, 1 for the rows on this thread)')
+  console.log(
+    '(cpu ms: CPU time of the whole process, every thread, per invocation in the sequential run, the spare preparations included; inv/s: with 8 in flight, 1 for the rows on this thread)',
+  )
   const [spare, cold, warm] = [rows[0]![1], rows[1]![1], rows[2]![1]]
   console.log(
     `\ntrivial function, through a sandbox thread, each instance with the hard memory cap: cold start p50 ${spare.p50.toFixed(2)} ms with the spare ready, ${cold.p50.toFixed(2)} ms back to back (target < 10); ` +

@@ -29,10 +29,21 @@ const dir = import.meta.dir
 async function seedMailbox(sql: Sql, orgId: string) {
   const ctx = benchContext(sql)
   for (let i = 0; i < 100; i++) {
-    const raw = new TextEncoder().encode(`From: Sam <sam@sender.example>\r\nTo: agent@${MANAGED_DOMAIN}\r\nSubject: Message ${i}\r\nMessage-ID: <m${i}@sender.example>\r\n\r\nHello ${i}\r\n`)
+    const raw = new TextEncoder().encode(
+      `From: Sam <sam@sender.example>\r\nTo: agent@${MANAGED_DOMAIN}\r\nSubject: Message ${i}\r\nMessage-ID: <m${i}@sender.example>\r\n\r\nHello ${i}\r\n`,
+    )
     const mail = await parseMail(raw)
     await sql.begin(tx =>
-      storeEmail(ctx, tx, { orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: [`agent@${MANAGED_DOMAIN}`], auth: NO_VERDICTS }),
+      storeEmail(ctx, tx, {
+        orgId,
+        direction: 'inbound',
+        eventType: 'email.received',
+        mail,
+        raw,
+        mailFrom: 'sam@sender.example',
+        rcptTo: [`agent@${MANAGED_DOMAIN}`],
+        auth: NO_VERDICTS,
+      }),
     )
   }
 }
@@ -43,13 +54,19 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
   await setApiLimitCommand(sql, org.org_id, '100000000')
   await seedMailbox(sql, org.org_id)
 
-  console.log(`\nhttp: wrk 4.1 (2 threads), ${CONNECTIONS} connections, ${SECONDS} s per target after 1 s of warm-up, ${navigator.hardwareConcurrency} cores, load average ${(await import('node:os')).loadavg()[0]!.toFixed(2)} before the runs\n`)
+  console.log(
+    `\nhttp: wrk 4.1 (2 threads), ${CONNECTIONS} connections, ${SECONDS} s per target after 1 s of warm-up, ${navigator.hardwareConcurrency} cores, load average ${(await import('node:os')).loadavg()[0]!.toFixed(2)} before the runs\n`,
+  )
 
   const children: Bun.Subprocess[] = []
   try {
     const apiPort = await freePort()
     // the request log is part of the cost measured: one JSON line per request, to /dev/null
-    await startService(children, { DATABASE_URL: dbUrl, PORT: String(apiPort), HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY, MANAGED_DOMAIN, LOG_LEVEL: 'info' }, { profile: false })
+    await startService(
+      children,
+      { DATABASE_URL: dbUrl, PORT: String(apiPort), HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY, MANAGED_DOMAIN, LOG_LEVEL: 'info' },
+      { profile: false },
+    )
     const api = `http://127.0.0.1:${apiPort}`
     const auth = { authorization: `Bearer ${org.api_key}` }
     const whoamiBody = await (await fetch(`${api}/v1/whoami`, { headers: auth })).text()
@@ -68,7 +85,8 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
       bare[mode] = `http://127.0.0.1:${port}`
     }
 
-    const load = (url: string, opts: { method?: string; body?: string; headers?: Record<string, string> } = {}) => wrk(url, { connections: CONNECTIONS, seconds: SECONDS, ...opts })
+    const load = (url: string, opts: { method?: string; body?: string; headers?: Record<string, string> } = {}) =>
+      wrk(url, { connections: CONNECTIONS, seconds: SECONDS, ...opts })
     const post = { method: 'POST', body: '{}', headers: { ...auth, 'content-type': 'application/json' } }
     // each pair taken back to back, baseline first, so background load drifts little between them
     const rows: [string, WrkResult][] = []
@@ -78,10 +96,30 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
       rows.push([baseName, b], [name, o])
       return { base: b, ours: o }
     }
-    const whoami = await pair('GET /v1/whoami (API key)', 'bare Bun.serve, same JSON', () => load(`${bare.bun}/v1/whoami`), () => load(`${api}/v1/whoami`, { headers: auth }))
-    const listener = await pair('bare node:http, same JSON', 'bare Bun.serve, same JSON', () => load(`${bare.bun}/v1/whoami`), () => load(`${bare.node}/v1/whoami`))
-    const list = await pair('GET /v1/emails?limit=50', 'bare Bun.serve, same SQL', () => load(`${bare.bun}/v1/emails?limit=50`), () => load(`${api}/v1/emails?limit=50`, { headers: auth }))
-    const create = await pair('POST /v1/inboxes', 'bare Bun.serve, same SQL', () => load(`${bare.bun}/v1/inboxes`, post), () => load(`${api}/v1/inboxes`, post))
+    const whoami = await pair(
+      'GET /v1/whoami (API key)',
+      'bare Bun.serve, same JSON',
+      () => load(`${bare.bun}/v1/whoami`),
+      () => load(`${api}/v1/whoami`, { headers: auth }),
+    )
+    const listener = await pair(
+      'bare node:http, same JSON',
+      'bare Bun.serve, same JSON',
+      () => load(`${bare.bun}/v1/whoami`),
+      () => load(`${bare.node}/v1/whoami`),
+    )
+    const list = await pair(
+      'GET /v1/emails?limit=50',
+      'bare Bun.serve, same SQL',
+      () => load(`${bare.bun}/v1/emails?limit=50`),
+      () => load(`${api}/v1/emails?limit=50`, { headers: auth }),
+    )
+    const create = await pair(
+      'POST /v1/inboxes',
+      'bare Bun.serve, same SQL',
+      () => load(`${bare.bun}/v1/inboxes`, post),
+      () => load(`${api}/v1/inboxes`, post),
+    )
 
     const row = (name: string, r: WrkResult) =>
       `${name.padEnd(30)}${String(r.rps).padStart(10)}${r.p50_ms.toFixed(2).padStart(10)}${r.p99_ms.toFixed(2).padStart(10)}${String(r.errors).padStart(8)}`

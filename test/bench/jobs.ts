@@ -20,7 +20,12 @@ const RATE = Number(process.env.BENCH_JOBS_RATE ?? 500)
 const SECONDS = Number(process.env.BENCH_JOBS_SECONDS ?? 180)
 const SAMPLES = 5
 
-interface Sample { at_s: number; dead: number; live: number; bytes: number }
+interface Sample {
+  at_s: number
+  dead: number
+  live: number
+  bytes: number
+}
 
 async function sample(sql: Sql, started: number): Promise<Sample> {
   const [row] = await sql<{ dead: number; live: number; bytes: number }[]>`
@@ -64,11 +69,14 @@ export async function jobsBench(sql: Sql): Promise<void> {
   await sql`vacuum full jobs`
   runs.push(['statistics job (vacuums the queue)', await churn(sql, [plannerJob])])
   const [setting] = await sql<{ autovacuum: string }[]>`select current_setting('autovacuum') as autovacuum`
-  console.log(`\njobs: ${RATE} jobs/s enqueued (transactions of 50) and run by one worker (32 slots), ${SECONDS} s per run; autovacuum ${setting!.autovacuum} on this server\n`)
+  console.log(
+    `\njobs: ${RATE} jobs/s enqueued (transactions of 50) and run by one worker (32 slots), ${SECONDS} s per run; autovacuum ${setting!.autovacuum} on this server\n`,
+  )
   const mb = (b: number) => (b / 1024 / 1024).toFixed(2)
   for (const [name, r] of runs) {
     console.log(`${name}: ${r.ran} jobs run`)
     console.log(`${'s'.padStart(6)}${'dead rows'.padStart(12)}${'live rows'.padStart(12)}${'table MB'.padStart(12)}`)
-    for (const s of r.samples) console.log(`${String(s.at_s).padStart(6)}${String(s.dead).padStart(12)}${String(s.live).padStart(12)}${mb(s.bytes).padStart(12)}`)
+    for (const s of r.samples)
+      console.log(`${String(s.at_s).padStart(6)}${String(s.dead).padStart(12)}${String(s.live).padStart(12)}${mb(s.bytes).padStart(12)}`)
   }
 }

@@ -30,8 +30,21 @@ const MANAGED_DOMAIN = 'agents.bench.local'
 const SENDER_DOMAIN = 'sender.bench.example'
 const MAIL_FROM = `bench@${SENDER_DOMAIN}`
 
-interface ReadResult { requests: number; errors: number; p50_ms: number; p99_ms: number; walks?: number; walk_p50_ms?: number }
-interface SmtpResult { messages: number; errors: number; mps: number; p50_ms: number; p99_ms: number }
+interface ReadResult {
+  requests: number
+  errors: number
+  p50_ms: number
+  p99_ms: number
+  walks?: number
+  walk_p50_ms?: number
+}
+interface SmtpResult {
+  messages: number
+  errors: number
+  mps: number
+  p50_ms: number
+  p99_ms: number
+}
 
 /** A reply to the seeded message <seed-500@bench.example>, which both mailboxes hold. */
 function reply(rcpt: string): string {
@@ -65,8 +78,23 @@ export async function mailboxBench(sql: Sql, dbUrl: string): Promise<void> {
     // a loopback DNS stub: the sender domain's SPF record, NXDOMAIN for the rest, at once
     const dnsPort = await freePort()
     const records = { [SENDER_DOMAIN]: { TXT: [['v=spf1 ip4:127.0.0.1 -all']] } }
-    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
-    for (let i = 0; i < 100 && !(await systemResolver([`127.0.0.1:${dnsPort}`])(SENDER_DOMAIN, 'TXT').then(() => true, () => false)); i++) await Bun.sleep(100)
+    children.push(
+      Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], {
+        stdout: 'ignore',
+        stderr: 'inherit',
+        env: { ...process.env, BENCH_DNS: JSON.stringify(records) },
+      }),
+    )
+    for (
+      let i = 0;
+      i < 100 &&
+      !(await systemResolver([`127.0.0.1:${dnsPort}`])(SENDER_DOMAIN, 'TXT').then(
+        () => true,
+        () => false,
+      ));
+      i++
+    )
+      await Bun.sleep(100)
     const port = await freePort()
     const smtpPort = await freePort()
     await startService(children, {
@@ -115,14 +143,22 @@ export async function mailboxBench(sql: Sql, dbUrl: string): Promise<void> {
       const file = `${tmpdir()}/agent-mail-bench-reply-${crypto.randomUUID()}.eml`
       files.push(file)
       await Bun.write(file, reply(m.address))
-      replies.push(await runJson<SmtpResult>([process.execPath, `${dir}/smtp-load.ts`, String(smtpPort), String(SESSIONS), String(SECONDS), MAIL_FROM, m.address, file]))
+      replies.push(
+        await runJson<SmtpResult>([process.execPath, `${dir}/smtp-load.ts`, String(smtpPort), String(SESSIONS), String(SECONDS), MAIL_FROM, m.address, file]),
+      )
     }
 
     const [small, big] = mailboxes.map(m => m.label)
     console.log(
       `\nmailbox: two organizations of ${small} and ${big} stored messages (bulk import, ${seedSeconds.toFixed(0)} s), ` +
         `one client, ${SECONDS} s per read after 1 s of warm-up; emails table: ${stats!.rows} rows, the planner's estimate ${stats!.estimate} ` +
-        `(${stats!.analyzed ? `last analyzed ${stats!.analyzed.toISOString()}, ${stats!.modified} rows changed since` : 'never analyzed'}); load average ${(await Bun.file('/proc/loadavg').text().catch(() => '?')).split(' ')[0]} before the reads\n`,
+        `(${stats!.analyzed ? `last analyzed ${stats!.analyzed.toISOString()}, ${stats!.modified} rows changed since` : 'never analyzed'}); load average ${
+          (
+            await Bun.file('/proc/loadavg')
+              .text()
+              .catch(() => '?')
+          ).split(' ')[0]
+        } before the reads\n`,
     )
     const pad = (s: string, n: number) => s.padStart(n)
     console.log(`${'read'.padEnd(38)}${pad(`${small} p50`, 12)}${pad('p99', 9)}${pad(`${big} p50`, 14)}${pad('p99', 9)}${pad('p99 ratio', 11)}  target`)
@@ -138,7 +174,9 @@ export async function mailboxBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(`\n${'SMTP replies, 20 sessions'.padEnd(38)}${pad('msg/s', 10)}${pad('p50 ms', 10)}${pad('p99 ms', 10)}${pad('errors', 8)}`)
     mailboxes.forEach((m, i) => {
       const r = replies[i]!
-      console.log(`${`into the ${m.label} mailbox`.padEnd(38)}${pad(String(r.mps), 10)}${pad(r.p50_ms.toFixed(2), 10)}${pad(r.p99_ms.toFixed(2), 10)}${pad(String(r.errors), 8)}`)
+      console.log(
+        `${`into the ${m.label} mailbox`.padEnd(38)}${pad(String(r.mps), 10)}${pad(r.p50_ms.toFixed(2), 10)}${pad(r.p99_ms.toFixed(2), 10)}${pad(String(r.errors), 8)}`,
+      )
     })
     console.log(`ratio replies ${big}/${small}: ${(replies[1]!.mps / replies[0]!.mps).toFixed(2)} (target >= 1, within the run-to-run noise)`)
   } finally {

@@ -38,7 +38,9 @@ const transport = nodemailer.createTransport({
   connectionTimeout: 10_000,
   greetingTimeout: 10_000,
   socketTimeout: 30_000,
-  dkim: keyFile ? { domainName: domainName!, keySelector: keySelector!, privateKey: await Bun.file(keyFile).text(), headerFieldNames: SIGNED_HEADERS.join(':') } : undefined,
+  dkim: keyFile
+    ? { domainName: domainName!, keySelector: keySelector!, privateKey: await Bun.file(keyFile).text(), headerFieldNames: SIGNED_HEADERS.join(':') }
+    : undefined,
 })
 
 const errorSamples = new Map<string, number>()

@@ -105,7 +105,16 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   const key = await managedDkimKey(sql, new ServerKeys(SECRET), MANAGED_DOMAIN)
 
   const text = bodyText()
-  const unsigned = buildMime({ from: { address: from }, to: [RECIPIENT], cc: [], bcc: [], subject: 'outbound prebuilt', text, messageId: `<${randomUUIDv7()}@${MANAGED_DOMAIN}>`, date: new Date() })
+  const unsigned = buildMime({
+    from: { address: from },
+    to: [RECIPIENT],
+    cc: [],
+    bcc: [],
+    subject: 'outbound prebuilt',
+    text,
+    messageId: `<${randomUUIDv7()}@${MANAGED_DOMAIN}>`,
+    date: new Date(),
+  })
   const base = `${tmpdir()}/agent-mail-bench-${crypto.randomUUID()}`
   const files = { text: `${base}.txt`, signed: `${base}.eml`, unsigned: `${base}-unsigned.eml`, key: `${base}.key` }
   await Bun.write(files.text, text)
@@ -159,7 +168,15 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     const cpuBefore = processCpuMicros(service.pid)
     const dbBefore = await databaseCpu(sql)
     const api = await run(`POST /v1/send-mail, ${CONNECTIONS} clients`, [
-      `${dir}/send-load.ts`, `http://127.0.0.1:${apiPort}`, org.api_key, from, RECIPIENT, files.text, String(CONNECTIONS), String(SECONDS), String(MAX_SENDS),
+      `${dir}/send-load.ts`,
+      `http://127.0.0.1:${apiPort}`,
+      org.api_key,
+      from,
+      RECIPIENT,
+      files.text,
+      String(CONNECTIONS),
+      String(SECONDS),
+      String(MAX_SENDS),
     ])
     const cpuAfter = processCpuMicros(service.pid)
     const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
@@ -176,7 +193,9 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   const n = (v: number | string | null | undefined) => String(v ?? '').padStart(10)
   console.log(`${'target'.padEnd(38)}${n('msg/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}${n('client us')}${n('server us')}${n('db us')}`)
   for (const [i, r] of runs.entries()) {
-    console.log(`${r.name.padEnd(38)}${n(rates[i])}${n(r.load.p50_ms.toFixed(2))}${n(r.load.p99_ms.toFixed(2))}${n(r.load.errors)}${n(r.load.cpu_us_per_send)}${n(r.serverUs)}${n(r.dbUs)}`)
+    console.log(
+      `${r.name.padEnd(38)}${n(rates[i])}${n(r.load.p50_ms.toFixed(2))}${n(r.load.p99_ms.toFixed(2))}${n(r.load.errors)}${n(r.load.cpu_us_per_send)}${n(r.serverUs)}${n(r.dbUs)}`,
+    )
   }
   console.log(
     '(msg/s: messages the relay accepted per second in the measured window; p50/p99: per message as the sender sees it; client us: CPU time per message of ' +
@@ -213,7 +232,8 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       }),
     )
   const [apiVerdicts, signingVerdicts] = [await verdicts(api), await verdicts(signing)]
-  const consistent = stored!.emails === api.load.ok && stored!.queued === api.load.ok && api.relay.count === api.load.ok && api.relay.dkim_signed === api.relay.count
+  const consistent =
+    stored!.emails === api.load.ok && stored!.queued === api.load.ok && api.relay.count === api.load.ok && api.relay.dkim_signed === api.relay.count
   console.log(
     `after the runs: ${api.load.ok} sends answered queued, ${stored!.queued} sends queued and ${stored!.other} in another state, ${stored!.emails} outbound emails stored, ` +
       `${api.relay.count} messages at the relay, ${api.relay.dkim_signed} of them starting with DKIM-Signature; ` +

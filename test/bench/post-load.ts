@@ -23,4 +23,12 @@ const { sends, ok, latencies } = await closedLoop({ connections, durationMs, max
     return false
   }
 })
-console.log(JSON.stringify({ requests: latencies.length, errors: sends - ok, rps: Math.round(latencies.length / (durationMs / 1000)), p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) }))
+console.log(
+  JSON.stringify({
+    requests: latencies.length,
+    errors: sends - ok,
+    rps: Math.round(latencies.length / (durationMs / 1000)),
+    p50_ms: percentile(latencies, 50),
+    p99_ms: percentile(latencies, 99),
+  }),
+)

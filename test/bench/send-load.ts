@@ -12,7 +12,8 @@
 import { closedLoop, epochMs, loopSummary } from './common'
 
 const [apiUrl, apiKey, from, to, bodyFile, connectionsArg = '10', secondsArg = '5', maxArg = '50000'] = process.argv.slice(2)
-if (!apiUrl || !apiKey || !from || !to || !bodyFile) throw new Error('usage: send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>')
+if (!apiUrl || !apiKey || !from || !to || !bodyFile)
+  throw new Error('usage: send-load.ts <api-url> <api-key> <from> <to> <body-file> <connections> <seconds> <max-sends>')
 const connections = Number(connectionsArg)
 const durationMs = Number(secondsArg) * 1000
 const maxSends = Number(maxArg)

@@ -102,11 +102,14 @@ const watchdog = setInterval(() => {
   const now = performance.now()
   for (const conn of conns) if (conn.waitingSince && now - conn.waitingSince > REPLY_TIMEOUT_MS) conn.fail(new ReplyError('reply timeout'))
 }, 1000)
-const giveUp = setTimeout(() => {
-  error('load generator gave up 60 s after its deadline')
-  report()
-  process.exit(1)
-}, end - started + 60_000)
+const giveUp = setTimeout(
+  () => {
+    error('load generator gave up 60 s after its deadline')
+    report()
+    process.exit(1)
+  },
+  end - started + 60_000,
+)
 
 function report() {
   latencies.sort((a, b) => a - b)

@@ -70,7 +70,12 @@ async function session(): Promise<void> {
       maxLagMs = Math.max(maxLagMs, now - due)
       const body = encoder.encode(stuffed.replace('@@MARK@@', `${prefix}-${i} t=${now.toFixed(1)}`).replace('@@ID@@', `${prefix}-${i}`))
       conn.write(encoder.encode(`RSET\r\nMAIL FROM:<${mailFrom}> SIZE=${body.length + 2}\r\nRCPT TO:<${rcptTo}>\r\nDATA\r\n`))
-      const replies = [await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS), await conn.next(REPLY_TIMEOUT_MS)]
+      const replies = [
+        await conn.next(REPLY_TIMEOUT_MS),
+        await conn.next(REPLY_TIMEOUT_MS),
+        await conn.next(REPLY_TIMEOUT_MS),
+        await conn.next(REPLY_TIMEOUT_MS),
+      ]
       if (replies[3]!.code !== 354) {
         error(`transaction: ${replies.map(r => r.text.split('\n')[0]).join(' | ')}`)
         continue
@@ -97,11 +102,14 @@ async function session(): Promise<void> {
   }
 }
 
-const giveUp = setTimeout(() => {
-  error('gave up 60 s after the schedule ended')
-  report()
-  process.exit(1)
-}, deadline - epochMs() + 5_000)
+const giveUp = setTimeout(
+  () => {
+    error('gave up 60 s after the schedule ended')
+    report()
+    process.exit(1)
+  },
+  deadline - epochMs() + 5_000,
+)
 
 function report() {
   for (const [what, n] of errorSamples) console.error(`smtp-rate: ${n} x ${what}`)

@@ -105,7 +105,10 @@ function unsignedMessage(rcpt: string, filler: number): string {
 /** The message, DKIM-signed once up front (relaxed/relaxed), as close to MESSAGE_BYTES as whole lines allow. */
 async function signedMessage(rcpt: string, privateKey: string): Promise<string> {
   const sign = async (message: string) => {
-    const r = await dkimSign(message, { canonicalization: 'relaxed/relaxed', signatureData: [{ signingDomain: SENDER_DOMAIN, selector: SELECTOR, privateKey }] } as never)
+    const r = await dkimSign(message, {
+      canonicalization: 'relaxed/relaxed',
+      signatureData: [{ signingDomain: SENDER_DOMAIN, selector: SELECTOR, privateKey }],
+    } as never)
     if (!r.signatures) throw new Error(`DKIM signing failed: ${JSON.stringify(r.errors)}`)
     return r.signatures + message
   }
@@ -138,11 +141,28 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
     // the service as started in production (src/index.ts, ROLES=smtp, SMTP_PROCESSES unset: one
     // process per core on one port), resolving the sender domain through a loopback DNS stub
     const dnsPort = await freePort()
-    children.push(Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], { stdout: 'ignore', stderr: 'inherit', env: { ...process.env, BENCH_DNS: JSON.stringify(records) } }))
+    children.push(
+      Bun.spawn([process.execPath, `${dir}/dns-stub.ts`, String(dnsPort)], {
+        stdout: 'ignore',
+        stderr: 'inherit',
+        env: { ...process.env, BENCH_DNS: JSON.stringify(records) },
+      }),
+    )
     for (const target of TARGETS) {
       const port = await freePort()
       if (target.mode === 'service') {
-        const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: dbUrl, MANAGED_DOMAIN, SMTP_HOSTNAME: 'mx.bench.local', ROLES: 'smtp', SMTP_PORT: String(port), HOST: '127.0.0.1', SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', DNS_SERVERS: `127.0.0.1:${dnsPort}`, LOG_LEVEL: 'info' }
+        const env: Record<string, string | undefined> = {
+          ...process.env,
+          DATABASE_URL: dbUrl,
+          MANAGED_DOMAIN,
+          SMTP_HOSTNAME: 'mx.bench.local',
+          ROLES: 'smtp',
+          SMTP_PORT: String(port),
+          HOST: '127.0.0.1',
+          SECRET_KEY: 'bench-secret-0123456789abcdef0123456789',
+          DNS_SERVERS: `127.0.0.1:${dnsPort}`,
+          LOG_LEVEL: 'info',
+        }
         delete env.SMTP_PROCESSES
         children.push(Bun.spawn([process.execPath, `${dir}/../../src/index.ts`], { stdout: 'ignore', stderr: 'inherit', env }))
         await waitForSmtpGreeting(port)

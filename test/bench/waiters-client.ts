@@ -36,7 +36,9 @@ function open(i: number): Promise<void> {
     socket.on('close', () => closed++)
     socket.on('connect', () => {
       if (mode === 'http') {
-        socket.write(`GET /v1/emails?wait=60&limit=10&since=${encodeURIComponent(since)}&inbox_id=${inboxes[i % inboxes.length]} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ${key}\r\n\r\n`)
+        socket.write(
+          `GET /v1/emails?wait=60&limit=10&since=${encodeURIComponent(since)}&inbox_id=${inboxes[i % inboxes.length]} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ${key}\r\n\r\n`,
+        )
         done()
       }
     })

@@ -89,8 +89,17 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
       const service = await startService(
         children,
         {
-          DATABASE_URL: dbUrl, PORT: String(apiPort), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', ROLES: 'api,smtp', MANAGED_DOMAIN,
-          SECRET_KEY: 'bench-secret-0123456789abcdef0123456789', SMTP_MAX_CONNECTIONS: String(SESSIONS + 100), DNS_SERVERS: '127.0.0.1:9', DNS_CACHE_SECONDS: '300', LOG_LEVEL: 'warn',
+          DATABASE_URL: dbUrl,
+          PORT: String(apiPort),
+          SMTP_PORT: String(smtpPort),
+          HOST: '127.0.0.1',
+          ROLES: 'api,smtp',
+          MANAGED_DOMAIN,
+          SECRET_KEY: 'bench-secret-0123456789abcdef0123456789',
+          SMTP_MAX_CONNECTIONS: String(SESSIONS + 100),
+          DNS_SERVERS: '127.0.0.1:9',
+          DNS_CACHE_SECONDS: '300',
+          LOG_LEVEL: 'warn',
         },
         { profile: false },
       )
@@ -134,8 +143,12 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(`${'what'.padEnd(34)}${'held'.padStart(8)}${'failed'.padStart(8)}${'RSS MB'.padStart(10)}${'KB each'.padStart(10)}`)
     console.log(`${'service idle (baseline)'.padEnd(34)}${''.padStart(8)}${''.padStart(8)}${(idle / 1024).toFixed(0).padStart(10)}${''.padStart(10)}`)
     console.log(`${'a fresh one, idle (baseline)'.padEnd(34)}${''.padStart(8)}${''.padStart(8)}${(base / 1024).toFixed(0).padStart(10)}${''.padStart(10)}`)
-    console.log(`${'long-polls waiting'.padEnd(34)}${String(opened.opened).padStart(8)}${String(opened.failed).padStart(8)}${(withWaiters / 1024).toFixed(0).padStart(10)}${perKb(withWaiters - idle, opened.opened!).padStart(10)}`)
-    console.log(`${'idle SMTP sessions'.padEnd(34)}${String(held.opened).padStart(8)}${String(held.failed).padStart(8)}${(withSessions / 1024).toFixed(0).padStart(10)}${perKb(withSessions - base, held.opened!).padStart(10)}`)
+    console.log(
+      `${'long-polls waiting'.padEnd(34)}${String(opened.opened).padStart(8)}${String(opened.failed).padStart(8)}${(withWaiters / 1024).toFixed(0).padStart(10)}${perKb(withWaiters - idle, opened.opened!).padStart(10)}`,
+    )
+    console.log(
+      `${'idle SMTP sessions'.padEnd(34)}${String(held.opened).padStart(8)}${String(held.failed).padStart(8)}${(withSessions / 1024).toFixed(0).padStart(10)}${perKb(withSessions - base, held.opened!).padStart(10)}`,
+    )
     console.log(
       `\none message to one of ${INBOXES} inboxes answered ${after.answered! - before.answered!} long-polls (${after.with_mail! - before.with_mail!} with the message; ` +
         `its inbox has ${expected} waiters; ${before.answered} had answered before it, ${before.closed} closed); ` +

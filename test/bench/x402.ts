@@ -58,7 +58,11 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     })
     const api = `http://127.0.0.1:${port}`
     const call = async (method: string, path: string, key: string, body?: unknown) => {
-      const res = await fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const res = await fetch(`${api}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
       const json = (await res.json()) as any
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json.error)}`)
       return json.data
@@ -69,7 +73,12 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     for (const org of [payee, payer]) await entitleCommand(sql, org.org_id, 'x402_payments')
     const payTo = privateKeyToAccount(generatePrivateKey())
     const message = payoutStatement(payee.org_id, 'base-sepolia', payTo.address, new Date())
-    await call('POST', '/v1/x402/payout-addresses', payee.api_key, { network: 'base-sepolia', address: payTo.address, message, signature: await payTo.signMessage({ message }) })
+    await call('POST', '/v1/x402/payout-addresses', payee.api_key, {
+      network: 'base-sepolia',
+      address: payTo.address,
+      message,
+      signature: await payTo.signMessage({ message }),
+    })
 
     const wallets = Array.from({ length: CONCURRENT }, () => generatePrivateKey())
     for (const w of wallets) await chain.mint(privateKeyToAccount(w).address, 10n ** 12n)
@@ -104,14 +113,29 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     // gone through leaves a nonce gap.
     const info = networkInfo('base-sepolia')
     const senderKey = generatePrivateKey()
-    const funding = await chain.deployer.sendTransaction({ account: chain.deployer.account!, to: privateKeyToAccount(senderKey).address, value: 10n ** 20n, chain: null })
+    const funding = await chain.deployer.sendTransaction({
+      account: chain.deployer.account!,
+      to: privateKeyToAccount(senderKey).address,
+      value: 10n ** 20n,
+      chain: null,
+    })
     await chain.client.waitForTransactionReceipt({ hash: funding })
-    const sender = createWalletClient({ account: privateKeyToAccount(senderKey, { nonceManager: createNonceManager({ source: jsonRpc() }) }), transport: http(chain.url, { retryCount: 0 }) })
+    const sender = createWalletClient({
+      account: privateKeyToAccount(senderKey, { nonceManager: createNonceManager({ source: jsonRpc() }) }),
+      transport: http(chain.url, { retryCount: 0 }),
+    })
     const bare = async (key: Hex) => {
       const started = performance.now()
       const from = privateKeyToAccount(key)
       const now = Math.floor(Date.now() / 1000)
-      const authorization = { from: from.address, to: payTo.address, value: AMOUNT, validAfter: BigInt(now - 600), validBefore: BigInt(now + 300), nonce: generatePrivateKey() }
+      const authorization = {
+        from: from.address,
+        to: payTo.address,
+        value: AMOUNT,
+        validAfter: BigInt(now - 600),
+        validBefore: BigInt(now + 300),
+        nonce: generatePrivateKey(),
+      }
       const signature = await from.signTypedData({
         domain: { name: info.eip712.name, version: info.eip712.version, chainId: info.chainId, verifyingContract: info.usdc },
         types: TRANSFER_WITH_AUTHORIZATION_TYPES,
@@ -120,7 +144,13 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
       })
       const { v, r, s } = parseSignature(signature)
       const a = authorization
-      const hash = await sender.writeContract({ address: info.usdc, abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s], chain: null })
+      const hash = await sender.writeContract({
+        address: info.usdc,
+        abi: TOKEN_ABI,
+        functionName: 'transferWithAuthorization',
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s],
+        chain: null,
+      })
       await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 5 })
       return performance.now() - started
     }
@@ -226,15 +256,24 @@ export async function x402Bench(sql: Sql, dbUrl: string) {
     const cpuOurs = await cpuOf(w => onePayment(w))
     const cpuBare = await cpuOf(bare)
     const p50 = (v: number[]) => summary(v).p50_ms
-    console.log(JSON.stringify({ sequential_parts_p50_ms: { create_challenge: p50(parts.create), sign: p50(parts.sign), pay_to_receipt: p50(parts.pay) }, database_commit_p50_ms: p50(commits) }))
+    console.log(
+      JSON.stringify({
+        sequential_parts_p50_ms: { create_challenge: p50(parts.create), sign: p50(parts.sign), pay_to_receipt: p50(parts.pay) },
+        database_commit_p50_ms: p50(commits),
+      }),
+    )
     console.log(JSON.stringify({ cpu_ms_per_payment: cpuOurs, bare_viem_cpu_ms_per_round_trip: cpuBare }))
     // with 20 at once: how busy each process kept the machine's cores over the rounds (1 = one core the whole time)
     const busy = (spent: Spent[], ms: number) =>
-      Object.fromEntries(Object.keys(spent[0]!).map(k => {
-        const values = spent.map(s => s[k as keyof Spent])
-        return [k, values.includes(null) ? null : Math.round(((values as number[]).reduce((a, b) => a + b, 0) / 1000 / ms) * 100) / 100]
-      }))
-    console.log(JSON.stringify({ cores_busy_at_once: busy(roundsCpu.ours, roundsCpu.oursMs), bare_viem_cores_busy_at_once: busy(roundsCpu.bare, roundsCpu.bareMs) }))
+      Object.fromEntries(
+        Object.keys(spent[0]!).map(k => {
+          const values = spent.map(s => s[k as keyof Spent])
+          return [k, values.includes(null) ? null : Math.round(((values as number[]).reduce((a, b) => a + b, 0) / 1000 / ms) * 100) / 100]
+        }),
+      )
+    console.log(
+      JSON.stringify({ cores_busy_at_once: busy(roundsCpu.ours, roundsCpu.oursMs), bare_viem_cores_busy_at_once: busy(roundsCpu.bare, roundsCpu.bareMs) }),
+    )
     console.log('target: our end-to-end p50 within 2x of the bare viem round trip')
   } finally {
     await stopAll(children)

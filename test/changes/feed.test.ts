@@ -11,14 +11,27 @@ import { recordChanges } from '../../src/changes/record'
 let t: TestApp
 let org: TestOrg
 
-const put = async (o: TestOrg, key: string, value: unknown) => expectOk(await t.request('PUT', `/v1/memories/${encodeURIComponent(key)}`, { key: o.key, body: { value } }))
+const put = async (o: TestOrg, key: string, value: unknown) =>
+  expectOk(await t.request('PUT', `/v1/memories/${encodeURIComponent(key)}`, { key: o.key, body: { value } }))
 const feed = async (o: TestOrg | string, query = '') => {
   const res = await t.request('GET', `/v1/changes${query ? `?${query}` : ''}`, { key: typeof o === 'string' ? o : o.key })
-  return { changes: expectOk(res) as { id: string; seq: number; type: string; resource: { type: string; id: string }; data: Record<string, unknown>; occurred_at: string }[], meta: res.body.meta }
+  return {
+    changes: expectOk(res) as {
+      id: string
+      seq: number
+      type: string
+      resource: { type: string; id: string }
+      data: Record<string, unknown>
+      occurred_at: string
+    }[],
+    meta: res.body.meta,
+  }
 }
 
 async function receive(rcptTo: string[], subject: string) {
-  const raw = new TextEncoder().encode(rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${crypto.randomUUID()}@sender.example>` }, 'hello'))
+  const raw = new TextEncoder().encode(
+    rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${crypto.randomUUID()}@sender.example>` }, 'hello'),
+  )
   return ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo, remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
 }
 
@@ -123,7 +136,9 @@ describe('mail changes', () => {
     const start = (await feed(o)).meta.cursor
     const { stored } = await receive([address], 'hello feed')
     const [change] = (await feed(o, `cursor=${start}`)).changes
-    const [delivery] = await sql<{ event_id: string; payload: { id: string } }[]>`select event_id, payload from webhook_deliveries where email_id = ${stored[0]!.id}`
+    const [delivery] = await sql<
+      { event_id: string; payload: { id: string } }[]
+    >`select event_id, payload from webhook_deliveries where email_id = ${stored[0]!.id}`
     expect(change).toMatchObject({ type: 'email.received', resource: { type: 'email', id: stored[0]!.id }, data: { subject: 'hello feed', to: [address] } })
     expect(change!.id).toBe(delivery!.event_id)
     expect(delivery!.payload.id).toBe(change!.id)

@@ -51,11 +51,25 @@ describe.skipIf(!anvilBinary())('payments in the changes feed', () => {
 
     const payee = await changes(s.payee, s.starts.payee)
     expect(payee.map(c => c.type)).toEqual(['payment.paid', 'payment.settled', 'delivery.created'])
-    const facts = { challenge_id: s.challenge.id, network: 'base-sepolia', amount: '20000', asset: s.challenge.asset, payer: s.payerAddress, payer_org: s.payer.orgId, pay_to: s.payeeWallet.address }
+    const facts = {
+      challenge_id: s.challenge.id,
+      network: 'base-sepolia',
+      amount: '20000',
+      asset: s.challenge.asset,
+      payer: s.payerAddress,
+      payer_org: s.payer.orgId,
+      pay_to: s.payeeWallet.address,
+    }
     expect(payee[0]).toMatchObject({ resource: { type: 'challenge', id: s.challenge.id }, data: { ...facts, direction: 'received' } })
     expect(payee[0]!.data.settle_tx).toBeUndefined()
-    expect(payee[1]).toMatchObject({ resource: { type: 'challenge', id: s.challenge.id }, data: { ...facts, direction: 'received', settle_tx: receipt.settle_tx } })
-    expect(payee[2]).toMatchObject({ resource: { type: 'delivery' }, data: { endpoint_id: endpointId, event_type: 'payment.settled', status: 'pending', email_id: null } })
+    expect(payee[1]).toMatchObject({
+      resource: { type: 'challenge', id: s.challenge.id },
+      data: { ...facts, direction: 'received', settle_tx: receipt.settle_tx },
+    })
+    expect(payee[2]).toMatchObject({
+      resource: { type: 'delivery' },
+      data: { endpoint_id: endpointId, event_type: 'payment.settled', status: 'pending', email_id: null },
+    })
     const [delivery] = await sql<{ event_id: string }[]>`select event_id from webhook_deliveries where id = ${payee[2]!.resource.id}`
     expect(payee[2]!.data.event_id).toBe(delivery!.event_id)
 
@@ -69,8 +83,19 @@ describe.skipIf(!anvilBinary())('payments in the changes feed', () => {
     expect((await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge))).status).toBe(502)
     const payee = await changes(s.payee, s.starts.payee)
     expect(payee.map(c => c.type)).toEqual(['payment.paid', 'payment.failed'])
-    expect(payee[1]).toMatchObject({ data: { challenge_id: s.challenge.id, direction: 'received', failure_reason: 'insufficient_funds', failure_category: 'settlement', reasons: ['insufficient_funds'] } })
-    expect((await changes(s.payer, s.starts.payer)).map(c => [c.type, c.data.direction])).toEqual([['payment.paid', 'sent'], ['payment.failed', 'sent']])
+    expect(payee[1]).toMatchObject({
+      data: {
+        challenge_id: s.challenge.id,
+        direction: 'received',
+        failure_reason: 'insufficient_funds',
+        failure_category: 'settlement',
+        reasons: ['insufficient_funds'],
+      },
+    })
+    expect((await changes(s.payer, s.starts.payer)).map(c => [c.type, c.data.direction])).toEqual([
+      ['payment.paid', 'sent'],
+      ['payment.failed', 'sent'],
+    ])
   })
 
   test('refused by a payee cap: failed at once, never paid', async () => {

@@ -32,10 +32,15 @@ describe('sources of changes', () => {
     const org = await createOrg()
     const from = await managedAddress(h.ctx, org.orgId)
     const start = await cursorOf(org.key)
-    const sent = expectOk(await h.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'alice@example.com', subject: 'feed me', body_text: 'hi' } }))
+    const sent = expectOk(
+      await h.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'alice@example.com', subject: 'feed me', body_text: 'hi' } }),
+    )
     const got = await changes(org.key, `cursor=${start}`)
     expect(got.map(c => c.type)).toEqual(['send.created', 'email.sent', 'send.status_changed'])
-    expect(got[0]).toMatchObject({ resource: { type: 'send', id: sent.id }, data: { send_id: sent.id, status: 'sending', from, to: ['alice@example.com'], subject: 'feed me', scheduled_at: null } })
+    expect(got[0]).toMatchObject({
+      resource: { type: 'send', id: sent.id },
+      data: { send_id: sent.id, status: 'sending', from, to: ['alice@example.com'], subject: 'feed me', scheduled_at: null },
+    })
     expect(got[1]).toMatchObject({ resource: { type: 'email' }, data: { send_id: sent.id, subject: 'feed me', from } })
     expect(got[2]).toMatchObject({ resource: { type: 'send', id: sent.id }, data: { status: 'queued' } })
   })
@@ -45,7 +50,9 @@ describe('sources of changes', () => {
     const from = await managedAddress(h.ctx, org.orgId)
     const start = await cursorOf(org.key)
     const at = new Date(Date.now() + 86_400_000).toISOString()
-    const sent = expectOk(await h.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'bob@example.com', subject: 'later', body_text: 'hi', scheduled_at: at } }))
+    const sent = expectOk(
+      await h.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'bob@example.com', subject: 'later', body_text: 'hi', scheduled_at: at } }),
+    )
     expect(sent.status).toBe('scheduled')
     const later = new Date(Date.now() + 2 * 86_400_000).toISOString()
     expectOk(await h.request('PATCH', `/v1/sent-emails/${sent.id}`, { key: org.key, body: { scheduled_at: later } }))
@@ -65,7 +72,12 @@ describe('sources of changes', () => {
     const org = await createOrg()
     const from = await managedAddress(h.ctx, org.orgId)
     const at = new Date(Date.now() + 86_400_000).toISOString()
-    const sent = expectOk(await h.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'carol@example.com', subject: 'every hour', body_text: 'tick', scheduled_at: at, repeat: { every_minutes: 60 } } }))
+    const sent = expectOk(
+      await h.request('POST', '/v1/send-mail', {
+        key: org.key,
+        body: { from, to: 'carol@example.com', subject: 'every hour', body_text: 'tick', scheduled_at: at, repeat: { every_minutes: 60 } },
+      }),
+    )
     const start = await cursorOf(org.key)
     expectOk(await h.request('PATCH', `/v1/sent-emails/${sent.id}`, { key: org.key, body: { repeat: { every_minutes: 120 } } }))
     expectOk(await h.request('PATCH', `/v1/sent-emails/${sent.id}`, { key: org.key, body: { repeat: null } }))
@@ -93,7 +105,10 @@ describe('sources of changes', () => {
     expect(got.map(c => c.type)).toEqual(['email.received', 'delivery.created', 'delivery.created'])
     const emailId = got[0]!.resource.id
     const byEndpoint = Object.fromEntries(got.slice(1).map(c => [c.data.endpoint_id, c]))
-    expect(byEndpoint[sending]).toMatchObject({ resource: { type: 'delivery' }, data: { status: 'pending', email_id: emailId, event_id: got[0]!.id, event_type: 'email.received', reason: null } })
+    expect(byEndpoint[sending]).toMatchObject({
+      resource: { type: 'delivery' },
+      data: { status: 'pending', email_id: emailId, event_id: got[0]!.id, event_type: 'email.received', reason: null },
+    })
     expect(byEndpoint[skipping]).toMatchObject({ data: { status: 'skipped_by_rules', email_id: emailId, event_id: got[0]!.id } })
     expect(byEndpoint[skipping]!.data.reason).toStartWith('rules.max_size_bytes')
     // the change names the delivery the API lists
@@ -111,7 +126,10 @@ describe('sources of changes', () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'deliver me', text: 'x' })
     const [req] = await receiver.waitFor(1, `/${endpointId}`)
     const [outcome] = expectOk(await polling) as Change[]
-    expect(outcome).toMatchObject({ type: 'delivery.status_changed', data: { status: 'delivered', endpoint_id: endpointId, event_id: req!.headers['webhook-id'] } })
+    expect(outcome).toMatchObject({
+      type: 'delivery.status_changed',
+      data: { status: 'delivered', endpoint_id: endpointId, event_id: req!.headers['webhook-id'] },
+    })
     // and the message's own change carries that same id
     const received = (await changes(org.key, `cursor=${start}&types=email.received`))[0]!
     expect(received.id).toBe(req!.headers['webhook-id']!)
@@ -121,13 +139,25 @@ describe('sources of changes', () => {
   test('function deployments: deployed, and a failed one that is not current', async () => {
     const org = await createOrg()
     const start = await cursorOf(org.key)
-    const fn = expectOk(await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'feed-fn', code: 'export default { async fetch() { return new Response("ok") } }' } }), 201)
+    const fn = expectOk(
+      await h.request('POST', '/v1/functions', {
+        key: org.key,
+        body: { name: 'feed-fn', code: 'export default { async fetch() { return new Response("ok") } }' },
+      }),
+      201,
+    )
     const broken = expectOk(await h.request('PUT', `/v1/functions/${fn.id}`, { key: org.key, body: { code: 'export default { async fetch( {' } }))
     expect(broken.deployment.status).toBe('failed')
     const got = await changes(org.key, `cursor=${start}&types=function.*`)
     expect(got.map(c => c.type)).toEqual(['function.deployed', 'function.deploy_failed'])
-    expect(got[0]).toMatchObject({ resource: { type: 'deployment', id: fn.current_deployment_id }, data: { function_id: fn.id, status: 'deployed', is_current: true, deploy_error: null } })
-    expect(got[1]).toMatchObject({ resource: { type: 'deployment', id: broken.deployment.id }, data: { function_id: fn.id, status: 'failed', is_current: false } })
+    expect(got[0]).toMatchObject({
+      resource: { type: 'deployment', id: fn.current_deployment_id },
+      data: { function_id: fn.id, status: 'deployed', is_current: true, deploy_error: null },
+    })
+    expect(got[1]).toMatchObject({
+      resource: { type: 'deployment', id: broken.deployment.id },
+      data: { function_id: fn.id, status: 'failed', is_current: false },
+    })
     expect(got[1]!.data.deploy_error).toMatchObject({ name: 'SyntaxError' })
   })
 
@@ -136,15 +166,24 @@ describe('sources of changes', () => {
     const start = await cursorOf(org.key)
     const name = `op${crypto.randomUUID().slice(0, 8)}.example.net`
     const row = await markDomainVerified(await testSql(), h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, name)
-    expect(await changes(org.key, `cursor=${start}`)).toMatchObject([{ type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } }])
+    expect(await changes(org.key, `cursor=${start}`)).toMatchObject([
+      { type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } },
+    ])
   })
 
   test('a failed domain verification is a change', async () => {
     const org = await createOrg()
-    const domain = expectOk(await h.request('POST', '/v1/domains', { key: org.key, body: { domain: `d${crypto.randomUUID().slice(0, 8)}.example.net`, confirmed: true } }), 201)
+    const domain = expectOk(
+      await h.request('POST', '/v1/domains', { key: org.key, body: { domain: `d${crypto.randomUUID().slice(0, 8)}.example.net`, confirmed: true } }),
+      201,
+    )
     const start = await cursorOf(org.key)
     await h.request('POST', `/v1/domains/${domain.id}/verify`, { key: org.key })
     const [change] = await changes(org.key, `cursor=${start}`)
-    expect(change).toMatchObject({ type: 'domain.verification_failed', resource: { type: 'domain', id: domain.id }, data: { name: domain.domain ?? domain.name, status: 'pending' } })
+    expect(change).toMatchObject({
+      type: 'domain.verification_failed',
+      resource: { type: 'domain', id: domain.id },
+      data: { name: domain.domain ?? domain.name, status: 'pending' },
+    })
   })
 })

@@ -69,7 +69,9 @@ describe('agent-mail CLI', () => {
     const attachment = join(s.home, 'report.txt')
     writeFileSync(attachment, 'quarterly numbers')
     const before = s.relay.messages.length
-    const sent = await cli(['send', '--json', '--from', inbox, '--to', 'alice@example.com', '--subject', 'Report', '--attach', attachment], { stdin: 'Here is the report.\n' })
+    const sent = await cli(['send', '--json', '--from', inbox, '--to', 'alice@example.com', '--subject', 'Report', '--attach', attachment], {
+      stdin: 'Here is the report.\n',
+    })
     expect(sent.stderr).toBe('')
     expect(sent.code).toBe(0)
     expect(JSON.parse(sent.stdout)).toMatchObject({ status: 'queued', accepted: ['alice@example.com'], idempotent_replay: false })
@@ -84,7 +86,9 @@ describe('agent-mail CLI', () => {
     writeFileSync(attachment, Buffer.alloc(300_000, 7))
     const before = s.relay.messages.length
     const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
-    const command = [BIN, 'send', '--from', inbox, '--to', 'alice@example.com', '--subject', 'Big', '--text', 'attached', '--attach', attachment].map(quote).join(' ')
+    const command = [BIN, 'send', '--from', inbox, '--to', 'alice@example.com', '--subject', 'Big', '--text', 'attached', '--attach', attachment]
+      .map(quote)
+      .join(' ')
     const p = Bun.spawn(['script', '-q', '-e', '-c', command, '/dev/null'], {
       env: { ...process.env, XDG_CONFIG_HOME: s.home, AGENT_MAIL_URL: s.origin, AGENT_MAIL_API_KEY: '', NO_COLOR: '1' },
       stdin: 'ignore',
@@ -111,7 +115,7 @@ describe('agent-mail CLI', () => {
     expect(read.stdout).toContain('hello through the wire')
   }, 30_000)
 
-  test('a bad API key: the service\'s message on stderr and exit code 3', async () => {
+  test("a bad API key: the service's message on stderr and exit code 3", async () => {
     const res = await cli(['whoami', '--api-key', 'svc_not_a_real_key'])
     expect(res.code).toBe(3)
     expect(res.stdout).toBe('')

@@ -32,7 +32,12 @@ test('make cli builds one executable that runs from anywhere against the service
   // from another directory, with no Bun on the PATH
   // (spawned, not spawnSync: the service answering it runs in this process)
   const run = async (args: string[], key: string) => {
-    const p = Bun.spawn([out, ...args], { cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: dir, AGENT_MAIL_URL: s.origin, AGENT_MAIL_API_KEY: key, NO_COLOR: '1' }, stdout: 'pipe', stderr: 'pipe' })
+    const p = Bun.spawn([out, ...args], {
+      cwd: dir,
+      env: { PATH: '/usr/bin:/bin', HOME: dir, AGENT_MAIL_URL: s.origin, AGENT_MAIL_API_KEY: key, NO_COLOR: '1' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
     return { code, stdout, stderr }
   }

@@ -53,7 +53,17 @@ export async function cliService(opts: { worker?: boolean; outbox?: boolean; env
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
   const ctx = createContext(
-    testConfig({ PUBLIC_URL: origin, PORT: String(port), HOST: '127.0.0.1', ...(!opts.outbox && { SMTP_RELAY_URL: relay.url }), RELAY_TIMEOUT_MS: '10000', SMTP_HOSTNAME: 'mx.test.local', SMTP_PORT: '0', SHUTDOWN_GRACE_MS: '1000', ...opts.env }),
+    testConfig({
+      PUBLIC_URL: origin,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ...(!opts.outbox && { SMTP_RELAY_URL: relay.url }),
+      RELAY_TIMEOUT_MS: '10000',
+      SMTP_HOSTNAME: 'mx.test.local',
+      SMTP_PORT: '0',
+      SHUTDOWN_GRACE_MS: '1000',
+      ...opts.env,
+    }),
     await testSql(),
     new ServerKeys(TEST_SECRET),
     { plugins: PLUGINS, resolver: memoryResolver({}) },
@@ -76,7 +86,11 @@ export async function cliService(opts: { worker?: boolean; outbox?: boolean; env
     spawn,
     async cli(args, o = {}) {
       const p = spawn(args, o)
-      const [stdout, stderr, code] = await Promise.all([new Response(p.stdout as ReadableStream).text(), new Response(p.stderr as ReadableStream).text(), p.exited])
+      const [stdout, stderr, code] = await Promise.all([
+        new Response(p.stdout as ReadableStream).text(),
+        new Response(p.stderr as ReadableStream).text(),
+        p.exited,
+      ])
       return { code, stdout, stderr }
     },
     async smtp(mail) {

@@ -46,7 +46,11 @@ describe('agent-mail signup', () => {
     expect(run.stderr).toContain(`A verification code was sent to ${email}.`)
     expect(run.stderr).not.toContain(PASSWORD)
     const out = JSON.parse(run.stdout)
-    expect(out).toEqual({ org_id: expect.any(String), user_id: expect.any(String), inbox: expect.objectContaining({ address: expect.stringContaining('@agents.test.local') }) })
+    expect(out).toEqual({
+      org_id: expect.any(String),
+      user_id: expect.any(String),
+      inbox: expect.objectContaining({ address: expect.stringContaining('@agents.test.local') }),
+    })
     const file = join(home, 'agent-mail', 'credentials.json')
     expect(statSync(file).mode & 0o777).toBe(0o600)
     const me = await s.cli(['whoami', '--json'], { env: { XDG_CONFIG_HOME: home } })
@@ -89,7 +93,7 @@ describe('agent-mail signup', () => {
     expect(statSync(join(home, 'agent-mail', 'credentials.json')).mode & 0o777).toBe(0o600)
   }, 30_000)
 
-  test('a wrong code: the service\'s message and exit 1, nothing saved; no --accept-terms: exit 2 before anything is sent', async () => {
+  test("a wrong code: the service's message and exit 1, nothing saved; no --accept-terms: exit 2 before anything is sent", async () => {
     const email = newEmail('cli')
     const home = freshHome()
     const p = s.spawn(['signup', '--email', email, '--accept-terms', '--password', PASSWORD], { stdin: 'pipe', env: { XDG_CONFIG_HOME: home } })

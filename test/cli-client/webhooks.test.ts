@@ -45,7 +45,11 @@ describe('agent-mail webhooks', () => {
     expect(table.stdout).toMatch(/^url\s+enabled\s+domain\s+created\s+id\s*$/m)
     expect(table.stdout).toMatch(new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s+yes\\s+all \\(fallback\\)\\s+now\\s+${endpointId}`, 'm'))
     expect(table.stdout).toMatch(new RegExp(`\\s+no\\s+all \\(fallback\\)\\s+now\\s+${spare.id}`))
-    expect(JSON.parse((await cli(['webhooks', '--json'])).stdout).map((e: { id: string }) => e.id).sort()).toEqual([endpointId, spare.id].sort())
+    expect(
+      JSON.parse((await cli(['webhooks', '--json'])).stdout)
+        .map((e: { id: string }) => e.id)
+        .sort(),
+    ).toEqual([endpointId, spare.id].sort())
 
     const tested = await cli(['webhooks', 'test', endpointId, '--json'])
     expect(tested.code).toBe(0)
@@ -66,7 +70,7 @@ describe('agent-mail webhooks', () => {
     expect(again.stderr).toContain('(not_found)')
   }, 30_000)
 
-  test('a refusal of the plan: the service\'s message, its code and docs_url, exit 1', async () => {
+  test("a refusal of the plan: the service's message, its code and docs_url, exit 1", async () => {
     const free = await createOrg({ plan: 'free' })
     const res = await cli(['webhooks', 'create', receiver.url('/free'), '--domain-id', crypto.randomUUID()], free.key)
     expect(res.code).toBe(1)
@@ -76,6 +80,9 @@ describe('agent-mail webhooks', () => {
     expect(res.stderr).toMatch(/^docs: https?:\/\/\S+$/m)
     // --json: the error envelope itself, on stderr
     const json = await cli(['webhooks', 'create', receiver.url('/free'), '--domain-id', crypto.randomUUID(), '--json'], free.key)
-    expect(JSON.parse(json.stderr).error).toMatchObject({ code: 'feature_disabled', details: { missing_entitlement: 'webhooks_per_domain', docs_url: expect.stringMatching(/^https?:\/\//) } })
+    expect(JSON.parse(json.stderr).error).toMatchObject({
+      code: 'feature_disabled',
+      details: { missing_entitlement: 'webhooks_per_domain', docs_url: expect.stringMatching(/^https?:\/\//) },
+    })
   })
 })

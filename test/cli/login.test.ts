@@ -10,7 +10,8 @@ import { decideInBrowser, forgetLastPoll, loginTokens, openDevicePage, startLogi
 
 const t = await testApp()
 const sql = await testSql()
-const poll = (device_code: string, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/cli/login/poll', { body: { device_code }, headers, ip })
+const poll = (device_code: string, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/cli/login/poll', { body: { device_code }, headers, ip })
 
 describe('POST /v1/cli/login/start', () => {
   test('201: device code, XXXX-XXXX user code, verification URIs, expiry and interval; no-store', async () => {
@@ -96,7 +97,8 @@ describe('POST /v1/cli/login/poll outcomes', () => {
     const pending = await startLogin(t)
     const approved = await startLogin(t)
     await decideInBrowser(t, who, approved.user_code, 'approve')
-    for (const s of [pending, approved]) await sql`update cli_device_codes set expires_at = now() - interval '1 second' where device_code_hash = sha256(${s.device_code}::bytea)`
+    for (const s of [pending, approved])
+      await sql`update cli_device_codes set expires_at = now() - interval '1 second' where device_code_hash = sha256(${s.device_code}::bytea)`
     expectError(await poll(pending.device_code), 400, 'expired_token')
     expectError(await poll(approved.device_code), 400, 'expired_token')
   })
@@ -135,7 +137,13 @@ describe('POST /v1/cli/login/poll outcomes', () => {
 
   test('the first-party clients cannot be used on the authorization page', async () => {
     for (const client of ['cli', 'agent']) {
-      const query = new URLSearchParams({ response_type: 'code', client_id: client, redirect_uri: 'urn:ietf:wg:oauth:2.0:oob', code_challenge: 'A'.repeat(43), code_challenge_method: 'S256' })
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: client,
+        redirect_uri: 'urn:ietf:wg:oauth:2.0:oob',
+        code_challenge: 'A'.repeat(43),
+        code_challenge_method: 'S256',
+      })
       const res = await t.request('GET', `/oauth/authorize?${query}`)
       expect(res.status).toBe(400)
       expect(res.headers.get('location')).toBeNull()
@@ -226,7 +234,7 @@ describe('GET and POST /cli/device (the approval page)', () => {
     expect(noPage.status).toBe(400)
   })
 
-  test('approving needs one of the person\'s organizations; the page completes once', async () => {
+  test("approving needs one of the person's organizations; the page completes once", async () => {
     const who = await person()
     const stranger = await person()
     const { device_code, user_code } = await startLogin(t)

@@ -13,9 +13,11 @@ const t = await testApp()
 const sql = await testSql()
 const PASSWORD = 'a long enough password'
 
-const start = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/cli/signup/start', { body, headers, ip })
+const start = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/cli/signup/start', { body, headers, ip })
 const resend = (signup_token: string, headers: Record<string, string> = {}) => t.request('POST', '/v1/cli/signup/resend', { body: { signup_token }, headers })
-const verify = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/cli/signup/verify', { body, headers, ip })
+const verify = (body: Record<string, unknown>, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/cli/signup/verify', { body, headers, ip })
 
 async function started(email = newEmail(), extra: Record<string, unknown> = {}) {
   const res = await start({ email, terms_accepted: true, ...extra })
@@ -91,7 +93,13 @@ describe('POST /v1/cli/signup/resend', () => {
     const mails = await mailsTo(s.email)
     expect(mails).toHaveLength(2)
     const fresh = mails[1]!.code
-    if (fresh !== s.code) expectError(await verify({ signup_token: s.token, verification_code: s.code, password: PASSWORD }), 400, 'validation_error', /^verification_code: is incorrect/)
+    if (fresh !== s.code)
+      expectError(
+        await verify({ signup_token: s.token, verification_code: s.code, password: PASSWORD }),
+        400,
+        'validation_error',
+        /^verification_code: is incorrect/,
+      )
     expectOk(await verify({ signup_token: s.token, verification_code: fresh, password: PASSWORD }))
     // a completed signup cannot be resent
     await ageLastSend(s.token)
@@ -211,8 +219,18 @@ describe('POST /v1/cli/signup/verify', () => {
 
   test('a password shorter than 12 characters, or a malformed code: 400 before the code is checked', async () => {
     const s = await started()
-    expectError(await verify({ signup_token: s.token, verification_code: s.code, password: 'short' }), 400, 'validation_error', /^password: must be at least 12 characters/)
-    expectError(await verify({ signup_token: s.token, verification_code: '12345', password: PASSWORD }), 400, 'validation_error', /^verification_code: must be the 6-digit code/)
+    expectError(
+      await verify({ signup_token: s.token, verification_code: s.code, password: 'short' }),
+      400,
+      'validation_error',
+      /^password: must be at least 12 characters/,
+    )
+    expectError(
+      await verify({ signup_token: s.token, verification_code: '12345', password: PASSWORD }),
+      400,
+      'validation_error',
+      /^verification_code: must be the 6-digit code/,
+    )
     const [row] = await sql`select failed_attempts from signups where token_hash = sha256(${s.token}::bytea)`
     expect(row!.failed_attempts).toBe(0)
   })
@@ -229,7 +247,9 @@ describe('POST /v1/cli/signup/verify', () => {
   test('an address known without a password (an agent signup) gets the password and a new organization', async () => {
     const email = newEmail()
     const agent = expectOk(await t.request('POST', '/v1/agent/signup/start', { body: { email, terms_accepted: true, device_name: 'bot' } }), 201)
-    const agentTokens = expectOk(await t.request('POST', '/v1/agent/signup/verify', { body: { signup_token: agent.signup_token, verification_code: await lastCode(email) } }))
+    const agentTokens = expectOk(
+      await t.request('POST', '/v1/agent/signup/verify', { body: { signup_token: agent.signup_token, verification_code: await lastCode(email) } }),
+    )
     const s = await started(email)
     const data = expectOk(await verify({ signup_token: s.token, verification_code: s.code, password: PASSWORD }))
     expect(data.user_id).toBe(agentTokens.user_id)

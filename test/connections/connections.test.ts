@@ -17,7 +17,8 @@ const t = await testApp()
 const sql = await testSql()
 
 const invite = (key: string, body: Record<string, unknown>) => t.request('POST', '/v1/agent-connections', { key, body })
-const claim = (invitation_code: string, headers: Record<string, string> = {}, ip?: string) => t.request('POST', '/v1/agent-connections/claim', { body: { invitation_code }, headers, ip })
+const claim = (invitation_code: string, headers: Record<string, string> = {}, ip?: string) =>
+  t.request('POST', '/v1/agent-connections/claim', { body: { invitation_code }, headers, ip })
 const disconnect = (key: string, address: string) => t.request('DELETE', `/v1/agent-connections/${encodeURIComponent(address)}`, { key })
 
 async function orgWithInbox(role: 'owner' | 'admin' | 'member' = 'owner') {
@@ -59,7 +60,7 @@ describe('POST /v1/agent-connections (invite)', () => {
     expectError(await invite(member.org.key, { address: member.address }), 403, 'forbidden')
   })
 
-  test('an API key reads its creator\'s current role: demoted to member, the key is refused at once', async () => {
+  test("an API key reads its creator's current role: demoted to member, the key is refused at once", async () => {
     const { org, address } = await orgWithInbox('owner')
     expectOk(await invite(org.key, { address }), 201)
     await sql`update memberships set role = 'member' where org_id = ${org.orgId} and user_id = ${org.userId}`
@@ -71,7 +72,7 @@ describe('POST /v1/agent-connections (invite)', () => {
     expectError(await invite(account.api_key, { address: account.inbox.address }), 403, 'forbidden', /created without a person/)
   })
 
-  test('OAuth tokens act with the person\'s current role: owner and admin may, member is 403, a demoted owner at once', async () => {
+  test("OAuth tokens act with the person's current role: owner and admin may, member is 403, a demoted owner at once", async () => {
     const owner = await person('owner')
     const address = await managedAddress(t.ctx, owner.orgId)
     const ownerTokens = await loginTokens(t, owner)
@@ -112,14 +113,19 @@ describe('POST /v1/agent-connections (invite)', () => {
 })
 
 describe('POST /v1/agent-connections/claim', () => {
-  test('200 once: a conn_ key for the address and the inviting person\'s address; no-store; stored hashed', async () => {
+  test("200 once: a conn_ key for the address and the inviting person's address; no-store; stored hashed", async () => {
     const { org, address } = await orgWithInbox()
     const inv = expectOk(await invite(org.key, { address }), 201)
     const res = await claim(inv.invitation_code)
     const claimed = expectOk(res)
     expect(res.headers.get('cache-control')).toBe('no-store')
     const [owner] = await sql`select email from users where id = ${org.userId}`
-    expect(claimed).toEqual({ connection_id: inv.id, connection_key: expect.stringMatching(/^conn_[A-Za-z0-9_-]{43}$/), address, setup_owner_address: owner!.email })
+    expect(claimed).toEqual({
+      connection_id: inv.id,
+      connection_key: expect.stringMatching(/^conn_[A-Za-z0-9_-]{43}$/),
+      address,
+      setup_owner_address: owner!.email,
+    })
     const [row] = await sql`select * from agent_connections where id = ${inv.id}`
     expect(JSON.stringify(row)).not.toContain(claimed.connection_key.slice(5))
     // the key works (mail reads) and acts for its address
@@ -214,7 +220,7 @@ describe('DELETE /v1/agent-connections/{address}', () => {
     expectError(await disconnect(org.key, address), 404, 'not_found')
   })
 
-  test('another organization\'s address: 404', async () => {
+  test("another organization's address: 404", async () => {
     const mine = await orgWithInbox()
     const theirs = await orgWithInbox()
     const c = await connected(theirs.org, theirs.address)

@@ -23,7 +23,9 @@ let key: string
 const ids: Record<string, string> = {}
 
 async function inbound(rcptTo: string[], subject: string): Promise<string> {
-  const raw = new TextEncoder().encode(rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hello'))
+  const raw = new TextEncoder().encode(
+    rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hello'),
+  )
   const result = await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo, remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
   return result.stored.find(s => s.orgId === org.orgId)!.id
 }
@@ -35,7 +37,16 @@ async function outbound(from: string, subject: string): Promise<string> {
   const mail = await parseMail(raw)
   const sql = await testSql()
   const stored = await sql.begin(tx =>
-    storeEmail(t.ctx, tx, { orgId: org.orgId, direction: 'outbound', eventType: 'email.received', mail, raw, mailFrom: from, rcptTo: ['someone@example.com'], auth: NO_VERDICTS }),
+    storeEmail(t.ctx, tx, {
+      orgId: org.orgId,
+      direction: 'outbound',
+      eventType: 'email.received',
+      mail,
+      raw,
+      mailFrom: from,
+      rcptTo: ['someone@example.com'],
+      auth: NO_VERDICTS,
+    }),
   )
   return stored.id
 }
@@ -69,14 +80,14 @@ describe('allowed: mail reads of the bound address', () => {
     for (const id of Object.values(ids)) expect(all).toContain(id)
   })
 
-  test('GET /v1/emails/{id}: the bound address\'s mail is 200, other mail of the organization 404', async () => {
+  test("GET /v1/emails/{id}: the bound address's mail is 200, other mail of the organization 404", async () => {
     for (const id of [ids.toBound, ids.toBoth, ids.fromBound]) expect(expectOk(await t.request('GET', `/v1/emails/${id}`, { key })).id).toBe(id)
     expectError(await t.request('GET', `/v1/emails/${ids.toSibling}`, { key }), 404, 'not_found')
     expectError(await t.request('GET', `/v1/emails/${ids.fromSibling}`, { key }), 404, 'not_found')
     expectOk(await t.request('GET', `/v1/emails/${ids.toSibling}`, { key: org.key }))
   })
 
-  test('another organization\'s mail stays 404', async () => {
+  test("another organization's mail stays 404", async () => {
     const other = await createOrg()
     const otherAddress = await managedAddress(t.ctx, other.orgId)
     const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: otherAddress, Subject: 'elsewhere' }, 'x'))
@@ -95,14 +106,18 @@ describe('sending', () => {
   })
 
   test('a connection key replies only to mail of its bound address: other mail of the organization is 404', async () => {
-    const reply = (email: string) => t.request('POST', '/v1/send-mail', { key, body: { from: bound, in_reply_to_email_id: email, subject: `re ${unique()}`, body_text: 'thanks' } })
+    const reply = (email: string) =>
+      t.request('POST', '/v1/send-mail', { key, body: { from: bound, in_reply_to_email_id: email, subject: `re ${unique()}`, body_text: 'thanks' } })
     expect(expectOk(await reply(ids.toBound!))).toMatchObject({ status: 'queued', from: bound })
     expect(expectOk(await reply(ids.toBoth!))).toMatchObject({ status: 'queued', from: bound })
     expectError(await reply(ids.toSibling!), 404, 'not_found')
   })
 
   test('a connection key cannot send as another address of its organization (403)', async () => {
-    const res = await t.request('POST', '/v1/send-mail', { key, body: { from: sibling, to: 'someone@example.com', subject: `hi ${unique()}`, body_text: 'hello' } })
+    const res = await t.request('POST', '/v1/send-mail', {
+      key,
+      body: { from: sibling, to: 'someone@example.com', subject: `hi ${unique()}`, body_text: 'hello' },
+    })
     expect(res.status).toBe(403)
     expect(['forbidden', 'cannot_send_from_domain']).toContain(res.body.error.code)
   })
@@ -153,7 +168,11 @@ describe('forbidden: everything else', () => {
         const url = path.replace(/\{[^}]+\}/g, () => crypto.randomUUID())
         const res = await t.request(method.toUpperCase(), url, { key, body: ['post', 'put', 'patch'].includes(method) ? {} : undefined })
         checked.push(`${method} ${path}`)
-        expect({ op: `${method} ${path}`, status: res.status, code: res.body?.error?.code }).toEqual({ op: `${method} ${path}`, status: 403, code: 'forbidden' })
+        expect({ op: `${method} ${path}`, status: res.status, code: res.body?.error?.code }).toEqual({
+          op: `${method} ${path}`,
+          status: 403,
+          code: 'forbidden',
+        })
       }
     }
     expect(checked.length).toBeGreaterThanOrEqual(30)
@@ -183,7 +202,10 @@ describe('forbidden: everything else', () => {
 
   test('contacts: it reads those of its bound address only, and changes none', async () => {
     const own = expectOk(await t.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: bound, address: `own-${unique()}@example.com` } }), 201)
-    const others = expectOk(await t.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: sibling, address: `other-${unique()}@example.com` } }), 201)
+    const others = expectOk(
+      await t.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: sibling, address: `other-${unique()}@example.com` } }),
+      201,
+    )
     const listed = await t.request('GET', '/v1/contacts', { key })
     expect(expectOk(listed).map((c: { id: string }) => c.id)).toEqual([own.id])
     expect(listed.body.meta.total).toBe(1)

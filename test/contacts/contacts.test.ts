@@ -34,26 +34,69 @@ const contacts = (query = '', key = org.key) => h.request('GET', `/v1/contacts${
 
 describe('managing contacts', () => {
   test('create, then 409 on the same pair; PUT upserts by address (201, then 200 keeping what it omits)', async () => {
-    const created = expectOk(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'Ada@Example.com', name: 'Ada', tags: ['vip'] } }), 201)
-    expect(created).toMatchObject({ owner_address: mine, address: 'ada@example.com', name: 'Ada', tags: ['vip'], source: 'manual', send_grant: 'none', messages_received: 0, messages_sent: 0, first_seen_at: null })
+    const created = expectOk(
+      await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'Ada@Example.com', name: 'Ada', tags: ['vip'] } }),
+      201,
+    )
+    expect(created).toMatchObject({
+      owner_address: mine,
+      address: 'ada@example.com',
+      name: 'Ada',
+      tags: ['vip'],
+      source: 'manual',
+      send_grant: 'none',
+      messages_received: 0,
+      messages_sent: 0,
+      first_seen_at: null,
+    })
     const again = await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'ada@example.com' } })
     expectError(again, 409, 'conflict')
     expect(again.body.error.details.reason).toBe('contact_exists')
-    const updated = expectOk(await h.request('PUT', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'ada@example.com', tags: ['vip', 'billing'] } }))
+    const updated = expectOk(
+      await h.request('PUT', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'ada@example.com', tags: ['vip', 'billing'] } }),
+    )
     expect(updated).toMatchObject({ id: created.id, name: 'Ada', tags: ['vip', 'billing'] })
-    const fresh = expectOk(await h.request('PUT', '/v1/contacts', { key: org.key, body: { owner_address: other, address: 'ada@example.com', name: 'Ada (other inbox)' } }), 201)
+    const fresh = expectOk(
+      await h.request('PUT', '/v1/contacts', { key: org.key, body: { owner_address: other, address: 'ada@example.com', name: 'Ada (other inbox)' } }),
+      201,
+    )
     expect(fresh.id).not.toBe(created.id)
   })
 
   test('bad input: the owner must be an address of the organization, the address an address, tags bounded', async () => {
-    expectError(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: 'someone@elsewhere.example', address: 'x@example.com' } }), 400, 'validation_error', /^owner_address: /)
-    expectError(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'not an address' } }), 400, 'validation_error', /^address: /)
-    expectError(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'x@example.com', tags: ['a,b'] } }), 400, 'validation_error', /tags/)
-    expectError(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'x@example.com', extra: 1 } }), 400, 'validation_error')
+    expectError(
+      await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: 'someone@elsewhere.example', address: 'x@example.com' } }),
+      400,
+      'validation_error',
+      /^owner_address: /,
+    )
+    expectError(
+      await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'not an address' } }),
+      400,
+      'validation_error',
+      /^address: /,
+    )
+    expectError(
+      await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'x@example.com', tags: ['a,b'] } }),
+      400,
+      'validation_error',
+      /tags/,
+    )
+    expectError(
+      await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'x@example.com', extra: 1 } }),
+      400,
+      'validation_error',
+    )
   })
 
   test('list: by owner, search on address and name, by tag; pages', async () => {
-    expectOk(await h.request('POST', '/v1/contacts', { key: org.key, body: { owner_address: mine, address: 'grace@navy.example', name: 'Grace Hopper', tags: ['billing'] } }), 201)
+    expectOk(
+      await h.request('POST', '/v1/contacts', {
+        key: org.key,
+        body: { owner_address: mine, address: 'grace@navy.example', name: 'Grace Hopper', tags: ['billing'] },
+      }),
+      201,
+    )
     const byOwner = expectOk(await contacts(`?owner_address=${mine}`))
     expect(byOwner.map((c: { address: string }) => c.address)).toEqual(['grace@navy.example', 'ada@example.com'])
     expect(expectOk(await contacts(`?q=hopper`)).map((c: { address: string }) => c.address)).toEqual(['grace@navy.example'])
@@ -85,7 +128,12 @@ describe('managing contacts', () => {
     expectError(await h.request('PATCH', `/v1/contacts/${ada.id}`, { key: stranger.key, body: { name: 'x' } }), 404, 'not_found')
     expectError(await h.request('DELETE', `/v1/contacts/${ada.id}`, { key: stranger.key }), 404, 'not_found')
     // nor can it file a contact under this organization's address
-    expectError(await h.request('POST', '/v1/contacts', { key: stranger.key, body: { owner_address: mine, address: 'x@example.com' } }), 400, 'validation_error', /^owner_address: /)
+    expectError(
+      await h.request('POST', '/v1/contacts', { key: stranger.key, body: { owner_address: mine, address: 'x@example.com' } }),
+      400,
+      'validation_error',
+      /^owner_address: /,
+    )
   })
 })
 
@@ -97,7 +145,10 @@ describe('counters from real mail', () => {
     expect(before.first_seen_at).toBeNull()
     await h.transport.sendMail({ from: `Peer <${peer}>`, to: mine, subject: 'one', text: 'x' })
     await h.transport.sendMail({ from: peer, to: mine, subject: 'two', text: 'x' })
-    const res = await h.request('POST', '/v1/send-mail', { key: org.key, body: { from: mine, to: peer, cc: ['someone@example.com'], subject: `re ${unique()}`, body_text: 'hello' } })
+    const res = await h.request('POST', '/v1/send-mail', {
+      key: org.key,
+      body: { from: mine, to: peer, cc: ['someone@example.com'], subject: `re ${unique()}`, body_text: 'hello' },
+    })
     expect(res.status).toBe(200)
     const after = expectOk(await h.request('GET', `/v1/contacts/${before.id}`, { key: org.key }))
     expect(after).toMatchObject({ messages_received: 2, messages_sent: 1 })

@@ -40,7 +40,8 @@ afterAll(async () => {
   await relay.stop()
 })
 
-const send = (from: string, to: string) => t.request('POST', '/v1/send-mail', { key: replyOnly.key, body: { from, to, subject: `hi ${unique()}`, body_text: 'hello' } })
+const send = (from: string, to: string) =>
+  t.request('POST', '/v1/send-mail', { key: replyOnly.key, body: { from, to, subject: `hi ${unique()}`, body_text: 'hello' } })
 const gateOf = (res: { body: any }) => res.body.error.gates.map((g: { name: string; reason: string; subject: string }) => [g.name, g.reason, g.subject])
 
 describe('the reply-only gate and contacts', () => {
@@ -60,7 +61,9 @@ describe('the reply-only gate and contacts', () => {
 
   test('network admission records the grant: the first send goes out through the relay, from the admitting address only', async () => {
     const [listed] = expectOk(await t.request('GET', `/v1/networks/${networkId}/agents?skill=calendar`, { key: replyOnly.key }))
-    const contact = expectOk(await t.request('POST', `/v1/networks/${networkId}/agents/${listed.id}/admit`, { key: replyOnly.key, body: { owner_address: sender } }))
+    const contact = expectOk(
+      await t.request('POST', `/v1/networks/${networkId}/agents/${listed.id}/admit`, { key: replyOnly.key, body: { owner_address: sender } }),
+    )
     expect(contact).toMatchObject({ source: 'network', send_grant: 'granted' })
     const before = relay.messages.length
     const res = await send(sender, agent)

@@ -105,7 +105,15 @@ describe.skipIf(!onServer)('migration checksums', () => {
     try {
       await migrate(m.sql)
       await m.sql`update schema_migrations set checksum = ${checksumOf('something else')} where name = (select min(name) from schema_migrations)`
-      const error = await startService({ DATABASE_URL: m.url, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' }).catch(e => e)
+      const error = await startService({
+        DATABASE_URL: m.url,
+        PORT: '0',
+        SMTP_PORT: '0',
+        HOST: '127.0.0.1',
+        ROLES: 'api',
+        SECRET_KEY: TEST_SECRET,
+        LOG_LEVEL: 'silent',
+      }).catch(e => e)
       expect(error).toBeInstanceOf(MigrationError)
       expect(error.message).toMatch(/^migration 0001_\w+\.sql was changed after it was applied/)
     } finally {

@@ -147,7 +147,17 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await run('thread', () => getThread(session.client, big.orgId, threadId))
       await run('search, a word of most messages', () => searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null }))
       await run('search, a rare word', () => searchEmails(session.client, big.orgId, 'w45000', { limit: 50, after: null }))
-      await run('reply', () => ingest(ctx, message(big.address, { Subject: 'Re: About it', 'Message-ID': '<r1@sender.example>', 'In-Reply-To': '<seed-500@bench.example>', References: '<seed-499@bench.example> <seed-500@bench.example>' })))
+      await run('reply', () =>
+        ingest(
+          ctx,
+          message(big.address, {
+            Subject: 'Re: About it',
+            'Message-ID': '<r1@sender.example>',
+            'In-Reply-To': '<seed-500@bench.example>',
+            References: '<seed-499@bench.example> <seed-500@bench.example>',
+          }),
+        ),
+      )
       await run('new message', () => ingest(ctx, message(big.address, { Subject: 'Fresh', 'Message-ID': '<n1@sender.example>' })))
 
       for (const [what, found] of plans) {

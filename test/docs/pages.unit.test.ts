@@ -6,7 +6,12 @@ import { ConfigSchema } from '../../src/config'
 import { ERROR_STATUS } from '../../src/errors'
 import { REPO } from '../helpers/dev-process'
 
-const pages = ['README.md', ...readdirSync(join(REPO, 'docs')).filter(f => f.endsWith('.md')).map(f => `docs/${f}`)]
+const pages = [
+  'README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter(f => f.endsWith('.md'))
+    .map(f => `docs/${f}`),
+]
 const read = (page: string) => readFileSync(join(REPO, page), 'utf8')
 
 describe('README and docs/', () => {
@@ -28,7 +33,17 @@ describe('README and docs/', () => {
 
   test('a status written with a code ("409 `conflict`") names an error code of that status, what a client branches on', () => {
     // the OAuth endpoints answer their own error bodies ({error}), not the v1 envelope
-    const oauth = new Set(['invalid_request', 'invalid_grant', 'invalid_client', 'invalid_scope', 'invalid_target', 'unsupported_grant_type', 'unsupported_response_type', 'invalid_client_metadata', 'invalid_redirect_uri'])
+    const oauth = new Set([
+      'invalid_request',
+      'invalid_grant',
+      'invalid_client',
+      'invalid_scope',
+      'invalid_target',
+      'unsupported_grant_type',
+      'unsupported_response_type',
+      'invalid_client_metadata',
+      'invalid_redirect_uri',
+    ])
     const wrong: string[] = []
     for (const page of pages) {
       for (const [written, status, code] of read(page).matchAll(/\b([45]\d\d)\s+`([a-z_]+)`/g)) {

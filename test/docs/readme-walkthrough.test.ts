@@ -19,8 +19,6 @@ export function shBlocks(markdown: string, section: string): string[] {
   return [...body.matchAll(/```sh\n([\s\S]*?)```/g)].map(m => m[1]!)
 }
 
-
-
 describe('README walkthrough', () => {
   let dev: DevProcess
   beforeAll(async () => {

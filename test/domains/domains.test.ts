@@ -90,8 +90,18 @@ describe('claim', () => {
       expect([domain, res.body.error.message]).toEqual([domain, expect.stringMatching(reason)])
     }
     expectError(await request('POST', '/v1/domains', { key: org.key, body: {} }), 400, 'validation_error', 'domain: is required')
-    expectError(await request('POST', '/v1/domains', { key: org.key, body: { domain: uniqueDomain(), confirmed: 'yes' } }), 400, 'validation_error', 'confirmed: must be a boolean')
-    expectError(await request('POST', '/v1/domains', { key: org.key, body: { domain: uniqueDomain(), region: 'eu' } }), 400, 'validation_error', 'region: is not a known field')
+    expectError(
+      await request('POST', '/v1/domains', { key: org.key, body: { domain: uniqueDomain(), confirmed: 'yes' } }),
+      400,
+      'validation_error',
+      'confirmed: must be a boolean',
+    )
+    expectError(
+      await request('POST', '/v1/domains', { key: org.key, body: { domain: uniqueDomain(), region: 'eu' } }),
+      400,
+      'validation_error',
+      'region: is not a known field',
+    )
     expect((await ctx.sql`select count(*)::int as n from domains where org_id = ${org.orgId}`)[0]!.n).toBe(0)
   })
 
@@ -99,7 +109,12 @@ describe('claim', () => {
     const org = await createOrg()
     const name = uniqueDomain()
     await claim(org.key, name)
-    expectError(await request('POST', '/v1/domains', { key: org.key, body: { domain: name.toUpperCase() } }), 409, 'conflict', `domain: ${name} is already claimed by this organization`)
+    expectError(
+      await request('POST', '/v1/domains', { key: org.key, body: { domain: name.toUpperCase() } }),
+      409,
+      'conflict',
+      `domain: ${name} is already claimed by this organization`,
+    )
     const other = await createOrg()
     expect((await claim(other.key, name)).status).toBe('pending')
   })
@@ -113,7 +128,12 @@ describe('MX conflict', () => {
   test('MX records of another provider: 409 mx_conflict with the hosts and a remediation; nothing claimed', async () => {
     const org = await createOrg()
     const name = uniqueDomain()
-    resolver.records[name] = { MX: [{ exchange: 'alt1.aspmx.l.google.com', priority: 5 }, { exchange: 'ASPMX.L.GOOGLE.COM.', priority: 1 }] }
+    resolver.records[name] = {
+      MX: [
+        { exchange: 'alt1.aspmx.l.google.com', priority: 5 },
+        { exchange: 'ASPMX.L.GOOGLE.COM.', priority: 1 },
+      ],
+    }
     const res = await request('POST', '/v1/domains', { key: org.key, body: { domain: name } })
     expectError(res, 409, 'mx_conflict', /^domain: .*aspmx\.l\.google\.com.*confirmed: true/)
     expect(res.body.error.details.mx).toEqual([
@@ -161,7 +181,7 @@ describe('read, list, delete', () => {
     expectError(await request('GET', '/v1/domains/not-a-uuid', { key: org.key }), 400, 'validation_error', /^id: /)
   })
 
-  test('the list pages newest first and shows only the organization\'s domains', async () => {
+  test("the list pages newest first and shows only the organization's domains", async () => {
     const org = await createOrg()
     const other = await createOrg()
     await claim(other.key)
@@ -274,7 +294,10 @@ describe('verify', () => {
     const d = await claim(org.key)
     publish(resolver, d.dns_records, ['mx', 'spf'])
     resolver.records[d.domain] = {
-      MX: [{ exchange: SMTP_HOSTNAME, priority: 20 }, { exchange: 'mx.other-provider.example', priority: 5 }],
+      MX: [
+        { exchange: SMTP_HOSTNAME, priority: 20 },
+        { exchange: 'mx.other-provider.example', priority: 5 },
+      ],
       TXT: [[`v=spf1 include:${SMTP_HOSTNAME} ~all`], ['v=spf1 -all']],
     }
     const v = await verify(org.key, d.id)
@@ -287,7 +310,10 @@ describe('verify', () => {
     const d = await claim(org.key)
     publish(resolver, d.dns_records, ['mx', 'spf'])
     resolver.records[d.domain] = {
-      MX: [{ exchange: SMTP_HOSTNAME, priority: 10 }, { exchange: 'backup.example.net', priority: 50 }],
+      MX: [
+        { exchange: SMTP_HOSTNAME, priority: 10 },
+        { exchange: 'backup.example.net', priority: 50 },
+      ],
       TXT: [['some-other=value'], [`v=spf1 ip4:192.0.2.1 +include:${SMTP_HOSTNAME} include:_spf.example.net -all`]],
     }
     const v = await verify(org.key, d.id)
@@ -302,7 +328,13 @@ describe('verify', () => {
     resolver.failing.add(`_dmarc.${d.domain}`)
     const v = await verify(org.key, d.id)
     expect(v.status).toBe('verified')
-    expect([v.checks.verification.status, v.checks.mx.status, v.checks.spf.status, v.checks.dkim.status, v.checks.dmarc.status]).toEqual(['ok', 'error', 'error', 'ok', 'error'])
+    expect([v.checks.verification.status, v.checks.mx.status, v.checks.spf.status, v.checks.dkim.status, v.checks.dmarc.status]).toEqual([
+      'ok',
+      'error',
+      'error',
+      'ok',
+      'error',
+    ])
     expect(v.checks.mx.message).toContain('ESERVFAIL')
 
     const pending = await claim(org.key)
@@ -334,7 +366,12 @@ describe('verify', () => {
     const mine = await claim(other.key, d.domain)
     expect(mine.status).toBe('pending')
     publish(resolver, mine.dns_records)
-    expectError(await request('POST', `/v1/domains/${mine.id}/verify`, { key: other.key }), 409, 'conflict', `domain: ${d.domain} is verified by another organization`)
+    expectError(
+      await request('POST', `/v1/domains/${mine.id}/verify`, { key: other.key }),
+      409,
+      'conflict',
+      `domain: ${d.domain} is verified by another organization`,
+    )
     expect(await verifiedDomainOwner(ctx.sql, d.domain)).toEqual({ orgId: holder.orgId, domainId: d.id })
 
     expectOk(await request('DELETE', `/v1/domains/${d.id}`, { key: holder.key }))

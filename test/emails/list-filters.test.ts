@@ -30,7 +30,8 @@ beforeAll(async () => {
   // mail from another organization to each inbox (delivered through the local relay), then A answers
   const sender = await createOrg()
   const outside = expectOk(await request('POST', '/v1/inboxes', { key: sender.key, body: {} }), 201).address
-  const send = (key: string, body: Record<string, unknown>) => request('POST', '/v1/send-mail', { key, body: { body_text: 'x', ...body } }).then(r => expectOk(r))
+  const send = (key: string, body: Record<string, unknown>) =>
+    request('POST', '/v1/send-mail', { key, body: { body_text: 'x', ...body } }).then(r => expectOk(r))
   await send(sender.key, { from: outside, to: a.address, subject: 'to A 1' })
   await send(sender.key, { from: outside, to: b.address, subject: 'to B' })
   await send(sender.key, { from: outside, to: a.address, subject: 'to A 2' })

@@ -37,7 +37,10 @@ describe('long-poll', () => {
     const events = mailEvents(h.ctx)
     const before = events.waiting
     const poll = h.request('GET', `/v1/emails?wait=30&since=${encodeURIComponent(since)}`, { key: erin.key })
-    await until(async () => events.waiting, n => n > before)
+    await until(
+      async () => events.waiting,
+      n => n > before,
+    )
     events.emit(erin.orgId)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'After the echo', text: 'now' })
     const res = await poll
@@ -52,7 +55,10 @@ describe('long-poll', () => {
     const events = mailEvents(h.ctx)
     const before = events.waiting
     const poll = h.request('GET', `/v1/emails?wait=30&inbox_id=${mine.id}&since=${encodeURIComponent(since)}`, { key: fay.key })
-    await until(async () => events.waiting, n => n > before)
+    await until(
+      async () => events.waiting,
+      n => n > before,
+    )
     await h.transport.sendMail({ from: 'sam@sender.example', to: other.address, subject: 'Not yours', text: 'x' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: mine.address, subject: 'Yours', text: 'x' })
     const res = await poll

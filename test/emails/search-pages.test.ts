@@ -24,7 +24,9 @@ async function walk(q: string, limit: number) {
   const totals = new Set<number>()
   let cursor: string | null = null
   do {
-    const res = await t.request('GET', `/v1/search?limit=${limit}&q=${encodeURIComponent(q)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: org.key })
+    const res = await t.request('GET', `/v1/search?limit=${limit}&q=${encodeURIComponent(q)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+      key: org.key,
+    })
     expect(res.status).toBe(200)
     ids.push(...res.body.data.map((e: { id: string }) => e.id))
     totals.add(res.body.meta.total)
@@ -37,7 +39,13 @@ test('every page of a common, a middling and a rare word: exactly the matching m
   const sql = await testSql()
   // words by how many of the messages have them: most, some hundreds, a few (the oldest ones among them)
   const [common, middling, rare] = await Promise.all(
-    ([[1500, SIZE], [100, 900], [1, 5]] as [number, number][]).map(async ([low, high]) => {
+    (
+      [
+        [1500, SIZE],
+        [100, 900],
+        [1, 5],
+      ] as [number, number][]
+    ).map(async ([low, high]) => {
       const [row] = await sql<{ word: string; n: number }[]>`
         select word, ndoc as n from ts_stat(${`select search from emails where org_id = '${org.orgId}'`})
          where word ~ '^w[0-9]+$' and ndoc between ${low} and ${high} order by ndoc desc limit 1`

@@ -19,7 +19,8 @@ describe('search', () => {
     const address = await managedAddress(h.ctx, gail.orgId)
     await h.transport.sendMail({ from: 'Quinn <quinn@finder.example>', to: address, subject: 'Invoice 100%', text: 'the walrus sleeps' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Other', text: 'nothing' })
-    const q = async (term: string) => (await h.request('GET', `/v1/search?q=${encodeURIComponent(term)}`, { key: gail.key })).body.data.map((e: { subject: string }) => e.subject)
+    const q = async (term: string) =>
+      (await h.request('GET', `/v1/search?q=${encodeURIComponent(term)}`, { key: gail.key })).body.data.map((e: { subject: string }) => e.subject)
     expect(await q('invoice')).toEqual(['Invoice 100%'])
     expect(await q('quinn')).toEqual(['Invoice 100%'])
     expect(await q('walrus')).toEqual(['Invoice 100%'])

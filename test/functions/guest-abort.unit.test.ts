@@ -34,7 +34,11 @@ export default { async fetch(request) {
   warmKey: key,
 })
 
-async function invoke(d: { code: string; warmKey: string }, mode: string, fetch: () => Promise<FetchAnswer> = async () => ({ error: 'no fetch here' })): Promise<RunResult & { text: string | null }> {
+async function invoke(
+  d: { code: string; warmKey: string },
+  mode: string,
+  fetch: () => Promise<FetchAnswer> = async () => ({ error: 'no fetch here' }),
+): Promise<RunResult & { text: string | null }> {
   const request = { method: 'GET', url: `https://functions.internal/t?mode=${mode}`, headers: [], body: null }
   const result = await pool.run({ kind: 'invoke', ...d, request, env: {}, limits }, fetch)
   return { ...result, text: result.response ? Buffer.from(result.response.body, 'base64').toString() : null }
@@ -61,7 +65,13 @@ function onNearlyFullStack<T>(fn: () => T): T {
 test('the guest nesting past the native stack aborts the WebAssembly instance mid-call: exceeded_limit, discarded, replaced', async () => {
   const warm = new WarmSandboxes()
   const d = deployment('engine', `if (mode === 'bomb') JSON.parse('['.repeat(100_000))`)
-  const req = (mode: string): RunRequest => ({ kind: 'invoke', ...d, request: { method: 'GET', url: `https://functions.internal/t?mode=${mode}`, headers: [], body: null }, env: {}, limits })
+  const req = (mode: string): RunRequest => ({
+    kind: 'invoke',
+    ...d,
+    request: { method: 'GET', url: `https://functions.internal/t?mode=${mode}`, headers: [], body: null },
+    env: {},
+    limits,
+  })
   const bridge = { request: async () => ({ error: 'no fetch here' }) }
   const text = (r: RunResult) => (r.response ? Buffer.from(r.response.body, 'base64').toString() : null)
   expect(text(await runInSandbox(req('calm'), bridge, warm))).toBe('run 1')

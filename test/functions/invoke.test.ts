@@ -53,7 +53,11 @@ const invocationsOf = (org: TestOrg, fnId: string) => h.request('GET', `/v1/func
 async function mailAndWait(org: TestOrg, address: string, subject = 'hello') {
   await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject, text: 'body' })
   // two attempts of a run that takes the whole wall clock, with the retry delay between them
-  const ds = await until(() => deliveriesOf(org), ds => ds.some(d => d.email.subject === subject && d.status !== 'pending'), 45_000)
+  const ds = await until(
+    () => deliveriesOf(org),
+    ds => ds.some(d => d.email.subject === subject && d.status !== 'pending'),
+    45_000,
+  )
   return ds.find(d => d.email.subject === subject)
 }
 
@@ -88,15 +92,24 @@ describe('a function on the inbound path', () => {
     const { org, address, fn } = await orgWithFunction(REPLYING_FUNCTION(receiver.url('/fn-seen')))
     await h.request('POST', '/v1/org/secrets', { key: org.key, body: { key: 'GREETING', value: 'org says hi' } })
     await h.request('POST', `/v1/functions/${fn.id}/secrets`, { key: org.key, body: { key: 'GREETING', value: 'function says hi' } })
-    const sent = await h.request('POST', '/v1/send-mail', { key: sender.key, body: { from: senderAddress, to: address, subject: 'Question', body_text: 'Can you help?' } })
+    const sent = await h.request('POST', '/v1/send-mail', {
+      key: sender.key,
+      body: { from: senderAddress, to: address, subject: 'Question', body_text: 'Can you help?' },
+    })
     expect(sent.status).toBe(200)
 
     const [seen] = await receiver.waitFor(1, '/fn-seen')
     expect(seen!.json.greeting).toBe('function says hi')
-    const [delivery] = await until(() => deliveriesOf(org), ds => ds[0]?.status === 'delivered')
+    const [delivery] = await until(
+      () => deliveriesOf(org),
+      ds => ds[0]?.status === 'delivered',
+    )
     expect(delivery).toMatchObject({ status: 'delivered', endpoint_url: `function://${fn.id}`, attempt_count: 1, response_status: 200, last_error_code: null })
 
-    const inbox = await until(() => h.request('GET', '/v1/emails', { key: sender.key }).then(r => r.body.data as any[]), es => es.some(e => e.subject === 'Re: Question'))
+    const inbox = await until(
+      () => h.request('GET', '/v1/emails', { key: sender.key }).then(r => r.body.data as any[]),
+      es => es.some(e => e.subject === 'Re: Question'),
+    )
     const reply = inbox.find(e => e.subject === 'Re: Question')
     expect(reply).toBeDefined()
     const full = await h.request('GET', `/v1/emails/${reply.id}`, { key: sender.key })
@@ -112,7 +125,10 @@ describe('a function on the inbound path', () => {
     const [inv] = await invocationsOf(org, fn.id)
     expect(inv).toMatchObject({ outcome: 'ok', response_status: 200, delivery_id: delivery.id, request_method: 'POST', subrequests: 2 })
     const one = await h.request('GET', `/v1/functions/${fn.id}/invocations/${inv.id}`, { key: org.key })
-    expect(one.body.data.logs.map((l: any) => l.message)).toEqual([expect.stringMatching(/^event evt_\w+ for Question$/), expect.stringMatching(/^reply 200 [0-9a-f-]{36}$/)])
+    expect(one.body.data.logs.map((l: any) => l.message)).toEqual([
+      expect.stringMatching(/^event evt_\w+ for Question$/),
+      expect.stringMatching(/^reply 200 [0-9a-f-]{36}$/),
+    ])
     const logs = await h.request('GET', `/v1/functions/${fn.id}/logs?limit=1`, { key: org.key })
     expect(logs.body.data.logs).toHaveLength(1)
     expect(logs.body.data.next_cursor).toBe(logs.body.meta.cursor)
@@ -120,11 +136,15 @@ describe('a function on the inbound path', () => {
     expect(older.body.data.logs[0].message).toStartWith('event ')
     const usage = await h.request('GET', `/v1/functions/${fn.id}/usage`, { key: org.key })
     expect(usage.body.data).toMatchObject({ invocations: 1, by_outcome: { ok: 1 }, log_lines: 2 })
-    const series = await h.request('GET', `/v1/functions/invocation-series?function_id=${fn.id}&bucket=hour&since=${encodeURIComponent(new Date(Date.now() - 3600_000).toISOString())}`, { key: org.key })
+    const series = await h.request(
+      'GET',
+      `/v1/functions/invocation-series?function_id=${fn.id}&bucket=hour&since=${encodeURIComponent(new Date(Date.now() - 3600_000).toISOString())}`,
+      { key: org.key },
+    )
     expect(series.body.data.points.reduce((s: number, p: any) => s + p.invocations, 0)).toBe(1)
   })
 
-  test("the runtime key has no creator: owner-only writes are 403, and it stops working when the function is deleted", async () => {
+  test('the runtime key has no creator: owner-only writes are 403, and it stops working when the function is deleted', async () => {
     const code = `export default { async fetch(request, env) {
       const who = await fetch(env.SERVICE_API_BASE_URL + '/whoami', { headers: { authorization: 'Bearer ' + env.SERVICE_API_KEY } })
       console.log(env.SERVICE_API_KEY)
@@ -156,7 +176,10 @@ describe('a function on the inbound path', () => {
     const d = await mailAndWait(org, address, 'retry me')
     expect(d).toMatchObject({ status: 'header_confirmed', attempt_count: 2, last_error: null })
     const outcomes = (await invocationsOf(org, fn.id)).map(i => [i.outcome, i.response_status])
-    expect(outcomes).toEqual([['ok', 200], ['ok', 503]])
+    expect(outcomes).toEqual([
+      ['ok', 200],
+      ['ok', 503],
+    ])
     const replay = await h.request('POST', `/v1/webhooks/deliveries/${d.id}/replay`, { key: org.key })
     expect(replay.body.data).toEqual({ delivered: 1, failed: 0 })
     expect(await invocationsOf(org, fn.id)).toHaveLength(3)
@@ -193,19 +216,29 @@ describe('routing and records', () => {
     const other = `fn-other-${crypto.randomUUID().slice(0, 8)}.example`
     const domain = await markDomainVerified(h.ctx.sql, h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, name)
     await markDomainVerified(h.ctx.sql, h.ctx.keys, h.ctx.config.MANAGED_DOMAIN, org.orgId, other)
-    const logging = (label: string) => `export default { async fetch(request) { const e = await request.json(); console.log('${label}: ' + e.email.headers.subject); return new Response('') } }`
-    const deploy = async (label: string) => (await h.request('POST', '/v1/functions', { key: org.key, body: { name: `route-${label}-${++n}`, code: logging(label) } })).body.data
+    const logging = (label: string) =>
+      `export default { async fetch(request) { const e = await request.json(); console.log('${label}: ' + e.email.headers.subject); return new Response('') } }`
+    const deploy = async (label: string) =>
+      (await h.request('POST', '/v1/functions', { key: org.key, body: { name: `route-${label}-${++n}`, code: logging(label) } })).body.data
     const [forDomain, fallback, third] = [await deploy('domain'), await deploy('fallback'), await deploy('third')]
     const routed = await h.request('PUT', `/v1/functions/${forDomain.id}/route`, { key: org.key, body: { domain_id: domain.id } })
     expect(routed.body.data.route).toEqual({ domain_id: domain.id, enabled: true, is_route_target: false })
     expect((await h.request('PUT', `/v1/functions/${fallback.id}/route`, { key: org.key, body: { domain_id: null } })).status).toBe(200)
     expectError(await h.request('PUT', `/v1/functions/${third.id}/route`, { key: org.key, body: { domain_id: domain.id } }), 409, 'conflict')
 
-    for (const [to, subject] of [[`anyone@${name}`, 'to the domain'], [`anyone@${other}`, 'other domain, no endpoint of its own'], [managed, 'managed inbox']]) {
+    for (const [to, subject] of [
+      [`anyone@${name}`, 'to the domain'],
+      [`anyone@${other}`, 'other domain, no endpoint of its own'],
+      [managed, 'managed inbox'],
+    ]) {
       await h.transport.sendMail({ from: 'sam@sender.example', to, subject, text: 'x' })
     }
-    await until(() => deliveriesOf(org), ds => ds.length === 3 && ds.every(d => d.status === 'delivered'))
-    const logsOf = async (id: string) => ((await h.request('GET', `/v1/functions/${id}/logs`, { key: org.key })).body.data.logs as any[]).map(l => l.message).sort()
+    await until(
+      () => deliveriesOf(org),
+      ds => ds.length === 3 && ds.every(d => d.status === 'delivered'),
+    )
+    const logsOf = async (id: string) =>
+      ((await h.request('GET', `/v1/functions/${id}/logs`, { key: org.key })).body.data.logs as any[]).map(l => l.message).sort()
     expect(await logsOf(forDomain.id)).toEqual(['domain: to the domain'])
     expect(await logsOf(fallback.id)).toEqual(['fallback: managed inbox', 'fallback: other domain, no endpoint of its own'])
     expect(await logsOf(third.id)).toEqual([])
@@ -261,7 +294,12 @@ describe('routing and records', () => {
 
 describe('limits end the run with their own outcome and leave the worker healthy', () => {
   const cases: [string, string, string, string][] = [
-    ['memory bomb with strings', `let s = 'x'; while (s.length < (8 << 20)) s = s + s; const a = []; for (let i = 0; ; i++) a.push((s + i).slice(1))`, 'exceeded_memory', 'function_exceeded_memory'],
+    [
+      'memory bomb with strings',
+      `let s = 'x'; while (s.length < (8 << 20)) s = s + s; const a = []; for (let i = 0; ; i++) a.push((s + i).slice(1))`,
+      'exceeded_memory',
+      'function_exceeded_memory',
+    ],
     ['memory bomb with typed arrays', `const a = []; for (;;) a.push(new Uint8Array(16 << 20))`, 'exceeded_memory', 'function_exceeded_memory'],
     ['while (true)', `while (true) {}`, 'exceeded_cpu', 'function_exceeded_cpu'],
     ['a microtask spin', `const spin = () => { Promise.resolve().then(spin) }; spin(); await new Promise(() => {})`, 'exceeded_cpu', 'function_exceeded_cpu'],
@@ -351,7 +389,10 @@ describe('isolation and safety', () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'crash', text: 'x' })
     await receiver.waitFor(1, '/slow')
     sandboxPool(h.ctx).killThreads('test: the thread was killed')
-    const [d] = await until(() => deliveriesOf(org), ds => ds[0]?.status === 'delivered')
+    const [d] = await until(
+      () => deliveriesOf(org),
+      ds => ds[0]?.status === 'delivered',
+    )
     expect(d).toMatchObject({ status: 'delivered', attempt_count: 2 })
     expect((await invocationsOf(org, fn.id)).map(i => i.outcome)).toEqual(['ok', 'crashed'])
   })
@@ -362,7 +403,10 @@ describe('test runs and dry runs', () => {
     const { org, fn } = await orgWithFunction(`export default { async fetch(r) { console.log('tested'); return new Response('ok') } }`)
     const run = await h.request('POST', `/v1/functions/${fn.id}/test`, { key: org.key })
     expect(run.status).toBe(200)
-    const trace = await until(() => h.request('GET', `/v1/functions/${fn.id}/test-runs/${run.body.data.run_id}/trace`, { key: org.key }), r => r.body.data?.complete === true)
+    const trace = await until(
+      () => h.request('GET', `/v1/functions/${fn.id}/test-runs/${run.body.data.run_id}/trace`, { key: org.key }),
+      r => r.body.data?.complete === true,
+    )
     expect(trace.body.data.email_id).toBe(run.body.data.email_id)
     expect(trace.body.data.steps.map((s: any) => s.step)).toEqual(['received', 'stored', 'routed', 'invoked', 'log', 'outcome', 'delivery'])
     expect(trace.body.data.steps.at(-1)).toMatchObject({ status: 'delivered' })
@@ -373,7 +417,9 @@ describe('test runs and dry runs', () => {
   test('a function with no route cannot be tested and receives no mail', async () => {
     const org = await createOrg()
     await managedAddress(h.ctx, org.orgId)
-    const fn = (await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'unrouted', code: `export default { fetch() { return new Response('') } }` } })).body.data
+    const fn = (
+      await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'unrouted', code: `export default { fetch() { return new Response('') } }` } })
+    ).body.data
     expectError(await h.request('POST', `/v1/functions/${fn.id}/test`, { key: org.key }), 409, 'conflict')
   })
 
@@ -388,7 +434,13 @@ describe('test runs and dry runs', () => {
     expect(res.status).toBe(200)
     expect(res.body.data).toMatchObject({ outcome: 'ok', response: { status: 200 } })
     // its POST to the receiver was not sent: the guest got a 403 in its place
-    expect(res.body.data.captured_sends).toEqual([expect.objectContaining({ in_reply_to_email_id: d.email_id, subject: 'Re: dry', body_text: expect.stringContaining('dry run: POST requests to other services are not sent') })])
+    expect(res.body.data.captured_sends).toEqual([
+      expect.objectContaining({
+        in_reply_to_email_id: d.email_id,
+        subject: 'Re: dry',
+        body_text: expect.stringContaining('dry run: POST requests to other services are not sent'),
+      }),
+    ])
     expect(receiver.requests.filter(r => r.path === '/dry-seen')).toHaveLength(postsBefore)
     expect((await invocationsOf(org, fn.id)).length).toBe(before)
     expect((await h.request('GET', `/v1/functions/${fn.id}/activity`, { key: org.key })).body.meta.total).toBe(activityBefore)
@@ -401,7 +453,9 @@ describe('test runs and dry runs', () => {
     const { org, fn } = await orgWithFunction(`export default { fetch() { return new Response('') } }`)
     const topo = await h.request('GET', '/v1/functions/routing-topology', { key: org.key })
     expect(topo.body.data.functions).toEqual([expect.objectContaining({ function_id: fn.id, slot: 'fallback', enabled: true, domain_id: null })])
-    const second = (await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'second', code: `export default { fetch() { return new Response('') } }` } })).body.data
+    const second = (
+      await h.request('POST', '/v1/functions', { key: org.key, body: { name: 'second', code: `export default { fetch() { return new Response('') } }` } })
+    ).body.data
     expectError(await h.request('PUT', `/v1/functions/${second.id}/route`, { key: org.key, body: { domain_id: null } }), 409, 'conflict')
   })
 })

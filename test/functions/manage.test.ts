@@ -36,13 +36,19 @@ describe('deploy', () => {
 
   test('a syntax error gives a failed deployment with line and column, and the previous one stays current', async () => {
     const fn = (await deploy()).body.data
-    const res = await h.request('PUT', `/v1/functions/${fn.id}`, { key: org.key, body: { code: 'export default {\n  async fetch() {\n    return new Response(\n  }\n}' } })
+    const res = await h.request('PUT', `/v1/functions/${fn.id}`, {
+      key: org.key,
+      body: { code: 'export default {\n  async fetch() {\n    return new Response(\n  }\n}' },
+    })
     expect(res.status).toBe(200)
     expect(res.body.data.deployment).toMatchObject({ status: 'failed', is_current: false, deploy_error: { name: 'SyntaxError', line: 4 } })
     expect(res.body.data.deployment.deploy_error.column).toBeGreaterThan(0)
     expect(res.body.data.current_deployment_id).toBe(fn.current_deployment_id)
     const deployments = await h.request('GET', `/v1/functions/${fn.id}/deployments`, { key: org.key })
-    expect(deployments.body.data.map((d: any) => [d.status, d.is_current])).toEqual([['failed', false], ['deployed', true]])
+    expect(deployments.body.data.map((d: any) => [d.status, d.is_current])).toEqual([
+      ['failed', false],
+      ['deployed', true],
+    ])
     const good = await h.request('PUT', `/v1/functions/${fn.id}`, { key: org.key, body: { name: fn.name, code: OK_CODE.replace('ok', 'v2') } })
     expect(good.body.data.deployment).toMatchObject({ status: 'deployed', is_current: true })
     expect(good.body.data.current_deployment_id).toBe(good.body.data.deployment.id)
@@ -79,7 +85,12 @@ describe('deploy', () => {
     const noisy = `export default { fetch() { return new Response('${randomBytes(10.5 * MiB).toString('base64')}') } }`
     expectError(await deploy(noisy), 400, 'validation_error', /^code: .*10 MiB gzipped/)
     const map = randomBytes(15.5 * MiB).toString('base64')
-    expectError(await h.request('POST', '/v1/functions', { key: org.key, body: { name: uniqueName(), code: OK_CODE, sourceMap: map } }), 400, 'validation_error', /^sourceMap: .*15 MiB gzipped/)
+    expectError(
+      await h.request('POST', '/v1/functions', { key: org.key, body: { name: uniqueName(), code: OK_CODE, sourceMap: map } }),
+      400,
+      'validation_error',
+      /^sourceMap: .*15 MiB gzipped/,
+    )
     // other routes keep the global limit
     expectError(await h.request('POST', '/v1/endpoints', { key: org.key, body: { url: 'x'.repeat(17 * MiB) } }), 413, 'payload_too_large')
     const huge = await h.request('POST', '/v1/functions', { key: org.key, body: { name: uniqueName(), code: 'a'.repeat(133 * MiB) } })
@@ -129,13 +140,28 @@ describe('secrets', () => {
     const list = await h.request('GET', `/v1/functions/${fn.id}/secrets`, { key: org.key })
     expect(list.body.data.map((s: any) => Object.keys(s).sort())).toEqual([['created_at', 'key', 'updated_at']])
     for (const key of ['SERVICE_API_KEY', 'SERVICE_WEBHOOK_SECRET', 'SERVICE_API_BASE_URL']) {
-      expectError(await h.request('POST', `/v1/functions/${fn.id}/secrets`, { key: org.key, body: { key, value: 'x' } }), 400, 'validation_error', new RegExp(`^key ${key}: is reserved`))
-      expectError(await h.request('PUT', `/v1/org/secrets/${key}`, { key: org.key, body: { value: 'x' } }), 400, 'validation_error', new RegExp(`^key ${key}: is reserved`))
+      expectError(
+        await h.request('POST', `/v1/functions/${fn.id}/secrets`, { key: org.key, body: { key, value: 'x' } }),
+        400,
+        'validation_error',
+        new RegExp(`^key ${key}: is reserved`),
+      )
+      expectError(
+        await h.request('PUT', `/v1/org/secrets/${key}`, { key: org.key, body: { value: 'x' } }),
+        400,
+        'validation_error',
+        new RegExp(`^key ${key}: is reserved`),
+      )
     }
     for (const key of ['lower', '1ABC', 'A-B', '']) {
       expectError(await h.request('POST', '/v1/org/secrets', { key: org.key, body: { key, value: 'x' } }), 400, 'validation_error', /^key .*: must match/)
     }
-    expectError(await h.request('POST', '/v1/org/secrets', { key: org.key, body: { key: 'BIG', value: 'x'.repeat(4097) } }), 400, 'validation_error', /^value: /)
+    expectError(
+      await h.request('POST', '/v1/org/secrets', { key: org.key, body: { key: 'BIG', value: 'x'.repeat(4097) } }),
+      400,
+      'validation_error',
+      /^value: /,
+    )
     expect((await h.request('DELETE', `/v1/functions/${fn.id}/secrets/API_TOKEN`, { key: org.key })).body.data).toEqual({ key: 'API_TOKEN', deleted: true })
     expectError(await h.request('DELETE', `/v1/functions/${fn.id}/secrets/API_TOKEN`, { key: org.key }), 404, 'not_found')
   })
@@ -149,10 +175,17 @@ describe('secret caps', () => {
       [`/v1/functions/${fn.id}/secrets`, (key: string) => `/v1/functions/${fn.id}/secrets/${key}`],
       ['/v1/org/secrets', (key: string) => `/v1/org/secrets/${key}`],
     ] as const) {
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => h.request('POST', base, { key: capped.key, body: { key: `S_${i}`, value: 'v' } })))
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => h.request('POST', base, { key: capped.key, body: { key: `S_${i}`, value: 'v' } })),
+      )
       expect(answers.map(r => r.status)).toEqual(Array(100).fill(201))
       const scope = base.startsWith('/v1/org') ? 'organization' : 'function'
-      expectError(await h.request('POST', base, { key: capped.key, body: { key: 'ONE_MORE', value: 'v' } }), 400, 'validation_error', new RegExp(`^key: at most 100 secrets per ${scope}`))
+      expectError(
+        await h.request('POST', base, { key: capped.key, body: { key: 'ONE_MORE', value: 'v' } }),
+        400,
+        'validation_error',
+        new RegExp(`^key: at most 100 secrets per ${scope}`),
+      )
       expectError(await h.request('PUT', put('ONE_MORE'), { key: capped.key, body: { value: 'v' } }), 400, 'validation_error', /^key: at most 100/)
       expect((await h.request('PUT', put('S_7'), { key: capped.key, body: { value: 'replaced' } })).status).toBe(200)
       expect((await h.request('GET', base, { key: capped.key })).body.data).toHaveLength(100)
@@ -193,7 +226,10 @@ describe('managed builds', () => {
     const platinum = await createOrg({ plan: 'platinum' })
     const deployFiles = (body: object) => h.request('POST', '/v1/functions', { key: platinum.key, body: { name: uniqueName(), ...body } })
     for (const imported of ['left-pad', 'node:fs', '../../../etc/passwd', '/etc/passwd', 'https://example.com/x.js']) {
-      const res = await deployFiles({ files: { 'index.js': `import x from '${imported}'\nexport default { fetch() { return new Response(String(x)) } }` }, entry: 'index.js' })
+      const res = await deployFiles({
+        files: { 'index.js': `import x from '${imported}'\nexport default { fetch() { return new Response(String(x)) } }` },
+        entry: 'index.js',
+      })
       expectError(res, 400, 'validation_error', /^files: imports outside the uploaded files/)
     }
     expectError(await deployFiles({ files: { '../escape.js': 'x' }, entry: '../escape.js' }), 400, 'validation_error', /^files\.\.\.\/escape\.js: /)

@@ -27,7 +27,10 @@ describe('a function runtime key', () => {
   test('acts for the organization: reads and ordinary writes work', async () => {
     expect(expectOk(await h.request('GET', '/v1/whoami', { key: runtimeKey }))).toMatchObject({ org_id: org.orgId, user_id: null })
     expectOk(await h.request('GET', '/v1/api-keys', { key: runtimeKey }))
-    expectOk(await h.request('POST', '/v1/templates', { key: runtimeKey, body: { name: `t-${crypto.randomUUID().slice(0, 8)}`, subject: 'Hi', body_text: 'Hello' } }), 201)
+    expectOk(
+      await h.request('POST', '/v1/templates', { key: runtimeKey, body: { name: `t-${crypto.randomUUID().slice(0, 8)}`, subject: 'Hi', body_text: 'Hello' } }),
+      201,
+    )
   })
 
   test('cannot create an API key, in any spelling of the path, and nothing is written', async () => {

@@ -15,25 +15,49 @@ const fetched: GuestFetch[] = []
 
 async function run(body: string): Promise<RunResult & { json: any }> {
   const code = `export default { async fetch(request, env) { ${body} } }`
-  const request = { method: 'POST', url: 'https://functions.internal/t?x=1', headers: [['content-type', 'application/json'], ['x-a', 'b']] as [string, string][], body: Buffer.from('{"hello":"wörld"}').toString('base64') }
+  const request = {
+    method: 'POST',
+    url: 'https://functions.internal/t?x=1',
+    headers: [
+      ['content-type', 'application/json'],
+      ['x-a', 'b'],
+    ] as [string, string][],
+    body: Buffer.from('{"hello":"wörld"}').toString('base64'),
+  }
   const result = await pool.run({ kind: 'invoke', code, request, env: { KEY: 'value' }, limits }, async arg => {
     fetched.push(arg)
-    return { status: 201, statusText: 'Created', headers: [['x-echo', arg.method]], body: Buffer.from(`echo ${arg.url}`).toString('base64'), url: arg.url, redirected: false }
+    return {
+      status: 201,
+      statusText: 'Created',
+      headers: [['x-echo', arg.method]],
+      body: Buffer.from(`echo ${arg.url}`).toString('base64'),
+      url: arg.url,
+      redirected: false,
+    }
   })
   const json = result.response ? JSON.parse(Buffer.from(result.response.body, 'base64').toString() || 'null') : null
   return { ...result, json }
 }
 
 test('Request, Headers, env and Response.json', async () => {
-  const r = await run(`return Response.json({ method: request.method, url: request.url, a: request.headers.get('X-A'), body: await request.json(), env: env.KEY, frozen: Object.isFrozen(env) })`)
+  const r = await run(
+    `return Response.json({ method: request.method, url: request.url, a: request.headers.get('X-A'), body: await request.json(), env: env.KEY, frozen: Object.isFrozen(env) })`,
+  )
   expect(r.outcome).toBe('ok')
   expect(r.json).toEqual({ method: 'POST', url: 'https://functions.internal/t?x=1', a: 'b', body: { hello: 'wörld' }, env: 'value', frozen: true })
   expect(r.response!.headers).toContainEqual(['content-type', 'application/json'])
 })
 
 test('URL and URLSearchParams resolve and serialize like the platform', async () => {
-  const cases = [['/a/../b?c=d e#f', 'https://example.com/x/y'], ['https://User:pw@EXAMPLE.com:443/p/./q?x=1&y=%20', undefined], ['http://h:8080', undefined], ['?q=1', 'https://a.b/c/d']]
-  const r = await run(`return Response.json(${JSON.stringify(cases)}.map(([u, b]) => { const x = new URL(u, b); return [x.href, x.origin, x.host, x.pathname, x.search, x.hash, x.searchParams.get('x')] }).concat([[new URLSearchParams({ a: '1 2', b: 'é&' }).toString()]]))`)
+  const cases = [
+    ['/a/../b?c=d e#f', 'https://example.com/x/y'],
+    ['https://User:pw@EXAMPLE.com:443/p/./q?x=1&y=%20', undefined],
+    ['http://h:8080', undefined],
+    ['?q=1', 'https://a.b/c/d'],
+  ]
+  const r = await run(
+    `return Response.json(${JSON.stringify(cases)}.map(([u, b]) => { const x = new URL(u, b); return [x.href, x.origin, x.host, x.pathname, x.search, x.hash, x.searchParams.get('x')] }).concat([[new URLSearchParams({ a: '1 2', b: 'é&' }).toString()]]))`,
+  )
   const expected = cases.map(([u, b]) => {
     const x = new URL(u!, b)
     return [x.href, x.origin, x.host, x.pathname, x.search, x.hash, x.searchParams.get('x')]
@@ -43,7 +67,9 @@ test('URL and URLSearchParams resolve and serialize like the platform', async ()
 
 test('TextEncoder, TextDecoder, atob and btoa agree with Bun', async () => {
   const text = 'héllo 👋 wörld'
-  const r = await run(`const bytes = new TextEncoder().encode(${JSON.stringify(text)}); return Response.json({ bytes: [...bytes], back: new TextDecoder().decode(bytes), b64: btoa('bin\\x00\\xff'), raw: atob('aGVsbG8=') })`)
+  const r = await run(
+    `const bytes = new TextEncoder().encode(${JSON.stringify(text)}); return Response.json({ bytes: [...bytes], back: new TextDecoder().decode(bytes), b64: btoa('bin\\x00\\xff'), raw: atob('aGVsbG8=') })`,
+  )
   expect(r.json).toEqual({ bytes: [...new TextEncoder().encode(text)], back: text, b64: btoa('bin\x00\xff'), raw: 'hello' })
 })
 
@@ -67,8 +93,16 @@ test('long texts and bodies (converted by the host) agree with Bun, NULs and lon
   const encoder = new TextEncoder()
   expect(r.json.encoded).toEqual(texts.map(t => [...encoder.encode(t)]))
   expect(r.json.decoded).toEqual(texts.map(t => new TextDecoder().decode(encoder.encode(t))))
-  expect(r.json.invalid).toBe(new TextDecoder().decode(new Uint8Array(Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? 0xff : i % 10 === 5 ? 0xc3 : 0x61)))))
-  expect(r.json).toMatchObject({ b64: btoa(binary), spaced: true, bad: 'InvalidCharacterError', echoed: texts[0] + new TextDecoder().decode(encoder.encode(texts[2]!)), body: '{"hello":"wörld"}' })
+  expect(r.json.invalid).toBe(
+    new TextDecoder().decode(new Uint8Array(Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? 0xff : i % 10 === 5 ? 0xc3 : 0x61)))),
+  )
+  expect(r.json).toMatchObject({
+    b64: btoa(binary),
+    spaced: true,
+    bad: 'InvalidCharacterError',
+    echoed: texts[0] + new TextDecoder().decode(encoder.encode(texts[2]!)),
+    body: '{"hello":"wörld"}',
+  })
   expect(r.json.fromOffset).toBe(new TextDecoder().decode(encoder.encode(texts[0]).subarray(3, 200)))
 })
 
@@ -115,12 +149,23 @@ test('timers, clearTimeout, queueMicrotask, structuredClone and AbortController'
     let fetchAborted = null
     try { await fetch('https://example.com/', { signal: controller.signal }) } catch (e) { fetchAborted = e.name }
     return Response.json({ order, dateOk: copy.d.getTime() === 0 && copy.d !== source.d, map: copy.m.get(1).x, set: [...copy.s], bytes: [...copy.u], cycle: copy.self === copy, aborted, fetchAborted })`)
-  expect(r.json).toEqual({ order: ['micro', 'timer'], dateOk: true, map: [1, 2], set: ['a'], bytes: [1, 2], cycle: true, aborted: 'AbortError', fetchAborted: 'AbortError' })
+  expect(r.json).toEqual({
+    order: ['micro', 'timer'],
+    dateOk: true,
+    map: [1, 2],
+    set: ['a'],
+    bytes: [1, 2],
+    cycle: true,
+    aborted: 'AbortError',
+    fetchAborted: 'AbortError',
+  })
 })
 
 test('fetch reaches the host with method, headers and body, and returns its answer', async () => {
   fetched.length = 0
-  const r = await run(`const res = await fetch('https://api.example.com/x', { method: 'PUT', headers: { 'x-k': 'v' }, body: 'data' }); return Response.json({ status: res.status, ok: res.ok, text: await res.text(), echo: res.headers.get('x-echo') })`)
+  const r = await run(
+    `const res = await fetch('https://api.example.com/x', { method: 'PUT', headers: { 'x-k': 'v' }, body: 'data' }); return Response.json({ status: res.status, ok: res.ok, text: await res.text(), echo: res.headers.get('x-echo') })`,
+  )
   expect(r.json).toEqual({ status: 201, ok: true, text: 'echo https://api.example.com/x', echo: 'PUT' })
   expect(fetched[0]).toMatchObject({ url: 'https://api.example.com/x', method: 'PUT', body: Buffer.from('data').toString('base64') })
   expect(fetched[0]!.headers).toContainEqual(['x-k', 'v'])
@@ -128,7 +173,10 @@ test('fetch reaches the host with method, headers and body, and returns its answ
 
 test('console output is captured by level; a response over the size cap is exceeded_limit; a non-Response is an exception', async () => {
   const logs = await run(`console.log('a', { b: 1 }, [2]); console.error(new TypeError('bad')); return new Response('')`)
-  expect(logs.logs.map(l => [l.level, l.message.split('\n')[0]])).toEqual([['log', 'a { b: 1 } [ 2 ]'], ['error', 'TypeError: bad']])
+  expect(logs.logs.map(l => [l.level, l.message.split('\n')[0]])).toEqual([
+    ['log', 'a { b: 1 } [ 2 ]'],
+    ['error', 'TypeError: bad'],
+  ])
   const big = await run(`return new Response(new Uint8Array(${RESPONSE_BYTES + 1}))`)
   expect(big.outcome).toBe('exceeded_limit')
   const wrong = await run(`return 'not a response'`)

@@ -41,7 +41,12 @@ test("one organization's runaway loops neither delay another's function nor run 
 
   const loops = [invoke(a, loop), invoke(a, loop), invoke(a, loop)]
   // two in flight (A's cap), the third waiting in A's queue
-  expect(await until(async () => pool.load(a.orgId), load => load.running + load.waiting === 3)).toEqual({ running: 2, waiting: 1 })
+  expect(
+    await until(
+      async () => pool.load(a.orgId),
+      load => load.running + load.waiting === 3,
+    ),
+  ).toEqual({ running: 2, waiting: 1 })
 
   const ran = await invoke(b, trivial)
   expect(ran!.result.outcome).toBe('ok')
@@ -58,14 +63,20 @@ test("one organization's runaway loops neither delay another's function nor run 
 test("one organization's functions using up the unauthenticated limit do not make another's get 429", async () => {
   const [a, b] = await Promise.all([createOrg(), createOrg()])
   // as many unauthenticated calls as one invocation may make; answers the statuses it got
-  const health = await deploy(a, `export default { async fetch(request, env) {
+  const health = await deploy(
+    a,
+    `export default { async fetch(request, env) {
     const statuses = []
     for (let i = 0; i < ${SUBREQUESTS}; i++) statuses.push((await fetch(env.SERVICE_API_BASE_URL + '/health')).status)
     return Response.json(statuses)
-  } }`)
-  const once = await deploy(b, `export default { async fetch(request, env) {
+  } }`,
+  )
+  const once = await deploy(
+    b,
+    `export default { async fetch(request, env) {
     return Response.json([(await fetch(env.SERVICE_API_BASE_URL + '/health')).status])
-  } }`)
+  } }`,
+  )
 
   const statuses: number[] = []
   while (statuses.length <= PUBLIC_PER_MINUTE) statuses.push(...bodyOf(await invoke(a, health)))
@@ -78,11 +89,14 @@ test("one organization's functions using up the unauthenticated limit do not mak
 
 test("a function's in-process calls cannot pass for another client by a forwarded address", async () => {
   const a = await createOrg()
-  const spoof = await deploy(a, `export default { async fetch(request, env) {
+  const spoof = await deploy(
+    a,
+    `export default { async fetch(request, env) {
     const statuses = []
     for (let i = 0; i < ${SUBREQUESTS}; i++) statuses.push((await fetch(env.SERVICE_API_BASE_URL + '/health', { headers: { 'x-forwarded-for': '203.0.113.' + i } })).status)
     return Response.json(statuses)
-  } }`)
+  } }`,
+  )
   const statuses: number[] = []
   while (statuses.length <= PUBLIC_PER_MINUTE) statuses.push(...bodyOf(await invoke(a, spoof)))
   expect(statuses.at(-1)).toBe(429)

@@ -22,7 +22,11 @@ async function deploy(org: TestOrg, code: string) {
 
 async function invoke(org: TestOrg, functionId: string, times = 1) {
   for (let i = 0; i < times; i++) {
-    const invocation = await invokeFunction(h.ctx, { orgId: org.orgId, functionId, request: { method: 'POST', url: `https://functions.internal/${functionId}`, headers: [], body: null } })
+    const invocation = await invokeFunction(h.ctx, {
+      orgId: org.orgId,
+      functionId,
+      request: { method: 'POST', url: `https://functions.internal/${functionId}`, headers: [], body: null },
+    })
     expect(invocation).not.toBeNull()
   }
 }

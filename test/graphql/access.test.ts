@@ -21,7 +21,9 @@ let connKey: string
 const ids: Record<string, string> = {}
 
 async function inbound(org: TestOrg, rcptTo: string[], subject: string): Promise<string> {
-  const raw = new TextEncoder().encode(rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hello'))
+  const raw = new TextEncoder().encode(
+    rfc822({ From: 'Sam <sam@sender.example>', To: rcptTo.join(', '), Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hello'),
+  )
   const result = await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo, remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
   return result.stored.find(s => s.orgId === org.orgId)!.id
 }
@@ -42,7 +44,12 @@ beforeAll(async () => {
 
 describe('anonymous callers see the schema only', () => {
   test('a data field is 401 unauthorized with the WWW-Authenticate challenge, whichever way it is selected', async () => {
-    for (const query of ['{ emails { totalCount } }', '{ apiVersion account { plan } }', '{ ...Q } fragment Q on Query { viewer { orgId } }', 'query { ... on Query { inboxes { totalCount } } }']) {
+    for (const query of [
+      '{ emails { totalCount } }',
+      '{ apiVersion account { plan } }',
+      '{ ...Q } fragment Q on Query { viewer { orgId } }',
+      'query { ... on Query { inboxes { totalCount } } }',
+    ]) {
       for (const method of ['GET', 'POST'] as const) {
         const res = await gql(t, query, { method })
         expect(res.status, query).toBe(401)
@@ -108,21 +115,39 @@ describe('queries only', () => {
 
 describe('isolation across organizations', () => {
   test("another organization's objects are not_found and its lists are not ours", async () => {
-    const own = await gqlData(t, `{ email(id: "${ids.toBound}") { subject } thread(id: "${ids.thread}") { messageCount } inbox(id: "${ids.inbox}") { address } emails { totalCount } threads { totalCount } }`, { key: alice.key })
+    const own = await gqlData(
+      t,
+      `{ email(id: "${ids.toBound}") { subject } thread(id: "${ids.thread}") { messageCount } inbox(id: "${ids.inbox}") { address } emails { totalCount } threads { totalCount } }`,
+      { key: alice.key },
+    )
     expect(own.email.subject).toBe('to the bound address')
     expect(own.thread.messageCount).toBe(1)
     expect(own.emails.totalCount).toBe(2)
 
-    const res = await gql(t, `{ email(id: "${ids.toBound}") { subject } thread(id: "${ids.thread}") { id } inbox(id: "${ids.inbox}") { id } emails { totalCount nodes { id } } threads { totalCount } inboxes { totalCount } }`, { key: bob.key })
+    const res = await gql(
+      t,
+      `{ email(id: "${ids.toBound}") { subject } thread(id: "${ids.thread}") { id } inbox(id: "${ids.inbox}") { id } emails { totalCount nodes { id } } threads { totalCount } inboxes { totalCount } }`,
+      { key: bob.key },
+    )
     expect(res.status).toBe(200)
-    expect(res.body.data).toMatchObject({ email: null, thread: null, inbox: null, emails: { totalCount: 0, nodes: [] }, threads: { totalCount: 0 }, inboxes: { totalCount: 0 } })
+    expect(res.body.data).toMatchObject({
+      email: null,
+      thread: null,
+      inbox: null,
+      emails: { totalCount: 0, nodes: [] },
+      threads: { totalCount: 0 },
+      inboxes: { totalCount: 0 },
+    })
     expect(errorCodes(res)).toEqual({ email: 'not_found', thread: 'not_found', inbox: 'not_found' })
   })
 
   test("a cursor of another list, or another organization's list, is refused naming after", async () => {
     const page = await gqlData(t, '{ emails(first: 1) { pageInfo { endCursor hasNextPage } } }', { key: alice.key })
     expect(page.emails.pageInfo.hasNextPage).toBe(true)
-    const res = await gql(t, 'query($after: String) { threads(after: $after) { totalCount } }', { key: alice.key, variables: { after: page.emails.pageInfo.endCursor } })
+    const res = await gql(t, 'query($after: String) { threads(after: $after) { totalCount } }', {
+      key: alice.key,
+      variables: { after: page.emails.pageInfo.endCursor },
+    })
     expect(errorCodes(res)).toEqual({ threads: 'validation_error' })
     expect(res.body.errors[0].message).toStartWith('after: ')
     const inboxCursor = (await gqlData(t, '{ inboxes(first: 1) { pageInfo { endCursor } } }', { key: alice.key })).inboxes.pageInfo.endCursor
@@ -147,10 +172,28 @@ describe('agent connection keys: the REST allow-list, field by field', () => {
     expect(errorCodes(await gql(t, `{ email(id: "${ids.toSibling}") { id } }`, { key: connKey }))).toEqual({ email: 'not_found' })
   })
 
-  test('account, viewer, threads, inboxes and an email\'s thread are forbidden, the rest of the query still answers', async () => {
-    const res = await gql(t, `{ account { plan } viewer { orgId } threads { totalCount } inboxes { totalCount } memories { totalCount } emails { nodes { id thread { id } } } }`, { key: connKey })
+  test("account, viewer, threads, inboxes and an email's thread are forbidden, the rest of the query still answers", async () => {
+    const res = await gql(
+      t,
+      `{ account { plan } viewer { orgId } threads { totalCount } inboxes { totalCount } memories { totalCount } emails { nodes { id thread { id } } } }`,
+      { key: connKey },
+    )
     expect(res.status).toBe(200)
-    expect(res.body.data).toMatchObject({ account: null, viewer: null, threads: null, inboxes: null, memories: null, emails: { nodes: [{ id: ids.toBound, thread: null }] } })
-    expect(errorCodes(res)).toEqual({ account: 'forbidden', viewer: 'forbidden', threads: 'forbidden', inboxes: 'forbidden', memories: 'forbidden', 'emails.nodes.0.thread': 'forbidden' })
+    expect(res.body.data).toMatchObject({
+      account: null,
+      viewer: null,
+      threads: null,
+      inboxes: null,
+      memories: null,
+      emails: { nodes: [{ id: ids.toBound, thread: null }] },
+    })
+    expect(errorCodes(res)).toEqual({
+      account: 'forbidden',
+      viewer: 'forbidden',
+      threads: 'forbidden',
+      inboxes: 'forbidden',
+      memories: 'forbidden',
+      'emails.nodes.0.thread': 'forbidden',
+    })
   })
 })

@@ -29,4 +29,6 @@ export async function gqlData(t: TestApp, query: string, opts: GqlOptions = {}):
 
 /** The codes of a response's errors, by path (`-` for request errors without one). */
 export const errorCodes = (res: TestResponse): Record<string, string> =>
-  Object.fromEntries((res.body.errors ?? []).map((e: { path?: (string | number)[]; extensions: { code: string } }) => [e.path?.join('.') ?? '-', e.extensions.code]))
+  Object.fromEntries(
+    (res.body.errors ?? []).map((e: { path?: (string | number)[]; extensions: { code: string } }) => [e.path?.join('.') ?? '-', e.extensions.code]),
+  )

@@ -16,7 +16,10 @@ beforeAll(async () => {
 
 describe('introspection', () => {
   test('anonymous POST: a valid schema, the one the service runs, queries only', async () => {
-    const res = await gql(t, getIntrospectionQuery({ descriptions: true, schemaDescription: true, inputValueDeprecation: true, directiveIsRepeatable: true, specifiedByUrl: true }))
+    const res = await gql(
+      t,
+      getIntrospectionQuery({ descriptions: true, schemaDescription: true, inputValueDeprecation: true, directiveIsRepeatable: true, specifiedByUrl: true }),
+    )
     expect(res.status).toBe(200)
     expect(res.body.errors).toBeUndefined()
     const client = buildClientSchema(res.body.data as IntrospectionQuery)
@@ -25,12 +28,59 @@ describe('introspection', () => {
     expect(client.getMutationType()).toBeNull()
     expect(client.getSubscriptionType()).toBeNull()
     const types = Object.keys(client.getTypeMap())
-    for (const name of ['Account', 'Storage', 'Domain', 'Inbox', 'Email', 'Thread', 'SentEmail', 'Endpoint', 'Delivery', 'Function', 'Invocation', 'Memory', 'Payment', 'PaymentChallenge', 'Network', 'NetworkMember', 'DiscoveredAgent', 'PublishedAgent', 'Contact', 'AddressNote', 'Registry', 'RegistryAgent', 'Template', 'Wake', 'WakeRun', 'PageInfo']) {
+    for (const name of [
+      'Account',
+      'Storage',
+      'Domain',
+      'Inbox',
+      'Email',
+      'Thread',
+      'SentEmail',
+      'Endpoint',
+      'Delivery',
+      'Function',
+      'Invocation',
+      'Memory',
+      'Payment',
+      'PaymentChallenge',
+      'Network',
+      'NetworkMember',
+      'DiscoveredAgent',
+      'PublishedAgent',
+      'Contact',
+      'AddressNote',
+      'Registry',
+      'RegistryAgent',
+      'Template',
+      'Wake',
+      'WakeRun',
+      'PageInfo',
+    ]) {
       expect(types).toContain(name)
     }
     // every list is a Relay connection: edges with cursor and node, pageInfo
     const query = client.getQueryType()!.getFields()
-    for (const name of ['domains', 'inboxes', 'emails', 'threads', 'sentEmails', 'endpoints', 'deliveries', 'functions', 'memories', 'payments', 'networks', 'networkMembers', 'networkAgents', 'contacts', 'addressNotes', 'registryAgents', 'templates', 'wakes', 'wakeRuns']) {
+    for (const name of [
+      'domains',
+      'inboxes',
+      'emails',
+      'threads',
+      'sentEmails',
+      'endpoints',
+      'deliveries',
+      'functions',
+      'memories',
+      'payments',
+      'networks',
+      'networkMembers',
+      'networkAgents',
+      'contacts',
+      'addressNotes',
+      'registryAgents',
+      'templates',
+      'wakes',
+      'wakeRuns',
+    ]) {
       const type = client.getType(String(query[name]!.type))
       expect(isObjectType(type) && Object.keys(type.getFields()).sort()).toEqual(['edges', 'nodes', 'pageInfo', 'totalCount'])
       expect(query[name]!.args.map(a => a.name)).toEqual(expect.arrayContaining(['first', 'after']))
@@ -50,7 +100,11 @@ describe('introspection', () => {
     const schema = graphqlSchema()
     const deprecated = Object.values(schema.getTypeMap())
       .filter(isObjectType)
-      .flatMap(type => Object.values(type.getFields()).filter(f => f.deprecationReason).map(f => ({ field: `${type.name}.${f.name}`, reason: f.deprecationReason! })))
+      .flatMap(type =>
+        Object.values(type.getFields())
+          .filter(f => f.deprecationReason)
+          .map(f => ({ field: `${type.name}.${f.name}`, reason: f.deprecationReason! })),
+      )
     expect(deprecated.map(d => d.field)).toContain('Storage.quotaMb')
     for (const { field, reason } of deprecated) {
       const date = /Removal date: (\d{4}-\d{2}-\d{2})/.exec(reason)?.[1]

@@ -34,15 +34,25 @@ describe('depth', () => {
     const res = await gql(t, eleven, { key: org.key })
     expect(res.status).toBe(400)
     expect(res.body.data).toBeUndefined()
-    expect(res.body.errors[0]).toMatchObject({ message: `query: nests fields 11 deep; at most ${MAX_DEPTH}`, extensions: { code: 'validation_error', details: { depth: 11, max_depth: MAX_DEPTH } } })
+    expect(res.body.errors[0]).toMatchObject({
+      message: `query: nests fields 11 deep; at most ${MAX_DEPTH}`,
+      extensions: { code: 'validation_error', details: { depth: 11, max_depth: MAX_DEPTH } },
+    })
   })
 
   test('fragments count where they are spread; introspection does not count', async () => {
-    const res = await gql(t, 'query { ...A } fragment A on Query { threads { nodes { ...B } } } fragment B on Thread { emails { nodes { thread { emails { nodes { thread { emails { nodes { id } } } } } } } } }', { key: org.key })
+    const res = await gql(
+      t,
+      'query { ...A } fragment A on Query { threads { nodes { ...B } } } fragment B on Thread { emails { nodes { thread { emails { nodes { thread { emails { nodes { id } } } } } } } } }',
+      { key: org.key },
+    )
     expect(res.status).toBe(400)
     expect(res.body.errors[0].extensions.details.depth).toBe(11)
     // the standard introspection query nests ofType far deeper than the limit
-    const deep = await gql(t, '{ __type(name: "Email") { fields { type { ofType { ofType { ofType { ofType { ofType { ofType { ofType { name } } } } } } } } } } }')
+    const deep = await gql(
+      t,
+      '{ __type(name: "Email") { fields { type { ofType { ofType { ofType { ofType { ofType { ofType { ofType { name } } } } } } } } } } }',
+    )
     expect(deep.status).toBe(200)
   })
 })
@@ -83,11 +93,23 @@ describe.skipIf(!onServer)('batch loading', () => {
 
   beforeAll(async () => {
     const db = await testDatabase()
-    client = postgres(db.url, { max: 2, onnotice: () => {}, types: { bigint: postgres.BigInt }, transform: { undefined: null }, debug: (_c, query) => void statements.push(query) })
+    client = postgres(db.url, {
+      max: 2,
+      onnotice: () => {},
+      types: { bigint: postgres.BigInt },
+      transform: { undefined: null },
+      debug: (_c, query) => void statements.push(query),
+    })
     const ctx = createContext(testConfig(), client, new ServerKeys(TEST_SECRET), { plugins: PLUGINS, resolver: memoryResolver({}) })
     const app = createApp(ctx)
     counted = async (method, path, opts = {}) => {
-      const res = await app.handle(new Request(`http://api.test.local${path}`, { method, headers: { authorization: `Bearer ${opts.key}`, 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' }, body: JSON.stringify(opts.body) }))
+      const res = await app.handle(
+        new Request(`http://api.test.local${path}`, {
+          method,
+          headers: { authorization: `Bearer ${opts.key}`, 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' },
+          body: JSON.stringify(opts.body),
+        }),
+      )
       return { status: res.status, headers: res.headers, body: await res.json() }
     }
   })
@@ -99,8 +121,22 @@ describe.skipIf(!onServer)('batch loading', () => {
     const address = await managedAddress(t.ctx, o.orgId)
     for (let i = 0; i < threads; i++) {
       const id = `<${unique()}@sender.example>`
-      for (const [subject, headers] of [[`topic ${i}`, {}], [`Re: topic ${i}`, { 'In-Reply-To': id }]] as const) {
-        const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: address, Subject: subject, 'Message-ID': subject.startsWith('Re') ? `<${unique()}@sender.example>` : id, ...headers }, `text of ${subject}`))
+      for (const [subject, headers] of [
+        [`topic ${i}`, {}],
+        [`Re: topic ${i}`, { 'In-Reply-To': id }],
+      ] as const) {
+        const raw = new TextEncoder().encode(
+          rfc822(
+            {
+              From: 'sam@sender.example',
+              To: address,
+              Subject: subject,
+              'Message-ID': subject.startsWith('Re') ? `<${unique()}@sender.example>` : id,
+              ...headers,
+            },
+            `text of ${subject}`,
+          ),
+        )
         await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [address], remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
       }
     }

@@ -37,7 +37,8 @@ declare global {
 export function testDatabase(): Promise<TestDatabase> {
   // `make test-unit` runs the *.unit.test.ts files with TEST_DATABASE=none: one that asks for the
   // database is misnamed, and fails instead of quietly starting one
-  if (process.env.TEST_DATABASE === 'none') return Promise.reject(new Error('TEST_DATABASE=none: this test needs the database, so it is not a unit test (*.unit.test.ts)'))
+  if (process.env.TEST_DATABASE === 'none')
+    return Promise.reject(new Error('TEST_DATABASE=none: this test needs the database, so it is not a unit test (*.unit.test.ts)'))
   return (globalThis.testDatabasePromise ??= createTestDatabase())
 }
 

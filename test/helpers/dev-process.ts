@@ -18,7 +18,10 @@ export function freePort(): number {
 
 /** This PATH without the directories holding a `bun`: a machine where only make's .tools/ has Bun. */
 export function pathWithoutBun(): string {
-  return (process.env.PATH ?? '').split(':').filter(dir => !Bun.file(join(dir, 'bun')).size).join(':')
+  return (process.env.PATH ?? '')
+    .split(':')
+    .filter(dir => !Bun.file(join(dir, 'bun')).size)
+    .join(':')
 }
 
 export interface DevProcess {

@@ -19,7 +19,12 @@ export async function startDnsStub(opts: { ttl?: number; answers?: MemoryRecords
     probe.close()
   }
   const env = { ...process.env, BENCH_DNS: JSON.stringify(opts.answers ?? {}), BENCH_DNS_TTL: String(opts.ttl ?? 300) }
-  const server = Bun.spawn([process.execPath, `${import.meta.dir}/../bench/dns-stub.ts`, String(port)], { env, stdin: 'ignore', stdout: 'pipe', stderr: 'inherit' })
+  const server = Bun.spawn([process.execPath, `${import.meta.dir}/../bench/dns-stub.ts`, String(port)], {
+    env,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
   const reader = server.stdout.getReader()
   const { value } = await reader.read()
   reader.releaseLock()

@@ -73,5 +73,11 @@ export function senderDomain(dns: MemoryRecords, domain: string, selector = 'sel
 
 /** An RFC 5322 message with CRLF line endings. */
 export function rfc822(headers: Record<string, string>, body: string): string {
-  return Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n') + '\r\n\r\n' + body.replace(/\r?\n/g, '\r\n')
+  return (
+    Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n') +
+    '\r\n\r\n' +
+    body.replace(/\r?\n/g, '\r\n')
+  )
 }

@@ -29,7 +29,8 @@ export const randomWord = () => `w${Math.floor(Math.exp(Math.random() * Math.log
  * a GIN index one by one takes ten times as long as building it.
  */
 export async function seedMailbox(sql: Sql, o: { orgId: string; address: string; count: number; log?: (line: string) => void }): Promise<void> {
-  const rebuild = o.count > 100_000 ? (await sql<{ def: string }[]>`select indexdef as def from pg_indexes where indexname = 'emails_search_idx'`)[0]?.def : undefined
+  const rebuild =
+    o.count > 100_000 ? (await sql<{ def: string }[]>`select indexdef as def from pg_indexes where indexname = 'emails_search_idx'`)[0]?.def : undefined
   if (rebuild) await sql`drop index emails_search_idx`
   await insertMailbox(sql, o)
   if (rebuild) {

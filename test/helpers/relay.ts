@@ -30,7 +30,11 @@ export async function startTestRelay(): Promise<TestRelay> {
       stream.on('data', (c: Buffer) => chunks.push(c))
       stream.on('end', () => {
         if (relay.hang) return // never answer
-        messages.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to: session.envelope.rcptTo.map(r => r.address), raw: Buffer.concat(chunks).toString('utf8') })
+        messages.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map(r => r.address),
+          raw: Buffer.concat(chunks).toString('utf8'),
+        })
         callback(null)
       })
     },

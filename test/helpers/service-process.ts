@@ -77,7 +77,9 @@ export async function spawnService(env: Record<string, string>, opts: { openFile
         if (found) return found
         if (proc.exitCode !== null || proc.signalCode !== null || Date.now() > deadline) {
           const stderr = await new Response(proc.stderr).text().catch(() => '')
-          throw new Error(`service process: no such log line (${proc.exitCode ?? proc.signalCode ?? 'timeout'})\n${logs.map(l => JSON.stringify(l)).join('\n')}\n${stderr}`)
+          throw new Error(
+            `service process: no such log line (${proc.exitCode ?? proc.signalCode ?? 'timeout'})\n${logs.map(l => JSON.stringify(l)).join('\n')}\n${stderr}`,
+          )
         }
         await new Promise<void>(resolve => {
           const wake = () => (waiters.delete(wake), resolve())

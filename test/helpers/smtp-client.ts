@@ -11,7 +11,7 @@ export class RawClient {
   readonly closed: Promise<void>
 
   private constructor(private socket: net.Socket) {
-    this.closed = new Promise((resolve) => socket.once('close', () => resolve()))
+    this.closed = new Promise(resolve => socket.once('close', () => resolve()))
     this.listen(socket)
   }
 
@@ -30,7 +30,7 @@ export class RawClient {
   read(): Promise<string> {
     const ready = this.replies.shift()
     if (ready !== undefined) return Promise.resolve(ready)
-    return new Promise((resolve) => this.waiters.push(resolve))
+    return new Promise(resolve => this.waiters.push(resolve))
   }
 
   async readMany(n: number): Promise<string[]> {
@@ -82,7 +82,7 @@ export class RawClient {
           reply = []
         }
       }
-      if (reply.length) this.buffer = reply.map((l) => l + '\r\n').join('') + this.buffer
+      if (reply.length) this.buffer = reply.map(l => l + '\r\n').join('') + this.buffer
     })
   }
 

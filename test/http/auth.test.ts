@@ -137,7 +137,9 @@ describe('every operation in the OpenAPI document', () => {
     expect(checked.length).toBeGreaterThanOrEqual(15)
     // the spine's public operations are marked public (later features may add more)
     const publicOps = Object.entries(doc.paths as Record<string, Record<string, { security?: unknown[] }>>).flatMap(([p, ops]) =>
-      Object.entries(ops).filter(([, op]) => Array.isArray(op.security) && !op.security.length).map(([m]) => `${m} ${p}`),
+      Object.entries(ops)
+        .filter(([, op]) => Array.isArray(op.security) && !op.security.length)
+        .map(([m]) => `${m} ${p}`),
     )
     expect(publicOps).toEqual(
       expect.arrayContaining(['get /v1', 'get /v1/health', 'get /v1/openapi', 'get /.well-known/oauth-protected-resource', 'post /v1/agent/accounts']),

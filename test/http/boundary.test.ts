@@ -25,23 +25,42 @@ describe('NUL bytes and lone surrogates are refused at the edge, naming the fiel
       method: 'POST',
       path: '/v1/send-mail',
       auth: true,
-      body: mail({ attachments: [{ filename: 'ok.txt', content: 'aGk=' }, { filename: '%', content: 'aGk=' }] }),
+      body: mail({
+        attachments: [
+          { filename: 'ok.txt', content: 'aGk=' },
+          { filename: '%', content: 'aGk=' },
+        ],
+      }),
       field: 'attachments[1].filename',
     },
     { name: 'send-mail header value', method: 'POST', path: '/v1/send-mail', auth: true, body: mail({ headers: { 'X-Tag': '%' } }), field: 'headers.X-Tag' },
     { name: 'the demo send (public)', method: 'POST', path: '/v1/send-mail/demo', body: mail({ subject: '%' }), field: 'subject' },
     { name: 'CLI login start', method: 'POST', path: '/v1/cli/login/start', body: { device_name: '%' }, field: 'device_name' },
     { name: 'CLI signup start', method: 'POST', path: '/v1/cli/signup/start', body: { email: 'x@example.test', name: '%' }, field: 'name' },
-    { name: 'agent signup device_name', method: 'POST', path: '/v1/agent/signup/start', body: { email: 'x@example.test', device_name: '%' }, field: 'device_name' },
+    {
+      name: 'agent signup device_name',
+      method: 'POST',
+      path: '/v1/agent/signup/start',
+      body: { email: 'x@example.test', device_name: '%' },
+      field: 'device_name',
+    },
     { name: 'agent connection claim', method: 'POST', path: '/v1/agent-connections/claim', body: { invitation_code: '%' }, field: 'invitation_code' },
     { name: 'a nested list entry', method: 'POST', path: '/v1/send-mail', auth: true, body: mail({ to: ['a@example.test', '%'] }), field: 'to[1]' },
   ]
   for (const c of cases) {
-    for (const [kind, bad] of [['NUL', NUL], ['lone surrogate', LONE]] as const) {
+    for (const [kind, bad] of [
+      ['NUL', NUL],
+      ['lone surrogate', LONE],
+    ] as const) {
       test(`${c.name}: ${kind}`, async () => {
         const body = JSON.stringify(c.body).replace('"%"', JSON.stringify(bad))
         const res = await app.request(c.method, c.path, { key: c.auth ? org.key : undefined, body })
-        expectError(res, 400, 'validation_error', new RegExp(`^${c.field.replace(/[.[\]]/g, '\\$&')}: must not contain ${kind === 'NUL' ? 'NUL' : 'unpaired UTF-16 surrogates'}`))
+        expectError(
+          res,
+          400,
+          'validation_error',
+          new RegExp(`^${c.field.replace(/[.[\]]/g, '\\$&')}: must not contain ${kind === 'NUL' ? 'NUL' : 'unpaired UTF-16 surrogates'}`),
+        )
       })
     }
   }
@@ -56,18 +75,30 @@ describe('NUL bytes and lone surrogates are refused at the edge, naming the fiel
   })
 
   test('path parameters: an agent-connection address', async () => {
-    expectError(await app.request('DELETE', '/v1/agent-connections/a%00b@example.test', { key: org.key }), 400, 'validation_error', /^address: must not contain NUL/)
+    expectError(
+      await app.request('DELETE', '/v1/agent-connections/a%00b@example.test', { key: org.key }),
+      400,
+      'validation_error',
+      /^address: must not contain NUL/,
+    )
   })
 
   test('form fields: the OAuth client_id', async () => {
-    const res = await app.request('POST', '/oauth/token', { body: 'grant_type=refresh_token&client_id=a%00b&refresh_token=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await app.request('POST', '/oauth/token', {
+      body: 'grant_type=refresh_token&client_id=a%00b&refresh_token=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     expect(res.status).toBe(400)
     expect(res.body).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/^client_id: must not contain NUL/) })
   })
 
   test('a body that is not UTF-8', async () => {
     const res = await app.app.handle(
-      new Request('http://api.test.local/v1/send-mail/demo', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.77' }, body: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d]) }),
+      new Request('http://api.test.local/v1/send-mail/demo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.77' },
+        body: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d]),
+      }),
     )
     expect(res.status).toBe(400)
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe('body: is not valid UTF-8')
@@ -91,11 +122,21 @@ describe('deep nesting', () => {
   test('32 levels are accepted up to validation; 33 are not', async () => {
     const ok = await app.request('POST', '/v1/api-keys', { key: org.key, body: `{"name":"k","x":${nested(31)}}` })
     expectError(ok, 400, 'validation_error', 'x: is not a known field')
-    expectError(await app.request('POST', '/v1/api-keys', { key: org.key, body: `{"name":"k","x":${nested(32)}}` }), 400, 'validation_error', /nested deeper than 32/)
+    expectError(
+      await app.request('POST', '/v1/api-keys', { key: org.key, body: `{"name":"k","x":${nested(32)}}` }),
+      400,
+      'validation_error',
+      /nested deeper than 32/,
+    )
   })
 
   test('more than 10,000 values: 400 naming the limit', async () => {
-    expectError(await app.request('POST', '/v1/agent/signup/start', { body: `[${'0,'.repeat(10_000)}0]` }), 400, 'validation_error', 'body: holds more than 10000 values')
+    expectError(
+      await app.request('POST', '/v1/agent/signup/start', { body: `[${'0,'.repeat(10_000)}0]` }),
+      400,
+      'validation_error',
+      'body: holds more than 10000 values',
+    )
     expect((await app.request('POST', '/v1/agent/signup/start', { body: `[${'0,'.repeat(9_998)}0]` })).body.error.message).not.toContain('values')
   })
 
@@ -124,7 +165,11 @@ describe('deep nesting', () => {
       ['a wide array of numbers', '/v1/agent/signup/start', `{"device_name":${fill('0,', '[', '0]')}}`],
       ['many keys', '/v1/agent/signup/start', `{${fill('"k":0,', '', '"z":0')}}`],
       ['a string of escapes', '/v1/agent/signup/start', `{"device_name":"${fill('\\u0041')}"}`],
-      ['just under the value cap, with long strings', '/v1/agent/signup/start', `{"device_name":[${Array.from({ length: 9_990 }, () => `"${'x'.repeat(100)}"`).join(',')}]}`],
+      [
+        'just under the value cap, with long strings',
+        '/v1/agent/signup/start',
+        `{"device_name":[${Array.from({ length: 9_990 }, () => `"${'x'.repeat(100)}"`).join(',')}]}`,
+      ],
       ['a wide list of recipients', '/v1/send-mail/demo', `{"from":"a@b.test","to":${fill('"a@b.test",', '[', '"a@b.test"]')}}`],
     ]
     for (const [name, path, body] of bodies) {
@@ -168,12 +213,20 @@ describe('content types', () => {
   })
 
   test('application/json with a charset, and +json types, are JSON', async () => {
-    expect((await app.request('POST', '/v1/api-keys', { key: org.key, body: '{"name":"a"}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(201)
-    expect((await app.request('POST', '/v1/api-keys', { key: org.key, body: '{"name":"b"}', headers: { 'content-type': 'application/merge-patch+json' } })).status).toBe(201)
+    expect(
+      (await app.request('POST', '/v1/api-keys', { key: org.key, body: '{"name":"a"}', headers: { 'content-type': 'application/json; charset=utf-8' } }))
+        .status,
+    ).toBe(201)
+    expect(
+      (await app.request('POST', '/v1/api-keys', { key: org.key, body: '{"name":"b"}', headers: { 'content-type': 'application/merge-patch+json' } })).status,
+    ).toBe(201)
   })
 
   test('the form routes still take forms', async () => {
-    const res = await app.request('POST', '/oauth/token', { body: 'grant_type=refresh_token&client_id=nope&refresh_token=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const res = await app.request('POST', '/oauth/token', {
+      body: 'grant_type=refresh_token&client_id=nope&refresh_token=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     expect(res.body.error).toBe('invalid_client')
   })
 })
@@ -182,7 +235,12 @@ describe('body limits per route', () => {
   const big = (bytes: number) => mail({ body_text: 'x'.repeat(bytes) })
 
   test('the default limit (1 MiB) applies to an ordinary route, public or not', async () => {
-    expectError(await app.request('POST', '/v1/api-keys', { key: org.key, body: { name: 'x'.repeat(1_100_000) } }), 413, 'payload_too_large', 'body: must be at most 1048576 bytes')
+    expectError(
+      await app.request('POST', '/v1/api-keys', { key: org.key, body: { name: 'x'.repeat(1_100_000) } }),
+      413,
+      'payload_too_large',
+      'body: must be at most 1048576 bytes',
+    )
     expectError(await app.request('POST', '/v1/send-mail/demo', { body: big(1_100_000) }), 413, 'payload_too_large')
   })
 
@@ -202,7 +260,10 @@ describe('values that cannot be turned into text', () => {
   // Elysia's validation message printed the value it found with a template string, which throws
   // for an object whose toString and valueOf give no primitive (patches/elysia@1.4.30.patch).
   test('an object with "toString": null where a string belongs is a validation error, not a 500', async () => {
-    for (const [method, path] of [['POST', '/v1/functions'], ['PUT', '/v1/functions/00000000-0000-1000-8000-000000000000']] as const) {
+    for (const [method, path] of [
+      ['POST', '/v1/functions'],
+      ['PUT', '/v1/functions/00000000-0000-1000-8000-000000000000'],
+    ] as const) {
       const res = await app.request(method, path, { key: org.key, body: { name: 'f', files: { 'index.js': { toString: null, valueOf: null } } } })
       expectError(res, 400, 'validation_error')
     }

@@ -43,7 +43,8 @@ describe('success envelope', () => {
     const probe = createApp(app.ctx).get('/v1/probe-response/:kind', ({ params }) => payloads[params.kind], {
       response: { 200: t.Object({ version: t.Integer() }) },
     })
-    const answer = (kind: string) => probe.handle(new Request(`http://api.test.local/v1/probe-response/${kind}`)).then(async r => ({ status: r.status, text: await r.text() }))
+    const answer = (kind: string) =>
+      probe.handle(new Request(`http://api.test.local/v1/probe-response/${kind}`)).then(async r => ({ status: r.status, text: await r.text() }))
     expect(await answer('ok')).toEqual({ status: 200, text: '{"success":true,"data":{"version":3}}' })
     const wrong = await answer('wrong')
     expect(wrong.status).toBe(500)

@@ -121,7 +121,10 @@ interface Generated {
 }
 
 /** Header values must be bytes without CR, LF or NUL, or `Headers` refuses them before we can send. */
-const headerValue = fc.oneof(fc.string({ maxLength: 60 }).map(s => s.replace(/[^\x20-\x7e]/g, '')), fc.constantFrom('*', '"1"', 'W/"x"', '0', ''))
+const headerValue = fc.oneof(
+  fc.string({ maxLength: 60 }).map(s => s.replace(/[^\x20-\x7e]/g, '')),
+  fc.constantFrom('*', '"1"', 'W/"x"', '0', ''),
+)
 
 /**
  * Half the requests are plausible (the credential, parameters and body drawn from the
@@ -154,7 +157,11 @@ function requestOf(path: string, op: Json, hostileMode: boolean): fc.Arbitrary<G
   const required: string[] = queryParams.filter(p => p.required && !hostileMode).map(p => p.name)
   const declared = fc.record(valueArbs, { requiredKeys: required as never[] })
   const queryArb = fc
-    .tuple(declared, hostileMode ? fc.dictionary(fc.string({ maxLength: 8 }), anyString, { maxKeys: 2 }) : fc.constant({}), hostileMode ? fc.boolean() : fc.constant(false))
+    .tuple(
+      declared,
+      hostileMode ? fc.dictionary(fc.string({ maxLength: 8 }), anyString, { maxKeys: 2 }) : fc.constant({}),
+      hostileMode ? fc.boolean() : fc.constant(false),
+    )
     .map(([known, extra, raw]) => {
       const search = new URLSearchParams()
       for (const [k, v] of Object.entries({ ...known, ...extra })) search.append(k, String(v))
@@ -166,21 +173,39 @@ function requestOf(path: string, op: Json, hostileMode: boolean): fc.Arbitrary<G
   const schema = json ?? form
   const encode = (v: unknown) =>
     form
-      ? { body: new URLSearchParams(Object.entries((v as Json) ?? {}).map(([k, x]) => [k, String(x)] as [string, string])).toString(), type: 'application/x-www-form-urlencoded' }
+      ? {
+          body: new URLSearchParams(Object.entries((v as Json) ?? {}).map(([k, x]) => [k, String(x)] as [string, string])).toString(),
+          type: 'application/x-www-form-urlencoded',
+        }
       : { body: JSON.stringify(v), type: 'application/json' }
   const bodyArb: fc.Arbitrary<{ body?: string; type?: string }> = !hostileMode
     ? schema
       ? fromSchema(schema).map(encode)
       : fc.constant({})
     : fc.oneof(
-        { weight: 3, arbitrary: (schema ? fc.oneof(fromSchema(schema).chain(mutate), fc.jsonValue({ maxDepth: 3 })) : fc.jsonValue({ maxDepth: 2 })).map(encode) },
-        { weight: 1, arbitrary: fc.tuple(anyString, fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/xml', '')).map(([body, type]) => ({ body, type })) },
+        {
+          weight: 3,
+          arbitrary: (schema ? fc.oneof(fromSchema(schema).chain(mutate), fc.jsonValue({ maxDepth: 3 })) : fc.jsonValue({ maxDepth: 2 })).map(encode),
+        },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(
+              anyString,
+              fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/xml', ''),
+            )
+            .map(([body, type]) => ({ body, type })),
+        },
         { weight: 1, arbitrary: fc.constant({}) },
       )
   const headersArb = hostileMode
     ? fc.record(
         {
-          authorization: fc.oneof({ weight: 2, arbitrary: fc.constant(`Bearer ${org.key}`) }, fc.constantFrom('Bearer svc_nope', 'Basic Zm9vOmJhcg==', 'Bearer', ''), headerValue.map(v => `Bearer ${v}`)),
+          authorization: fc.oneof(
+            { weight: 2, arbitrary: fc.constant(`Bearer ${org.key}`) },
+            fc.constantFrom('Bearer svc_nope', 'Basic Zm9vOmJhcg==', 'Bearer', ''),
+            headerValue.map(v => `Bearer ${v}`),
+          ),
           'idempotency-key': headerValue,
           'if-match': headerValue,
           'if-none-match': headerValue,
@@ -217,7 +242,12 @@ function checkAnswer(method: string, path: string, status: number, type: string,
     // the GraphQL shape: errors, each with a message and our code in extensions.code, the first one's status
     const errs = body.errors as Json[] | undefined
     const codes = (errs ?? []).map(e => (e.extensions as Json | undefined)?.code as string)
-    const fine = Array.isArray(errs) && errs.length > 0 && errs.every(e => typeof e.message === 'string') && codes.every(c => c in ERROR_STATUS) && ERROR_STATUS[codes[0] as keyof typeof ERROR_STATUS] === status
+    const fine =
+      Array.isArray(errs) &&
+      errs.length > 0 &&
+      errs.every(e => typeof e.message === 'string') &&
+      codes.every(c => c in ERROR_STATUS) &&
+      ERROR_STATUS[codes[0] as keyof typeof ERROR_STATUS] === status
     if (!fine) throw new Error(`outside the GraphQL error shape: ${where}`)
     return
   }
@@ -236,7 +266,9 @@ let ip = 0
 /** operations that answered 2xx at least once: the generated requests get past validation */
 const succeeded = new Set<string>()
 const lastRefusal = new Map<string, string>()
-const operations = Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
+const operations = Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, ops]) =>
+  Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
+)
 
 describe('fuzz: every operation of the OpenAPI document', () => {
   test('the document has the operations to drive', () => {
@@ -255,7 +287,8 @@ describe('fuzz: every operation of the OpenAPI document', () => {
           const text = await res.text()
           checkAnswer(method, req.path, res.status, res.headers.get('content-type') ?? '', text)
           if (res.status < 300) succeeded.add(`${method} ${path}`)
-          else if (process.env.FUZZ_STATS && req.headers.authorization === `Bearer ${org.key}`) lastRefusal.set(`${method} ${path}`, `${res.status} ${text.slice(0, 160)} <- ${req.query} ${req.body?.slice(0, 100)}`)
+          else if (process.env.FUZZ_STATS && req.headers.authorization === `Bearer ${org.key}`)
+            lastRefusal.set(`${method} ${path}`, `${res.status} ${text.slice(0, 160)} <- ${req.query} ${req.body?.slice(0, 100)}`)
         }),
         { numRuns: RUNS },
       )
@@ -263,7 +296,8 @@ describe('fuzz: every operation of the OpenAPI document', () => {
   }
 
   test('the generated requests reach the handlers: a quarter of the operations answered a success at least once', () => {
-    if (process.env.FUZZ_STATS) console.log([...operations.map(o => `${o.method} ${o.path}`).filter(o => !succeeded.has(o))].map(o => `${o}: ${lastRefusal.get(o)}`).join('\n'))
+    if (process.env.FUZZ_STATS)
+      console.log([...operations.map(o => `${o.method} ${o.path}`).filter(o => !succeeded.has(o))].map(o => `${o}: ${lastRefusal.get(o)}`).join('\n'))
     expect(succeeded.size / operations.length).toBeGreaterThan(0.25)
   })
 })

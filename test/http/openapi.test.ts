@@ -26,10 +26,12 @@ describe('GET /v1/openapi', () => {
   test('covers every route the app serves', () => {
     const documented = new Set(operations().map(o => `${o.method.toUpperCase()} ${o.path}`))
     // routes for every method (ALL: /mcp, a protocol endpoint of its own) are not REST operations, nor are hidden pages (/docs)
-    const served = (app.routes as { method: string; path: string; hooks: { detail?: { hide?: boolean } } }[]).filter(r => r.method !== 'ALL' && !r.hooks.detail?.hide).map(r => {
-      const path = r.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
-      return `${r.method} ${path}`
-    })
+    const served = (app.routes as { method: string; path: string; hooks: { detail?: { hide?: boolean } } }[])
+      .filter(r => r.method !== 'ALL' && !r.hooks.detail?.hide)
+      .map(r => {
+        const path = r.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
+        return `${r.method} ${path}`
+      })
     expect(served.length).toBeGreaterThanOrEqual(15)
     for (const route of served) expect(documented).toContain(route)
     expect(documented.size).toBe(new Set(served).size)

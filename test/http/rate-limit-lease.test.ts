@@ -62,13 +62,13 @@ describe('rate-limit leases', () => {
     for (let j = 0; j < 39; j++) await limiter.take(bucket, 100_000_000)
     await Bun.sleep(150)
     await limiter.take(bucket, 100_000_000)
-    expect(await used(sql, bucket) - doubled).toBe(40)
+    expect((await used(sql, bucket)) - doubled).toBe(40)
     // spent after more than a second: back to 20
     for (let j = 0; j < 39; j++) await limiter.take(bucket, 100_000_000)
     const before = await used(sql, bucket)
     await Bun.sleep(1100)
     await limiter.take(bucket, 100_000_000)
-    expect(await used(sql, bucket) - before).toBe(20)
+    expect((await used(sql, bucket)) - before).toBe(20)
   })
 
   test('a bucket spending slowly leases RATE_LIMIT_LEASE at a time', async () => {

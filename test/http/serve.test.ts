@@ -134,8 +134,13 @@ describe('slow and idle clients', () => {
 })
 
 describe('request bodies', () => {
-  const post = (key: string, headers: string) => `POST /v1/api-keys HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}\r\n`
-  const chunked = (text: string) => text.match(/[\s\S]{1,700}/g)!.map(c => `${c.length.toString(16)}\r\n${c}\r\n`).join('') + '0\r\n\r\n'
+  const post = (key: string, headers: string) =>
+    `POST /v1/api-keys HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}\r\n`
+  const chunked = (text: string) =>
+    text
+      .match(/[\s\S]{1,700}/g)!
+      .map(c => `${c.length.toString(16)}\r\n${c}\r\n`)
+      .join('') + '0\r\n\r\n'
   /** The status and the envelope of the one answer on `c`. */
   async function answer(c: Client) {
     await until(() => /\r\n\r\n\{.*\}$/s.test(c.text()) || c.closed())
@@ -191,7 +196,10 @@ describe('request bodies', () => {
     for (const headers of [`Content-Length: ${over.length}\r\n`, 'Transfer-Encoding: chunked\r\n']) {
       const c = await connect(limited.port)
       c.socket.write(post(org.key, headers) + (headers.startsWith('Transfer') ? chunked(over) : over))
-      expect(await answer(c)).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large', message: `body: must be at most ${SMALL_LIMIT} bytes` } } })
+      expect(await answer(c)).toMatchObject({
+        status: 413,
+        body: { error: { code: 'payload_too_large', message: `body: must be at most ${SMALL_LIMIT} bytes` } },
+      })
       c.socket.end()
     }
     const early = await connect(limited.port)
@@ -207,7 +215,9 @@ describe('request bodies', () => {
 
   test('a body cut off by the client gets no answer; its connection closes and the listener serves on', async () => {
     const org = await createOrg()
-    const before = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as { meta: { total: number } }
+    const before = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as {
+      meta: { total: number }
+    }
     const c = await connect(quick.port)
     c.socket.write(post(org.key, 'Content-Length: 100\r\n') + '{"name":"cut')
     await Bun.sleep(30)
@@ -215,7 +225,9 @@ describe('request bodies', () => {
     await until(c.closed)
     expect(c.closed()).toBe(true)
     expect(c.text()).toBe('')
-    const after = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as { meta: { total: number } }
+    const after = (await fetch(`http://127.0.0.1:${quick.port}/v1/api-keys`, { headers: { authorization: `Bearer ${org.key}` } }).then(r => r.json())) as {
+      meta: { total: number }
+    }
     expect(after.meta.total).toBe(before.meta.total)
   })
 })
@@ -239,7 +251,11 @@ describe('bodies the route ignores', () => {
     const server = await serveHttp(createApp(ctx), { port: 0, hostname: '127.0.0.1', maxBodyBytes: 32 << 20 })
     try {
       const body = Buffer.alloc(16 << 20, 120)
-      const res = await sendWholeThenRead(server.port, `GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`, body)
+      const res = await sendWholeThenRead(
+        server.port,
+        `GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+        body,
+      )
       expect(res.error).toBeUndefined()
       expect(statuses(res.text)).toEqual([200])
     } finally {
@@ -252,7 +268,10 @@ describe('bodies the route ignores', () => {
     c.socket.write(`GET /v1/health HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: ${4 << 20}\r\n\r\n`)
     await until(() => c.closed())
     expect(statuses(c.text())).toEqual([413])
-    expect(JSON.parse(c.text().split('\r\n\r\n')[1]!)).toMatchObject({ success: false, error: { code: 'payload_too_large', message: `body: must be at most ${1 << 20} bytes` } })
+    expect(JSON.parse(c.text().split('\r\n\r\n')[1]!)).toMatchObject({
+      success: false,
+      error: { code: 'payload_too_large', message: `body: must be at most ${1 << 20} bytes` },
+    })
   })
 })
 
@@ -267,7 +286,7 @@ describe('long requests', () => {
   test('a long-poll longer than the idle timeout that used to reset it (31.6 s) is answered', async () => {
     const res = await longWait
     expect(res.status).toBe(200)
-    expect(((await res.json()) as { success: boolean; data: unknown[] })).toMatchObject({ success: true, data: [] })
+    expect((await res.json()) as { success: boolean; data: unknown[] }).toMatchObject({ success: true, data: [] })
   }, 60_000)
 })
 

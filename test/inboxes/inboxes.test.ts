@@ -33,7 +33,12 @@ describe('create', () => {
     const org = await createOrg()
     const local = unique()
     expectOk(await request('POST', '/v1/inboxes', { key: org.key, body: { local_part: local } }), 201)
-    expectError(await request('POST', '/v1/inboxes', { key: org.key, body: { local_part: local.toUpperCase() } }), 409, 'conflict', `local_part: ${local}@${DOMAIN} is taken`)
+    expectError(
+      await request('POST', '/v1/inboxes', { key: org.key, body: { local_part: local.toUpperCase() } }),
+      409,
+      'conflict',
+      `local_part: ${local}@${DOMAIN} is taken`,
+    )
     expectError(await request('POST', '/v1/inboxes', { key: (await createOrg()).key, body: { local_part: local } }), 409, 'conflict')
   })
 
@@ -41,7 +46,12 @@ describe('create', () => {
     const org = await createOrg()
     for (const local of ['postmaster', 'Abuse', 'admin', 'root', 'noreply', 'no-reply', 'MAILER-DAEMON', 'hostmaster', 'webmaster', 'security']) {
       expect(RESERVED_LOCAL_PARTS.has(local.toLowerCase())).toBe(true)
-      expectError(await request('POST', '/v1/inboxes', { key: org.key, body: { local_part: local } }), 400, 'validation_error', `local_part: ${local.toLowerCase()} is reserved`)
+      expectError(
+        await request('POST', '/v1/inboxes', { key: org.key, body: { local_part: local } }),
+        400,
+        'validation_error',
+        `local_part: ${local.toLowerCase()} is reserved`,
+      )
     }
     expect(await managedInboxOwner(ctx.sql, `postmaster@${DOMAIN}`)).toBeNull()
   })
@@ -94,7 +104,7 @@ describe('read, list, delete', () => {
     expectError(await request('GET', '/v1/inboxes/nope', { key: org.key }), 400, 'validation_error', /^id: /)
   })
 
-  test('the list pages newest first over the organization\'s inboxes only', async () => {
+  test("the list pages newest first over the organization's inboxes only", async () => {
     const org = await createOrg()
     const other = await createOrg()
     await request('POST', '/v1/inboxes', { key: other.key, body: {} })

@@ -59,10 +59,15 @@ describe.skipIf(db.kind !== 'postgres')('a worker killed with kill -9 mid-attemp
 
     const doomed = await workerProcess({ WEBHOOK_ALLOW_LOOPBACK: 'true' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'held', text: 'x' })
-    await until(async () => seen.length, n => n === 1)
+    await until(
+      async () => seen.length,
+      n => n === 1,
+    )
     doomed.proc.kill(9)
     await doomed.exited
-    const [delivery] = await sql<{ id: string; attempt_count: number; status: string }[]>`select id, attempt_count, status from webhook_deliveries where org_id = ${org.orgId}`
+    const [delivery] = await sql<
+      { id: string; attempt_count: number; status: string }[]
+    >`select id, attempt_count, status from webhook_deliveries where org_id = ${org.orgId}`
     expect(delivery).toMatchObject({ attempt_count: 1, status: 'pending' })
     const [job] = await sql<{ locked_by: string; attempts: number }[]>`select locked_by, attempts from jobs where payload->>'delivery_id' = ${delivery!.id}`
     expect(job).toMatchObject({ locked_by: expect.stringMatching(/^worker_/), attempts: 1 })
@@ -88,7 +93,10 @@ describe.skipIf(db.kind !== 'postgres')('a worker killed with kill -9 mid-attemp
   test('during an outbound send stalled by the relay: sent by another worker within the lease, one more attempt, the message built once', async () => {
     const stalled = await startRelayPeer({ data: 'hang' })
     const healthy = await startRelayPeer()
-    cleanup.push(() => stalled.stop(), () => healthy.stop())
+    cleanup.push(
+      () => stalled.stop(),
+      () => healthy.stop(),
+    )
     const app = await testApp({ SMTP_RELAY_URL: healthy.url })
     cleanup.push(() => relayOf(app.ctx).close())
     const org = await createOrg()
@@ -98,13 +106,21 @@ describe.skipIf(db.kind !== 'postgres')('a worker killed with kill -9 mid-attemp
     const doomed = await workerProcess({ SMTP_RELAY_URL: stalled.url })
     // scheduled, so that no request runs it inline: the worker process executes it
     const at = new Date(Date.now() + 1000).toISOString()
-    const res = await app.request('POST', '/v1/send-mail', { key: org.key, body: { from, to: 'alice@example.com', subject: 'stalled', body_text: 'x', scheduled_at: at } })
+    const res = await app.request('POST', '/v1/send-mail', {
+      key: org.key,
+      body: { from, to: 'alice@example.com', subject: 'stalled', body_text: 'x', scheduled_at: at },
+    })
     expect(res.status).toBe(200)
     const sendId = res.body.data.id as string
-    await until(async () => stalled.held, n => n === 1)
+    await until(
+      async () => stalled.held,
+      n => n === 1,
+    )
     doomed.proc.kill(9)
     await doomed.exited
-    const [built] = await sql<{ status: string; last_message_id: string; last_email_id: string }[]>`select status, last_message_id, last_email_id from sends where id = ${sendId}`
+    const [built] = await sql<
+      { status: string; last_message_id: string; last_email_id: string }[]
+    >`select status, last_message_id, last_email_id from sends where id = ${sendId}`
     expect(built!.status).toBe('executing')
     expect(built!.last_message_id).toMatch(/^<.+>$/)
     const [job] = await sql<{ locked_by: string; attempts: number }[]>`select locked_by, attempts from jobs where payload->>'send_id' = ${sendId}`
@@ -113,7 +129,10 @@ describe.skipIf(db.kind !== 'postgres')('a worker killed with kill -9 mid-attemp
     const attempts: number[] = []
     const survivor = await startWorker(app.ctx, { pollMs: 100, leaseSeconds: 2, kinds: [recording(executeJob, attempts)] })
     try {
-      await until(async () => healthy.received.length, n => n === 1)
+      await until(
+        async () => healthy.received.length,
+        n => n === 1,
+      )
       await survivor.drain()
       expect(attempts).toEqual([2])
       // the message the dead worker built and stored is the one relayed: same Message-ID, one stored copy

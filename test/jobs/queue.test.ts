@@ -33,10 +33,12 @@ describe('the queue', () => {
   test('a job exists only if its transaction commits', async () => {
     const sql = await testSql()
     const k = kind()
-    await sql.begin(async tx => {
-      await enqueue(tx, k, {})
-      throw new Error('rolled back')
-    }).catch(() => {})
+    await sql
+      .begin(async tx => {
+        await enqueue(tx, k, {})
+        throw new Error('rolled back')
+      })
+      .catch(() => {})
     expect(await claim(sql, 'w', [k], 10)).toEqual([])
   })
 
@@ -119,7 +121,10 @@ describe('the queue', () => {
     try {
       await sql.begin(async tx => {
         await enqueue(tx, later, {}, { runAt: new Date(Date.now() + 60_000) })
-        await enqueueEachWith(tx, tx`select 1`, claimed, [{ payload: {}, claimedBy: 'inline_test' }, { payload: {}, runAt: new Date(Date.now() + 60_000) }])
+        await enqueueEachWith(tx, tx`select 1`, claimed, [
+          { payload: {}, claimedBy: 'inline_test' },
+          { payload: {}, runAt: new Date(Date.now() + 60_000) },
+        ])
       })
       // committed after the others: notifications arrive in commit order, so once this one is heard the others would have been
       await sql.begin(tx => enqueue(tx, now, {}))
@@ -194,7 +199,12 @@ describe('the queue', () => {
     const lost = await leased(120, { maxAttempts: 1 })
     const live = `live_${randomUUIDv7()}`
     await heartbeat(sql, live, 60)
-    expect(await jobRow(lost.id)).toMatchObject({ status: 'pending', attempts: 1, locked_by: null, last_error: expect.stringContaining('stopped renewing its lease') })
+    expect(await jobRow(lost.id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      locked_by: null,
+      last_error: expect.stringContaining('stopped renewing its lease'),
+    })
     const [final] = await claim(sql, `crashes_too_${randomUUIDv7()}`, [lost.k], 1)
     expect(final!.attempts).toBeGreaterThanOrEqual(final!.max_attempts)
     await sql`update jobs set locked_at = now() - interval '2 minutes' where id = ${lost.id}`
@@ -208,10 +218,16 @@ describe('the queue', () => {
     const seen: number[] = []
     const worker = await startWorker(ctx, {
       pollMs: 20,
-      kinds: [{ kind: k, retryDelaySeconds: () => 0, async handle(_c, p: { n: number }, job) {
-        seen.push(p.n)
-        if (job.attempts < 2) throw new Error('first attempt fails')
-      } }],
+      kinds: [
+        {
+          kind: k,
+          retryDelaySeconds: () => 0,
+          async handle(_c, p: { n: number }, job) {
+            seen.push(p.n)
+            if (job.attempts < 2) throw new Error('first attempt fails')
+          },
+        },
+      ],
     })
     await ctx.sql.begin(tx => enqueue(tx, k, { n: 7 }))
     worker.wake()
@@ -352,12 +368,21 @@ describe('claiming as slots free', () => {
       for (let n = 0; n < 6; n++) await enqueue(tx, k, { n })
     })
     worker.wake()
-    await until(async () => started.length, n => n === 4)
+    await until(
+      async () => started.length,
+      n => n === 4,
+    )
     gates.get(started[0]!)!()
-    const five = await until(async () => started.length, n => n === 5)
+    const five = await until(
+      async () => started.length,
+      n => n === 5,
+    )
     expect(five).toBe(5)
     gates.get(started[1]!)!()
-    await until(async () => started.length, n => n === 6)
+    await until(
+      async () => started.length,
+      n => n === 6,
+    )
     for (const open of gates.values()) open()
     await worker.drain()
     await worker.stop(1000)

@@ -22,24 +22,28 @@ afterAll(async () => {
 
 const notify = (orgId: string) => direct`select pg_notify(${EMAILS_CHANNEL}, ${orgId})`
 
-test.skipIf(db.kind !== 'postgres')('a wake-up lost while LISTEN was cut off is made up for, and signals flow again after', async () => {
-  await events.listen(proxied)
-  const orgId = crypto.randomUUID()
+test.skipIf(db.kind !== 'postgres')(
+  'a wake-up lost while LISTEN was cut off is made up for, and signals flow again after',
+  async () => {
+    await events.listen(proxied)
+    const orgId = crypto.randomUUID()
 
-  const before = events.waitForMail(orgId, 10_000)
-  await notify(orgId)
-  expect(await before).toBe(true)
+    const before = events.waitForMail(orgId, 10_000)
+    await notify(orgId)
+    expect(await before).toBe(true)
 
-  // cut off for longer than the first attempt to listen again
-  const during = events.waitForMail(orgId, 20_000)
-  proxy.cut()
-  await notify(orgId)
-  await Bun.sleep(1_500)
-  proxy.open()
-  expect(await during).toBe(true)
+    // cut off for longer than the first attempt to listen again
+    const during = events.waitForMail(orgId, 20_000)
+    proxy.cut()
+    await notify(orgId)
+    await Bun.sleep(1_500)
+    proxy.open()
+    expect(await during).toBe(true)
 
-  const after = events.waitForMail(orgId, 10_000)
-  await Bun.sleep(100)
-  await notify(orgId)
-  expect(await after).toBe(true)
-}, 30_000)
+    const after = events.waitForMail(orgId, 10_000)
+    await Bun.sleep(100)
+    await notify(orgId)
+    expect(await after).toBe(true)
+  },
+  30_000,
+)

@@ -33,7 +33,9 @@ describe('words', () => {
 
 describe('the literals in the database', () => {
   test('the vector parses, with each word once and its positions', async () => {
-    const [row] = await sql<{ v: string }[]>`select ${searchVector({ subject: 'a b a', fromName: null, fromAddress: 'x@y.z', text: "it's" })}::tsvector::text as v`
+    const [row] = await sql<
+      { v: string }[]
+    >`select ${searchVector({ subject: 'a b a', fromName: null, fromAddress: 'x@y.z', text: "it's" })}::tsvector::text as v`
     expect(row!.v).toBe(`'a':1,3 'b':2 'it':7 's':8 'x':4 'x@y.z':4 'y':5 'z':6`)
   })
 
@@ -63,7 +65,7 @@ describe('the literals in the database', () => {
 
   test('a search with no words finds nothing; quotes and backslashes cannot break out of a literal', async () => {
     for (const q of ['_', '%', '""', 'or', '-']) expect(searchQuery(q)).toBeNull()
-    for (const q of ["a'b", 'a\\b', "'); drop table emails; --", 'x\'@y.z']) expect(typeof (await matches(q))).toBe('boolean')
+    for (const q of ["a'b", 'a\\b', "'); drop table emails; --", "x'@y.z"]) expect(typeof (await matches(q))).toBe('boolean')
   })
 
   test('a huge body is indexed up to its first 64 KB, with no word cut in two', async () => {

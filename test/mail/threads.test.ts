@@ -19,7 +19,14 @@ describe('threads', () => {
   test('a reply joins the thread of the message it references', async () => {
     const first = await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Plan', text: '1' })
     await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Unrelated', text: '2' })
-    await h.transport.sendMail({ from: 'sam@sender.example', to: aliceAddress, subject: 'Re: Plan', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
+    await h.transport.sendMail({
+      from: 'sam@sender.example',
+      to: aliceAddress,
+      subject: 'Re: Plan',
+      text: '3',
+      inReplyTo: first.messageId,
+      references: [first.messageId],
+    })
     const reply = await h.latest(alice)
     const thread = await h.request('GET', `/v1/threads/${reply.thread_id}`, { key: alice.key })
     expect(thread.status).toBe(200)
@@ -56,7 +63,18 @@ describe('threads by reference before subject', () => {
         const raw = new TextEncoder().encode(rfc822({ From: 'sam@sender.example', To: 'x@y.example', Subject: 'lookups', ...headers }, 'x\n'))
         const mail = await parseMail(raw)
         statements.length = 0
-        await sql.begin(tx => storeEmail(h.ctx, tx, { orgId: org.orgId, direction: 'inbound', eventType: 'email.received', mail, raw, mailFrom: 'sam@sender.example', rcptTo: ['x@y.example'], auth: NO_VERDICTS }))
+        await sql.begin(tx =>
+          storeEmail(h.ctx, tx, {
+            orgId: org.orgId,
+            direction: 'inbound',
+            eventType: 'email.received',
+            mail,
+            raw,
+            mailFrom: 'sam@sender.example',
+            rcptTo: ['x@y.example'],
+            auth: NO_VERDICTS,
+          }),
+        )
         return statements.find(q => q.includes('insert into emails'))!
       }
       const lookup = /from emails where/
@@ -75,7 +93,14 @@ describe('threads by reference before subject', () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '2' })
     const other = (await h.latest(dana)).thread_id
     expect(other).not.toBe(firstThread)
-    await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'Re: Other', text: '3', inReplyTo: first.messageId, references: [first.messageId] })
+    await h.transport.sendMail({
+      from: 'sam@sender.example',
+      to: address,
+      subject: 'Re: Other',
+      text: '3',
+      inReplyTo: first.messageId,
+      references: [first.messageId],
+    })
     expect((await h.latest(dana)).thread_id).toBe(firstThread)
     const thread = (await h.request('GET', `/v1/threads/${firstThread}`, { key: dana.key })).body.data
     expect(thread.message_count).toBe(2)

@@ -33,7 +33,8 @@ test('expired device logins, signups, invitations and OAuth tokens go; live ones
 
   await cleanup(t.ctx)
 
-  const deviceCodes = await sql`select device_code_hash from cli_device_codes where device_code_hash in (sha256(${expiredLogin.device_code}::bytea), sha256(${liveLogin.device_code}::bytea))`
+  const deviceCodes =
+    await sql`select device_code_hash from cli_device_codes where device_code_hash in (sha256(${expiredLogin.device_code}::bytea), sha256(${liveLogin.device_code}::bytea))`
   expect(deviceCodes).toHaveLength(1)
   const signups = await sql`select 1 from signups where token_hash in (sha256(${expiredSignup}::bytea), sha256(${liveSignup}::bytea))`
   expect(signups).toHaveLength(1)

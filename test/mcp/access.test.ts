@@ -14,7 +14,12 @@ import { appFetch, ERAS, mcpClient, toolErrorOf } from './helpers'
 let t: TestApp
 let org: TestOrg
 const unique = () => crypto.randomUUID().slice(0, 8)
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+}
 
 function post(headers: Record<string, string>, body: unknown = initialize, path = '/mcp') {
   return appFetch(t)(`http://api.test.local${path}`, {
@@ -38,7 +43,11 @@ describe('authentication', () => {
     const url = /resource_metadata="([^"]+)"/.exec(challenge)![1]!
     expect(url).toBe('http://api.test.local/.well-known/oauth-protected-resource/mcp')
     const metadata = (await (await appFetch(t)(url)).json()) as Record<string, unknown>
-    expect(metadata).toMatchObject({ resource: 'http://api.test.local/mcp', authorization_servers: ['http://api.test.local'], bearer_methods_supported: ['header'] })
+    expect(metadata).toMatchObject({
+      resource: 'http://api.test.local/mcp',
+      authorization_servers: ['http://api.test.local'],
+      bearer_methods_supported: ['header'],
+    })
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized')
   })
 
@@ -56,7 +65,7 @@ describe('authentication', () => {
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700)
   })
 
-  test('Origin: the service\'s own is accepted, any other is 403 before the credential is looked at', async () => {
+  test("Origin: the service's own is accepted, any other is 403 before the credential is looked at", async () => {
     expect((await post({ authorization: `Bearer ${org.key}`, origin: 'http://api.test.local' })).status).toBe(200)
     const evil = await post({ authorization: `Bearer ${org.key}`, origin: 'https://evil.example' })
     expect(evil.status).toBe(403)
@@ -78,7 +87,9 @@ describe('connection keys see only the tools and mail of their address', () => {
   const ids: Record<string, string> = {}
 
   async function inbound(to: string, subject: string) {
-    const raw = new TextEncoder().encode(rfc822({ From: 'Sam <sam@sender.example>', To: to, Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hi'))
+    const raw = new TextEncoder().encode(
+      rfc822({ From: 'Sam <sam@sender.example>', To: to, Subject: subject, 'Message-ID': `<${unique()}@sender.example>` }, 'hi'),
+    )
     const result = await ingest(t.ctx, { raw, mailFrom: 'sam@sender.example', rcptTo: [to], remoteIp: '192.0.2.1', helo: 'sender.example', tls: false })
     return result.stored.find(s => s.orgId === org.orgId)!.id
   }
@@ -97,10 +108,25 @@ describe('connection keys see only the tools and mail of their address', () => {
       const client = await mcpClient(t, key, era)
       const names = (await client.listTools()).tools.map(tool => tool.name)
       expect(names).toEqual([
-        'admit_network_agent', 'create_address_note', 'delete_address_note', 'discover_network_agents', 'forward_email', 'get_address_note', 'get_contact', 'get_email',
-        'list_address_notes', 'list_contacts', 'list_emails', 'list_networks', 'reply_to_email', 'send_email', 'update_address_note', 'wait_for_email',
+        'admit_network_agent',
+        'create_address_note',
+        'delete_address_note',
+        'discover_network_agents',
+        'forward_email',
+        'get_address_note',
+        'get_contact',
+        'get_email',
+        'list_address_notes',
+        'list_contacts',
+        'list_emails',
+        'list_networks',
+        'reply_to_email',
+        'send_email',
+        'update_address_note',
+        'wait_for_email',
       ])
-      const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
+      const call = async (name: string, args: Record<string, unknown>) =>
+        (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent: any }
       const listed = (await call('list_emails', {})).structuredContent.items.map((e: { id: string }) => e.id)
       expect(listed).toContain(ids.toBound)
       expect(listed).not.toContain(ids.toSibling)
@@ -109,7 +135,9 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect(own.raw_url).toBeNull()
       const asSibling = await call('send_email', { from: sibling, to: 'a@example.com', subject: 's', body_text: 'b', idempotency_key: unique() })
       expect(toolErrorOf(asSibling)).toMatchObject({ code: 'forbidden' })
-      expect(toolErrorOf(await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).code).toBe('not_found')
+      expect(toolErrorOf(await call('reply_to_email', { email_id: ids.toSibling, from: bound, body_text: 'x', idempotency_key: unique() })).code).toBe(
+        'not_found',
+      )
       // a tool outside the allow-list does not exist for this key: the protocol's unknown-tool error
       await expect(call('list_inboxes', {})).rejects.toThrow(/list_inboxes not found/)
       await expect(call('save_contact', { owner_address: bound, address: 'x@example.com' })).rejects.toThrow(/save_contact not found/)
@@ -119,9 +147,16 @@ describe('connection keys see only the tools and mail of their address', () => {
       // notes: it reads the organization's, writes its own, and may not edit one a member wrote
       const mine = (await call('create_address_note', { address: 'sam@sender.example', body: `by the agent ${era}` })).structuredContent
       expect(mine.author).toMatchObject({ kind: 'connection', address: bound })
-      expect((await call('update_address_note', { note_id: mine.id, body: 'edited by the agent', if_version: mine.version })).structuredContent.body).toBe('edited by the agent')
-      const members = expectOk(await t.request('POST', '/v1/address-notes', { key: org.key, body: { address: 'sam@sender.example', body: `by a member ${era}` } }), 201)
-      expect((await call('list_address_notes', { address: 'sam@sender.example' })).structuredContent.items.map((n: { id: string }) => n.id)).toEqual(expect.arrayContaining([mine.id, members.id]))
+      expect((await call('update_address_note', { note_id: mine.id, body: 'edited by the agent', if_version: mine.version })).structuredContent.body).toBe(
+        'edited by the agent',
+      )
+      const members = expectOk(
+        await t.request('POST', '/v1/address-notes', { key: org.key, body: { address: 'sam@sender.example', body: `by a member ${era}` } }),
+        201,
+      )
+      expect((await call('list_address_notes', { address: 'sam@sender.example' })).structuredContent.items.map((n: { id: string }) => n.id)).toEqual(
+        expect.arrayContaining([mine.id, members.id]),
+      )
       expect(toolErrorOf(await call('update_address_note', { note_id: members.id, body: 'not mine', if_version: members.version })).code).toBe('forbidden')
       expect(toolErrorOf(await call('delete_address_note', { note_id: members.id })).code).toBe('forbidden')
       // networks: only those it may browse (none here), and admission only for its own address

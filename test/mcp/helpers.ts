@@ -24,7 +24,10 @@ export async function mcpClient(t: TestApp, bearer: string, era: Era): Promise<C
     fetch: appFetch(t),
     requestInit: { headers: { authorization: `Bearer ${bearer}` } },
   })
-  const client = new Client({ name: 'agent-mail-tests', version: '1.0.0' }, { versionNegotiation: { mode: era === 'modern' ? { pin: '2026-07-28' } : 'legacy' } })
+  const client = new Client(
+    { name: 'agent-mail-tests', version: '1.0.0' },
+    { versionNegotiation: { mode: era === 'modern' ? { pin: '2026-07-28' } : 'legacy' } },
+  )
   await client.connect(transport)
   return client
 }

@@ -6,7 +6,15 @@
  * allowed in this test the way WEBHOOK_ALLOW_LOOPBACK allows them in development).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { auth, Client, StreamableHTTPClientTransport, type OAuthClientProvider, type OAuthDiscoveryState, type StoredOAuthClientInformation, type StoredOAuthTokens } from '@modelcontextprotocol/client'
+import {
+  auth,
+  Client,
+  StreamableHTTPClientTransport,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+} from '@modelcontextprotocol/client'
 import { authorizeUrl, callApi, loadPage, person, pkce, registerClient, submit, tokenRequest, type OAuthServer, type Person } from '../oauth/helpers'
 import { oauthServer } from '../oauth/helpers'
 
@@ -18,7 +26,11 @@ const served = new Map<string, unknown>()
 beforeAll(async () => {
   s = await oauthServer({ WEBHOOK_ALLOW_LOOPBACK: 'true' })
   who = await person('owner')
-  documents = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: req => (served.has(new URL(req.url).pathname) ? Response.json(served.get(new URL(req.url).pathname)) : new Response('no', { status: 404 })) })
+  documents = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: req => (served.has(new URL(req.url).pathname) ? Response.json(served.get(new URL(req.url).pathname)) : new Response('no', { status: 404 })),
+  })
 })
 afterAll(async () => {
   await documents.stop(true)
@@ -33,11 +45,22 @@ async function tokensFor(client: { client_id: string; redirect_uris?: unknown },
   expect(res.status).toBe(303)
   const code = new URL(res.headers.get('location')!).searchParams.get('code')!
   const redirect = (client.redirect_uris as string[])[0]!
-  return tokenRequest(s, { grant_type: 'authorization_code', client_id: client.client_id, code, redirect_uri: redirect, code_verifier: p.verifier, ...tokenParams })
+  return tokenRequest(s, {
+    grant_type: 'authorization_code',
+    client_id: client.client_id,
+    code,
+    redirect_uri: redirect,
+    code_verifier: p.verifier,
+    ...tokenParams,
+  })
 }
 
 function mcpPost(token: string, body: unknown) {
-  return s.fetch('/mcp', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(body) })
+  return s.fetch('/mcp', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify(body),
+  })
 }
 
 async function sdkClient(token: string) {
@@ -70,7 +93,7 @@ describe('tokens are bound to their resource', () => {
     expect(res.headers.get('www-authenticate')).toContain(`resource_metadata="${s.origin}/.well-known/oauth-protected-resource/mcp"`)
   })
 
-  test('a resource we do not serve is invalid_target; the token endpoint refuses a resource other than the grant\'s', async () => {
+  test("a resource we do not serve is invalid_target; the token endpoint refuses a resource other than the grant's", async () => {
     const client = await registerClient(s)
     const p = await pkce()
     const res = await s.fetch(authorizeUrl(s, client, p, { resource: 'https://elsewhere.example/api' }))
@@ -84,10 +107,22 @@ describe('tokens are bound to their resource', () => {
 
 /** An OAuthClientProvider the way an MCP client keeps its state, in memory; it records where the SDK sends the browser. */
 function memoryProvider(redirect: string) {
-  const state: { client?: StoredOAuthClientInformation; tokens?: StoredOAuthTokens; verifier?: string; discovery?: OAuthDiscoveryState; authorizationUrl?: URL } = {}
+  const state: {
+    client?: StoredOAuthClientInformation
+    tokens?: StoredOAuthTokens
+    verifier?: string
+    discovery?: OAuthDiscoveryState
+    authorizationUrl?: URL
+  } = {}
   const provider: OAuthClientProvider = {
     redirectUrl: redirect,
-    clientMetadata: { client_name: 'Stock MCP client', redirect_uris: [redirect], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    clientMetadata: {
+      client_name: 'Stock MCP client',
+      redirect_uris: [redirect],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
     clientInformation: () => state.client,
     saveClientInformation: client => void (state.client = client),
     tokens: () => state.tokens,
@@ -133,7 +168,9 @@ describe('scopes and step-up', () => {
     expect(((await mcp.callTool({ name: 'list_emails', arguments: {} })) as { isError?: boolean }).isError).toBeFalsy()
     await mcp.close()
     const send = await mcpPost(tokens.access_token, {
-      jsonrpc: '2.0', id: 2, method: 'tools/call',
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
       params: { name: 'send_email', arguments: { from: 'a@b.example', to: 'c@d.example', subject: 's', body_text: 'b', idempotency_key: 'k' } },
     })
     expect(send.status).toBe(403)
@@ -160,7 +197,16 @@ describe('client ID metadata documents', () => {
     const res = await tokensFor({ client_id: id, redirect_uris: [redirect] }, { resource: `${s.origin}/mcp` })
     expect(res.status).toBe(200)
     const tokens = res.body as { access_token: string }
-    expect((await mcpPost(tokens.access_token, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } })).status).toBe(200)
+    expect(
+      (
+        await mcpPost(tokens.access_token, {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        })
+      ).status,
+    ).toBe(200)
   })
 
   test('a document naming another client_id, a redirect URI it does not list, or a private address is refused', async () => {

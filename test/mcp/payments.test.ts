@@ -71,7 +71,13 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
       expect((await asPayee.call('create_payment_challenge', ask)).structuredContent.id).toBe(challenge.id)
 
       // the kill switch: declined, recorded, the challenge still pending, nothing moved
-      expect((await asPayer.call('get_spend_policy', {})).structuredContent).toEqual({ paused: false, per_payment_cap: null, daily_cap: null, payee_allowlist: null, updated_at: null })
+      expect((await asPayer.call('get_spend_policy', {})).structuredContent).toEqual({
+        paused: false,
+        per_payment_cap: null,
+        daily_cap: null,
+        payee_allowlist: null,
+        updated_at: null,
+      })
       expect((await asPayer.call('update_spend_policy', { paused: true })).structuredContent.paused).toBe(true)
       const declined = await asPayer.call('pay_payment_challenge', { challenge_id: challenge.id, payment: await signPayment(payerKey, challenge) })
       expect(declined.isError).toBe(true)
@@ -87,18 +93,37 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
       const paid = await asPayer.call('pay_payment_challenge', { challenge_id: challenge.id, payment: await signPayment(payerKey, challenge) })
       expect(paid.isError).toBeUndefined()
       const receipt = paid.structuredContent
-      expect(receipt).toMatchObject({ challenge_id: challenge.id, status: 'settled', amount: '40000', pay_to: payeeWallet.address, payer: payerAddress.toLowerCase() })
+      expect(receipt).toMatchObject({
+        challenge_id: challenge.id,
+        status: 'settled',
+        amount: '40000',
+        pay_to: payeeWallet.address,
+        payer: payerAddress.toLowerCase(),
+      })
       expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
-      expect((await asPayer.call('pay_payment_challenge', { challenge_id: challenge.id, payment: await signPayment(payerKey, challenge) })).structuredContent).toEqual(receipt)
+      expect(
+        (await asPayer.call('pay_payment_challenge', { challenge_id: challenge.id, payment: await signPayment(payerKey, challenge) })).structuredContent,
+      ).toEqual(receipt)
       expect(await chain.balance(payeeWallet.address)).toBe(40000n)
       expect(await chain.balance(payerAddress)).toBe(960000n)
 
       const sent = (await asPayer.call('list_payments', { direction: 'sent' })).structuredContent
-      expect(sent.items).toEqual([expect.objectContaining({ challenge_id: challenge.id, direction: 'sent', status: 'settled', settle_tx: receipt.settle_tx, counterparty: payeeWallet.address })])
+      expect(sent.items).toEqual([
+        expect.objectContaining({
+          challenge_id: challenge.id,
+          direction: 'sent',
+          status: 'settled',
+          settle_tx: receipt.settle_tx,
+          counterparty: payeeWallet.address,
+        }),
+      ])
       const received = (await asPayee.call('list_payments', { status: 'settled', limit: 1 })).structuredContent
       expect(received).toMatchObject({ total: 1, cursor: null, items: [{ challenge_id: challenge.id, direction: 'received', amount: '40000' }] })
       expect((await asPayee.call('list_payments', { direction: 'sent' })).structuredContent.items).toEqual([])
-      expect((await asPayee.call('get_payment_challenge', { challenge_id: challenge.id })).structuredContent).toMatchObject({ status: 'settled', settle_tx: receipt.settle_tx })
+      expect((await asPayee.call('get_payment_challenge', { challenge_id: challenge.id })).structuredContent).toMatchObject({
+        status: 'settled',
+        settle_tx: receipt.settle_tx,
+      })
       // the payer may pay with the id, not read the challenge
       expect(toolErrorOf(await asPayer.call('get_payment_challenge', { challenge_id: challenge.id })).code).toBe('not_found')
       await asPayee.client.close()
@@ -114,7 +139,10 @@ describe.skipIf(!anvilBinary())('x402 tools on anvil (base-sepolia)', () => {
     expect((await member.call('get_spend_policy', {})).structuredContent.paused).toBe(false)
     const admin = await as(await keyOf(org, 'admin'), 'modern')
     expect((await admin.call('update_spend_policy', { daily_cap: '1000000' })).structuredContent.daily_cap).toBe('1000000')
-    expect(toolErrorOf(await admin.call('update_spend_policy', { daily_cap: 'a lot' }))).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/^daily_cap: /) })
+    expect(toolErrorOf(await admin.call('update_spend_policy', { daily_cap: 'a lot' }))).toMatchObject({
+      code: 'validation_error',
+      message: expect.stringMatching(/^daily_cap: /),
+    })
     await member.client.close()
     await admin.client.close()
   })

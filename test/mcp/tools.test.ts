@@ -37,9 +37,18 @@ async function inbound(to: string, subject: string, attachment?: { name: string;
     headers['MIME-Version'] = '1.0'
     headers['Content-Type'] = `multipart/mixed; boundary="${boundary}"`
     body = [
-      `--${boundary}`, 'Content-Type: text/plain; charset=utf-8', '', 'hello from sam', `--${boundary}`,
-      `Content-Type: text/plain; name="${attachment.name}"`, `Content-Disposition: attachment; filename="${attachment.name}"`, 'Content-Transfer-Encoding: base64', '',
-      Buffer.from(attachment.text).toString('base64'), `--${boundary}--`, '',
+      `--${boundary}`,
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'hello from sam',
+      `--${boundary}`,
+      `Content-Type: text/plain; name="${attachment.name}"`,
+      `Content-Disposition: attachment; filename="${attachment.name}"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.from(attachment.text).toString('base64'),
+      `--${boundary}--`,
+      '',
     ].join('\r\n')
   }
   const raw = new TextEncoder().encode(rfc822(headers, body))
@@ -51,7 +60,10 @@ beforeAll(async () => {
   relay = await startTestRelay()
   receiver = startReceiver()
   // a public address for the webhook host; nothing else of DNS is needed. Loopback webhooks reach the receiver.
-  t = await testApp({ SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000', WEBHOOK_ALLOW_LOOPBACK: 'true' }, { resolver: memoryResolver({ 'hooks.example.com': { A: ['93.184.216.34'] } }) })
+  t = await testApp(
+    { SMTP_RELAY_URL: relay.url, RELAY_TIMEOUT_MS: '10000', WEBHOOK_ALLOW_LOOPBACK: 'true' },
+    { resolver: memoryResolver({ 'hooks.example.com': { A: ['93.184.216.34'] } }) },
+  )
   org = await createOrg()
   inbox = await managedAddress(t.ctx, org.orgId)
 })
@@ -76,7 +88,11 @@ for (const { era, version } of ERAS) {
     }
     /** Calls a tool and checks the result: an object structuredContent valid against the output schema and the same JSON as text, or an error as text only. */
     async function call(name: string, args: Record<string, unknown>) {
-      const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any; content: { type: string; text: string }[] }
+      const result = (await client.callTool({ name, arguments: args })) as {
+        isError?: boolean
+        structuredContent?: any
+        content: { type: string; text: string }[]
+      }
       if (result.isError) return result
       expect(typeof result.structuredContent).toBe('object')
       expect(JSON.parse(result.content[0]!.text)).toEqual(result.structuredContent)
@@ -104,22 +120,82 @@ for (const { era, version } of ERAS) {
       const { tools } = await client.listTools()
       const names = tools.map(tool => tool.name)
       expect(names).toEqual([...names].sort())
-      expect(names).toEqual(expect.arrayContaining(['create_inbox', 'list_inboxes', 'get_inbox', 'list_emails', 'search_emails', 'get_email', 'list_threads', 'get_thread', 'wait_for_email', 'send_email', 'reply_to_email', 'forward_email', 'get_sent_email', 'reschedule_email', 'cancel_scheduled_email', 'create_webhook_endpoint', 'list_webhook_endpoints', 'get_webhook_endpoint', 'update_webhook_endpoint', 'delete_webhook_endpoint', 'create_payment_challenge', 'get_payment_challenge', 'deploy_function', 'redeploy_function', 'list_functions', 'get_function', 'list_function_logs', 'list_function_invocations', 'get_function_invocation', 'list_memories', 'get_memory', 'set_memory', 'delete_memory',
-        'pay_payment_challenge', 'get_spend_policy', 'update_spend_policy', 'list_payments', 'list_declined_payments', 'list_webhook_deliveries', 'get_webhook_delivery', 'replay_webhook_delivery',
-        'patch_memory', 'batch_memories', 'route_function', 'get_routing_topology', 'list_function_secrets', 'set_function_secret', 'delete_function_secret',
-        'list_networks', 'discover_network_agents', 'admit_network_agent', 'list_contacts', 'get_contact', 'save_contact', 'delete_contact',
-        'list_address_notes', 'get_address_note', 'create_address_note', 'update_address_note', 'delete_address_note']))
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'create_inbox',
+          'list_inboxes',
+          'get_inbox',
+          'list_emails',
+          'search_emails',
+          'get_email',
+          'list_threads',
+          'get_thread',
+          'wait_for_email',
+          'send_email',
+          'reply_to_email',
+          'forward_email',
+          'get_sent_email',
+          'reschedule_email',
+          'cancel_scheduled_email',
+          'create_webhook_endpoint',
+          'list_webhook_endpoints',
+          'get_webhook_endpoint',
+          'update_webhook_endpoint',
+          'delete_webhook_endpoint',
+          'create_payment_challenge',
+          'get_payment_challenge',
+          'deploy_function',
+          'redeploy_function',
+          'list_functions',
+          'get_function',
+          'list_function_logs',
+          'list_function_invocations',
+          'get_function_invocation',
+          'list_memories',
+          'get_memory',
+          'set_memory',
+          'delete_memory',
+          'pay_payment_challenge',
+          'get_spend_policy',
+          'update_spend_policy',
+          'list_payments',
+          'list_declined_payments',
+          'list_webhook_deliveries',
+          'get_webhook_delivery',
+          'replay_webhook_delivery',
+          'patch_memory',
+          'batch_memories',
+          'route_function',
+          'get_routing_topology',
+          'list_function_secrets',
+          'set_function_secret',
+          'delete_function_secret',
+          'list_networks',
+          'discover_network_agents',
+          'admit_network_agent',
+          'list_contacts',
+          'get_contact',
+          'save_contact',
+          'delete_contact',
+          'list_address_notes',
+          'get_address_note',
+          'create_address_note',
+          'update_address_note',
+          'delete_address_note',
+        ]),
+      )
       for (const tool of tools) {
         expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/)
         expect(tool.inputSchema.type).toBe('object')
         expect(tool.outputSchema?.type).toBe('object')
-        for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) expect(typeof tool.annotations?.[hint]).toBe('boolean')
+        for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const)
+          expect(typeof tool.annotations?.[hint]).toBe('boolean')
         schemas.set(tool.name, ajv.compile(tool.outputSchema!))
       }
       expect((await client.listTools()).tools.map(tool => tool.name)).toEqual(names)
     })
 
-    test('inboxes: create, list with paging, get; another organization\'s inbox is not_found', async () => {
+    test("inboxes: create, list with paging, get; another organization's inbox is not_found", async () => {
       const created = await ok('create_inbox', { local_part: `mcp-${era}-${unique()}`, display_name: 'MCP' })
       expect(created.display_name).toBe('MCP')
       const first = await ok('list_inboxes', { limit: 1 })
@@ -203,7 +279,14 @@ for (const { era, version } of ERAS) {
 
     test('scheduled sends: schedule, reschedule, cancel; cancelling twice is not_scheduled', async () => {
       const at = new Date(Date.now() + 3600_000).toISOString()
-      const scheduled = await ok('send_email', { from: inbox, to: 'later@example.com', subject: 'later', body_text: 'x', scheduled_at: at, idempotency_key: `s-${unique()}` })
+      const scheduled = await ok('send_email', {
+        from: inbox,
+        to: 'later@example.com',
+        subject: 'later',
+        body_text: 'x',
+        scheduled_at: at,
+        idempotency_key: `s-${unique()}`,
+      })
       expect(scheduled.status).toBe('scheduled')
       const moved = await ok('reschedule_email', { send_id: scheduled.id, scheduled_at: new Date(Date.now() + 7200_000).toISOString() })
       expect(moved.status).toBe('scheduled')
@@ -223,7 +306,10 @@ for (const { era, version } of ERAS) {
 
     test('functions: deploy (a broken module reports where), list, get, logs, invocations', async () => {
       const name = `fn-${era}-${unique()}`
-      const deployed = await ok('deploy_function', { name, code: 'export default { async fetch(request, env) { console.log("hi"); return new Response("ok") } }' })
+      const deployed = await ok('deploy_function', {
+        name,
+        code: 'export default { async fetch(request, env) { console.log("hi"); return new Response("ok") } }',
+      })
       expect(deployed).toMatchObject({ name, deploy_status: 'deployed', deployment: { status: 'deployed' } })
       const broken = await ok('redeploy_function', { function_id: deployed.id, code: 'export default { async fetch( {' })
       expect(broken.deployment.status).toBe('failed')
@@ -289,9 +375,12 @@ for (const { era, version } of ERAS) {
         if (!result.isError) expect(validate(name, result.structuredContent)).toBe(true)
         return result
       }
-      const code = 'export default { async fetch(request) { const event = await request.json(); console.log("ran for", event.email.headers.subject); return new Response("ok") } }'
+      const code =
+        'export default { async fetch(request) { const event = await request.json(); console.log("ran for", event.email.headers.subject); return new Response("ok") } }'
       const fn = (await call('deploy_function', { name: `routed-${era}`, code })).structuredContent
-      expect((await call('get_routing_topology', {})).structuredContent.functions).toEqual([expect.objectContaining({ function_id: fn.id, slot: 'none', endpoint_id: null })])
+      expect((await call('get_routing_topology', {})).structuredContent.functions).toEqual([
+        expect.objectContaining({ function_id: fn.id, slot: 'none', endpoint_id: null }),
+      ])
       const routed = (await call('route_function', { function_id: fn.id, domain_id: null })).structuredContent
       expect(routed.id).toBe(fn.id)
       const [wired] = (await call('get_routing_topology', {})).structuredContent.functions
@@ -308,7 +397,9 @@ for (const { era, version } of ERAS) {
       expect(runs).toMatchObject({ total: 1, items: [{ outcome: 'ok', response_status: 200 }] })
       const run = (await call('get_function_invocation', { function_id: fn.id, invocation_id: runs.items[0].id })).structuredContent
       expect(run.logs.map((l: { message: string }) => l.message)).toEqual([`ran for for the function ${era}`])
-      expect((await call('list_function_logs', { function_id: fn.id })).structuredContent.items).toEqual([expect.objectContaining({ invocation_id: run.id, level: 'log', message: `ran for for the function ${era}` })])
+      expect((await call('list_function_logs', { function_id: fn.id })).structuredContent.items).toEqual([
+        expect.objectContaining({ invocation_id: run.id, level: 'log', message: `ran for for the function ${era}` }),
+      ])
 
       const own1 = (await call('set_function_secret', { function_id: fn.id, key: 'API_TOKEN', value: 'function value' })).structuredContent
       expect(own1).toMatchObject({ key: 'API_TOKEN', created: true })
@@ -336,33 +427,59 @@ for (const { era, version } of ERAS) {
       expect((await fails('patch_memory', { key: `${key}/missing`, patch: { a: 1 } })).code).toBe('not_found')
       expect((await fails('patch_memory', { key, patch: { a: 2 }, if_version: patched.version - 1 })).code).toBe('precondition_failed')
       const other = `${key}/other`
-      const batch = await ok('batch_memories', { operations: [{ op: 'check', key, version: patched.version }, { op: 'set', key: other, value: 1 }, { op: 'delete', key }] })
-      expect(batch.results.map((r: { op: string; key: string }) => [r.op, r.key])).toEqual([['check', key], ['set', other], ['delete', key]])
+      const batch = await ok('batch_memories', {
+        operations: [
+          { op: 'check', key, version: patched.version },
+          { op: 'set', key: other, value: 1 },
+          { op: 'delete', key },
+        ],
+      })
+      expect(batch.results.map((r: { op: string; key: string }) => [r.op, r.key])).toEqual([
+        ['check', key],
+        ['set', other],
+        ['delete', key],
+      ])
       expect((await fails('get_memory', { key })).code).toBe('not_found')
       // a failing check: the set before it does not happen either
-      const failed = await fails('batch_memories', { operations: [{ op: 'set', key: `${key}/never`, value: 1 }, { op: 'check', key: other, exists: false }] })
+      const failed = await fails('batch_memories', {
+        operations: [
+          { op: 'set', key: `${key}/never`, value: 1 },
+          { op: 'check', key: other, exists: false },
+        ],
+      })
       expect(failed.code).toBe('precondition_failed')
       expect(failed.message).toContain('operations[1]')
       expect((await fails('get_memory', { key: `${key}/never` })).code).toBe('not_found')
       expect((await fails('batch_memories', { operations: [] })).code).toBe('validation_error')
     })
 
-    test('networks: discover a member\'s published agent and admit it as a contact; contacts; address notes with versions', async () => {
+    test("networks: discover a member's published agent and admit it as a contact; contacts; address notes with versions", async () => {
       // another organization publishes an agent and joins a network of the tests' organization (REST: management stays there)
       const partner = await createOrg()
       const agent = await managedAddress(t.ctx, partner.orgId)
-      expect((await t.request('PUT', `/v1/published-agents/${agent}`, { key: partner.key, body: { display_name: `Helper ${era}`, skills: ['triage'] } })).status).toBe(201)
+      expect(
+        (await t.request('PUT', `/v1/published-agents/${agent}`, { key: partner.key, body: { display_name: `Helper ${era}`, skills: ['triage'] } })).status,
+      ).toBe(201)
       const network = (await t.request('POST', '/v1/networks', { key: org.key, body: { name: `Partners ${era}` } })).body.data
       expect((await t.request('POST', `/v1/networks/${network.id}/members`, { key: org.key, body: { org_id: partner.orgId } })).status).toBe(201)
       expect((await t.request('POST', `/v1/networks/${network.id}/accept`, { key: partner.key })).status).toBe(200)
 
       expect((await ok('list_networks', { limit: 100 })).items.map((n: { id: string }) => n.id)).toContain(network.id)
       const found = await ok('discover_network_agents', { network_id: network.id, skill: 'triage' })
-      expect(found.items).toEqual([expect.objectContaining({ address: agent, display_name: `Helper ${era}`, accepts_contacts: true, org: { id: partner.orgId, name: expect.any(String) } })])
+      expect(found.items).toEqual([
+        expect.objectContaining({
+          address: agent,
+          display_name: `Helper ${era}`,
+          accepts_contacts: true,
+          org: { id: partner.orgId, name: expect.any(String) },
+        }),
+      ])
       expect((await ok('discover_network_agents', { network_id: network.id, q: 'nobody-matches-this' })).items).toEqual([])
       const admitted = await ok('admit_network_agent', { network_id: network.id, agent_id: found.items[0].id, owner_address: inbox, tags: ['partner'] })
       expect(admitted).toMatchObject({ owner_address: inbox, address: agent, tags: ['partner'], created: true })
-      expect((await ok('admit_network_agent', { network_id: network.id, agent_id: found.items[0].id, owner_address: inbox, name: 'Helper' })).created).toBe(false)
+      expect((await ok('admit_network_agent', { network_id: network.id, agent_id: found.items[0].id, owner_address: inbox, name: 'Helper' })).created).toBe(
+        false,
+      )
       // a network the organization is not in does not exist for it
       expect((await fails('discover_network_agents', { network_id: crypto.randomUUID() })).code).toBe('not_found')
 
@@ -391,14 +508,28 @@ for (const { era, version } of ERAS) {
       const error = await fails('create_payment_challenge', { amount: '10000', network: 'base-sepolia', idempotency_key: `p-${unique()}` })
       expect(error.code).toBe('feature_disabled')
       expect((await fails('get_payment_challenge', { challenge_id: crypto.randomUUID() })).code).toBe('feature_disabled')
-      for (const [name, args] of [['pay_payment_challenge', { challenge_id: crypto.randomUUID(), payment: {} }], ['get_spend_policy', {}], ['update_spend_policy', { paused: true }], ['list_payments', {}], ['list_declined_payments', {}]] as const) {
+      for (const [name, args] of [
+        ['pay_payment_challenge', { challenge_id: crypto.randomUUID(), payment: {} }],
+        ['get_spend_policy', {}],
+        ['update_spend_policy', { paused: true }],
+        ['list_payments', {}],
+        ['list_declined_payments', {}],
+      ] as const) {
         expect({ name, code: (await fails(name, args)).code }).toEqual({ name, code: 'feature_disabled' })
       }
     })
 
     test('every tool has answered at least once with structuredContent valid against its output schema', () => {
       // the x402 tools answer feature_disabled here; test/mcp/payments.test.ts validates their results on anvil
-      const elsewhere = ['create_payment_challenge', 'get_payment_challenge', 'pay_payment_challenge', 'get_spend_policy', 'update_spend_policy', 'list_payments', 'list_declined_payments']
+      const elsewhere = [
+        'create_payment_challenge',
+        'get_payment_challenge',
+        'pay_payment_challenge',
+        'get_spend_policy',
+        'update_spend_policy',
+        'list_payments',
+        'list_declined_payments',
+      ]
       expect([...schemas.keys()].filter(name => !validated.has(name) && !elsewhere.includes(name))).toEqual([])
     })
   })
@@ -406,7 +537,10 @@ for (const { era, version } of ERAS) {
 
 describe('a stock client of the v1 SDK (1.32)', () => {
   test('a failing tool reaches callTool as isError with the error code readable, not as a client-side -32602', async () => {
-    const transport = new V1Transport(new URL('http://api.test.local/mcp'), { fetch: appFetch(t), requestInit: { headers: { authorization: `Bearer ${org.key}` } } })
+    const transport = new V1Transport(new URL('http://api.test.local/mcp'), {
+      fetch: appFetch(t),
+      requestInit: { headers: { authorization: `Bearer ${org.key}` } },
+    })
     const client = new V1Client({ name: 'stock-v1-client', version: '1.0.0' })
     await client.connect(transport)
     // the v1 client validates structuredContent against the output schema only after listing the tools

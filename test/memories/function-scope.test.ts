@@ -13,7 +13,10 @@ beforeAll(async () => {
 })
 
 async function deploy(o: TestOrg, name: string): Promise<{ id: string; runtimeKey: string }> {
-  const fn = expectOk(await t.request('POST', '/v1/functions', { key: o.key, body: { name, code: `export default { fetch() { return new Response('') } }` } }), 201)
+  const fn = expectOk(
+    await t.request('POST', '/v1/functions', { key: o.key, body: { name, code: `export default { fetch() { return new Response('') } }` } }),
+    201,
+  )
   const sql = await testSql()
   const [row] = await sql<{ runtime_key_sealed: Buffer }[]>`select runtime_key_sealed from functions where id = ${fn.id}`
   return { id: fn.id, runtimeKey: t.ctx.keys.decrypt(row!.runtime_key_sealed) }
@@ -29,7 +32,9 @@ describe('function scope', () => {
     expect(expectOk(await t.request('GET', `/v1/functions/${a.id}/memories/state`, { key: org.key })).value).toBe('a')
     expect(expectOk(await t.request('GET', '/v1/memories/state', { key: org.key })).value).toBe('org')
     expect(expectOk(await t.request('GET', `/v1/functions/${a.id}/memories`, { key: org.key })).map((m: { key: string }) => m.key)).toEqual(['state'])
-    const batch = expectOk(await t.request('POST', `/v1/functions/${a.id}/memories/batch`, { key: org.key, body: { operations: [{ op: 'set', key: 'n', value: 1 }] } }))
+    const batch = expectOk(
+      await t.request('POST', `/v1/functions/${a.id}/memories/batch`, { key: org.key, body: { operations: [{ op: 'set', key: 'n', value: 1 }] } }),
+    )
     expect(batch.results[0].op).toBe('set')
   })
 

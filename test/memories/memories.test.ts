@@ -58,7 +58,12 @@ describe('write and read', () => {
     expectError(await t.request('PUT', path('k'), { key: org.key, body: { value: 'x'.repeat(256 * 1024) } }), 400, 'validation_error', /^value: .*256 KB/)
     expectError(await t.request('PUT', path('k'), { key: org.key, body: { value: 1, metadata: 'no' } }), 400, 'validation_error', /metadata/)
     expectError(await t.request('PUT', path('k'), { key: org.key, body: { value: 1 }, headers: { 'if-match': 'abc' } }), 400, 'validation_error', /^If-Match: /)
-    expectError(await t.request('PUT', path('k'), { key: org.key, body: { value: 1 }, headers: { 'if-none-match': '"3"' } }), 400, 'validation_error', /^If-None-Match: /)
+    expectError(
+      await t.request('PUT', path('k'), { key: org.key, body: { value: 1 }, headers: { 'if-none-match': '"3"' } }),
+      400,
+      'validation_error',
+      /^If-None-Match: /,
+    )
     expectError(await t.request('GET', path('k'), {}), 401, 'unauthorized')
   })
 })
@@ -85,7 +90,9 @@ describe('optimistic concurrency', () => {
   })
 
   test('If-None-Match: * creates only once', async () => {
-    const results = await Promise.all([1, 2, 3].map(value => t.request('PUT', path('once'), { key: org.key, body: { value }, headers: { 'if-none-match': '*' } })))
+    const results = await Promise.all(
+      [1, 2, 3].map(value => t.request('PUT', path('once'), { key: org.key, body: { value }, headers: { 'if-none-match': '*' } })),
+    )
     expect(results.filter(r => r.status === 200)).toHaveLength(1)
     for (const r of results.filter(r => r.status !== 200)) expectError(r, 412, 'precondition_failed', /^If-None-Match: /)
   })
@@ -100,8 +107,14 @@ describe('optimistic concurrency', () => {
 
 describe('merge patch (RFC 7386)', () => {
   test('merges members, null removes, arrays replace; metadata and expiry stay', async () => {
-    const before = expectOk(await t.request('PUT', path('doc'), { key: org.key, body: { value: { a: 1, b: { c: 2, d: 3 }, list: [1, 2] }, metadata: { m: 1 }, ttl_seconds: 3600 } }))
-    const res = await t.request('PATCH', path('doc'), { key: org.key, body: { b: { c: null, e: 5 }, list: [9], z: 'new' }, headers: { 'content-type': 'application/merge-patch+json' } })
+    const before = expectOk(
+      await t.request('PUT', path('doc'), { key: org.key, body: { value: { a: 1, b: { c: 2, d: 3 }, list: [1, 2] }, metadata: { m: 1 }, ttl_seconds: 3600 } }),
+    )
+    const res = await t.request('PATCH', path('doc'), {
+      key: org.key,
+      body: { b: { c: null, e: 5 }, list: [9], z: 'new' },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    })
     const after = expectOk(res)
     expect(after.value).toEqual({ a: 1, b: { d: 3, e: 5 }, list: [9], z: 'new' })
     expect(after.metadata).toEqual({ m: 1 })
@@ -112,7 +125,9 @@ describe('merge patch (RFC 7386)', () => {
 
   test('a non-object patch replaces the value; a "__proto__" member stays data', async () => {
     expectOk(await t.request('PUT', path('doc2'), { key: org.key, body: { value: { a: 1 } } }))
-    expect(expectOk(await t.request('PATCH', path('doc2'), { key: org.key, body: '{"__proto__": {"polluted": true}}' })).value).toEqual(JSON.parse('{"a":1,"__proto__":{"polluted":true}}'))
+    expect(expectOk(await t.request('PATCH', path('doc2'), { key: org.key, body: '{"__proto__": {"polluted": true}}' })).value).toEqual(
+      JSON.parse('{"a":1,"__proto__":{"polluted":true}}'),
+    )
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     expect(expectOk(await t.request('PATCH', path('doc2'), { key: org.key, body: [1, 2] })).value).toEqual([1, 2])
   })
@@ -133,12 +148,17 @@ describe('list', () => {
     expect(first.body.meta).toMatchObject({ total: 5, limit: 2 })
     expect(first.body.data[0].value).toBeUndefined()
     const second = await t.request('GET', `/v1/memories?prefix=p/&limit=2&include_values=true&cursor=${first.body.meta.cursor}`, { key: own.key })
-    expect(expectOk(second).map((m: { key: string; value: string }) => [m.key, m.value])).toEqual([['p/a', 'p/a'], ['p/b', 'p/b']])
+    expect(expectOk(second).map((m: { key: string; value: string }) => [m.key, m.value])).toEqual([
+      ['p/a', 'p/a'],
+      ['p/b', 'p/b'],
+    ])
     const third = await t.request('GET', `/v1/memories?prefix=p/&limit=2&cursor=${second.body.meta.cursor}`, { key: own.key })
     expect(expectOk(third).map((m: { key: string }) => m.key)).toEqual(['p/c'])
     expect(third.body.meta.cursor).toBeNull()
     // the wildcard characters of LIKE are plain characters in a prefix
-    expect(expectOk(await t.request('GET', `/v1/memories?prefix=${encodeURIComponent('p/%')}`, { key: own.key })).map((m: { key: string }) => m.key)).toEqual(['p/%_'])
+    expect(expectOk(await t.request('GET', `/v1/memories?prefix=${encodeURIComponent('p/%')}`, { key: own.key })).map((m: { key: string }) => m.key)).toEqual([
+      'p/%_',
+    ])
     expectError(await t.request('GET', `/v1/memories?prefix=q/&cursor=${first.body.meta.cursor}`, { key: own.key }), 400, 'validation_error', /^cursor: /)
   })
 })
@@ -149,7 +169,14 @@ describe('batch', () => {
     const res = expectOk(
       await t.request('POST', '/v1/memories/batch', {
         key: org.key,
-        body: { operations: [{ op: 'check', key: 'b/1', version: v }, { op: 'set', key: 'b/2', value: { x: 1 } }, { op: 'delete', key: 'b/1' }, { op: 'check', key: 'b/3', exists: false }] },
+        body: {
+          operations: [
+            { op: 'check', key: 'b/1', version: v },
+            { op: 'set', key: 'b/2', value: { x: 1 } },
+            { op: 'delete', key: 'b/1' },
+            { op: 'check', key: 'b/3', exists: false },
+          ],
+        },
       }),
     )
     expect(res.results.map((r: { op: string }) => r.op)).toEqual(['check', 'set', 'delete', 'check'])
@@ -162,7 +189,13 @@ describe('batch', () => {
     const v = expectOk(await t.request('PUT', path('c/1'), { key: org.key, body: { value: 'kept' } })).version
     const res = await t.request('POST', '/v1/memories/batch', {
       key: org.key,
-      body: { operations: [{ op: 'set', key: 'c/1', value: 'lost' }, { op: 'set', key: 'c/new', value: 1 }, { op: 'check', key: 'c/1', version: v }] },
+      body: {
+        operations: [
+          { op: 'set', key: 'c/1', value: 'lost' },
+          { op: 'set', key: 'c/new', value: 1 },
+          { op: 'check', key: 'c/1', version: v },
+        ],
+      },
     })
     expectError(res, 412, 'precondition_failed', /^operations\[2\]: /)
     expect(expectOk(await t.request('GET', path('c/1'), { key: org.key }))).toMatchObject({ value: 'kept', version: v })
@@ -172,7 +205,20 @@ describe('batch', () => {
   test('more than 25 operations, or a bad one, is refused', async () => {
     const ops = Array.from({ length: 26 }, (_, i) => ({ op: 'set', key: `k${i}`, value: i }))
     expectError(await t.request('POST', '/v1/memories/batch', { key: org.key, body: { operations: ops } }), 400, 'validation_error')
-    expectError(await t.request('POST', '/v1/memories/batch', { key: org.key, body: { operations: [{ op: 'set', key: 'ok', value: 1 }, { op: 'set', key: 'a\u0000', value: 1 }] } }), 400, 'validation_error', /^operations\[1\]\.key: /)
+    expectError(
+      await t.request('POST', '/v1/memories/batch', {
+        key: org.key,
+        body: {
+          operations: [
+            { op: 'set', key: 'ok', value: 1 },
+            { op: 'set', key: 'a\u0000', value: 1 },
+          ],
+        },
+      }),
+      400,
+      'validation_error',
+      /^operations\[1\]\.key: /,
+    )
     expectError(await t.request('GET', path('ok'), { key: org.key }), 404, 'not_found')
   })
 })
@@ -226,7 +272,9 @@ describe('boundaries', () => {
     expectError(await t.request('POST', '/v1/memories/batch', { key: other.key, body: { operations: [{ op: 'delete', key: 'private' }] } }), 404, 'not_found')
     expectOk(await t.request('PUT', path('private'), { key: other.key, body: { value: 'theirs' } }))
     expect(expectOk(await t.request('GET', path('private'), { key: org.key })).value).toBe('mine')
-    expect(expectOk(await t.request('GET', '/v1/memories?prefix=private', { key: other.key })).map((m: { value?: unknown; key: string }) => m.key)).toEqual(['private'])
+    expect(expectOk(await t.request('GET', '/v1/memories?prefix=private', { key: other.key })).map((m: { value?: unknown; key: string }) => m.key)).toEqual([
+      'private',
+    ])
   })
 
   test('a connection key may not call any memory route (403)', async () => {

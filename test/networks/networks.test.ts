@@ -40,7 +40,7 @@ beforeAll(async () => {
 })
 
 describe('publishing', () => {
-  test('an address is published once: PUT again replaces it (200); skills are lowercase; another org\'s address is refused', async () => {
+  test("an address is published once: PUT again replaces it (200); skills are lowercase; another org's address is refused", async () => {
     const again = expectOk(await publish(owner, ownerAgent, { display_name: 'Invoice bot', description: 'Reads invoices', skills: ['Invoices', 'ocr'] }))
     expect(again.skills).toEqual(['invoices', 'ocr'])
     expect(again.visibility).toBe('networks')
@@ -60,7 +60,10 @@ describe('publishing', () => {
 
 describe('membership', () => {
   test('invite, see the invitation, accept; members are listed with their can_view', async () => {
-    const invited = expectOk(await t.request('POST', `/v1/networks/${networkId}/members`, { key: owner.key, body: { org_id: member.orgId, can_view: false } }), 201)
+    const invited = expectOk(
+      await t.request('POST', `/v1/networks/${networkId}/members`, { key: owner.key, body: { org_id: member.orgId, can_view: false } }),
+      201,
+    )
     expect(invited).toMatchObject({ org_id: member.orgId, status: 'invited', can_view: false, is_owner: false })
     expectError(await t.request('POST', `/v1/networks/${networkId}/members`, { key: owner.key, body: { org_id: member.orgId } }), 409, 'conflict')
     const seen = expectOk(await t.request('GET', '/v1/networks', { key: member.key }))
@@ -73,7 +76,16 @@ describe('membership', () => {
     expect(accepted.membership.status).toBe('active')
     expect(accepted.member_count).toBe(2)
     const members = await t.request('GET', `/v1/networks/${networkId}/members`, { key: member.key })
-    expect(expectOk(members).map((m: { org_id: string; is_owner: boolean }) => [m.org_id, m.is_owner]).sort()).toEqual([[member.orgId, false], [owner.orgId, true]].sort())
+    expect(
+      expectOk(members)
+        .map((m: { org_id: string; is_owner: boolean }) => [m.org_id, m.is_owner])
+        .sort(),
+    ).toEqual(
+      [
+        [member.orgId, false],
+        [owner.orgId, true],
+      ].sort(),
+    )
     expect(members.body.meta).toMatchObject({ total: 2, cursor: null })
   })
 
@@ -128,7 +140,8 @@ describe('discovery', () => {
 })
 
 describe('contact admission', () => {
-  const admit = (key: string, agentId: string, body: Record<string, unknown>) => t.request('POST', `/v1/networks/${networkId}/agents/${agentId}/admit`, { key, body })
+  const admit = (key: string, agentId: string, body: Record<string, unknown>) =>
+    t.request('POST', `/v1/networks/${networkId}/agents/${agentId}/admit`, { key, body })
   let invoiceId: string
   let translatorId: string
   beforeAll(async () => {
@@ -145,7 +158,16 @@ describe('contact admission', () => {
 
   test('a connection key admits for its own address: the contact carries a granted send grant', async () => {
     const contact = expectOk(await admit(memberKey, invoiceId, { owner_address: memberAgent.toUpperCase(), tags: ['billing'] }), 201)
-    expect(contact).toMatchObject({ owner_address: memberAgent, address: ownerAgent, name: 'Invoice bot', tags: ['billing'], source: 'network', network_id: networkId, agent_id: invoiceId, send_grant: 'granted' })
+    expect(contact).toMatchObject({
+      owner_address: memberAgent,
+      address: ownerAgent,
+      name: 'Invoice bot',
+      tags: ['billing'],
+      source: 'network',
+      network_id: networkId,
+      agent_id: invoiceId,
+      send_grant: 'granted',
+    })
     // again: the same contact, updated (200)
     expect(expectOk(await admit(memberKey, invoiceId, { owner_address: memberAgent })).id).toBe(contact.id)
   })
@@ -181,8 +203,16 @@ describe('invitations to any organization id are bounded', () => {
     const second = expectOk(await t.request('POST', '/v1/networks', { key: spammer.key, body: { name: 'Free money again' } }), 201).id
     expectOk(await t.request('POST', `/v1/networks/${first}/members`, { key: spammer.key, body: { org_id: target.orgId } }), 201)
     // block only with the caller's own org_id
-    expectError(await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: spammer.key }), 400, 'validation_error', /^block: /)
-    expect(expectOk(await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: target.key }))).toEqual({ org_id: target.orgId, removed: true })
+    expectError(
+      await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: spammer.key }),
+      400,
+      'validation_error',
+      /^block: /,
+    )
+    expect(expectOk(await t.request('DELETE', `/v1/networks/${first}/members/${target.orgId}?block=true`, { key: target.key }))).toEqual({
+      org_id: target.orgId,
+      removed: true,
+    })
     expect(expectOk(await t.request('GET', '/v1/networks', { key: target.key }))).toEqual([])
     const blocks = expectOk(await t.request('GET', '/v1/networks/invitation-blocks', { key: target.key }))
     expect(blocks.map((b: { org_id: string }) => b.org_id)).toEqual([spammer.orgId])
@@ -197,7 +227,10 @@ describe('invitations to any organization id are bounded', () => {
     const friendly = expectOk(await t.request('POST', '/v1/networks', { key: friend.key, body: { name: 'Friends' } }), 201).id
     expectOk(await t.request('POST', `/v1/networks/${friendly}/members`, { key: friend.key, body: { org_id: target.orgId } }), 201)
     // lifted: the inviter may invite again
-    expect(expectOk(await t.request('DELETE', `/v1/networks/invitation-blocks/${spammer.orgId}`, { key: target.key }))).toEqual({ org_id: spammer.orgId, unblocked: true })
+    expect(expectOk(await t.request('DELETE', `/v1/networks/invitation-blocks/${spammer.orgId}`, { key: target.key }))).toEqual({
+      org_id: spammer.orgId,
+      unblocked: true,
+    })
     expectError(await t.request('DELETE', `/v1/networks/invitation-blocks/${spammer.orgId}`, { key: target.key }), 404, 'not_found')
     expectOk(await t.request('POST', `/v1/networks/${second}/members`, { key: spammer.key, body: { org_id: target.orgId } }), 201)
   })
@@ -207,7 +240,8 @@ describe('invitations to any organization id are bounded', () => {
     const network = expectOk(await t.request('POST', '/v1/networks', { key: sender.key, body: { name: 'Wide' } }), 201).id
     const invitees = await Promise.all(Array.from({ length: INVITATIONS_PER_MINUTE + 1 }, () => createOrg()))
     const statuses: number[] = []
-    for (const invitee of invitees) statuses.push((await t.request('POST', `/v1/networks/${network}/members`, { key: sender.key, body: { org_id: invitee.orgId } })).status)
+    for (const invitee of invitees)
+      statuses.push((await t.request('POST', `/v1/networks/${network}/members`, { key: sender.key, body: { org_id: invitee.orgId } })).status)
     expect(statuses.slice(0, INVITATIONS_PER_MINUTE).every(s => s === 201)).toBe(true)
     const refused = await t.request('POST', `/v1/networks/${network}/members`, { key: sender.key, body: { org_id: (await createOrg()).orgId } })
     expectError(refused, 429, 'rate_limit_exceeded', /^network invitations: /)

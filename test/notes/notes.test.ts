@@ -41,10 +41,17 @@ describe('authorship', () => {
     const byAgent = await write(key, { address: 'ada@example.com', body: 'asked about invoices' })
     expect(expectOk(byAgent, 201).author).toMatchObject({ kind: 'connection', address: bound })
     expect(byAgent.headers.get('etag')).toBe('"1"')
-    const fn = expectOk(await t.request('POST', '/v1/functions', { key: org.key, body: { name: 'noter', code: `export default { fetch() { return new Response('') } }` } }), 201)
+    const fn = expectOk(
+      await t.request('POST', '/v1/functions', { key: org.key, body: { name: 'noter', code: `export default { fetch() { return new Response('') } }` } }),
+      201,
+    )
     const [row] = await (await testSql())<{ runtime_key_sealed: Buffer }[]>`select runtime_key_sealed from functions where id = ${fn.id}`
     const runtimeKey = t.ctx.keys.decrypt(row!.runtime_key_sealed)
-    expect(expectOk(await write(runtimeKey, { address: 'ada@example.com', body: 'auto-replied' }), 201).author).toEqual({ kind: 'function', id: fn.id, address: null })
+    expect(expectOk(await write(runtimeKey, { address: 'ada@example.com', body: 'auto-replied' }), 201).author).toEqual({
+      kind: 'function',
+      id: fn.id,
+      address: null,
+    })
   })
 
   test('everyone in the organization reads every note, connection keys included; filter by address', async () => {
@@ -95,7 +102,7 @@ describe('who may change a note', () => {
     key = again
   })
 
-  test('the organization\'s own credentials may change any note; delete honours If-Match', async () => {
+  test("the organization's own credentials may change any note; delete honours If-Match", async () => {
     expect(expectOk(await edit(org.key, agentNote, 'moderated', '3')).version).toBe(4)
     expectError(await t.request('DELETE', `/v1/address-notes/${agentNote}`, { key, headers: { 'if-match': '"3"' } }), 412, 'precondition_failed')
     expectOk(await t.request('DELETE', `/v1/address-notes/${agentNote}`, { key, headers: { 'if-match': '"4"' } }))

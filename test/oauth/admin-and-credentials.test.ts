@@ -23,7 +23,12 @@ describe('bun run admin user create', () => {
     expect(row!.password_hash).toStartWith('$argon2id$')
 
     // sign-in matches the address case-insensitively
-    const tokens = await obtainTokens(s, await registerClient(s), { email: email.toLowerCase(), password: 'a long enough password', userId: out.user_id, orgId: org.orgId })
+    const tokens = await obtainTokens(s, await registerClient(s), {
+      email: email.toLowerCase(),
+      password: 'a long enough password',
+      userId: out.user_id,
+      orgId: org.orgId,
+    })
     expect((await callApi(s, tokens.access_token, 'GET', '/v1/whoami')).body.data).toMatchObject({ user_id: out.user_id, role: 'admin', auth_method: 'oauth' })
   })
 

@@ -45,7 +45,10 @@ describe('PKCE is required, S256 only', () => {
 
   test('code_challenge_method plain is refused', async () => {
     const p = await pkce()
-    expect(await refusedWith({ code_challenge: p.verifier, code_challenge_method: 'plain' })).toMatchObject({ error: 'invalid_request', description: expect.stringContaining('S256') })
+    expect(await refusedWith({ code_challenge: p.verifier, code_challenge_method: 'plain' })).toMatchObject({
+      error: 'invalid_request',
+      description: expect.stringContaining('S256'),
+    })
   })
 
   test('a missing code_challenge_method (which would mean plain) is refused', async () => {
@@ -98,7 +101,13 @@ describe('other redirected refusals', () => {
 
 describe('never redirected: the client or the redirect URI is in doubt', () => {
   test('a redirect_uri that is not registered exactly', async () => {
-    for (const uri of ['http://127.0.0.1:8765/callback/', 'http://127.0.0.1:8766/callback', 'http://localhost:8765/callback', 'https://evil.example/callback', 'https://app.example/cb']) {
+    for (const uri of [
+      'http://127.0.0.1:8765/callback/',
+      'http://127.0.0.1:8766/callback',
+      'http://localhost:8765/callback',
+      'https://evil.example/callback',
+      'https://app.example/cb',
+    ]) {
       expect(await errorPageFor(authorizeUrl(s, client, await pkce(), { redirect_uri: uri }))).toContain('redirect_uri does not exactly match')
     }
   })

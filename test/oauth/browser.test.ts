@@ -13,7 +13,16 @@ import { authorizeUrl, oauthServer, person, pkce, registerClient, type OAuthServ
 
 const CHROMIUM = '/usr/bin/chromium'
 const available = existsSync(CHROMIUM)
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
 
 if (!available) console.warn(`browser test skipped: ${CHROMIUM} is not installed (apt-get install chromium)`)
 
@@ -51,60 +60,74 @@ function callbackReceiver() {
 }
 
 describe('in a real browser', () => {
-  test.skipIf(!available)(`OAuth sign-in page and CLI device approval page, driven by headless Chromium${available ? '' : ` (skipped: ${CHROMIUM} not installed)`}`, async () => {
-    const s: OAuthServer = await oauthServer()
-    cleanups.push(() => s.stop())
-    const context = await browser()
-    const page = await context.newPage()
-    const who = await person('admin')
+  test.skipIf(!available)(
+    `OAuth sign-in page and CLI device approval page, driven by headless Chromium${available ? '' : ` (skipped: ${CHROMIUM} not installed)`}`,
+    async () => {
+      const s: OAuthServer = await oauthServer()
+      cleanups.push(() => s.stop())
+      const context = await browser()
+      const page = await context.newPage()
+      const who = await person('admin')
 
-    // 1. OAuth authorization code flow: sign in, the organization (preselected), the 303 back to the client
-    const receiver = callbackReceiver()
-    const client = await registerClient(s, [receiver.redirectUri], 'Browser test app')
-    const p = await pkce()
-    await page.goto(`${s.origin}${authorizeUrl(s, client, p)}`)
-    expect(await page.title()).toBe('Sign in to authorize')
-    await page.fill('#email', who.email)
-    await page.fill('#password', who.password)
-    await page.click('button[value=allow]')
-    await page.waitForSelector('input[name=org_id]')
-    expect(await page.isChecked(`input[name=org_id][value="${who.orgId}"]`)).toBe(true)
-    await Promise.all([page.waitForURL(url => url.toString().startsWith(receiver.redirectUri)), page.click('button[value=allow]')])
-    expect(receiver.calls).toHaveLength(1)
-    const params = oauth.validateAuthResponse(s.as, client, receiver.calls[0]!, p.state)
-    const response = await oauth.authorizationCodeGrantRequest(s.as, client, oauth.None(), params, receiver.redirectUri, p.verifier, s.opts)
-    const tokens = await oauth.processAuthorizationCodeResponse(s.as, client, response)
-    const whoami: any = await (await s.fetch('/v1/whoami', { headers: { authorization: `Bearer ${tokens.access_token}` } })).json()
-    expect(whoami.data).toMatchObject({ org_id: who.orgId, user_id: who.userId, role: 'admin', auth_method: 'oauth' })
+      // 1. OAuth authorization code flow: sign in, the organization (preselected), the 303 back to the client
+      const receiver = callbackReceiver()
+      const client = await registerClient(s, [receiver.redirectUri], 'Browser test app')
+      const p = await pkce()
+      await page.goto(`${s.origin}${authorizeUrl(s, client, p)}`)
+      expect(await page.title()).toBe('Sign in to authorize')
+      await page.fill('#email', who.email)
+      await page.fill('#password', who.password)
+      await page.click('button[value=allow]')
+      await page.waitForSelector('input[name=org_id]')
+      expect(await page.isChecked(`input[name=org_id][value="${who.orgId}"]`)).toBe(true)
+      await Promise.all([page.waitForURL(url => url.toString().startsWith(receiver.redirectUri)), page.click('button[value=allow]')])
+      expect(receiver.calls).toHaveLength(1)
+      const params = oauth.validateAuthResponse(s.as, client, receiver.calls[0]!, p.state)
+      const response = await oauth.authorizationCodeGrantRequest(s.as, client, oauth.None(), params, receiver.redirectUri, p.verifier, s.opts)
+      const tokens = await oauth.processAuthorizationCodeResponse(s.as, client, response)
+      const whoami: any = await (await s.fetch('/v1/whoami', { headers: { authorization: `Bearer ${tokens.access_token}` } })).json()
+      expect(whoami.data).toMatchObject({ org_id: who.orgId, user_id: who.userId, role: 'admin', auth_method: 'oauth' })
 
-    // 2. CLI device login: start, approve in the browser, poll
-    const start: any = await (await s.fetch('/v1/cli/login/start', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'agent-mail cli', device_name: 'browser-test' }) })).json()
-    const { device_code, user_code, verification_uri_complete } = start.data
-    expect(verification_uri_complete).toStartWith(`${s.origin}/cli/device?user_code=`)
-    const pending: any = await (await s.fetch('/v1/cli/login/poll', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code }) })).json()
-    expect(pending.error.code).toBe('authorization_pending')
+      // 2. CLI device login: start, approve in the browser, poll
+      const start: any = await (
+        await s.fetch('/v1/cli/login/start', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_name: 'agent-mail cli', device_name: 'browser-test' }),
+        })
+      ).json()
+      const { device_code, user_code, verification_uri_complete } = start.data
+      expect(verification_uri_complete).toStartWith(`${s.origin}/cli/device?user_code=`)
+      const pending: any = await (
+        await s.fetch('/v1/cli/login/poll', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code }) })
+      ).json()
+      expect(pending.error.code).toBe('authorization_pending')
 
-    await page.goto(verification_uri_complete)
-    expect(await page.title()).toBe('Sign in to the CLI')
-    expect(await page.inputValue('#user_code')).toBe(user_code)
-    await page.fill('#email', who.email)
-    await page.fill('#password', who.password)
-    await page.click('button[value=continue]')
-    await page.waitForSelector('#confirm-code')
-    expect(await page.textContent('#confirm-code')).toBe(user_code)
-    expect(await page.textContent('main')).toContain('agent-mail cli on browser-test')
-    await page.click('button[value=approve]')
-    await page.waitForSelector('text=Device approved')
+      await page.goto(verification_uri_complete)
+      expect(await page.title()).toBe('Sign in to the CLI')
+      expect(await page.inputValue('#user_code')).toBe(user_code)
+      await page.fill('#email', who.email)
+      await page.fill('#password', who.password)
+      await page.click('button[value=continue]')
+      await page.waitForSelector('#confirm-code')
+      expect(await page.textContent('#confirm-code')).toBe(user_code)
+      expect(await page.textContent('main')).toContain('agent-mail cli on browser-test')
+      await page.click('button[value=approve]')
+      await page.waitForSelector('text=Device approved')
 
-    const [cookie] = (await context.cookies(`${s.origin}/cli/device`)).filter(c => c.name === 'cli_browser')
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/cli' })
+      const [cookie] = (await context.cookies(`${s.origin}/cli/device`)).filter(c => c.name === 'cli_browser')
+      expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/cli' })
 
-    // the client waits out the interval before polling again
-    await s.ctx.sql`update cli_device_codes set last_polled_at = null where device_code_hash = sha256(${device_code}::bytea)`
-    const approved: any = await (await s.fetch('/v1/cli/login/poll', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code }) })).json()
-    expect(approved.success).toBe(true)
-    expect(approved.data).toMatchObject({ org_id: who.orgId, user_id: who.userId, token_type: 'Bearer' })
-    const cliWhoami: any = await (await s.fetch('/v1/whoami', { headers: { authorization: `Bearer ${approved.data.access_token}` } })).json()
-    expect(cliWhoami.data).toMatchObject({ org_id: who.orgId, role: 'admin' })
-  }, 60_000)
+      // the client waits out the interval before polling again
+      await s.ctx.sql`update cli_device_codes set last_polled_at = null where device_code_hash = sha256(${device_code}::bytea)`
+      const approved: any = await (
+        await s.fetch('/v1/cli/login/poll', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code }) })
+      ).json()
+      expect(approved.success).toBe(true)
+      expect(approved.data).toMatchObject({ org_id: who.orgId, user_id: who.userId, token_type: 'Bearer' })
+      const cliWhoami: any = await (await s.fetch('/v1/whoami', { headers: { authorization: `Bearer ${approved.data.access_token}` } })).json()
+      expect(cliWhoami.data).toMatchObject({ org_id: who.orgId, role: 'admin' })
+    },
+    60_000,
+  )
 })

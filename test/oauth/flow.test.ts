@@ -70,7 +70,13 @@ describe('authorization code flow', () => {
     const res = await s.fetch('/oauth/token', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: client.client_id, code: callback.searchParams.get('code')!, redirect_uri: (client.redirect_uris as string[])[0]!, code_verifier: p.verifier }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: client.client_id,
+        code: callback.searchParams.get('code')!,
+        redirect_uri: (client.redirect_uris as string[])[0]!,
+        code_verifier: p.verifier,
+      }),
     })
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('no-store')
@@ -136,22 +142,40 @@ describe('refresh tokens', () => {
   test('rotation: a new pair each time, the old access token keeps working until it expires', async () => {
     const client = await registerClient(s)
     const first = await obtainTokens(s, client, await person())
-    const second = await oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts))
+    const second = await oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts),
+    )
     expect(second.access_token).not.toBe(first.access_token)
     expect(second.refresh_token).not.toBe(first.refresh_token)
     expect(second.expires_in).toBe(3600)
     expect((await callApi(s, second.access_token, 'GET', '/v1/whoami')).status).toBe(200)
     expect((await callApi(s, first.access_token, 'GET', '/v1/whoami')).status).toBe(200)
-    const third = await oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), second.refresh_token!, s.opts))
-    expect((await callApi(s, third.access_token, 'GET', '/v1/whoami')).body.data.key_id).toBe((await callApi(s, first.access_token, 'GET', '/v1/whoami')).body.data.key_id)
+    const third = await oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), second.refresh_token!, s.opts),
+    )
+    expect((await callApi(s, third.access_token, 'GET', '/v1/whoami')).body.data.key_id).toBe(
+      (await callApi(s, first.access_token, 'GET', '/v1/whoami')).body.data.key_id,
+    )
   })
 
   test('reuse of a rotated refresh token revokes the whole grant', async () => {
     const client = await registerClient(s)
     const first = await obtainTokens(s, client, await person())
-    const second = await oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts))
+    const second = await oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts),
+    )
 
-    const reuse = oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts))
+    const reuse = oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), first.refresh_token!, s.opts),
+    )
     await expect(reuse).rejects.toMatchObject({ error: 'invalid_grant', status: 400 })
 
     for (const token of [first.access_token, second.access_token]) {
@@ -159,7 +183,11 @@ describe('refresh tokens', () => {
       expect(res.status).toBe(401)
       expect(res.body.error.code).toBe('unauthorized')
     }
-    const after = oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), second.refresh_token!, s.opts))
+    const after = oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), second.refresh_token!, s.opts),
+    )
     await expect(after).rejects.toMatchObject({ error: 'invalid_grant' })
   })
 
@@ -186,7 +214,11 @@ describe('revocation (RFC 7009)', () => {
     const tokens = await obtainTokens(s, client, await person())
     await oauth.processRevocationResponse(await oauth.revocationRequest(s.as, client, oauth.None(), tokens.access_token, s.opts))
     expect((await callApi(s, tokens.access_token, 'GET', '/v1/whoami')).status).toBe(401)
-    const refresh = oauth.processRefreshTokenResponse(s.as, client, await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), tokens.refresh_token!, s.opts))
+    const refresh = oauth.processRefreshTokenResponse(
+      s.as,
+      client,
+      await oauth.refreshTokenGrantRequest(s.as, client, oauth.None(), tokens.refresh_token!, s.opts),
+    )
     await expect(refresh).rejects.toMatchObject({ error: 'invalid_grant' })
   })
 
@@ -200,7 +232,11 @@ describe('revocation (RFC 7009)', () => {
   test('unknown tokens are 200 too; a missing token is invalid_request', async () => {
     const client = await registerClient(s)
     await oauth.processRevocationResponse(await oauth.revocationRequest(s.as, client, oauth.None(), 'svc_oat_unknown', s.opts))
-    const res = await s.fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'client_id=' + client.client_id })
+    const res = await s.fetch('/oauth/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'client_id=' + client.client_id,
+    })
     expect(res.status).toBe(400)
     expect(await res.json()).toEqual({ error: 'invalid_request', error_description: 'token: is required' })
   })

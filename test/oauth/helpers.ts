@@ -149,7 +149,14 @@ export async function loadPage(s: OAuthServer, path: string, cookie?: string): P
   const html = await res.text()
   if (res.status !== 200) throw new Error(`authorization page: ${res.status} ${html}`)
   const setCookie = res.headers.get('set-cookie') ?? ''
-  return { status: res.status, headers: res.headers, html, requestId: hiddenField(html, 'request_id'), csrf: hiddenField(html, 'csrf_token'), cookie: setCookie.split(';')[0]! }
+  return {
+    status: res.status,
+    headers: res.headers,
+    html,
+    requestId: hiddenField(html, 'request_id'),
+    csrf: hiddenField(html, 'csrf_token'),
+    cookie: setCookie.split(';')[0]!,
+  }
 }
 
 /** Posts the page's form like a browser: urlencoded, the cookie, redirects not followed. */

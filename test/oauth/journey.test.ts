@@ -31,7 +31,11 @@ test('401 → metadata → register → authorize → exchange → call → refr
 
   // 4. dynamic registration (RFC 7591), a public client
   const client = await oauth.processDynamicClientRegistrationResponse(
-    await oauth.dynamicClientRegistrationRequest(as, { client_name: 'journey', redirect_uris: ['http://127.0.0.1:9/callback'], token_endpoint_auth_method: 'none' }, s.opts),
+    await oauth.dynamicClientRegistrationRequest(
+      as,
+      { client_name: 'journey', redirect_uris: ['http://127.0.0.1:9/callback'], token_endpoint_auth_method: 'none' },
+      s.opts,
+    ),
   )
 
   // 5. authorization: the person signs in on the page and picks the organization
@@ -52,7 +56,11 @@ test('401 → metadata → register → authorize → exchange → call → refr
   expect(call.body.data).toMatchObject({ org_id: who.orgId, user_id: who.userId, role: 'admin', auth_method: 'oauth' })
 
   // 8. refresh: a new pair
-  const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, s.opts))
+  const refreshed = await oauth.processRefreshTokenResponse(
+    as,
+    client,
+    await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, s.opts),
+  )
   expect(refreshed.refresh_token).not.toBe(tokens.refresh_token)
   expect((await callApi(s, refreshed.access_token, 'GET', '/v1/whoami')).status).toBe(200)
 
@@ -67,7 +75,15 @@ test('401 → metadata → register → authorize → exchange → call → refr
   const t3 = await oauth.processAuthorizationCodeResponse(
     as,
     client,
-    await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), oauth.validateAuthResponse(as, client, cb3, p3.state), 'http://127.0.0.1:9/callback', p3.verifier, s.opts),
+    await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      oauth.validateAuthResponse(as, client, cb3, p3.state),
+      'http://127.0.0.1:9/callback',
+      p3.verifier,
+      s.opts,
+    ),
   )
   expect((await callApi(s, t3.access_token, 'GET', '/v1/whoami')).status).toBe(200)
   const revoked = await oauth.revocationRequest(as, client, oauth.None(), t3.refresh_token!, s.opts)

@@ -9,7 +9,11 @@ afterAll(() => s.stop())
 
 /** Each from its own client address: the registration limit (30 a minute) is not under test here. */
 async function register(body: unknown, contentType = 'application/json') {
-  const res = await s.fetchFrom(`198.18.0.${crypto.randomUUID()}`, '/oauth/register', { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  const res = await s.fetchFrom(`198.18.0.${crypto.randomUUID()}`, '/oauth/register', {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
   return { status: res.status, headers: res.headers, body: (await res.json()) as any }
 }
 
@@ -22,7 +26,11 @@ function expectRefused(res: Awaited<ReturnType<typeof register>>, error: string,
 describe('POST /oauth/register', () => {
   test('oauth4webapi registers a public client: 201 with the registered metadata', async () => {
     const before = Math.floor(Date.now() / 1000)
-    const res = await oauth.dynamicClientRegistrationRequest(s.as, { client_name: 'My agent', redirect_uris: ['https://agent.example/cb', 'http://localhost:3333/cb'] }, s.opts)
+    const res = await oauth.dynamicClientRegistrationRequest(
+      s.as,
+      { client_name: 'My agent', redirect_uris: ['https://agent.example/cb', 'http://localhost:3333/cb'] },
+      s.opts,
+    )
     expect(res.status).toBe(201)
     expect(res.headers.get('cache-control')).toBe('no-store')
     const client = await oauth.processDynamicClientRegistrationResponse(res)
@@ -44,15 +52,30 @@ describe('POST /oauth/register', () => {
   })
 
   test('the usual metadata of MCP clients is accepted; client_name is optional', async () => {
-    const res = await register({ redirect_uris: ['https://a.example/cb'], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', scope: 'service:api', logo_uri: 'https://a.example/logo.png' })
+    const res = await register({
+      redirect_uris: ['https://a.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      scope: 'service:api',
+      logo_uri: 'https://a.example/logo.png',
+    })
     expect(res.status).toBe(201)
     expect(res.body.client_name).toBeUndefined()
     expect(res.body.logo_uri).toBeUndefined()
   })
 
   test('plain http on a public host is invalid_redirect_uri', async () => {
-    expectRefused(await register({ client_name: 'x', redirect_uris: ['http://agent.example/cb'] }), 'invalid_redirect_uri', /redirect_uris\[0\]: must use https/)
-    expectRefused(await register({ client_name: 'x', redirect_uris: ['https://ok.example/cb', 'http://10.0.0.1/cb'] }), 'invalid_redirect_uri', /redirect_uris\[1\]/)
+    expectRefused(
+      await register({ client_name: 'x', redirect_uris: ['http://agent.example/cb'] }),
+      'invalid_redirect_uri',
+      /redirect_uris\[0\]: must use https/,
+    )
+    expectRefused(
+      await register({ client_name: 'x', redirect_uris: ['https://ok.example/cb', 'http://10.0.0.1/cb'] }),
+      'invalid_redirect_uri',
+      /redirect_uris\[1\]/,
+    )
     expectRefused(await register({ client_name: 'x', redirect_uris: ['http://localhost.evil.example/cb'] }), 'invalid_redirect_uri')
   })
 
@@ -62,7 +85,17 @@ describe('POST /oauth/register', () => {
   })
 
   test('other schemes, relative URIs, user information and odd characters are refused', async () => {
-    for (const uri of ['com.example.app:/cb', 'javascript:alert(1)', 'data:text/html,hi', '/cb', 'https://user:pw@agent.example/cb', 'https://agent.example/c b', 'https:\\\\agent.example\\cb', 'https://a;b.example/cb', '']) {
+    for (const uri of [
+      'com.example.app:/cb',
+      'javascript:alert(1)',
+      'data:text/html,hi',
+      '/cb',
+      'https://user:pw@agent.example/cb',
+      'https://agent.example/c b',
+      'https:\\\\agent.example\\cb',
+      'https://a;b.example/cb',
+      '',
+    ]) {
       expectRefused(await register({ redirect_uris: [uri] }), 'invalid_redirect_uri')
     }
   })

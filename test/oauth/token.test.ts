@@ -40,7 +40,11 @@ describe('authorization codes', () => {
     expect((await callApi(s, first.body.access_token, 'GET', '/v1/whoami')).status).toBe(200)
     expectOAuthError(await exchange(code, p.verifier), 400, 'invalid_grant')
     expect((await callApi(s, first.body.access_token, 'GET', '/v1/whoami')).status).toBe(401)
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: first.body.refresh_token }), 400, 'invalid_grant')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: first.body.refresh_token }),
+      400,
+      'invalid_grant',
+    )
   })
 
   test('a wrong verifier is invalid_grant and burns the code', async () => {
@@ -76,13 +80,21 @@ describe('authorization codes', () => {
   test('a code of another client is invalid_grant', async () => {
     const other = await registerClient(s)
     const { code, p } = await freshCode()
-    const res = await tokenRequest(s, { grant_type: 'authorization_code', client_id: other.client_id, code, redirect_uri: redirectUri, code_verifier: p.verifier })
+    const res = await tokenRequest(s, {
+      grant_type: 'authorization_code',
+      client_id: other.client_id,
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: p.verifier,
+    })
     expectOAuthError(res, 400, 'invalid_grant')
   })
 
   test('a code expires after 10 minutes', async () => {
     const { code, p } = await freshCode()
-    const [row] = await s.ctx.sql<{ ttl: number }[]>`select extract(epoch from expires_at - created_at)::int as ttl from oauth_codes where hash = ${sha256(code)}`
+    const [row] = await s.ctx.sql<
+      { ttl: number }[]
+    >`select extract(epoch from expires_at - created_at)::int as ttl from oauth_codes where hash = ${sha256(code)}`
     expect(row!.ttl).toBe(600)
     await s.ctx.sql`update oauth_codes set expires_at = now() - interval '1 second' where hash = ${sha256(code)}`
     expectOAuthError(await exchange(code, p.verifier), 400, 'invalid_grant')
@@ -103,9 +115,17 @@ describe('authorization codes', () => {
 describe('request errors', () => {
   test('missing parameters are invalid_request', async () => {
     const { code, p } = await freshCode()
-    expectOAuthError(await tokenRequest(s, { grant_type: 'authorization_code', client_id: client.client_id, code, redirect_uri: redirectUri }), 400, 'invalid_request')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'authorization_code', client_id: client.client_id, code, redirect_uri: redirectUri }),
+      400,
+      'invalid_request',
+    )
     expectOAuthError(await tokenRequest(s, { client_id: client.client_id }), 400, 'invalid_request')
-    expectOAuthError(await tokenRequest(s, { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: p.verifier }), 400, 'invalid_request')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: p.verifier }),
+      400,
+      'invalid_request',
+    )
     expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id }), 400, 'invalid_request')
     // none of that spent the code
     expect((await exchange(code, p.verifier)).status).toBe(200)
@@ -119,31 +139,63 @@ describe('request errors', () => {
 
   test('an unknown client, or one that tries to authenticate, is invalid_client (401)', async () => {
     expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: 'oc_nobody', refresh_token: 'x' }), 401, 'invalid_client')
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, client_secret: 's', refresh_token: 'x' }), 401, 'invalid_client')
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: 'x' }, { authorization: 'Basic ' + btoa(`${client.client_id}:s`) }), 401, 'invalid_client')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, client_secret: 's', refresh_token: 'x' }),
+      401,
+      'invalid_client',
+    )
+    expectOAuthError(
+      await tokenRequest(
+        s,
+        { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: 'x' },
+        { authorization: 'Basic ' + btoa(`${client.client_id}:s`) },
+      ),
+      401,
+      'invalid_client',
+    )
   })
 
   test('a JSON body, an empty body or a repeated parameter is invalid_request, not the v1 envelope', async () => {
-    const json = await s.fetch('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'refresh_token' }) })
+    const json = await s.fetch('/oauth/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'refresh_token' }),
+    })
     expectOAuthError({ status: json.status, headers: json.headers, body: await json.json() }, 400, 'invalid_request')
     const empty = await s.fetch('/oauth/token', { method: 'POST' })
     expectOAuthError({ status: empty.status, headers: empty.headers, body: await empty.json() }, 400, 'invalid_request')
-    const twice = await s.fetch('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&grant_type=authorization_code' })
+    const twice = await s.fetch('/oauth/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=refresh_token&grant_type=authorization_code',
+    })
     const body = (await twice.json()) as any
     expectOAuthError({ status: twice.status, headers: twice.headers, body }, 400, 'invalid_request')
     expect(body.error_description).toBe('grant_type: must be given at most once')
   })
 
   test('an unknown or expired refresh token is invalid_grant', async () => {
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: 'svc_ort_unknown' }), 400, 'invalid_grant')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: 'svc_ort_unknown' }),
+      400,
+      'invalid_grant',
+    )
     const tokens = await obtainTokens(s, client, await person())
     await s.ctx.sql`update oauth_tokens set expires_at = now() - interval '1 second' where hash = ${sha256(tokens.refresh_token!)}`
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token! }), 400, 'invalid_grant')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token! }),
+      400,
+      'invalid_grant',
+    )
   })
 
   test('a refresh asking for another scope is invalid_scope', async () => {
     const tokens = await obtainTokens(s, client, await person())
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token!, scope: 'admin' }), 400, 'invalid_scope')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token!, scope: 'admin' }),
+      400,
+      'invalid_scope',
+    )
   })
 })
 
@@ -167,7 +219,11 @@ describe('the role is the current one', () => {
     const tokens = await obtainTokens(s, client, who)
     await s.ctx.sql`delete from memberships where org_id = ${who.orgId} and user_id = ${who.userId}`
     expect((await callApi(s, tokens.access_token, 'GET', '/v1/whoami')).status).toBe(401)
-    expectOAuthError(await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token! }), 400, 'invalid_grant')
+    expectOAuthError(
+      await tokenRequest(s, { grant_type: 'refresh_token', client_id: client.client_id, refresh_token: tokens.refresh_token! }),
+      400,
+      'invalid_grant',
+    )
     // coming back later does not revive the grant
     await s.ctx.sql`insert into memberships (org_id, user_id, role) values (${who.orgId}, ${who.userId}, 'admin')`
     expect((await callApi(s, tokens.access_token, 'GET', '/v1/whoami')).status).toBe(401)
@@ -178,7 +234,9 @@ describe('the role is the current one', () => {
 
   test('an expired access token is 401', async () => {
     const tokens = await obtainTokens(s, client, await person())
-    const [row] = await s.ctx.sql<{ ttl: number }[]>`select extract(epoch from expires_at - created_at)::int as ttl from oauth_tokens where hash = ${sha256(tokens.access_token)}`
+    const [row] = await s.ctx.sql<
+      { ttl: number }[]
+    >`select extract(epoch from expires_at - created_at)::int as ttl from oauth_tokens where hash = ${sha256(tokens.access_token)}`
     expect(row!.ttl).toBe(3600)
     await s.ctx.sql`update oauth_tokens set expires_at = now() - interval '1 second' where hash = ${sha256(tokens.access_token)}`
     expect((await callApi(s, tokens.access_token, 'GET', '/v1/whoami')).status).toBe(401)

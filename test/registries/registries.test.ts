@@ -45,7 +45,11 @@ const card = (name: string, skills: string[], extra: Record<string, unknown> = {
 })
 
 const registry = (app: TestApp, o: TestOrg, id: string) => app.request('GET', `/v1/registries/${id}`, { key: o.key })
-const settled = (app: TestApp, o: TestOrg, id: string) => until(async () => expectOk(await registry(app, o, id)), r => r.status !== 'pending')
+const settled = (app: TestApp, o: TestOrg, id: string) =>
+  until(
+    async () => expectOk(await registry(app, o, id)),
+    r => r.status !== 'pending',
+  )
 
 beforeAll(async () => {
   loop = await testApp({ WEBHOOK_ALLOW_LOOPBACK: 'true' })
@@ -59,7 +63,13 @@ describe('the built-in registry', () => {
   beforeAll(async () => {
     publicAgent = await managedAddress(loop.ctx, org.orgId)
     networksOnly = await managedAddress(loop.ctx, org.orgId)
-    expectOk(await loop.request('PUT', `/v1/published-agents/${publicAgent}`, { key: org.key, body: { display_name: `Public ${unique()}`, description: 'Answers questions', skills: ['faq'], visibility: 'public' } }), 201)
+    expectOk(
+      await loop.request('PUT', `/v1/published-agents/${publicAgent}`, {
+        key: org.key,
+        body: { display_name: `Public ${unique()}`, description: 'Answers questions', skills: ['faq'], visibility: 'public' },
+      }),
+      201,
+    )
     expectOk(await loop.request('PUT', `/v1/published-agents/${networksOnly}`, { key: org.key, body: { display_name: 'Private', skills: ['faq'] } }), 201)
   })
 
@@ -79,10 +89,18 @@ describe('the built-in registry', () => {
   test('the service serves the A2A agent card of a public address without a credential, and nothing for the others', async () => {
     const res = await loop.request('GET', `/agents/${encodeURIComponent(publicAgent)}/.well-known/agent-card.json`)
     expect(res.status).toBe(200)
-    expect(res.body).toMatchObject({ name: expect.stringMatching(/^Public /), description: 'Answers questions', url: `mailto:${publicAgent}`, defaultInputModes: expect.any(Array), skills: [{ id: 'faq', name: 'faq' }] })
+    expect(res.body).toMatchObject({
+      name: expect.stringMatching(/^Public /),
+      description: 'Answers questions',
+      url: `mailto:${publicAgent}`,
+      defaultInputModes: expect.any(Array),
+      skills: [{ id: 'faq', name: 'faq' }],
+    })
     expectError(await loop.request('GET', `/agents/${encodeURIComponent(networksOnly)}/.well-known/agent-card.json`), 404, 'not_found')
     const published = expectOk(await loop.request('GET', '/v1/published-agents', { key: org.key }))
-    expect(published.find((a: { address: string }) => a.address === publicAgent).agent_card_url).toBe(`http://api.test.local/agents/${encodeURIComponent(publicAgent)}/.well-known/agent-card.json`)
+    expect(published.find((a: { address: string }) => a.address === publicAgent).agent_card_url).toBe(
+      `http://api.test.local/agents/${encodeURIComponent(publicAgent)}/.well-known/agent-card.json`,
+    )
   })
 })
 
@@ -101,23 +119,42 @@ describe('a registry added by URL (loopback test mode)', () => {
     expect(done).toMatchObject({ status: 'ok', agent_count: 1, last_error: null })
     expect(hits).toContain('/.well-known/agent-card.json')
     const [agent] = expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents?skill=search`, { key: org.key }))
-    expect(agent).toMatchObject({ registry_id: added.id, name: 'solo', url: 'https://agents.example/solo', address: null, skills: ['search'], fetched_at: done.fetched_at })
+    expect(agent).toMatchObject({
+      registry_id: added.id,
+      name: 'solo',
+      url: 'https://agents.example/solo',
+      address: null,
+      skills: ['search'],
+      fetched_at: done.fetched_at,
+    })
     const detail = expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents/${agent.id}`, { key: org.key }))
     expect(detail.card).toEqual(card('solo', ['Search']))
   })
 
   test('a catalog of cards; text is cleaned of control and bidi characters; q and skill filter; a refresh replaces the cache', async () => {
-    documents.set('/catalog.json', JSON.stringify({ agents: [card('alpha\u202e\u0007x', ['ocr']), card('beta', ['ocr', 'translate']), { no: 'name' }, 'junk'] }))
+    documents.set(
+      '/catalog.json',
+      JSON.stringify({ agents: [card('alpha\u202e\u0007x', ['ocr']), card('beta', ['ocr', 'translate']), { no: 'name' }, 'junk'] }),
+    )
     const added = expectOk(await loop.request('POST', '/v1/registries', { key: org.key, body: { name: 'Catalog', url: `${base}/catalog.json` } }), 201)
     expect(await settled(loop, org, added.id)).toMatchObject({ status: 'ok', agent_count: 2 })
-    const names = expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents`, { key: org.key })).map((a: { name: string }) => a.name).sort()
+    const names = expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents`, { key: org.key }))
+      .map((a: { name: string }) => a.name)
+      .sort()
     expect(names).toEqual(['alphax', 'beta'])
-    expect(expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents?skill=translate`, { key: org.key })).map((a: { name: string }) => a.name)).toEqual(['beta'])
-    expect(expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents?q=ALPHA`, { key: org.key })).map((a: { name: string }) => a.name)).toEqual(['alphax'])
+    expect(
+      expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents?skill=translate`, { key: org.key })).map((a: { name: string }) => a.name),
+    ).toEqual(['beta'])
+    expect(expectOk(await loop.request('GET', `/v1/registries/${added.id}/agents?q=ALPHA`, { key: org.key })).map((a: { name: string }) => a.name)).toEqual([
+      'alphax',
+    ])
     documents.set('/catalog.json', JSON.stringify([card('gamma', [])]))
     const before = expectOk(await registry(loop, org, added.id)).fetched_at
     expectOk(await loop.request('POST', `/v1/registries/${added.id}/refresh`, { key: org.key }), 202)
-    const after = await until(async () => expectOk(await registry(loop, org, added.id)), r => r.fetched_at !== before)
+    const after = await until(
+      async () => expectOk(await registry(loop, org, added.id)),
+      r => r.fetched_at !== before,
+    )
     expect(after.agent_count).toBe(1)
   })
 
@@ -132,7 +169,12 @@ describe('a registry added by URL (loopback test mode)', () => {
     documents.set('/stale.json', JSON.stringify([card('renewed', []), card('more', [])]))
     documents.set('/fresh.json', JSON.stringify([]))
     await registryRefreshJob.handle(loop.ctx, {}, undefined as never)
-    expect(await until(async () => expectOk(await registry(loop, org, stale.id)), r => r.agent_count === 2)).toMatchObject({ status: 'ok', agent_count: 2 })
+    expect(
+      await until(
+        async () => expectOk(await registry(loop, org, stale.id)),
+        r => r.agent_count === 2,
+      ),
+    ).toMatchObject({ status: 'ok', agent_count: 2 })
     expect(expectOk(await registry(loop, org, fresh.id))).toMatchObject({ status: 'ok', agent_count: 1, fetched_at: freshBefore })
   })
 
@@ -142,11 +184,19 @@ describe('a registry added by URL (loopback test mode)', () => {
     expect(await settled(loop, org, added.id)).toMatchObject({ status: 'ok', agent_count: 1 })
     documents.set('/big.json', JSON.stringify([card('huge', [], { description: 'x'.repeat(600 * 1024) })]))
     expectOk(await loop.request('POST', `/v1/registries/${added.id}/refresh`, { key: org.key }), 202)
-    const failed = await until(async () => expectOk(await registry(loop, org, added.id)), r => r.status === 'failed')
+    const failed = await until(
+      async () => expectOk(await registry(loop, org, added.id)),
+      r => r.status === 'failed',
+    )
     expect(failed).toMatchObject({ status: 'failed', agent_count: 1, last_error: expect.stringContaining('larger than') })
     documents.delete('/big.json')
     expectOk(await loop.request('POST', `/v1/registries/${added.id}/refresh`, { key: org.key }), 202)
-    expect(await until(async () => expectOk(await registry(loop, org, added.id)), r => r.last_error?.includes('HTTP 404') ?? false)).toMatchObject({ agent_count: 1 })
+    expect(
+      await until(
+        async () => expectOk(await registry(loop, org, added.id)),
+        r => r.last_error?.includes('HTTP 404') ?? false,
+      ),
+    ).toMatchObject({ agent_count: 1 })
   })
 
   test('only an owner or admin adds, refreshes or removes; duplicates are 409; another organization gets 404', async () => {
@@ -174,7 +224,15 @@ describe('outside the loopback test mode', () => {
   })
 
   test('loopback, private and metadata addresses, and names resolving to them, are refused when added', async () => {
-    for (const url of [base, 'http://localhost/', 'https://10.1.2.3/', 'https://169.254.169.254/latest', 'https://[::1]/', 'https://inside.example/', 'http://cards.example/']) {
+    for (const url of [
+      base,
+      'http://localhost/',
+      'https://10.1.2.3/',
+      'https://169.254.169.254/latest',
+      'https://[::1]/',
+      'https://inside.example/',
+      'http://cards.example/',
+    ]) {
       expectError(await strict.request('POST', '/v1/registries', { key: strictOrg.key, body: { name: 'x', url } }), 400, 'validation_error', /^url: /)
     }
     expect(expectOk(await strict.request('GET', '/v1/registries', { key: strictOrg.key }))).toHaveLength(1)

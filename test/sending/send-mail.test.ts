@@ -38,9 +38,24 @@ const unique = () => crypto.randomUUID().slice(0, 8)
 describe('POST /v1/send-mail through an SMTP relay', () => {
   test('queued once the relay accepted it; the relay got a DKIM-signed message mailauth verifies', async () => {
     const before = relay.messages.length
-    const res = await send({ from, from_name: 'Agent Smith', to: 'alice@example.com', cc: ['carol@example.com'], bcc: ['bob@example.com'], subject: `Héllo ${unique()}`, body_text: 'Hi Alice\n.\nbye', body_html: '<p>Hi Alice</p>' })
+    const res = await send({
+      from,
+      from_name: 'Agent Smith',
+      to: 'alice@example.com',
+      cc: ['carol@example.com'],
+      bcc: ['bob@example.com'],
+      subject: `Héllo ${unique()}`,
+      body_text: 'Hi Alice\n.\nbye',
+      body_html: '<p>Hi Alice</p>',
+    })
     expect(res.status).toBe(200)
-    expect(res.body.data).toMatchObject({ status: 'queued', from, accepted: ['alice@example.com', 'carol@example.com', 'bob@example.com'], rejected: [], idempotent_replay: false })
+    expect(res.body.data).toMatchObject({
+      status: 'queued',
+      from,
+      accepted: ['alice@example.com', 'carol@example.com', 'bob@example.com'],
+      rejected: [],
+      idempotent_replay: false,
+    })
     expect(res.headers.get('idempotency-key')).toStartWith('derived_')
     const [message] = relay.messages.slice(before)
     expect(message!.to.sort()).toEqual(['alice@example.com', 'bob@example.com', 'carol@example.com'])
@@ -154,7 +169,8 @@ describe('what is committed when', () => {
     ...(await (await testSql())<{ id: string; run_at: Date; locked_by: string | null; attempts: number; last_error: string | null }[]>`
       select id, run_at, locked_by, attempts, last_error from jobs where kind = 'send.execute' and payload->>'send_id' = ${sendId}`),
   ]
-  const rawOf = async (emailId: string) => Buffer.from((await (await testSql())<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`)[0]!.raw).toString('utf8')
+  const rawOf = async (emailId: string) =>
+    Buffer.from((await (await testSql())<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`)[0]!.raw).toString('utf8')
 
   test('the relay gets exactly the outbound email stored with the send; its job is done', async () => {
     const before = relay.messages.length
@@ -268,11 +284,16 @@ describe('who may send', () => {
     await sql`
       insert into send_counts (org_id, span, start, sends)
       values (${counted.orgId}, 'minute', now() - interval '2 hours', 5000), (${counted.orgId}, 'hour', now() - interval '2 days', 50000)`
-    const results = await Promise.all(Array.from({ length: 3 }, () => send({ from: address, to: 'x@example.com', subject: `counted ${unique()}`, body_text: 'x' }, { org: counted })))
+    const results = await Promise.all(
+      Array.from({ length: 3 }, () => send({ from: address, to: 'x@example.com', subject: `counted ${unique()}`, body_text: 'x' }, { org: counted })),
+    )
     expect(results.map(r => r.body.data.status)).toEqual(['queued', 'queued', 'queued'])
     const rows = await sql<{ span: string; sends: number }[]>`
       select span, sum(sends)::int as sends from send_counts where org_id = ${counted.orgId} and start > now() - interval '1 hour' group by span order by span`
-    expect(rows.map(r => [r.span, r.sends])).toEqual([['hour', 3], ['minute', 3]])
+    expect(rows.map(r => [r.span, r.sends])).toEqual([
+      ['hour', 3],
+      ['minute', 3],
+    ])
   })
 
   test('sends at once cannot together pass a limit: as many as fit are sent, the others answer 429', async () => {
@@ -282,9 +303,12 @@ describe('who may send', () => {
     await setSendLimitsCommand(sql, edge.orgId, '12', '1000')
     await sendsMade(edge.orgId, 10)
     const before = relay.messages.length
-    const results = await Promise.all(Array.from({ length: 6 }, () => send({ from: address, to: 'x@example.com', subject: `edge ${unique()}`, body_text: 'x' }, { org: edge })))
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => send({ from: address, to: 'x@example.com', subject: `edge ${unique()}`, body_text: 'x' }, { org: edge })),
+    )
     expect(results.filter(r => r.status === 200).map(r => r.body.data.status)).toEqual(['queued', 'queued'])
-    for (const r of results.filter(r => r.status !== 200)) expectError(r, 429, 'rate_limited', 'send-mail: at most 12 per hour per organization; retry after 3600 seconds')
+    for (const r of results.filter(r => r.status !== 200))
+      expectError(r, 429, 'rate_limited', 'send-mail: at most 12 per hour per organization; retry after 3600 seconds')
     expect(relay.messages.length - before).toBe(2)
     const [row] = await sql<{ n: number }[]>`select count(*)::int as n from sends where org_id = ${edge.orgId}`
     expect(row!.n).toBe(2)
@@ -318,7 +342,12 @@ describe('who may send', () => {
 
   test('set-send-limits refuses what is not a positive integer or "plan"', async () => {
     const sql = await testSql()
-    for (const [hour, day] of [['0', '10'], ['10', undefined], ['1.5', '10'], ['10', 'lots']]) {
+    for (const [hour, day] of [
+      ['0', '10'],
+      ['10', undefined],
+      ['1.5', '10'],
+      ['10', 'lots'],
+    ]) {
       await expect(setSendLimitsCommand(sql, org.orgId, hour, day)).rejects.toBeInstanceOf(UsageError)
     }
     await expect(setSendLimitsCommand(sql, undefined, '10', '10')).rejects.toBeInstanceOf(UsageError)
@@ -379,7 +408,18 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     expectError(res, 422, 'inbound_not_repliable')
     expect(res.body.error.details.reason).toBe('no_reply_sender')
     const b = 'b0'
-    await h.transport.sendMail({ envelope: { from: '', to: [address] } as never, raw: rfc822({ From: 'MAILER-DAEMON@sender.example', To: address, Subject: 'Undelivered', 'Content-Type': `multipart/report; report-type=delivery-status; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nfailed\n--${b}--\n`) })
+    await h.transport.sendMail({
+      envelope: { from: '', to: [address] } as never,
+      raw: rfc822(
+        {
+          From: 'MAILER-DAEMON@sender.example',
+          To: address,
+          Subject: 'Undelivered',
+          'Content-Type': `multipart/report; report-type=delivery-status; boundary="${b}"`,
+        },
+        `--${b}\nContent-Type: text/plain\n\nfailed\n--${b}--\n`,
+      ),
+    })
     res = await reply()
     expect(res.body.error.details.reason).toBe('bounce')
   })
@@ -410,13 +450,22 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     expect(await gateOf(weakSender)).toMatchObject({ reason: 'recipient_weak_binding', fix: { action: 'sender_dkim_must_sign_to_header' } })
 
     const reporter = `dmarc-${unique()}@sender.example`
-    await h.transport.sendMail({ from: reporter, to: address, subject: 'Report Domain: x Submitter: y', text: 'r', attachments: [{ filename: 'r.xml.gz', content: Buffer.from('x'), contentType: 'application/gzip' }] })
+    await h.transport.sendMail({
+      from: reporter,
+      to: address,
+      subject: 'Report Domain: x Submitter: y',
+      text: 'r',
+      attachments: [{ filename: 'r.xml.gz', content: Buffer.from('x'), contentType: 'application/gzip' }],
+    })
     expect(await gateOf(reporter)).toMatchObject({ reason: 'recipient_only_sent_reports' })
 
     const goodDomain = `good-${unique()}.example`
     const good = senderDomain(h.dns, goodDomain)
     const friend = `friend@${goodDomain}`
-    await h.transport.sendMail({ envelope: { from: friend, to: [address] }, raw: await good.sign(rfc822({ From: friend, To: address, Subject: 'hi', 'Message-ID': `<${unique()}@x>` }, 'x\n')) })
+    await h.transport.sendMail({
+      envelope: { from: friend, to: [address] },
+      raw: await good.sign(rfc822({ From: friend, To: address, Subject: 'hi', 'Message-ID': `<${unique()}@x>` }, 'x\n')),
+    })
     expect(await gateOf(friend)).toBe('allowed')
   })
 
@@ -426,7 +475,10 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
     const aAddress = await managedAddress(h.ctx, a.orgId)
     const bAddress = await managedAddress(h.ctx, b.orgId)
     const at = new Date(Date.now() + 3600_000)
-    const res = await send({ from: aAddress, to: bAddress, subject: 'later', body_text: 'x', scheduled_at: at.toISOString().replace('Z', '+00:00') }, { org: a, app: h })
+    const res = await send(
+      { from: aAddress, to: bAddress, subject: 'later', body_text: 'x', scheduled_at: at.toISOString().replace('Z', '+00:00') },
+      { org: a, app: h },
+    )
     expect(res.body.data).toMatchObject({ status: 'scheduled', scheduled_at: at.toISOString() })
     const id = res.body.data.id
     const later = new Date(at.getTime() + 1800_000)
@@ -452,7 +504,10 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
   test('a canceled scheduled send never goes out', async () => {
     const a = await createOrg()
     const aAddress = await managedAddress(h.ctx, a.orgId)
-    const res = await send({ from: aAddress, to: 'x@example.com', subject: 'never', body_text: 'x', scheduled_at: new Date(Date.now() + 60_000).toISOString() }, { org: a, app: h })
+    const res = await send(
+      { from: aAddress, to: 'x@example.com', subject: 'never', body_text: 'x', scheduled_at: new Date(Date.now() + 60_000).toISOString() },
+      { org: a, app: h },
+    )
     const canceled = await h.request('POST', `/v1/sent-emails/${res.body.data.id}/cancel`, { key: a.key })
     expect(canceled.body.data.status).toBe('canceled')
     const worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 20, clock: () => new Date(Date.now() + 3600_000) })
@@ -490,7 +545,10 @@ describe('local delivery, gates, replies, schedules and repeats', () => {
       worker.wake()
       await worker.drain()
       expect((await h.request('GET', '/v1/emails', { key: b.key })).body.meta.total).toBe(2)
-      expect((await h.request('GET', `/v1/sent-emails/${res.body.data.id}`, { key: a.key })).body.data.repeat).toMatchObject({ ticks: 2, stopped_by: `recipient:${b.orgId}` })
+      expect((await h.request('GET', `/v1/sent-emails/${res.body.data.id}`, { key: a.key })).body.data.repeat).toMatchObject({
+        ticks: 2,
+        stopped_by: `recipient:${b.orgId}`,
+      })
       const notATick = (await h.request('GET', '/v1/emails', { key: a.key })).body.data[0]
       expectError(await h.request('POST', `/v1/emails/${notATick.id}/repeat-stop`, { key: b.key }), 404, 'not_found')
     } finally {

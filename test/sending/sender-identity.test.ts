@@ -68,9 +68,15 @@ describe("the sender's copy in GET /v1/emails", () => {
     expectOk(await request('POST', '/v1/send-mail', { key: other.key, body: { from: outsider, to: from, subject: 'a question', body_text: '?' } }))
     const received = expectOk(await request('GET', '/v1/emails?direction=inbound', { key: org.key }))[0]
     expect(received.event_type).toBe('email.received')
-    const reply = expectOk(await request('POST', '/v1/send-mail', { key: org.key, body: { from, in_reply_to_email_id: received.id, subject: 'Re: a question', body_text: '!' } }))
+    const reply = expectOk(
+      await request('POST', '/v1/send-mail', { key: org.key, body: { from, in_reply_to_email_id: received.id, subject: 'Re: a question', body_text: '!' } }),
+    )
 
-    const outbound = expectOk(await request('GET', '/v1/emails?direction=outbound', { key: org.key })) as { thread_id: string; event_type: string; subject: string }[]
+    const outbound = expectOk(await request('GET', '/v1/emails?direction=outbound', { key: org.key })) as {
+      thread_id: string
+      event_type: string
+      subject: string
+    }[]
     expect(outbound.map(e => [e.subject, e.event_type])).toEqual([
       ['Re: a question', 'email.replied'],
       [expect.stringMatching(/^hello /), 'email.sent'],

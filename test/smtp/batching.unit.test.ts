@@ -20,7 +20,12 @@ class CountingIO implements SessionIO {
   }
   /** Reply codes (final lines) per write since the last call. */
   take(): string[][] {
-    const out = this.writes.map((w) => w.split('\r\n').filter((l) => /^\d{3} /.test(l)).map((l) => l.slice(0, 3)))
+    const out = this.writes.map(w =>
+      w
+        .split('\r\n')
+        .filter(l => /^\d{3} /.test(l))
+        .map(l => l.slice(0, 3)),
+    )
     this.writes = []
     return out
   }
@@ -29,12 +34,10 @@ class CountingIO implements SessionIO {
 async function setup(hooks: Partial<SmtpHooks> = {}) {
   const io = new CountingIO()
   const all: SmtpHooks = { onRcptTo: async () => {}, onData: async () => {}, ...hooks }
-  const session = new SmtpSession(
-    { hostname: 'mx.test', maxMessageBytes: 10_000, maxRecipients: 10, maxBadCommands: 5, tlsAvailable: true },
-    all,
-    io,
-    { id: 'batch1', remoteAddress: '192.0.2.9' },
-  )
+  const session = new SmtpSession({ hostname: 'mx.test', maxMessageBytes: 10_000, maxRecipients: 10, maxBadCommands: 5, tlsAvailable: true }, all, io, {
+    id: 'batch1',
+    remoteAddress: '192.0.2.9',
+  })
   await session.start()
   expect(io.take()).toEqual([['220']])
   return { session, io, receive: (s: string) => session.receive(enc.encode(s)) }
@@ -74,7 +77,7 @@ describe('reply batching', () => {
 
   test('replies already produced are written before a hook that is still running is awaited', async () => {
     let release!: () => void
-    const { io, receive, session } = await setup({ onRcptTo: () => new Promise<void>((r) => (release = r)) })
+    const { io, receive, session } = await setup({ onRcptTo: () => new Promise<void>(r => (release = r)) })
     const done = receive(GROUP + 'NOOP\r\n')
     await Bun.sleep(5)
     expect(session.waitingOnHook).toBe(true)
@@ -93,7 +96,10 @@ describe('reply batching', () => {
       },
     })
     await receive(GROUP)
-    expect(io.take()).toEqual([['250', '250'], ['451', '554']])
+    expect(io.take()).toEqual([
+      ['250', '250'],
+      ['451', '554'],
+    ])
   })
 
   test('STARTTLS: the 220 is handed to the transport before the handshake is started', async () => {
@@ -113,7 +119,7 @@ describe('reply batching', () => {
   test('a long pipelined run is written in pieces, none of them large', async () => {
     const { io, receive } = await setup()
     await receive('EHLO c\r\n' + 'NOOP\r\n'.repeat(5000))
-    const sizes = io.writes.map((w) => w.length)
+    const sizes = io.writes.map(w => w.length)
     expect(sizes.length).toBeGreaterThan(1)
     expect(Math.max(...sizes)).toBeLessThan(17 * 1024)
     expect(io.take().flat().length).toBe(5001)

@@ -117,7 +117,7 @@ describe('DataReader', () => {
     const wire = new TextEncoder().encode(lines.join('\r\n') + '\r\n.\r\nQUIT\r\n')
     const r = new DataReader(1_000_000)
     const used = r.feed(wire)
-    const expected = lines.map((l) => (l.startsWith('..') ? l.slice(1) : l)).join('\r\n') + '\r\n'
+    const expected = lines.map(l => (l.startsWith('..') ? l.slice(1) : l)).join('\r\n') + '\r\n'
     expect(used).toBe(wire.length - 'QUIT\r\n'.length)
     expect(new TextDecoder().decode(Buffer.concat(r.chunks()))).toBe(expected)
     expect(r.size).toBe(expected.length)

@@ -30,8 +30,7 @@ beforeAll(async () => {
       tls: { cert, key },
     },
     {
-      onRcptTo: async (_s, _env, rcpt) =>
-        rcpt.startsWith('nobody@') ? { code: 550, enhanced: '5.1.1', message: 'no such user' } : undefined,
+      onRcptTo: async (_s, _env, rcpt) => (rcpt.startsWith('nobody@') ? { code: 550, enhanced: '5.1.1', message: 'no such user' } : undefined),
       onData: async (info, env, message) => void received.push({ info, env, text: new TextDecoder().decode(message) }),
     },
   )

@@ -12,7 +12,7 @@ const key = await Bun.file(`${fixtures}/key.pem`).text()
 
 const servers: SmtpServer[] = []
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop(50)))
+  await Promise.all(servers.splice(0).map(s => s.stop(50)))
 })
 
 interface Recorder {
@@ -89,7 +89,7 @@ describe('SMTP listener (raw sockets)', () => {
     await c.stall(200)
     const replies = await c.readMany(n + 3)
     expect(replies[1]).toBe('250 2.1.0 OK')
-    expect(replies.filter((r) => r.startsWith('214 2.0.0 commands:')).length).toBe(n)
+    expect(replies.filter(r => r.startsWith('214 2.0.0 commands:')).length).toBe(n)
     expect(replies.at(-1)).toStartWith('221')
   })
 
@@ -98,9 +98,7 @@ describe('SMTP listener (raw sockets)', () => {
     const c = await RawClient.connect(server.port)
     await c.read()
     await c.command('EHLO c')
-    expect(await c.command('MAIL FROM:<a@b.example> SIZE=10001')).toBe(
-      '552 5.3.4 message size exceeds fixed maximum of 10000 bytes',
-    )
+    expect(await c.command('MAIL FROM:<a@b.example> SIZE=10001')).toBe('552 5.3.4 message size exceeds fixed maximum of 10000 bytes')
     expect(code(await c.command('MAIL FROM:<a@b.example> SIZE=10000'))).toBe('250')
   })
 
@@ -125,13 +123,9 @@ describe('SMTP listener (raw sockets)', () => {
     c.write('EHLO c\r\nMAIL FROM:<alice@b.example>\r\nRCPT TO:<x@mx.test>\r\nDATA\r\n')
     await c.readMany(4)
     c.write(
-      'Subject: legit\r\n\r\nhi\n.\nMAIL FROM:<ceo@bank.example>\r\nRCPT TO:<x@mx.test>\r\nDATA\r\n' +
-        'Subject: spoofed\r\n\r\nsend money\r\n.\r\nNOOP\r\n',
+      'Subject: legit\r\n\r\nhi\n.\nMAIL FROM:<ceo@bank.example>\r\nRCPT TO:<x@mx.test>\r\nDATA\r\n' + 'Subject: spoofed\r\n\r\nsend money\r\n.\r\nNOOP\r\n',
     )
-    expect(await c.readMany(2)).toEqual([
-      '550 5.6.11 bare CR or LF in message; lines must end with CRLF',
-      '250 2.0.0 OK',
-    ])
+    expect(await c.readMany(2)).toEqual(['550 5.6.11 bare CR or LF in message; lines must end with CRLF', '250 2.0.0 OK'])
     expect(rec.mailFrom).toEqual(['alice@b.example'])
     expect(rec.messages).toEqual([])
   })
@@ -181,7 +175,10 @@ describe('SMTP listener (raw sockets)', () => {
     expect(budget.used).toBe(1)
     a.end()
     await a.closed
-    await until(async () => budget.used, n => n === 0)
+    await until(
+      async () => budget.used,
+      n => n === 0,
+    )
     const c = await RawClient.connect(server.port)
     expect(code(await c.read())).toBe('220')
   })
@@ -229,15 +226,18 @@ describe('SMTP listener (raw sockets)', () => {
 
   test('stop(): idle sessions get 421 4.3.2, a message in onData is finished first', async () => {
     let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
+    const gate = new Promise<void>(r => (release = r))
     let entered!: () => void
-    const inData = new Promise<void>((r) => (entered = r))
-    const { server } = await start({}, {
-      onData: async () => {
-        entered()
-        await gate
+    const inData = new Promise<void>(r => (entered = r))
+    const { server } = await start(
+      {},
+      {
+        onData: async () => {
+          entered()
+          await gate
+        },
       },
-    })
+    )
     const idle = await RawClient.connect(server.port)
     const busy = await RawClient.connect(server.port)
     await Promise.all([idle.read(), busy.read()])
@@ -276,7 +276,7 @@ describe('SMTP listener (raw sockets)', () => {
     let release!: () => void
     const { server } = await start(
       {},
-      { onMailFrom: (_s, env) => (env.mailFrom === 'slow@b.example' ? new Promise<void>((r) => (release = r)) : Promise.resolve()) },
+      { onMailFrom: (_s, env) => (env.mailFrom === 'slow@b.example' ? new Promise<void>(r => (release = r)) : Promise.resolve()) },
     )
     const socket = net.connect(server.port, '127.0.0.1')
     const reads: string[] = []
@@ -290,7 +290,7 @@ describe('SMTP listener (raw sockets)', () => {
     socket.write('EHLO c.example\r\nMAIL FROM:<a@b.example>\r\nRCPT TO:<x@mx.test>\r\nRCPT TO:<y@mx.test>\r\nDATA\r\n')
     const [group, ...more] = await readsUntil(1)
     expect(more).toEqual([])
-    expect(group!.match(/^\d{3} /gm)!.map((l) => l.trim())).toEqual(['250', '250', '250', '250', '354'])
+    expect(group!.match(/^\d{3} /gm)!.map(l => l.trim())).toEqual(['250', '250', '250', '250', '354'])
     // Behind a hook that takes its time, what was already answered is not held back.
     socket.write('x\r\n.\r\nMAIL FROM:<slow@b.example>\r\nRCPT TO:<x@mx.test>\r\n')
     const beforeHook = (await readsUntil(1)).join('')

@@ -29,7 +29,7 @@ class FakeIO implements SessionIO {
   }
   /** Reply lines written since the last call. */
   take(): string[] {
-    const lines = this.out.split('\r\n').filter((l) => l !== '')
+    const lines = this.out.split('\r\n').filter(l => l !== '')
     this.out = ''
     return lines
   }
@@ -76,11 +76,11 @@ async function setup(hooks: Partial<SmtpHooks> = {}, options: Partial<SessionOpt
 
 /** The final line of each reply (the one with a space after the code). */
 function finals(lines: string[]): string[] {
-  return lines.filter((l) => /^\d{3} /.test(l))
+  return lines.filter(l => /^\d{3} /.test(l))
 }
 
 function codes(lines: string[]): string[] {
-  return finals(lines).map((l) => l.slice(0, 3))
+  return finals(lines).map(l => l.slice(0, 3))
 }
 
 /** The message without the Received header (which ends with the date line). */
@@ -125,7 +125,7 @@ describe('greeting and EHLO', () => {
   test('commands sent before the greeting are answered after it', async () => {
     let open!: () => void
     const io = new FakeIO()
-    const hooks: SmtpHooks = { onConnect: () => new Promise((r) => (open = r)), onRcptTo: async () => {}, onData: async () => {} }
+    const hooks: SmtpHooks = { onConnect: () => new Promise(r => (open = r)), onRcptTo: async () => {}, onData: async () => {} }
     const session = new SmtpSession(baseOptions, hooks, io, { remoteAddress: '192.0.2.7' })
     const started = session.start()
     void session.receive(enc.encode('EHLO early\r\n'))
@@ -146,13 +146,7 @@ describe('mail transaction', () => {
   test('delivers the message with a Received header and replies 250 2.0.0', async () => {
     const { send, delivered, session, calls } = await setup()
     const lines = await send(ENVELOPE + 'Subject: hi\r\n\r\nHello\r\n.\r\n')
-    expect(finals(lines)).toEqual([
-      '250 STARTTLS',
-      '250 2.1.0 OK',
-      '250 2.1.5 OK',
-      '354 End data with <CR><LF>.<CR><LF>',
-      '250 2.0.0 OK queued as abc123-1',
-    ])
+    expect(finals(lines)).toEqual(['250 STARTTLS', '250 2.1.0 OK', '250 2.1.5 OK', '354 End data with <CR><LF>.<CR><LF>', '250 2.0.0 OK queued as abc123-1'])
     expect(calls).toEqual(['mail:alice@example.org', 'rcpt:bob@mx.test', 'data'])
     expect(delivered[0]!.message).toBe(
       'Received: from client.example ([192.0.2.7])\r\n' +
@@ -208,21 +202,17 @@ describe('mail transaction', () => {
     const lines = await send('MAIL FROM:<c@d.e>\r\nRCPT TO:<bob@mx.test>\r\nDATA\r\ntwo\r\n.\r\n')
     expect(codes(lines)).toEqual(['250', '250', '354', '250'])
     expect(finals(lines).at(-1)).toBe('250 2.0.0 OK queued as abc123-2')
-    expect(delivered.map((d) => body(d.message))).toEqual(['one\r\n', 'two\r\n'])
+    expect(delivered.map(d => body(d.message))).toEqual(['one\r\n', 'two\r\n'])
   })
 
   test('RSET, NOOP, VRFY, HELP, QUIT', async () => {
     const { send, session, io } = await setup()
     const lines = await send('EHLO c\r\nMAIL FROM:<a@b.c>\r\nRSET\r\nRCPT TO:<x@mx.test>\r\nNOOP\r\nVRFY bob\r\nHELP\r\nQUIT\r\n')
-    expect(finals(lines).slice(1).map((l) => l.slice(0, 9))).toEqual([
-      '250 2.1.0',
-      '250 2.0.0',
-      '503 5.5.1',
-      '250 2.0.0',
-      '252 2.5.0',
-      '214 2.0.0',
-      '221 2.0.0',
-    ])
+    expect(
+      finals(lines)
+        .slice(1)
+        .map(l => l.slice(0, 9)),
+    ).toEqual(['250 2.1.0', '250 2.0.0', '503 5.5.1', '250 2.0.0', '252 2.5.0', '214 2.0.0', '221 2.0.0'])
     expect(io.closed).toBe(true)
     expect(session.outcome).toBe('quit')
   })
@@ -278,8 +268,7 @@ describe('sequencing and syntax errors', () => {
   test('a space after the colon, source routes, quoted local parts and postmaster are accepted', async () => {
     const { send, calls } = await setup()
     const lines = await send(
-      'EHLO c\r\nMAIL FROM: <@relay.example,@other.example:a@b.c>\r\n' +
-        'RCPT TO:<"john doe"@mx.test>\r\nRCPT TO:<Postmaster>\r\nRCPT TO:<x@[192.0.2.1]>\r\n',
+      'EHLO c\r\nMAIL FROM: <@relay.example,@other.example:a@b.c>\r\n' + 'RCPT TO:<"john doe"@mx.test>\r\nRCPT TO:<Postmaster>\r\nRCPT TO:<x@[192.0.2.1]>\r\n',
     )
     expect(codes(lines)).toEqual(['250', '250', '250', '250', '250'])
     expect(calls).toEqual(['mail:a@b.c', 'rcpt:"john doe"@mx.test', 'rcpt:Postmaster', 'rcpt:x@[192.0.2.1]'])
@@ -344,7 +333,7 @@ describe('pipelining', () => {
     const lines = await send(
       'EHLO c\r\nMAIL FROM:<a@b.c>\r\nRCPT TO:<slow@mx.test>\r\nRCPT TO:<bad@mx.test>\r\nRCPT TO:<fast@mx.test>\r\nDATA\r\nhi\r\n.\r\nQUIT\r\n',
     )
-    expect(finals(lines).map((l) => l.slice(0, 9))).toEqual([
+    expect(finals(lines).map(l => l.slice(0, 9))).toEqual([
       '250 START',
       '250 2.1.0',
       '250 2.1.5',
@@ -368,7 +357,7 @@ describe('pipelining', () => {
 
   test('input queued behind a slow hook pauses the socket, and resumes it once drained', async () => {
     let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
+    const gate = new Promise<void>(r => (release = r))
     const { session, io } = await setup({ onMailFrom: () => gate })
     void session.receive(enc.encode('EHLO c\r\nMAIL FROM:<a@b.c>\r\n'))
     const flood = 'NOOP\r\n'.repeat(50_000)
@@ -445,15 +434,13 @@ describe('DATA', () => {
 
   test('SIZE= above the limit is refused at MAIL', async () => {
     const { send, calls } = await setup()
-    expect(finals(await send('EHLO c\r\nMAIL FROM:<a@b.c> SIZE=1001\r\n')).at(-1)).toBe(
-      '552 5.3.4 message size exceeds fixed maximum of 1000 bytes',
-    )
+    expect(finals(await send('EHLO c\r\nMAIL FROM:<a@b.c> SIZE=1001\r\n')).at(-1)).toBe('552 5.3.4 message size exceeds fixed maximum of 1000 bytes')
     expect(calls).toEqual([])
   })
 
   test('250 is sent only after onData resolves', async () => {
     let release!: (r: SmtpReply | void) => void
-    const { session, io } = await setup({ onData: () => new Promise((r) => (release = r)) })
+    const { session, io } = await setup({ onData: () => new Promise(r => (release = r)) })
     const done = session.receive(enc.encode(ENVELOPE + 'x\r\n.\r\nNOOP\r\n'))
     await Bun.sleep(5)
     expect(codes(io.take())).toEqual(['250', '250', '250', '354'])
@@ -556,7 +543,7 @@ describe('STARTTLS', () => {
 describe('connection hooks, limits and shutdown', () => {
   test('maxRecipients: 452 4.5.3 beyond it', async () => {
     const { send } = await setup()
-    const lines = await send('EHLO c\r\nMAIL FROM:<a@b.c>\r\n' + [1, 2, 3, 4].map((i) => `RCPT TO:<u${i}@mx.test>\r\n`).join(''))
+    const lines = await send('EHLO c\r\nMAIL FROM:<a@b.c>\r\n' + [1, 2, 3, 4].map(i => `RCPT TO:<u${i}@mx.test>\r\n`).join(''))
     expect(finals(lines).slice(2)).toEqual(['250 2.1.5 OK', '250 2.1.5 OK', '250 2.1.5 OK', '452 4.5.3 too many recipients'])
   })
 
@@ -612,17 +599,14 @@ describe('connection hooks, limits and shutdown', () => {
     await send(ENVELOPE + 'part one\r\n')
     session.shutdown()
     expect(io.take()).toEqual([])
-    expect(finals(await send('part two\r\n.\r\nMAIL FROM:<a@b.c>\r\n'))).toEqual([
-      '250 2.0.0 OK queued as abc123-1',
-      '421 4.3.2 mx.test shutting down',
-    ])
+    expect(finals(await send('part two\r\n.\r\nMAIL FROM:<a@b.c>\r\n'))).toEqual(['250 2.0.0 OK queued as abc123-1', '421 4.3.2 mx.test shutting down'])
     expect(body(delivered[0]!.message)).toBe('part one\r\npart two\r\n')
     expect(io.closed).toBe(true)
   })
 
   test('a client gone during onData: the late reply is dropped', async () => {
     let release!: () => void
-    const { session, io } = await setup({ onData: () => new Promise<void>((r) => (release = r)) })
+    const { session, io } = await setup({ onData: () => new Promise<void>(r => (release = r)) })
     const done = session.receive(enc.encode(ENVELOPE + 'x\r\n.\r\n'))
     await Bun.sleep(1)
     io.take()

@@ -61,10 +61,17 @@ describe('auto-responder', () => {
     expect(route).toMatchObject({ name: address })
     expect(memory).toMatchObject({ id: 'auto-responder/config', name: `functions/${fn.id}/memories/auto-responder/config` })
     // each as the API shows it
-    expect(expectOk(await h.request('GET', `/v1/functions/${fn.id}`, { key: o.key }))).toMatchObject({ deploy_status: 'deployed', endpoint_id: endpoint.id, route: { is_route_target: true } })
+    expect(expectOk(await h.request('GET', `/v1/functions/${fn.id}`, { key: o.key }))).toMatchObject({
+      deploy_status: 'deployed',
+      endpoint_id: endpoint.id,
+      route: { is_route_target: true },
+    })
     expect(expectOk(await h.request('GET', `/v1/routes/${route.id}`, { key: o.key }))).toMatchObject({ pattern: address, endpoint_id: endpoint.id })
     expect(expectOk(await h.request('GET', `/v1/functions/${fn.id}/memories/auto-responder%2Fconfig`, { key: o.key })).value).toEqual({
-      enabled: true, template_alias: 'auto-reply', from: address, signature: "Ada's desk",
+      enabled: true,
+      template_alias: 'auto-reply',
+      from: address,
+      signature: "Ada's desk",
     })
     // a retry with the key creates nothing more
     const again = await install(o, 'auto-responder', { from_address: address, signature: "Ada's desk" }, { 'idempotency-key': 'auto-1' })
@@ -73,8 +80,16 @@ describe('auto-responder', () => {
 
     const sender = await createOrg()
     const senderAddress = await managedAddress(h.ctx, sender.orgId)
-    expectOk(await h.request('POST', '/v1/send-mail', { key: sender.key, body: { from: senderAddress, from_name: 'Grace', to: address, subject: 'Opening hours', body_text: 'When are you open?' } }))
-    const inbox = await until(() => h.request('GET', '/v1/emails', { key: sender.key }).then(r => r.body.data as any[]), es => es.some(e => e.subject === 'Re: Opening hours'))
+    expectOk(
+      await h.request('POST', '/v1/send-mail', {
+        key: sender.key,
+        body: { from: senderAddress, from_name: 'Grace', to: address, subject: 'Opening hours', body_text: 'When are you open?' },
+      }),
+    )
+    const inbox = await until(
+      () => h.request('GET', '/v1/emails', { key: sender.key }).then(r => r.body.data as any[]),
+      es => es.some(e => e.subject === 'Re: Opening hours'),
+    )
     const reply = inbox.find(e => e.subject === 'Re: Opening hours')
     expect(reply).toBeDefined()
     const full = expectOk(await h.request('GET', `/v1/emails/${reply.id}`, { key: sender.key }))
@@ -83,7 +98,10 @@ describe('auto-responder', () => {
     // the HTML part escaped the signature
     expect(full.html).toContain('Ada&#39;s desk')
     // recorded once the function has returned, which is after its reply was stored
-    const [inv] = await until(() => h.request('GET', `/v1/functions/${fn.id}/invocations`, { key: o.key }).then(r => r.body.data as any[]), is => is.length > 0)
+    const [inv] = await until(
+      () => h.request('GET', `/v1/functions/${fn.id}/invocations`, { key: o.key }).then(r => r.body.data as any[]),
+      is => is.length > 0,
+    )
     expect(inv).toMatchObject({ outcome: 'ok', response_status: 200 })
   })
 
@@ -102,7 +120,13 @@ describe('auto-responder', () => {
   test('a function of the same name is 409 and nothing is created; the plan limit on endpoints, likewise', async () => {
     const o = await createOrg()
     const address = await managedAddress(h.ctx, o.orgId)
-    expectOk(await h.request('POST', '/v1/functions', { key: o.key, body: { name: 'auto-responder', code: 'export default { async fetch() { return new Response("mine") } }' } }), 201)
+    expectOk(
+      await h.request('POST', '/v1/functions', {
+        key: o.key,
+        body: { name: 'auto-responder', code: 'export default { async fetch() { return new Response("mine") } }' },
+      }),
+      201,
+    )
     const cursor = await cursorOf(o)
     const before = await inventory(o, cursor)
     expectError(await install(o, 'auto-responder', { from_address: address }), 409, 'conflict', /^name: a function named auto-responder/)
@@ -125,9 +149,15 @@ describe('forward-to-webhook', () => {
     const address = await managedAddress(h.ctx, o.orgId)
     const path = `/forward-${o.orgId}`
     const installed = expectOk(await install(o, 'forward-to-webhook', { address, url: receiver.url(path) }), 201)
-    expect(installed.created.map((c: { type: string; name: string }) => [c.type, c.name])).toEqual([['endpoint', receiver.url(path)], ['route', address]])
+    expect(installed.created.map((c: { type: string; name: string }) => [c.type, c.name])).toEqual([
+      ['endpoint', receiver.url(path)],
+      ['route', address],
+    ])
     const entry = (expectOk(await h.request('GET', '/v1/templates/catalog', { key: o.key })) as any[]).find(e => e.slug === 'forward-to-webhook')
-    expect(entry.creates).toEqual([{ type: 'endpoint', name: '{{url}}' }, { type: 'route', name: '{{address}}' }])
+    expect(entry.creates).toEqual([
+      { type: 'endpoint', name: '{{url}}' },
+      { type: 'route', name: '{{address}}' },
+    ])
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'forward me', text: 'x' })
     const [req] = await receiver.waitFor(1, path)
     expect(req!.json).toMatchObject({ event: 'email.received', email: { headers: { subject: 'forward me' } } })

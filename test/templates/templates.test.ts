@@ -56,7 +56,12 @@ describe('CRUD', () => {
 
 describe('validate', () => {
   test('renders with test data, escaping HTML and not text', async () => {
-    const v = expectOk(await t.request('POST', '/v1/templates/validate', { key: org.key, body: { template: welcome, data: { name: '<Ann> & "Bo"', items: [{ title: 'a<b' }] } } }))
+    const v = expectOk(
+      await t.request('POST', '/v1/templates/validate', {
+        key: org.key,
+        body: { template: welcome, data: { name: '<Ann> & "Bo"', items: [{ title: 'a<b' }] } },
+      }),
+    )
     expect(v).toMatchObject({ valid: true, errors: [], missing: [], undeclared: [] })
     expect(v.rendered.subject).toBe('Welcome, <Ann> & "Bo"')
     expect(v.rendered.body_text).toBe('Hi <Ann> & "Bo",\n- a<b\n')
@@ -67,14 +72,18 @@ describe('validate', () => {
     const v = expectOk(await t.request('POST', '/v1/templates/validate', { key: org.key, body: { template: welcome, data: { nam: 'typo' } } }))
     expect(v).toMatchObject({ valid: false, missing: ['name'], undeclared: ['nam'], rendered: null })
     expect(v.errors[0]).toMatch(/^data: "nam" is not a declared variable/)
-    const broken = expectOk(await t.request('POST', '/v1/templates/validate', { key: org.key, body: { template: { ...welcome, body_text: '{{x}}' }, data: {} } }))
+    const broken = expectOk(
+      await t.request('POST', '/v1/templates/validate', { key: org.key, body: { template: { ...welcome, body_text: '{{x}}' }, data: {} } }),
+    )
     expect(broken).toMatchObject({ valid: false, errors: ['template.body_text: uses "x", which is not a declared variable (add it to variables)'] })
   })
 
   test('a stored template by alias; another organization cannot name it', async () => {
     const o = await createOrg()
     expectOk(await t.request('POST', '/v1/templates', { key: o.key, body: welcome }), 201)
-    expect(expectOk(await t.request('POST', '/v1/templates/validate', { key: o.key, body: { alias: 'welcome', data: { name: 'Z' } } })).rendered.subject).toBe('Welcome, Z')
+    expect(expectOk(await t.request('POST', '/v1/templates/validate', { key: o.key, body: { alias: 'welcome', data: { name: 'Z' } } })).rendered.subject).toBe(
+      'Welcome, Z',
+    )
     expectError(await t.request('POST', '/v1/templates/validate', { key: org.key, body: { alias: 'welcome', data: { name: 'Z' } } }), 404, 'not_found')
     expectError(await t.request('POST', '/v1/templates/validate', { key: o.key, body: { alias: 'welcome', template: welcome } }), 400, 'validation_error')
   })
@@ -85,7 +94,12 @@ describe('send-mail with a template', () => {
     const o = await createOrg()
     const from = await managedAddress(t.ctx, o.orgId)
     const tpl = expectOk(await t.request('POST', '/v1/templates', { key: o.key, body: welcome }), 201)
-    const sent = expectOk(await t.request('POST', '/v1/send-mail', { key: o.key, body: { from, to: 'ann@example.com', template: { id: tpl.id, data: { name: '<script>x</script>' } } } }))
+    const sent = expectOk(
+      await t.request('POST', '/v1/send-mail', {
+        key: o.key,
+        body: { from, to: 'ann@example.com', template: { id: tpl.id, data: { name: '<script>x</script>' } } },
+      }),
+    )
     const sql = await testSql()
     const [email] = await sql<{ subject: string; text_body: string; html_body: string }[]>`
       select e.subject, e.text_body, e.html_body from emails e join sends s on s.last_email_id = e.id where s.id = ${sent.id}`
@@ -101,8 +115,18 @@ describe('send-mail with a template', () => {
     expectOk(await t.request('POST', '/v1/templates', { key: o.key, body: welcome }), 201)
     const send = (body: Record<string, unknown>) => t.request('POST', '/v1/send-mail', { key: o.key, body: { from, to: 'ann@example.com', ...body } })
     expectError(await send({ template: { alias: 'welcome', data: {} } }), 400, 'validation_error', /^template\.data: missing "name"/)
-    expectError(await send({ template: { alias: 'welcome', data: { name: 'a', extra: 1 } } }), 400, 'validation_error', /^template\.data: "extra" is not a declared variable/)
-    expectError(await send({ template: { alias: 'welcome', data: { name: 'a' } }, subject: 'x' }), 400, 'validation_error', /^subject: must not be given with template/)
+    expectError(
+      await send({ template: { alias: 'welcome', data: { name: 'a', extra: 1 } } }),
+      400,
+      'validation_error',
+      /^template\.data: "extra" is not a declared variable/,
+    )
+    expectError(
+      await send({ template: { alias: 'welcome', data: { name: 'a' } }, subject: 'x' }),
+      400,
+      'validation_error',
+      /^subject: must not be given with template/,
+    )
     expectError(await send({ template: { data: { name: 'a' } } }), 400, 'validation_error', /^template: needs exactly one of id and alias/)
     expectError(await send({ template: { alias: 'nope' } }), 404, 'not_found')
     expectError(await send({ body_text: 'no subject' }), 400, 'validation_error', /^subject: is required/)
@@ -121,14 +145,23 @@ describe('catalog and install', () => {
     const body = { slug: 'payment-request', variables: { from_address: 'billing@example.com' } }
     const first = await t.request('POST', '/v1/templates/install', { key: o.key, body, headers: { 'idempotency-key': 'install-1' } })
     const installed = expectOk(first, 201)
-    expect(installed.created.map((c: { type: string; name: string }) => `${c.type}:${c.name}`)).toEqual(['template:payment-request', 'template:payment-receipt', 'memory:payments/config'])
+    expect(installed.created.map((c: { type: string; name: string }) => `${c.type}:${c.name}`)).toEqual([
+      'template:payment-request',
+      'template:payment-receipt',
+      'memory:payments/config',
+    ])
     const again = await t.request('POST', '/v1/templates/install', { key: o.key, body, headers: { 'idempotency-key': 'install-1' } })
     expect(expectOk(again, 201)).toEqual(installed)
     expect(again.headers.get('idempotent-replayed')).toBe('true')
     expect(expectOk(await t.request('GET', '/v1/memories/payments%2Fconfig', { key: o.key })).value).toEqual({
-      request_template: 'payment-request', receipt_template: 'payment-receipt', from: 'billing@example.com', network: 'base-sepolia',
+      request_template: 'payment-request',
+      receipt_template: 'payment-receipt',
+      from: 'billing@example.com',
+      network: 'base-sepolia',
     })
-    const tpl = expectOk(await t.request('POST', '/v1/templates/validate', { key: o.key, body: { alias: 'payment-request', data: { amount: '1.50', description: 'a report' } } }))
+    const tpl = expectOk(
+      await t.request('POST', '/v1/templates/validate', { key: o.key, body: { alias: 'payment-request', data: { amount: '1.50', description: 'a report' } } }),
+    )
     expect(tpl.rendered.subject).toBe('Payment request: a report')
   })
 
@@ -136,7 +169,10 @@ describe('catalog and install', () => {
     const o = await createOrg()
     // the second template of the setup collides
     expectOk(await t.request('POST', '/v1/templates', { key: o.key, body: { ...welcome, alias: 'payment-receipt' } }), 201)
-    const res = await t.request('POST', '/v1/templates/install', { key: o.key, body: { slug: 'payment-request', variables: { from_address: 'b@example.com' } } })
+    const res = await t.request('POST', '/v1/templates/install', {
+      key: o.key,
+      body: { slug: 'payment-request', variables: { from_address: 'b@example.com' } },
+    })
     expectError(res, 409, 'conflict', /payment-receipt/)
     const sql = await testSql()
     const [templates] = await sql`select count(*)::int as n from email_templates where org_id = ${o.orgId}`
@@ -146,8 +182,18 @@ describe('catalog and install', () => {
 
   test('unknown setups and variables are validation errors', async () => {
     expectError(await t.request('POST', '/v1/templates/install', { key: org.key, body: { slug: 'nope' } }), 400, 'validation_error', /^slug: /)
-    expectError(await t.request('POST', '/v1/templates/install', { key: org.key, body: { slug: 'auto-responder' } }), 400, 'validation_error', /^variables: missing "from_address"/)
-    expectError(await t.request('POST', '/v1/templates/install', { key: org.key, body: { slug: 'auto-responder', variables: { from_address: 'a@b.c', x: 1 } } }), 400, 'validation_error', /^variables: "x"/)
+    expectError(
+      await t.request('POST', '/v1/templates/install', { key: org.key, body: { slug: 'auto-responder' } }),
+      400,
+      'validation_error',
+      /^variables: missing "from_address"/,
+    )
+    expectError(
+      await t.request('POST', '/v1/templates/install', { key: org.key, body: { slug: 'auto-responder', variables: { from_address: 'a@b.c', x: 1 } } }),
+      400,
+      'validation_error',
+      /^variables: "x"/,
+    )
   })
 })
 
@@ -161,7 +207,11 @@ describe('boundaries', () => {
     expectError(await t.request('DELETE', `/v1/templates/${tpl.id}`, { key: b.key }), 404, 'not_found')
     expect(expectOk(await t.request('GET', '/v1/templates', { key: b.key }))).toEqual([])
     const from = await managedAddress(t.ctx, b.orgId)
-    expectError(await t.request('POST', '/v1/send-mail', { key: b.key, body: { from, to: 'x@example.com', template: { id: tpl.id, data: { name: 'x' } } } }), 404, 'not_found')
+    expectError(
+      await t.request('POST', '/v1/send-mail', { key: b.key, body: { from, to: 'x@example.com', template: { id: tpl.id, data: { name: 'x' } } } }),
+      404,
+      'not_found',
+    )
   })
 
   test('a connection key may not use templates (403), nor send with one it cannot read', async () => {

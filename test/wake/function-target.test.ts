@@ -60,7 +60,12 @@ describe('a wake targeting a function', () => {
     expect(fn.deploy_status).toBe('deployed')
     // created five minutes and two seconds ago, every five minutes: its first slot was two seconds ago
     const created = new Date(Date.now() - 302_000)
-    const { row: wake } = await createWake(t.ctx.sql, o.orgId, { target: { type: 'function', id: fn.id }, schedule: { every_minutes: 5 }, command: { name: 'digest', payload: { since: 'yesterday' } } }, created)
+    const { row: wake } = await createWake(
+      t.ctx.sql,
+      o.orgId,
+      { target: { type: 'function', id: fn.id }, schedule: { every_minutes: 5 }, command: { name: 'digest', payload: { since: 'yesterday' } } },
+      created,
+    )
     await wakeSchedulerJob.handle(t.ctx, {}, {} as Job<Record<string, never>>)
 
     const runs = await until(
@@ -87,7 +92,10 @@ describe('a wake targeting a function', () => {
     const changes = expectOk(await t.request('GET', `/v1/changes?cursor=${start}`, { key: o.key })) as Change[]
     const types = changes.map(c => c.type)
     expect(types).toEqual(['function.deployed', 'memory.set', 'function.invoked', 'wake.run_delivered'])
-    expect(changes[0]).toMatchObject({ resource: { type: 'deployment', id: fn.current_deployment_id }, data: { function_id: fn.id, status: 'deployed', is_current: true, deploy_error: null } })
+    expect(changes[0]).toMatchObject({
+      resource: { type: 'deployment', id: fn.current_deployment_id },
+      data: { function_id: fn.id, status: 'deployed', is_current: true, deploy_error: null },
+    })
     expect(changes[1]).toMatchObject({ resource: { type: 'memory', id: 'last-wake' }, data: { key: 'last-wake', scope: fn.id } })
     expect(changes[2]).toMatchObject({
       resource: { type: 'invocation', id: invocation.id },

@@ -37,7 +37,10 @@ async function endpoint(o: TestOrg, path: string): Promise<string> {
 }
 
 const wakeOf = async (id: string) => (await (await testSql())<WakeRow[]>`select * from wakes where id = ${id}`)[0]!
-const runsOf = async (id: string) => (await (await testSql())<{ id: string; scheduled_for: Date; late: boolean; status: string; manual: boolean }[]>`select * from wake_runs where wake_id = ${id} order by created_at`)
+const runsOf = async (id: string) =>
+  await (await testSql())<
+    { id: string; scheduled_for: Date; late: boolean; status: string; manual: boolean }[]
+  >`select * from wake_runs where wake_id = ${id} order by created_at`
 const at = (iso: string) => new Date(iso)
 
 describe('scheduling with a controllable clock', () => {
@@ -45,7 +48,12 @@ describe('scheduling with a controllable clock', () => {
     const o = await createOrg()
     const ep = await endpoint(o, `/every-${o.orgId}`)
     const t0 = at('2030-01-01T10:00:00Z')
-    const { row } = await createWake(t.ctx.sql, o.orgId, { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 5 }, command: { name: 'tick' } }, t0)
+    const { row } = await createWake(
+      t.ctx.sql,
+      o.orgId,
+      { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 5 }, command: { name: 'tick' } },
+      t0,
+    )
     expect(row.next_run_at).toEqual(at('2030-01-01T10:05:00Z'))
     await scheduleDueWakes(t.ctx, at('2030-01-01T10:04:59Z'))
     expect(await runsOf(row.id)).toHaveLength(0)
@@ -58,7 +66,10 @@ describe('scheduling with a controllable clock', () => {
     // the service was down for an hour: eleven slots missed, one late run, the cadence kept
     await scheduleDueWakes(t.ctx, at('2030-01-01T11:02:00Z'))
     runs = await runsOf(row.id)
-    expect(runs.map(r => [r.scheduled_for.toISOString(), r.late])).toEqual([['2030-01-01T10:05:00.000Z', false], ['2030-01-01T10:10:00.000Z', true]])
+    expect(runs.map(r => [r.scheduled_for.toISOString(), r.late])).toEqual([
+      ['2030-01-01T10:05:00.000Z', false],
+      ['2030-01-01T10:10:00.000Z', true],
+    ])
     expect((await wakeOf(row.id)).next_run_at).toEqual(at('2030-01-01T11:05:00Z'))
     // the two runs are delivered by concurrent jobs: they may arrive in either order
     const [first, second] = (await receiver.waitFor(2, `/every-${o.orgId}`)).sort((a, b) => a.json.scheduled_for.localeCompare(b.json.scheduled_for))
@@ -70,12 +81,26 @@ describe('scheduling with a controllable clock', () => {
     const o = await createOrg()
     const ep = await endpoint(o, `/dst-${o.orgId}`)
     // 2:30 does not exist in New York on 2026-03-08 (clocks go from 2:00 to 3:00 EDT)
-    const spring = (await createWake(t.ctx.sql, o.orgId, { target: { type: 'endpoint', id: ep }, schedule: { cron: '30 2 * * *', time_zone: 'America/New_York' }, command: { name: 'spring' } }, at('2026-03-07T12:00:00Z'))).row
+    const spring = (
+      await createWake(
+        t.ctx.sql,
+        o.orgId,
+        { target: { type: 'endpoint', id: ep }, schedule: { cron: '30 2 * * *', time_zone: 'America/New_York' }, command: { name: 'spring' } },
+        at('2026-03-07T12:00:00Z'),
+      )
+    ).row
     expect(spring.next_run_at).toEqual(at('2026-03-08T07:00:00Z'))
     await scheduleDueWakes(t.ctx, at('2026-03-08T07:00:05Z'))
     expect((await wakeOf(spring.id)).next_run_at).toEqual(at('2026-03-09T06:30:00Z'))
     // 1:30 happens twice on 2026-11-01 (EDT, then EST): one run
-    const fall = (await createWake(t.ctx.sql, o.orgId, { target: { type: 'endpoint', id: ep }, schedule: { cron: '30 1 * * *', time_zone: 'America/New_York' }, command: { name: 'fall' } }, at('2026-10-31T12:00:00Z'))).row
+    const fall = (
+      await createWake(
+        t.ctx.sql,
+        o.orgId,
+        { target: { type: 'endpoint', id: ep }, schedule: { cron: '30 1 * * *', time_zone: 'America/New_York' }, command: { name: 'fall' } },
+        at('2026-10-31T12:00:00Z'),
+      )
+    ).row
     expect(fall.next_run_at).toEqual(at('2026-11-01T05:30:00Z'))
     await scheduleDueWakes(t.ctx, at('2026-11-01T05:30:05Z'))
     expect((await wakeOf(fall.id)).next_run_at).toEqual(at('2026-11-02T06:30:00Z'))
@@ -86,7 +111,12 @@ describe('scheduling with a controllable clock', () => {
   test('a one-shot wake fires once and disables itself after delivery', async () => {
     const o = await createOrg()
     const ep = await endpoint(o, `/once-${o.orgId}`)
-    const { row } = await createWake(t.ctx.sql, o.orgId, { target: { type: 'endpoint', id: ep }, schedule: { at: '2030-06-01T08:00:00+02:00' }, command: { name: 'once' } }, at('2030-05-01T00:00:00Z'))
+    const { row } = await createWake(
+      t.ctx.sql,
+      o.orgId,
+      { target: { type: 'endpoint', id: ep }, schedule: { at: '2030-06-01T08:00:00+02:00' }, command: { name: 'once' } },
+      at('2030-05-01T00:00:00Z'),
+    )
     expect(row.next_run_at).toEqual(at('2030-06-01T06:00:00Z'))
     await scheduleDueWakes(t.ctx, at('2030-06-01T06:00:01Z'))
     expect((await wakeOf(row.id)).next_run_at).toBeNull()
@@ -105,10 +135,20 @@ describe('the API', () => {
   test('create, read, list, patch, delete; the same dedupe_key updates instead of duplicating', async () => {
     const o = await createOrg()
     const ep = await endpoint(o, '/api')
-    const body = { target: { type: 'endpoint', id: ep }, schedule: { cron: '0 9 * * 1-5', time_zone: 'Europe/Paris' }, command: { name: 'standup', payload: { team: 'a' } }, dedupe_key: 'standup' }
+    const body = {
+      target: { type: 'endpoint', id: ep },
+      schedule: { cron: '0 9 * * 1-5', time_zone: 'Europe/Paris' },
+      command: { name: 'standup', payload: { team: 'a' } },
+      dedupe_key: 'standup',
+    }
     const created = await t.request('POST', '/v1/wake', { key: o.key, body })
     const wake = expectOk(created, 201)
-    expect(wake).toMatchObject({ target: { type: 'endpoint', id: ep }, schedule: { type: 'cron', cron: '0 9 * * 1-5', time_zone: 'Europe/Paris', at: null, every_minutes: null }, enabled: true, dedupe_key: 'standup' })
+    expect(wake).toMatchObject({
+      target: { type: 'endpoint', id: ep },
+      schedule: { type: 'cron', cron: '0 9 * * 1-5', time_zone: 'Europe/Paris', at: null, every_minutes: null },
+      enabled: true,
+      dedupe_key: 'standup',
+    })
     expect(new Date(wake.next_run_at).getTime()).toBeGreaterThan(Date.now())
     const again = expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { ...body, command: { name: 'standup', payload: { team: 'b' } } } }), 200)
     expect(again.id).toBe(wake.id)
@@ -126,7 +166,12 @@ describe('the API', () => {
     const o = await createOrg()
     const ep = await endpoint(o, '/bad')
     const bad = async (schedule: unknown, pattern: RegExp) =>
-      expectError(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule, command: { name: 'x' } } }), 400, 'validation_error', pattern)
+      expectError(
+        await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule, command: { name: 'x' } } }),
+        400,
+        'validation_error',
+        pattern,
+      )
     await bad({}, /^schedule: needs exactly one/)
     await bad({ cron: '0 9 * * *', every_minutes: 5 }, /^schedule: needs exactly one/)
     await bad({ cron: 'not a cron' }, /^schedule\.cron: /)
@@ -136,15 +181,42 @@ describe('the API', () => {
     await bad({ at: '2020-01-01T00:00:00Z' }, /^schedule\.at: must be in the future/)
     await bad({ at: '2030-01-01T00:00:00' }, /^schedule\.at: must carry a time zone/)
     await bad({ every_minutes: 5, time_zone: 'UTC' }, /^schedule\.time_zone: goes only with cron/)
-    expectError(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: crypto.randomUUID() }, schedule: { every_minutes: 5 }, command: { name: 'x' } } }), 404, 'not_found')
+    expectError(
+      await t.request('POST', '/v1/wake', {
+        key: o.key,
+        body: { target: { type: 'endpoint', id: crypto.randomUUID() }, schedule: { every_minutes: 5 }, command: { name: 'x' } },
+      }),
+      404,
+      'not_found',
+    )
   })
 
   test('the plan caps enabled wakes', async () => {
     const o = await createOrg({ plan: 'free' })
     const ep = await endpoint(o, '/cap')
-    for (let i = 0; i < 10; i++) expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: `w${i}` } } }), 201)
-    expectError(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'one-too-many' } } }), 403, 'quota_exceeded')
-    expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'disabled' }, enabled: false } }), 201)
+    for (let i = 0; i < 10; i++)
+      expectOk(
+        await t.request('POST', '/v1/wake', {
+          key: o.key,
+          body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: `w${i}` } },
+        }),
+        201,
+      )
+    expectError(
+      await t.request('POST', '/v1/wake', {
+        key: o.key,
+        body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'one-too-many' } },
+      }),
+      403,
+      'quota_exceeded',
+    )
+    expectOk(
+      await t.request('POST', '/v1/wake', {
+        key: o.key,
+        body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'disabled' }, enabled: false },
+      }),
+      201,
+    )
   })
 })
 
@@ -154,7 +226,13 @@ describe('delivery', () => {
     const path = `/retry-${o.orgId}`
     receiver.respond(path, 500, 200)
     const ep = await endpoint(o, path)
-    const wake = expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'retry-me' } } }), 201)
+    const wake = expectOk(
+      await t.request('POST', '/v1/wake', {
+        key: o.key,
+        body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'retry-me' } },
+      }),
+      201,
+    )
     const run = expectOk(await t.request('POST', `/v1/wake/${wake.id}/run`, { key: o.key }), 202)
     expect(run).toMatchObject({ wake_id: wake.id, manual: true, status: 'pending' })
     const [first, second] = await receiver.waitFor(2, path, 30_000)
@@ -174,7 +252,7 @@ describe('delivery', () => {
     expect(runs[0]).toMatchObject({ run_id: run.run_id, status: 'delivered', attempts: 2, response_status: 200 })
   })
 
-  test("an agent connection target gets a wake.command change on its own feed", async () => {
+  test('an agent connection target gets a wake.command change on its own feed', async () => {
     const o = await createOrg()
     const bound = await managedAddress(t.ctx, o.orgId)
     const inv = expectOk(await t.request('POST', '/v1/agent-connections', { key: o.key, body: { address: bound } }), 201)
@@ -182,7 +260,17 @@ describe('delivery', () => {
     const sql = await testSql()
     const [conn] = await sql<{ id: string }[]>`select id from agent_connections where org_id = ${o.orgId} and address = ${bound} and revoked_at is null`
     const start = expectOk(await t.request('GET', '/v1/changes/cursor', { key: claimed.connection_key })).cursor
-    const wake = expectOk(await t.request('POST', '/v1/wake', { key: o.key, body: { target: { type: 'agent_connection', id: conn!.id }, schedule: { every_minutes: 60 }, command: { name: 'check-inbox', payload: { folder: 'in' } } } }), 201)
+    const wake = expectOk(
+      await t.request('POST', '/v1/wake', {
+        key: o.key,
+        body: {
+          target: { type: 'agent_connection', id: conn!.id },
+          schedule: { every_minutes: 60 },
+          command: { name: 'check-inbox', payload: { folder: 'in' } },
+        },
+      }),
+      201,
+    )
     const polling = t.request('GET', `/v1/changes?cursor=${start}&types=wake.command&wait=30`, { key: claimed.connection_key })
     const run = expectOk(await t.request('POST', `/v1/wake/${wake.id}/run`, { key: o.key }), 202)
     const [change] = expectOk(await polling)
@@ -196,7 +284,13 @@ describe('boundaries', () => {
     const a = await createOrg()
     const b = await createOrg()
     const ep = await endpoint(a, '/a')
-    const wake = expectOk(await t.request('POST', '/v1/wake', { key: a.key, body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'x' } } }), 201)
+    const wake = expectOk(
+      await t.request('POST', '/v1/wake', {
+        key: a.key,
+        body: { target: { type: 'endpoint', id: ep }, schedule: { every_minutes: 60 }, command: { name: 'x' } },
+      }),
+      201,
+    )
     for (const [method, path, body] of [
       ['GET', `/v1/wake/${wake.id}`],
       ['PATCH', `/v1/wake/${wake.id}`, { enabled: false }],

@@ -71,15 +71,29 @@ describe('a delivery', () => {
     expect(event).toMatchObject({
       event: 'email.received',
       delivery: { attempt: 1 },
-      email: { headers: { from: 'Sam <sam@sender.example>', subject: 'Webhook me', to: address }, parsed: { body_text: 'body text\n', attachments: [] }, envelope: { rcpt_to: [address] } },
+      email: {
+        headers: { from: 'Sam <sam@sender.example>', subject: 'Webhook me', to: address },
+        parsed: { body_text: 'body text\n', attachments: [] },
+        envelope: { rcpt_to: [address] },
+      },
     })
     expect(event.id).toMatch(/^evt_[0-9a-f]{32}$/)
     expect(event.email.authentication).toHaveProperty('spf')
     const raw = await h.app.handle(new Request(event.email.raw_url.replace(h.ctx.config.PUBLIC_URL, 'http://api.test.local')))
     expect(raw.status).toBe(200)
     expect(await raw.text()).toContain('Subject: Webhook me')
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
-    expect(d).toMatchObject({ status: 'delivered', attempt_count: 1, endpoint_id: ep.id, event_id: event.id, response_status: 200, email: { sender: 'sam@sender.example', recipient: address, subject: 'Webhook me' } })
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'delivered',
+    )
+    expect(d).toMatchObject({
+      status: 'delivered',
+      attempt_count: 1,
+      endpoint_id: ep.id,
+      event_id: event.id,
+      response_status: 200,
+      email: { sender: 'sam@sender.example', recipient: address, subject: 'Webhook me' },
+    })
     const one = await h.request('GET', `/v1/webhooks/deliveries/${d.id}`, { key: org.key })
     expect(one.body.data).toEqual(d)
   })
@@ -89,7 +103,10 @@ describe('a delivery', () => {
     const ep = await endpoint(org.orgId)
     receiver.respond(ep.path, r => new Response('done', { headers: { 'service-delivery-confirmed': r.json.id } }))
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'confirm', text: 'x' })
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'header_confirmed')
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'header_confirmed',
+    )
     expect(d.status).toBe('header_confirmed')
   })
 
@@ -101,7 +118,10 @@ describe('a delivery', () => {
     const reqs = await receiver.waitFor(3, ep.path)
     expect(new Set(reqs.map(r => r.json.id)).size).toBe(1)
     expect(reqs.map(r => r.json.delivery.attempt)).toEqual([1, 2, 3])
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'delivered',
+    )
     expect(d).toMatchObject({ status: 'delivered', attempt_count: 3, last_error: null })
   })
 
@@ -111,7 +131,10 @@ describe('a delivery', () => {
     const elsewhere = await endpoint(org.orgId, { routeTarget: true })
     receiver.respond(ep.path, () => new Response(null, { status: 302, headers: { location: receiver.url(elsewhere.path) } }), 299)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'any 2xx', text: 'x' })
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'delivered',
+    )
     expect(d).toMatchObject({ status: 'delivered', attempt_count: 2, last_error: null })
     expect((await receiver.waitFor(2, ep.path)).length).toBe(2)
     expect(receiver.requests.filter(r => r.path === elsewhere.path)).toEqual([])
@@ -122,7 +145,10 @@ describe('a delivery', () => {
     const ep = await endpoint(org.orgId)
     receiver.respond(ep.path, 503)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'doomed', text: 'x' })
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'failed')
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'failed',
+    )
     expect(d).toMatchObject({ status: 'failed', attempt_count: 3, last_error_code: 'http_503', last_error: 'endpoint answered HTTP 503' })
     expect((await receiver.waitFor(3, ep.path)).length).toBe(3)
   })
@@ -138,12 +164,18 @@ describe('a delivery', () => {
     await (await testSql())`
       update jobs set max_attempts = 10
        where kind = ${DELIVER_KIND} and payload->>'delivery_id' in (select id::text from webhook_deliveries where endpoint_id = ${ep.id})`
-    const [pending] = await until(() => deliveries(org), ds => ds[0]?.attempt_count >= 1 && ds[0]?.last_error_code === 'connection_failed')
+    const [pending] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.attempt_count >= 1 && ds[0]?.last_error_code === 'connection_failed',
+    )
     expect(pending).toMatchObject({ status: 'pending', last_error_code: 'connection_failed' })
     const up = startReceiver(port)
     try {
       await up.waitFor(1, '/late')
-      const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
+      const [d] = await until(
+        () => deliveries(org),
+        ds => ds[0]?.status === 'delivered',
+      )
       expect(d.status).toBe('delivered')
       expect(ep.id).toBe(d.endpoint_id)
     } finally {
@@ -156,7 +188,10 @@ describe('a delivery', () => {
     const ep = await endpoint(org.orgId)
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'replay me', text: 'x' })
     const [first] = await receiver.waitFor(1, ep.path)
-    const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'delivered')
+    const [d] = await until(
+      () => deliveries(org),
+      ds => ds[0]?.status === 'delivered',
+    )
     const replay = await h.request('POST', `/v1/webhooks/deliveries/${d.id}/replay`, { key: org.key })
     expect(replay.body).toEqual({ success: true, data: { delivered: 1, failed: 0 } })
     const reqs = await receiver.waitFor(2, ep.path)
@@ -192,7 +227,7 @@ describe('a delivery', () => {
 })
 
 describe('deliveries claimed together', () => {
-  test('two organizations\' deliveries started in one batch are each signed with their own organization\'s secret', async () => {
+  test("two organizations' deliveries started in one batch are each signed with their own organization's secret", async () => {
     const a = await orgWithInbox()
     const b = await orgWithInbox()
     const [epA, epB] = [await endpoint(a.org.orgId), await endpoint(b.org.orgId)]
@@ -233,8 +268,15 @@ describe('routing order', () => {
     await send(`anyone@${name}`, 'to the domain default')
     await send(`anyone@${other}`, 'to the fallback (other domain has no endpoint)')
     await send(managed, 'managed inbox to the fallback')
-    await until(() => deliveries(org), ds => ds.length === 4 && ds.every(d => d.status === 'delivered'))
-    const subjects = (path: string) => receiver.requests.filter(r => r.path === path).map(r => r.json.email.headers.subject).sort()
+    await until(
+      () => deliveries(org),
+      ds => ds.length === 4 && ds.every(d => d.status === 'delivered'),
+    )
+    const subjects = (path: string) =>
+      receiver.requests
+        .filter(r => r.path === path)
+        .map(r => r.json.email.headers.subject)
+        .sort()
     expect(subjects(routed.path)).toEqual(['to the route'])
     expect(subjects(domainDefault.path)).toEqual(['to the domain default'])
     expect(subjects(fallback.path)).toEqual(['managed inbox to the fallback', 'to the fallback (other domain has no endpoint)'])
@@ -266,7 +308,13 @@ describe('rules and filters record skipped_by_rules', () => {
     test(name, async () => {
       const { org, address } = await orgWithInbox()
       const ep = await endpoint(org.orgId, { rules })
-      await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: name, text: 'x', attachments: [{ filename: 'a.txt', content: 'attached' }] })
+      await h.transport.sendMail({
+        from: 'sam@sender.example',
+        to: address,
+        subject: name,
+        text: 'x',
+        attachments: [{ filename: 'a.txt', content: 'attached' }],
+      })
       const [d] = await deliveries(org)
       expect(d).toMatchObject({ status: 'skipped_by_rules', attempt_count: 0 })
       expect(d.last_error).toStartWith(reason)
@@ -292,7 +340,10 @@ describe('rules and filters record skipped_by_rules', () => {
     await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'known', text: 'x' })
     const [known] = await receiver.waitFor(1, ep.path)
     expect(known!.json.email.headers.subject).toBe('known')
-    const ds = await until(() => deliveries(org), list => list.length === 3 && list[0].status === 'delivered')
+    const ds = await until(
+      () => deliveries(org),
+      list => list.length === 3 && list[0].status === 'delivered',
+    )
     expect(ds.map(d => [d.email.subject, d.status])).toEqual([
       ['known', 'delivered'],
       ['unknown', 'skipped_by_rules'],
@@ -368,7 +419,10 @@ describe('crash safety and discarded content', () => {
       const email = (await h.request('GET', '/v1/emails', { key: org.key })).body.data[0]
       expect((await h.request('POST', `/v1/emails/${email.id}/discard`, { key: org.key })).status).toBe(200)
       worker = await startWorker(h.ctx, { kinds: JOB_KINDS, pollMs: 50 })
-      const [d] = await until(() => deliveries(org), ds => ds[0]?.status === 'failed')
+      const [d] = await until(
+        () => deliveries(org),
+        ds => ds[0]?.status === 'failed',
+      )
       expect(d).toMatchObject({ status: 'failed', last_error_code: 'content_discarded' })
       expect(receiver.requests.some(r => r.path === ep.path)).toBe(false)
     } catch (error) {
@@ -426,7 +480,7 @@ describe('POST /v1/endpoints/{id}/test', () => {
     expect(limited.headers.get('retry-after')).toBeTruthy()
   })
 
-  test('another organization\'s endpoint is 404', async () => {
+  test("another organization's endpoint is 404", async () => {
     const org = await createOrg()
     const other = await createOrg()
     const ep = await endpoint(org.orgId)

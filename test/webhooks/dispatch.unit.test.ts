@@ -39,7 +39,10 @@ describe('a webhook attempt', () => {
     try {
       expect(await postWebhook(checked('/ok'), '{}', {}, 1000, 'evt_1')).toMatchObject({ status: 200, body: 'ok' })
     } finally {
-      for (const [name, value] of [['HTTP_PROXY', saved.http], ['ALL_PROXY', saved.all]] as const) {
+      for (const [name, value] of [
+        ['HTTP_PROXY', saved.http],
+        ['ALL_PROXY', saved.all],
+      ] as const) {
         if (value === undefined) delete process.env[name]
         else process.env[name] = value
       }

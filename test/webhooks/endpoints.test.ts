@@ -109,7 +109,10 @@ describe('create', () => {
       [{ url: HOOK_URL, rules: { exclude_attachments: 'yes' } }, 'rules.exclude_attachments: must be a boolean'],
       [{ url: HOOK_URL, rules: { sender_whitelist: ['not an address'] } }, 'rules.sender_whitelist[0]: must be an email address'],
       [{ url: HOOK_URL, rules: { sender_blacklist: 'spam@example.org' } }, 'rules.sender_blacklist: must be an array'],
-      [{ url: HOOK_URL, rules: { sender_whitelist: Array.from({ length: 1001 }, (_, i) => `s${i}@example.com`) } }, 'rules.sender_whitelist: must have at most 1000 items'],
+      [
+        { url: HOOK_URL, rules: { sender_whitelist: Array.from({ length: 1001 }, (_, i) => `s${i}@example.com`) } },
+        'rules.sender_whitelist: must have at most 1000 items',
+      ],
     ]
     for (const [body, message] of cases) expectError(await request('POST', '/v1/endpoints', { key: org.key, body }), 400, 'validation_error', message)
     expectError(await request('POST', '/v1/endpoints', { key: org.key, body: '{"url":' }), 400, 'validation_error', 'body: is not valid JSON')
@@ -188,9 +191,24 @@ describe('SSRF: private and loopback hosts are refused (production default)', ()
 
   test('http:// is refused even for a public host, and for loopback without WEBHOOK_ALLOW_LOOPBACK', async () => {
     const org = await createOrg()
-    expectError(await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://hooks.example.com/' } }), 400, 'validation_error', 'url: must be an https URL')
-    expectError(await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://127.0.0.1:8080/' } }), 400, 'validation_error', /^url: must be publicly reachable/)
-    expectError(await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://localhost:8080/' } }), 400, 'validation_error', /^url: must be publicly reachable/)
+    expectError(
+      await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://hooks.example.com/' } }),
+      400,
+      'validation_error',
+      'url: must be an https URL',
+    )
+    expectError(
+      await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://127.0.0.1:8080/' } }),
+      400,
+      'validation_error',
+      /^url: must be publicly reachable/,
+    )
+    expectError(
+      await request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://localhost:8080/' } }),
+      400,
+      'validation_error',
+      /^url: must be publicly reachable/,
+    )
   })
 
   test('with WEBHOOK_ALLOW_LOOPBACK=true, loopback over http is accepted, other private ranges still refused', async () => {
@@ -200,11 +218,23 @@ describe('SSRF: private and loopback hosts are refused (production default)', ()
       expectOk(await dev.request('POST', '/v1/endpoints', { key: org.key, body: { url } }), 201)
     }
     const org = await createOrg()
-    for (const url of ['https://10.0.0.1/', 'http://10.0.0.1/', 'http://192.168.1.1/', 'https://169.254.169.254/', 'http://internal.example.com/', 'http://0.0.0.0/']) {
+    for (const url of [
+      'https://10.0.0.1/',
+      'http://10.0.0.1/',
+      'http://192.168.1.1/',
+      'https://169.254.169.254/',
+      'http://internal.example.com/',
+      'http://0.0.0.0/',
+    ]) {
       expectError(await dev.request('POST', '/v1/endpoints', { key: org.key, body: { url } }), 400, 'validation_error', /^url: must be publicly reachable/)
     }
     // a public host still needs https
-    expectError(await dev.request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://hooks.example.com/' } }), 400, 'validation_error', 'url: must be an https URL')
+    expectError(
+      await dev.request('POST', '/v1/endpoints', { key: org.key, body: { url: 'http://hooks.example.com/' } }),
+      400,
+      'validation_error',
+      'url: must be an https URL',
+    )
   })
 })
 
@@ -282,9 +312,18 @@ describe('plans', () => {
     for (const plan of ['free', 'agent'] as const) {
       const org = await createOrg({ plan })
       const first = await create(org.key, { url: HOOK_URL })
-      for (const body of [{ url: HOOK_URL, enabled: false }, { url: HOOK_URL, is_route_target: true }, { kind: 'function', function_id: randomId() }]) {
+      for (const body of [
+        { url: HOOK_URL, enabled: false },
+        { url: HOOK_URL, is_route_target: true },
+        { kind: 'function', function_id: randomId() },
+      ]) {
         const res = await request('POST', '/v1/endpoints', { key: org.key, body })
-        expectError(res, 403, 'feature_disabled', `endpoints: the ${plan} plan allows 1 active endpoint (webhooks_max_global); delete one (DELETE /v1/endpoints/{id}) or upgrade`)
+        expectError(
+          res,
+          403,
+          'feature_disabled',
+          `endpoints: the ${plan} plan allows 1 active endpoint (webhooks_max_global); delete one (DELETE /v1/endpoints/{id}) or upgrade`,
+        )
         expect(res.body.error.details).toMatchObject({ missing_entitlement: 'webhooks_max_global', message: res.body.error.message })
       }
       // a deactivated endpoint no longer counts
@@ -360,7 +399,14 @@ describe('update', () => {
         body: { url: 'https://v6.example.com/new', enabled: false, domain_id: domain.id, rules: { sender_blacklist: ['X@Example.com'] } },
       }),
     )
-    expect(u).toMatchObject({ id: e.id, url: 'https://v6.example.com/new', enabled: false, domain_id: domain.id, rules: { sender_blacklist: ['x@example.com'] }, created_at: e.created_at })
+    expect(u).toMatchObject({
+      id: e.id,
+      url: 'https://v6.example.com/new',
+      enabled: false,
+      domain_id: domain.id,
+      rules: { sender_blacklist: ['x@example.com'] },
+      created_at: e.created_at,
+    })
     expect(Date.parse(u.updated_at)).toBeGreaterThan(Date.parse(e.updated_at))
     expect(expectOk(await request('PATCH', `/v1/endpoints/${e.id}`, { key: org.key, body: { rules: {} } })).rules).toEqual({})
     expect(expectOk(await request('PATCH', `/v1/endpoints/${e.id}`, { key: org.key, body: { domain_id: null } })).domain_id).toBeNull()
@@ -381,7 +427,8 @@ describe('update', () => {
       [e.id, { domain_id: 'nope' }, 'domain_id: must be a domain id (uuid) or null'],
       [fn.id, { url: HOOK_URL }, 'url: must not be set for a function endpoint'],
     ]
-    for (const [id, body, message] of cases) expectError(await request('PATCH', `/v1/endpoints/${id}`, { key: org.key, body }), 400, 'validation_error', message)
+    for (const [id, body, message] of cases)
+      expectError(await request('PATCH', `/v1/endpoints/${id}`, { key: org.key, body }), 400, 'validation_error', message)
     expect(expectOk(await request('GET', `/v1/endpoints/${e.id}`, { key: org.key }))).toEqual(e)
   })
 
@@ -418,7 +465,7 @@ describe('deactivate', () => {
 })
 
 describe('another organization', () => {
-  test("its endpoints are 404 for every operation; its domain is 404 on create and update", async () => {
+  test('its endpoints are 404 for every operation; its domain is 404 on create and update', async () => {
     const owner = await createOrg()
     const intruder = await createOrg()
     const e = await create(owner.key, { url: HOOK_URL })
@@ -427,9 +474,19 @@ describe('another organization', () => {
     expectError(await request('PATCH', `/v1/endpoints/${e.id}`, { key: intruder.key, body: { enabled: false } }), 404, 'not_found')
     expectError(await request('DELETE', `/v1/endpoints/${e.id}`, { key: intruder.key }), 404, 'not_found')
     expect(expectOk(await request('GET', '/v1/endpoints', { key: intruder.key }))).toEqual([])
-    expectError(await request('POST', '/v1/endpoints', { key: intruder.key, body: { url: HOOK_URL, domain_id: domain.id } }), 404, 'not_found', 'domain: not found')
+    expectError(
+      await request('POST', '/v1/endpoints', { key: intruder.key, body: { url: HOOK_URL, domain_id: domain.id } }),
+      404,
+      'not_found',
+      'domain: not found',
+    )
     const mine = await create(intruder.key, { url: HOOK_URL })
-    expectError(await request('PATCH', `/v1/endpoints/${mine.id}`, { key: intruder.key, body: { domain_id: domain.id } }), 404, 'not_found', 'domain: not found')
+    expectError(
+      await request('PATCH', `/v1/endpoints/${mine.id}`, { key: intruder.key, body: { domain_id: domain.id } }),
+      404,
+      'not_found',
+      'domain: not found',
+    )
     expect(expectOk(await request('GET', `/v1/endpoints/${e.id}`, { key: owner.key }))).toEqual(e)
   })
 })

@@ -23,7 +23,16 @@ describe('create', () => {
 
   test('every form of the pattern language is accepted', async () => {
     const org = await createOrg()
-    for (const pattern of ['boss@example.com', '@example.com', '*@example.com', 'billing-*@*', '*@*.example.com', '*', 'a*b@c*d.example', 'o+tag@example.com']) {
+    for (const pattern of [
+      'boss@example.com',
+      '@example.com',
+      '*@example.com',
+      'billing-*@*',
+      '*@*.example.com',
+      '*',
+      'a*b@c*d.example',
+      'o+tag@example.com',
+    ]) {
       expect((await create(org.key, { type: 'whitelist', pattern })).pattern).toBe(pattern)
     }
   })
@@ -51,7 +60,12 @@ describe('create', () => {
     const other = await createOrg()
     const theirs = await claimDomain(app, other.key)
     for (const domain_id of [theirs.id, randomId()]) {
-      expectError(await request('POST', '/v1/filters', { key: org.key, body: { type: 'whitelist', pattern: '@x.example', domain_id } }), 404, 'not_found', 'domain: not found')
+      expectError(
+        await request('POST', '/v1/filters', { key: org.key, body: { type: 'whitelist', pattern: '@x.example', domain_id } }),
+        404,
+        'not_found',
+        'domain: not found',
+      )
     }
   })
 

@@ -67,7 +67,12 @@ describe('create', () => {
     expectOk(await request('DELETE', `/v1/endpoints/${gone.id}`, { key: org.key }))
     const theirs = await routeTarget(other.key)
     for (const endpoint_id of [gone.id, randomId(), theirs.id]) {
-      expectError(await request('POST', '/v1/routes', { key: org.key, body: { pattern: `a@${MANAGED}`, endpoint_id } }), 404, 'not_found', 'endpoint: not found')
+      expectError(
+        await request('POST', '/v1/routes', { key: org.key, body: { pattern: `a@${MANAGED}`, endpoint_id } }),
+        404,
+        'not_found',
+        'endpoint: not found',
+      )
     }
   })
 
@@ -81,7 +86,10 @@ describe('create', () => {
     const org = await createOrg()
     const e = await routeTarget(org.key)
     const r = await create(org.key, { pattern: `sales@${MANAGED}`, endpoint_id: e.id })
-    for (const body of [{ pattern: `sales@${MANAGED}`, endpoint_id: e.id }, { pattern: ` SALES@${MANAGED}`, function_id: randomId() }]) {
+    for (const body of [
+      { pattern: `sales@${MANAGED}`, endpoint_id: e.id },
+      { pattern: ` SALES@${MANAGED}`, function_id: randomId() },
+    ]) {
       const res = await request('POST', '/v1/routes', { key: org.key, body })
       expectError(res, 409, 'conflict', `pattern: a route for sales@${MANAGED} already exists (${r.id}); delete it first`)
       expect(res.body.error.details).toEqual({ conflicting_route_id: r.id })

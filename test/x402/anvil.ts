@@ -75,7 +75,10 @@ export async function startChain(network: Network): Promise<Chain> {
   if (!bin) throw new Error('anvil binary missing: install the devDependency @foundry-rs/anvil-linux-amd64')
   const info = networkInfo(network)
   const port = await freePort()
-  const proc = Bun.spawn([bin, '--host', '127.0.0.1', '--port', String(port), '--chain-id', String(info.chainId), '--quiet'], { stdout: 'ignore', stderr: 'pipe' })
+  const proc = Bun.spawn([bin, '--host', '127.0.0.1', '--port', String(port), '--chain-id', String(info.chainId), '--quiet'], {
+    stdout: 'ignore',
+    stderr: 'pipe',
+  })
   const url = `http://127.0.0.1:${port}`
   // anvil mines at once: poll for receipts often (viem's default is every 4 s, which a loaded machine turns into minutes of setup)
   const client = createPublicClient({ transport: http(url, { retryCount: 0 }), pollingInterval: 20 }) as PublicClient
@@ -103,7 +106,10 @@ export async function startChain(network: Network): Promise<Chain> {
 
   // The library first, then the token's runtime code, linked to it, at the canonical address.
   const library = await send(deployer.deployContract({ abi: [], bytecode: artifact('util/SignatureChecker.sol/SignatureChecker.json').bytecode, chain: null }))
-  const token = artifact('v2/FiatTokenV2_2.sol/FiatTokenV2_2.json').deployedBytecode.replace(/__\$[0-9a-f]{34}\$__/g, library.contractAddress!.slice(2).toLowerCase()) as Hex
+  const token = artifact('v2/FiatTokenV2_2.sol/FiatTokenV2_2.json').deployedBytecode.replace(
+    /__\$[0-9a-f]{34}\$__/g,
+    library.contractAddress!.slice(2).toLowerCase(),
+  ) as Hex
   await test.setCode({ address: info.usdc, bytecode: token })
   const call = (functionName: any, args: any[]) => send(deployer.writeContract({ address: info.usdc, abi: ADMIN_ABI, functionName, args, chain: null } as any))
   await call('initialize', [info.eip712.name, 'USDC', 'USD', 6, admin.address, admin.address, admin.address, admin.address])

@@ -65,7 +65,12 @@ describe.skipIf(!anvilBinary())('base (chain 8453, "USD Coin") on anvil', () => 
   test('a base challenge names "USD Coin"; the x402 client signs over it and the direct facilitator settles', async () => {
     const s = await setup(direct, '120000', 1_000_000n)
     expect(s.challenge.payment_requirements).toMatchObject({ network: 'base', asset: chain.usdc, extra: { name: 'USD Coin', version: '2' } })
-    const receipt = expectOk(await direct.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+    const receipt = expectOk(
+      await direct.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+        key: s.payer.key,
+        body: { payment: await signPayment(s.payerKey, s.challenge) },
+      }),
+    )
     expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
     expect(await chain.balance(s.payeeWallet.address)).toBe(120000n)
   })
@@ -81,7 +86,12 @@ describe.skipIf(!anvilBinary())('base (chain 8453, "USD Coin") on anvil', () => 
   test('through the x402 HTTP facilitator API: /verify then /settle, settled on chain', async () => {
     const s = await setup(viaHttp, '50000', 1_000_000n)
     calls.length = 0
-    const receipt = expectOk(await viaHttp.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+    const receipt = expectOk(
+      await viaHttp.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+        key: s.payer.key,
+        body: { payment: await signPayment(s.payerKey, s.challenge) },
+      }),
+    )
     expect(calls).toEqual(['/verify', '/settle'])
     expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
     expect(await chain.balance(s.payeeWallet.address)).toBe(50000n)
@@ -89,7 +99,10 @@ describe.skipIf(!anvilBinary())('base (chain 8453, "USD Coin") on anvil', () => 
 
   test('the HTTP facilitator reports insufficient funds: permanent insufficient_funds', async () => {
     const s = await setup(viaHttp, '50000', 10n)
-    const res = await viaHttp.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } })
+    const res = await viaHttp.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+      key: s.payer.key,
+      body: { payment: await signPayment(s.payerKey, s.challenge) },
+    })
     expectError(res, 502, 'settlement_failed')
     expect(res.body.error.details.reasons).toEqual(['insufficient_funds'])
     expect(res.headers.get('retry-after')).toBeNull()
@@ -98,7 +111,10 @@ describe.skipIf(!anvilBinary())('base (chain 8453, "USD Coin") on anvil', () => 
   test('an HTTP facilitator that does not answer: transient facilitator_unavailable with Retry-After', async () => {
     const down = await testApp({ X402_RPC_URL_BASE: chain.url, X402_FACILITATOR_URL_BASE: 'http://127.0.0.1:9' })
     const s = await setup(down, '50000', 1_000_000n)
-    const res = await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } })
+    const res = await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+      key: s.payer.key,
+      body: { payment: await signPayment(s.payerKey, s.challenge) },
+    })
     expectError(res, 502, 'settlement_failed')
     expect(res.body.error.details.reasons).toEqual(['facilitator_unavailable'])
     expect(res.headers.get('retry-after')).toBe('5')

@@ -55,7 +55,13 @@ describe.skipIf(!anvilBinary())('spend policy, ledger and events on anvil', () =
   describe('spend policy', () => {
     test('defaults, merge update, explicit null clears; owner or admin only', async () => {
       const { org } = await payer(0n)
-      expect(expectOk(await t.request('GET', '/v1/x402/spend-policy', { key: org.key }))).toEqual({ paused: false, per_payment_cap: null, daily_cap: null, payee_allowlist: null, updated_at: null })
+      expect(expectOk(await t.request('GET', '/v1/x402/spend-policy', { key: org.key }))).toEqual({
+        paused: false,
+        per_payment_cap: null,
+        daily_cap: null,
+        payee_allowlist: null,
+        updated_at: null,
+      })
       expectOk(await putPolicy(org, { per_payment_cap: '5000', daily_cap: '20000' }))
       const merged = expectOk(await putPolicy(org, { paused: true }))
       expect(merged).toMatchObject({ paused: true, per_payment_cap: '5000', daily_cap: '20000', payee_allowlist: null })
@@ -140,7 +146,9 @@ describe.skipIf(!anvilBinary())('spend policy, ledger and events on anvil', () =
       ])
       // inclusive dates: created_before = the newest row's own instant includes it
       const newest = received.body.data[0]
-      expect(expectOk(await t.request('GET', `/v1/x402/payments?created_after=${encodeURIComponent(newest.created_at)}`, { key: pe.org.key })).map((r: any) => r.id)).toEqual([newest.id])
+      expect(
+        expectOk(await t.request('GET', `/v1/x402/payments?created_after=${encodeURIComponent(newest.created_at)}`, { key: pe.org.key })).map((r: any) => r.id),
+      ).toEqual([newest.id])
       // the bounds compare at the precision shown (milliseconds) though the row keeps microseconds
       await t.ctx.sql`update x402_ledger set created_at = date_trunc('milliseconds', created_at) + interval '0.6 milliseconds' where id = ${newest.id}`
       const exactly = `created_after=${encodeURIComponent(newest.created_at)}&created_before=${encodeURIComponent(newest.created_at)}`
@@ -167,8 +175,17 @@ describe.skipIf(!anvilBinary())('spend policy, ledger and events on anvil', () =
       const pe = await payee()
       const p = await payer()
       const hook = `/pay-${crypto.randomUUID()}`
-      expectOk(await t.request('POST', '/v1/endpoints', { key: pe.org.key, body: { url: receiver.url(`${hook}/payee`), rules: { event_types: ['payment.settled', 'payment.failed'] } } }), 201)
-      expectOk(await t.request('POST', '/v1/endpoints', { key: p.org.key, body: { url: receiver.url(`${hook}/payer`), rules: { event_types: ['payment.settled'] } } }), 201)
+      expectOk(
+        await t.request('POST', '/v1/endpoints', {
+          key: pe.org.key,
+          body: { url: receiver.url(`${hook}/payee`), rules: { event_types: ['payment.settled', 'payment.failed'] } },
+        }),
+        201,
+      )
+      expectOk(
+        await t.request('POST', '/v1/endpoints', { key: p.org.key, body: { url: receiver.url(`${hook}/payer`), rules: { event_types: ['payment.settled'] } } }),
+        201,
+      )
       const c = await newChallenge(t, pe.org, { amount: '7000' })
       const receipt = expectOk(await pay(p, c))
       const [payeeCopy] = await receiver.waitFor(1, `${hook}/payee`)
@@ -198,7 +215,10 @@ describe.skipIf(!anvilBinary())('spend policy, ledger and events on anvil', () =
     test('payment.failed carries failure_reason, failure_category and reasons', async () => {
       const pe = await payee()
       const hook = `/fail-${crypto.randomUUID()}`
-      expectOk(await t.request('POST', '/v1/endpoints', { key: pe.org.key, body: { url: receiver.url(hook), rules: { event_types: ['payment.failed'] } } }), 201)
+      expectOk(
+        await t.request('POST', '/v1/endpoints', { key: pe.org.key, body: { url: receiver.url(hook), rules: { event_types: ['payment.failed'] } } }),
+        201,
+      )
       const poor = await payer(1n)
       expectError(await pay(poor, await newChallenge(t, pe.org, { amount: '5000' })), 502, 'settlement_failed')
       const capped = await newChallenge(t, pe.org, { amount: '10000001' })

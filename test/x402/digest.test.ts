@@ -21,7 +21,14 @@ describe('authorization digest', () => {
     test(`equals hashTypedData over the ${network} USDC domain`, () => {
       const info = networkInfo(network)
       const messages = [
-        ...Array.from({ length: 20 }, () => ({ from: address(), to: address(), value: BigInt(Math.floor(Math.random() * 1e12)), validAfter: 1_700_000_000n, validBefore: 1_700_000_900n, nonce: generatePrivateKey() })),
+        ...Array.from({ length: 20 }, () => ({
+          from: address(),
+          to: address(),
+          value: BigInt(Math.floor(Math.random() * 1e12)),
+          validAfter: 1_700_000_000n,
+          validBefore: 1_700_000_900n,
+          nonce: generatePrivateKey(),
+        })),
         { from: address(), to: address(), value: 2n ** 256n - 1n, validAfter: 0n, validBefore: 2n ** 256n - 1n, nonce: `0x${'0'.repeat(64)}` as Hex },
       ]
       for (const message of messages) {
@@ -46,21 +53,50 @@ describe('signer recovery', () => {
     for (let i = 0; i < 10; i++) {
       const payer = privateKeyToAccount(generatePrivateKey())
       const now = BigInt(Math.floor(Date.now() / 1000))
-      const challenge = { network: 'base-sepolia', amount: '1000', asset: info.usdc, pay_to: address(), authorization_nonce: generatePrivateKey() } as unknown as ChallengeRow
-      const authorization = { from: payer.address, to: challenge.pay_to, value: 1000n, validAfter: now - 600n, validBefore: now + 300n, nonce: challenge.authorization_nonce }
+      const challenge = {
+        network: 'base-sepolia',
+        amount: '1000',
+        asset: info.usdc,
+        pay_to: address(),
+        authorization_nonce: generatePrivateKey(),
+      } as unknown as ChallengeRow
+      const authorization = {
+        from: payer.address,
+        to: challenge.pay_to,
+        value: 1000n,
+        validAfter: now - 600n,
+        validBefore: now + 300n,
+        nonce: challenge.authorization_nonce,
+      }
       const hash = authorizationDigest('base-sepolia', info.usdc, authorization)
       const signature = await payer.sign({ hash })
       const sig = hexToBytes(signature)
       // the same point with s negated and the other recovery id: a valid signature of the same key
-      const highS = bytesToHex(new Uint8Array([...sig.subarray(0, 32), ...hexToBytes(numberToHex(N - BigInt(bytesToHex(sig.subarray(32, 64))), { size: 32 })), sig[64] === 27 ? 28 : 27]))
+      const highS = bytesToHex(
+        new Uint8Array([
+          ...sig.subarray(0, 32),
+          ...hexToBytes(numberToHex(N - BigInt(bytesToHex(sig.subarray(32, 64))), { size: 32 })),
+          sig[64] === 27 ? 28 : 27,
+        ]),
+      )
       const zeroOne = bytesToHex(new Uint8Array([...sig.subarray(0, 64), sig[64]! - 27]))
       const other = await privateKeyToAccount(generatePrivateKey()).sign({ hash })
       const garbage = `0x${'11'.repeat(64)}1b` as Hex
       for (const s of [signature, highS, zeroOne, other, garbage]) {
         const viem = await recoverAddress({ hash, signature: s }).catch(() => null)
         const payment = {
-          x402Version: 1, scheme: 'exact', network: 'base-sepolia',
-          payload: { signature: s, authorization: { ...authorization, value: '1000', validAfter: authorization.validAfter.toString(), validBefore: authorization.validBefore.toString() } },
+          x402Version: 1,
+          scheme: 'exact',
+          network: 'base-sepolia',
+          payload: {
+            signature: s,
+            authorization: {
+              ...authorization,
+              value: '1000',
+              validAfter: authorization.validAfter.toString(),
+              validBefore: authorization.validBefore.toString(),
+            },
+          },
         }
         const verified = await verifyPayment(challenge, payment)
         const expected: string[] = viem === null ? ['signature_unrecoverable'] : viem === payer.address ? [] : ['signer_mismatch']

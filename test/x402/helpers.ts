@@ -28,11 +28,17 @@ export async function keyOf(org: TestOrg, role: Role | null): Promise<string> {
 export async function registerPayout(t: TestApp, org: TestOrg, account: PrivateKeyAccount, network = 'base-sepolia') {
   const statement = expectOk(await t.request('GET', `/v1/x402/payout-addresses/message?network=${network}&address=${account.address}`, { key: org.key }))
   const signature = await account.signMessage({ message: statement.message })
-  return expectOk(await t.request('POST', '/v1/x402/payout-addresses', { key: org.key, body: { network, address: account.address, message: statement.message, signature } }), 201)
+  return expectOk(
+    await t.request('POST', '/v1/x402/payout-addresses', { key: org.key, body: { network, address: account.address, message: statement.message, signature } }),
+    201,
+  )
 }
 
 export async function newChallenge(t: TestApp, org: TestOrg, body: Record<string, unknown> = {}) {
-  return expectOk(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '10000', network: 'base-sepolia', description: 'a report', ...body } }), 201)
+  return expectOk(
+    await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '10000', network: 'base-sepolia', description: 'a report', ...body } }),
+    201,
+  )
 }
 
 /**

@@ -57,7 +57,14 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     const s = await setup('250000')
     const payment = await signPayment(s.payerKey, s.challenge)
     const receipt = expectOk(await pay(s.payer.key, s.challenge.id, payment))
-    expect(receipt).toMatchObject({ challenge_id: s.challenge.id, status: 'settled', network: 'base-sepolia', amount: '250000', pay_to: s.payeeWallet.address, payer: s.payerAddress.toLowerCase() })
+    expect(receipt).toMatchObject({
+      challenge_id: s.challenge.id,
+      status: 'settled',
+      network: 'base-sepolia',
+      amount: '250000',
+      pay_to: s.payeeWallet.address,
+      payer: s.payerAddress.toLowerCase(),
+    })
     expect(receipt.settle_tx).toMatch(/^0x[0-9a-f]{64}$/)
     const onChain = await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })
     expect(onChain.status).toBe('success')
@@ -263,7 +270,10 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
   test('no settler key: 502 settlement_misconfigured (operator fault, no Retry-After), the challenge stays pending', async () => {
     const s = await setup('10000')
     const unkeyed = await testApp({ X402_RPC_URL_BASE_SEPOLIA: chain.url })
-    const res = await unkeyed.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } })
+    const res = await unkeyed.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+      key: s.payer.key,
+      body: { payment: await signPayment(s.payerKey, s.challenge) },
+    })
     expectError(res, 502, 'settlement_failed')
     expect(res.body.error.details).toEqual({ reasons: ['settlement_misconfigured'], failure_category: 'settlement' })
     expect(res.headers.get('retry-after')).toBeNull()
@@ -274,7 +284,10 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
   test('a settler key without gas money: 502 settlement_misconfigured (operator fault, no Retry-After), the challenge stays pending, nothing moves', async () => {
     const s = await setup('10000')
     const broke = await testApp({ X402_RPC_URL_BASE_SEPOLIA: chain.url, X402_SETTLER_PRIVATE_KEY: generatePrivateKey() })
-    const res = await broke.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } })
+    const res = await broke.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+      key: s.payer.key,
+      body: { payment: await signPayment(s.payerKey, s.challenge) },
+    })
     expectError(res, 502, 'settlement_failed')
     expect(res.body.error.details).toEqual({ reasons: ['settlement_misconfigured'], failure_category: 'settlement' })
     expect(res.headers.get('retry-after')).toBeNull()
@@ -299,7 +312,11 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     const s = await setup('12000')
     const down = await testApp({ X402_RPC_URL_BASE_SEPOLIA: 'http://127.0.0.1:9', X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
     const first = await signPayment(s.payerKey, s.challenge)
-    expectError(await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: first } }), 502, 'settlement_failed')
+    expectError(
+      await down.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: first } }),
+      502,
+      'settlement_failed',
+    )
     const otherKey = generatePrivateKey()
     await chain.mint(privateKeyToAccount(otherKey).address, 1_000_000n)
     const res = await pay(s.payer.key, s.challenge.id, await signPayment(otherKey, s.challenge))
@@ -310,7 +327,10 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(both.body.error.details.reasons.toSorted()).toEqual(['amount_mismatch', 'payer_mismatch'])
     expect(await chain.balance(privateKeyToAccount(otherKey).address)).toBe(1_000_000n)
     // the claimed payer's fresh signature of the same authorization settles it
-    expect(expectOk(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)))).toMatchObject({ status: 'settled', payer: s.payerAddress.toLowerCase() })
+    expect(expectOk(await pay(s.payer.key, s.challenge.id, await signPayment(s.payerKey, s.challenge)))).toMatchObject({
+      status: 'settled',
+      payer: s.payerAddress.toLowerCase(),
+    })
     expect(await chain.balance(s.payeeWallet.address)).toBe(12000n)
   })
 
@@ -333,7 +353,12 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     const app = await testApp({ X402_RPC_URL_BASE_SEPOLIA: rpcUrl, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
     for (const amount of amounts) {
       const s = await setup(amount)
-      const receipt = expectOk(await app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
+      const receipt = expectOk(
+        await app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, {
+          key: s.payer.key,
+          body: { payment: await signPayment(s.payerKey, s.challenge) },
+        }),
+      )
       expect((await chain.client.getTransactionReceipt({ hash: receipt.settle_tx })).status).toBe('success')
       expect(await chain.balance(s.payeeWallet.address)).toBe(BigInt(amount))
     }
@@ -344,7 +369,11 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     const proxy = rpcProxy(body => {
       for (const call of [body].flat()) methods.push(call.method)
       if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
-        return Response.json({ jsonrpc: '2.0', id: body.id, error: { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' } })
+        return Response.json({
+          jsonrpc: '2.0',
+          id: body.id,
+          error: { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' },
+        })
       }
     })
     try {
@@ -411,9 +440,11 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     await setSettleCaps(db, d.payee.orgId, { daily: '25000', monthly: 'default', per_settle: 'default' })
     const totals = async () =>
       Object.fromEntries(
-        (await db<{ key: string; amount: string }[]>`
+        (
+          await db<{ key: string; amount: string }[]>`
           select direction || ':' || span || ':' || (case when start = date_trunc(span, now() at time zone 'utc')::date then 'now' else 'before' end) as key, amount::text
-            from x402_totals where org_id in (${d.payee.orgId}, ${d.payer.orgId}) order by 1`).map(r => [r.key, r.amount]),
+            from x402_totals where org_id in (${d.payee.orgId}, ${d.payer.orgId}) order by 1`
+        ).map(r => [r.key, r.amount]),
       )
     // earlier periods do not count
     await db`
@@ -421,13 +452,25 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
       values (${d.payee.orgId}, 'received', 'day', (now() at time zone 'utc')::date - 1, 1000000), (${d.payer.orgId}, 'sent', 'day', (now() at time zone 'utc')::date - 1, 1000000)`
     // a payer without the funds: the settlement fails, and its amount is taken off again
     expectError(await pay(d.payer.key, d.challenge.id, await signPayment(d.payerKey, d.challenge)), 502, 'settlement_failed')
-    expect(await totals()).toEqual({ 'received:day:before': '1000000', 'received:day:now': '0', 'received:month:now': '0', 'sent:day:before': '1000000', 'sent:day:now': '0' })
+    expect(await totals()).toEqual({
+      'received:day:before': '1000000',
+      'received:day:now': '0',
+      'received:month:now': '0',
+      'sent:day:before': '1000000',
+      'sent:day:now': '0',
+    })
     await chain.mint(d.payerAddress, 1_000_000n)
     for (let i = 0; i < 2; i++) {
       const c = await newChallenge(t, d.payee, { amount: '10000' })
       expectOk(await pay(d.payer.key, c.id, await signPayment(d.payerKey, c)))
     }
-    expect(await totals()).toEqual({ 'received:day:before': '1000000', 'received:day:now': '20000', 'received:month:now': '20000', 'sent:day:before': '1000000', 'sent:day:now': '20000' })
+    expect(await totals()).toEqual({
+      'received:day:before': '1000000',
+      'received:day:now': '20000',
+      'received:month:now': '20000',
+      'sent:day:before': '1000000',
+      'sent:day:now': '20000',
+    })
     const over = await newChallenge(t, d.payee, { amount: '10000' })
     expect((await pay(d.payer.key, over.id, await signPayment(d.payerKey, over))).body.error.details.reasons).toEqual(['settle_daily_cap_exceeded'])
     // a refused claim adds nothing
@@ -435,34 +478,45 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
     expect(await chain.balance(d.payeeWallet.address)).toBe(20000n)
   })
 
-  test.skipIf(!onServer)('settlements waiting on the chain hold connections of their own pool: with more of them than the process pool has connections, other requests are answered', async () => {
-    // a chain endpoint that holds every transaction until the test lets them through
-    let held = 0
-    let letThrough: () => void
-    const released = new Promise<void>(resolve => (letThrough = resolve))
-    const proxy = rpcProxy(() => undefined, async body => {
-      if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
-        held++
-        await released
+  test.skipIf(!onServer)(
+    'settlements waiting on the chain hold connections of their own pool: with more of them than the process pool has connections, other requests are answered',
+    async () => {
+      // a chain endpoint that holds every transaction until the test lets them through
+      let held = 0
+      let letThrough: () => void
+      const released = new Promise<void>(resolve => (letThrough = resolve))
+      const proxy = rpcProxy(
+        () => undefined,
+        async body => {
+          if (!Array.isArray(body) && body.method === 'eth_sendRawTransactionSync') {
+            held++
+            await released
+          }
+        },
+      )
+      try {
+        const app = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
+        // twelve payments: more than the process pool's ten connections
+        const runs = await Promise.all(Array.from({ length: 12 }, () => setup('1000')))
+        const paying = runs.map(async s =>
+          app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }),
+        )
+        // ten wait on the chain (the settlements' pool is ten), two for a connection of that pool
+        await until(
+          async () => held,
+          n => n === 10,
+        )
+        // the process pool is free: a request that reads the database is answered meanwhile
+        expect(expectOk(await app.request('GET', '/v1/x402/payments', { key: runs[0]!.payee.key }))).toEqual([expect.objectContaining({ status: 'pending' })])
+        letThrough!()
+        for (const res of await Promise.all(paying)) expectOk(res)
+        expect(held).toBe(12)
+      } finally {
+        letThrough!()
+        proxy.stop(true)
       }
-    })
-    try {
-      const app = await testApp({ X402_RPC_URL_BASE_SEPOLIA: `http://127.0.0.1:${proxy.port}`, X402_SETTLER_PRIVATE_KEY: chain.settlerKey })
-      // twelve payments: more than the process pool's ten connections
-      const runs = await Promise.all(Array.from({ length: 12 }, () => setup('1000')))
-      const paying = runs.map(async s => app.request('POST', `/v1/x402/challenges/${s.challenge.id}/pay`, { key: s.payer.key, body: { payment: await signPayment(s.payerKey, s.challenge) } }))
-      // ten wait on the chain (the settlements' pool is ten), two for a connection of that pool
-      await until(async () => held, n => n === 10)
-      // the process pool is free: a request that reads the database is answered meanwhile
-      expect(expectOk(await app.request('GET', '/v1/x402/payments', { key: runs[0]!.payee.key }))).toEqual([expect.objectContaining({ status: 'pending' })])
-      letThrough!()
-      for (const res of await Promise.all(paying)) expectOk(res)
-      expect(held).toBe(12)
-    } finally {
-      letThrough!()
-      proxy.stop(true)
-    }
-  })
+    },
+  )
 
   /** Sends the payer's authorization to the token directly from anvil's first account (a front-runner, or our settler before a crash). */
   async function submitDirectly(payment: any): Promise<Hex> {

@@ -64,20 +64,46 @@ describe('payout addresses', () => {
     const org = await x402Org()
     const other = await x402Org()
     const w = wallet()
-    const post = (body: Record<string, unknown>) => t.request('POST', '/v1/x402/payout-addresses', { key: org.key, body: { network: 'base-sepolia', address: w.address, ...body } })
+    const post = (body: Record<string, unknown>) =>
+      t.request('POST', '/v1/x402/payout-addresses', { key: org.key, body: { network: 'base-sepolia', address: w.address, ...body } })
     const now = new Date()
     const good = payoutStatement(org.orgId, 'base-sepolia', w.address, now)
     expectError(await post({ message: good, signature: await wallet().signMessage({ message: good }) }), 400, 'validation_error', /^signature: recovers to 0x/)
     const foreign = payoutStatement(other.orgId, 'base-sepolia', w.address, now)
-    expectError(await post({ message: foreign, signature: await w.signMessage({ message: foreign }) }), 400, 'validation_error', 'message: names another organization')
+    expectError(
+      await post({ message: foreign, signature: await w.signMessage({ message: foreign }) }),
+      400,
+      'validation_error',
+      'message: names another organization',
+    )
     const base = payoutStatement(org.orgId, 'base', w.address, now)
-    expectError(await post({ message: base, signature: await w.signMessage({ message: base }) }), 400, 'validation_error', 'message: names network base, not base-sepolia')
+    expectError(
+      await post({ message: base, signature: await w.signMessage({ message: base }) }),
+      400,
+      'validation_error',
+      'message: names network base, not base-sepolia',
+    )
     const elsewhere = payoutStatement(org.orgId, 'base-sepolia', wallet().address, now)
-    expectError(await post({ message: elsewhere, signature: await w.signMessage({ message: elsewhere }) }), 400, 'validation_error', 'message: names another address')
+    expectError(
+      await post({ message: elsewhere, signature: await w.signMessage({ message: elsewhere }) }),
+      400,
+      'validation_error',
+      'message: names another address',
+    )
     const stale = payoutStatement(org.orgId, 'base-sepolia', w.address, new Date(Date.now() - 601_000))
-    expectError(await post({ message: stale, signature: await w.signMessage({ message: stale }) }), 400, 'validation_error', /^message: was issued more than 10 minutes ago/)
+    expectError(
+      await post({ message: stale, signature: await w.signMessage({ message: stale }) }),
+      400,
+      'validation_error',
+      /^message: was issued more than 10 minutes ago/,
+    )
     const edited = good + '\n'
-    expectError(await post({ message: edited, signature: await w.signMessage({ message: edited }) }), 400, 'validation_error', /^message: must be the statement/)
+    expectError(
+      await post({ message: edited, signature: await w.signMessage({ message: edited }) }),
+      400,
+      'validation_error',
+      /^message: must be the statement/,
+    )
     expectError(await post({ message: good, signature: '0x1234' }), 400, 'validation_error', /^signature: /)
     expectError(await post({ message: good, signature: '0x' + '00'.repeat(65) }), 400, 'validation_error', /^signature: /)
     expectError(await post({ address: 'nope', message: good, signature: '0x' }), 400, 'validation_error', /^address: /)
@@ -120,7 +146,10 @@ describe('challenges', () => {
     const { interaction_id, challenge_step_id, challenge_nonce } = c.nonce_binding
     expect(challenge_nonce).toMatch(/^[0-9a-f]{64}$/)
     expect(interaction_id).toBe(`${c.id}@api.test.local`)
-    const encoded = encodeAbiParameters([{ type: 'string' }, { type: 'string' }, { type: 'bytes32' }], [interaction_id, challenge_step_id, `0x${challenge_nonce}`])
+    const encoded = encodeAbiParameters(
+      [{ type: 'string' }, { type: 'string' }, { type: 'bytes32' }],
+      [interaction_id, challenge_step_id, `0x${challenge_nonce}`],
+    )
     expect(c.authorization_nonce).toBe(keccak256(encoded))
     expect(decodeAbiParameters([{ type: 'string' }], encoded)[0]).toBe(interaction_id)
     const expires = Date.parse(c.expires_at) - Date.now()
@@ -155,13 +184,19 @@ describe('challenges', () => {
     const org = await x402Org()
     await registerPayout(t, org, wallet(), 'base')
     expectError(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1', network: 'base-sepolia' } }), 422, 'no_payout_address')
-    expectError(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1', network: 'base', pay_to: wallet().address } }), 400, 'validation_error', /^pay_to: /)
+    expectError(
+      await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1', network: 'base', pay_to: wallet().address } }),
+      400,
+      'validation_error',
+      /^pay_to: /,
+    )
   })
 
   test('validation: amount, expires_in bounds, description length', async () => {
     const org = await x402Org()
     await registerPayout(t, org, wallet())
-    const post = (body: Record<string, unknown>) => t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1', network: 'base-sepolia', ...body } })
+    const post = (body: Record<string, unknown>) =>
+      t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1', network: 'base-sepolia', ...body } })
     for (const amount of ['0', '-1', '1.5', '', 'abc', 10]) expectError(await post({ amount }), 400, 'validation_error', /^amount: /)
     expectError(await post({ expires_in: 59 }), 400, 'validation_error', /^expires_in: /)
     expectError(await post({ expires_in: 86401 }), 400, 'validation_error', /^expires_in: /)

@@ -51,7 +51,17 @@ describe.skipIf(!anvilBinary())('stock x402 clients on GET /x402/pay/{id}', () =
     expect(v2).toMatchObject({
       x402Version: 2,
       resource: { url: `http://api.test.local/x402/pay/${s.challenge.id}`, mimeType: 'application/json' },
-      accepts: [{ scheme: 'exact', network: 'eip155:84532', amount: '50000', asset: s.challenge.asset, payTo: s.payeeWallet.address, maxTimeoutSeconds: 300, extra: { name: 'USDC', version: '2' } }],
+      accepts: [
+        {
+          scheme: 'exact',
+          network: 'eip155:84532',
+          amount: '50000',
+          asset: s.challenge.asset,
+          payTo: s.payeeWallet.address,
+          maxTimeoutSeconds: 300,
+          extra: { name: 'USDC', version: '2' },
+        },
+      ],
     })
     expect((await fetch(`${origin}/x402/pay/${crypto.randomUUID()}`)).status).toBe(404)
   })
@@ -115,7 +125,22 @@ describe.skipIf(!anvilBinary())('stock x402 clients on GET /x402/pay/{id}', () =
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as any).error.message).toMatch(/^X-PAYMENT: /)
     // a v1 payment for another amount: amount_mismatch, whatever client made it
-    const payment = { x402Version: 1, scheme: 'exact', network: 'base-sepolia', payload: { signature: `0x${'11'.repeat(65)}`, authorization: { from: s.address, to: s.payeeWallet.address, value: '1', validAfter: '0', validBefore: String(Math.floor(Date.now() / 1000) + 300), nonce: `0x${'22'.repeat(32)}` } } }
+    const payment = {
+      x402Version: 1,
+      scheme: 'exact',
+      network: 'base-sepolia',
+      payload: {
+        signature: `0x${'11'.repeat(65)}`,
+        authorization: {
+          from: s.address,
+          to: s.payeeWallet.address,
+          value: '1',
+          validAfter: '0',
+          validBefore: String(Math.floor(Date.now() / 1000) + 300),
+          nonce: `0x${'22'.repeat(32)}`,
+        },
+      },
+    }
     const res = await fetch(`${origin}/x402/pay/${s.challenge.id}`, { headers: { 'X-PAYMENT': Buffer.from(JSON.stringify(payment)).toString('base64') } })
     expect(res.status).toBe(422)
     expect(((await res.json()) as any).error.details.reasons).toContain('amount_mismatch')

@@ -60,7 +60,12 @@ describe.skipIf(db.kind !== 'postgres')('x402 totals migration', () => {
       expect(await migrate(sql, sqlDir)).toContain(MIGRATION)
       const current = (span: string) => `date_trunc('${span}', now() at time zone 'utc')::date`
       const read = async (org: string, direction: string, span: string) =>
-        (await sql.unsafe<{ amount: string }[]>(`select amount::text from x402_totals where org_id = $1 and direction = $2 and span = $3 and start = ${current(span)}`, [org, direction, span]))[0]?.amount
+        (
+          await sql.unsafe<{ amount: string }[]>(
+            `select amount::text from x402_totals where org_id = $1 and direction = $2 and span = $3 and start = ${current(span)}`,
+            [org, direction, span],
+          )
+        )[0]?.amount
       // the month holds what is not failed since its first day (yesterday's too, unless today is the 1st)
       const yesterdayInMonth = yesterday >= startOfMonth
       const startIsToday = (await at(`${current('month')} = ${current('day')}`)) === 'true'

@@ -16,7 +16,14 @@ interface TokenSet {
 }
 
 function save(api: Api, tokens: TokenSet) {
-  writeCredentials({ base_url: api.baseUrl, access_token: tokens.access_token, refresh_token: tokens.refresh_token, expires_at: Date.now() + tokens.expires_in * 1000, org_id: tokens.org_id, user_id: tokens.user_id })
+  writeCredentials({
+    base_url: api.baseUrl,
+    access_token: tokens.access_token,
+    refresh_token: tokens.refresh_token,
+    expires_at: Date.now() + tokens.expires_in * 1000,
+    org_id: tokens.org_id,
+    user_id: tokens.user_id,
+  })
 }
 
 const say = (text: string) => process.stderr.write(text + '\n')
@@ -27,7 +34,12 @@ export function accountCommands(program: Command) {
     .description('log in through the browser (device flow); the token is kept in your config directory and refreshed')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const start = (await api.call('POST', '/v1/cli/login/start', { auth: false, body: { client_name: `agent-mail CLI ${pkg.version}`, device_name: hostname().slice(0, 100) } })).data
+      const start = (
+        await api.call('POST', '/v1/cli/login/start', {
+          auth: false,
+          body: { client_name: `agent-mail CLI ${pkg.version}`, device_name: hostname().slice(0, 100) },
+        })
+      ).data
       say(`To log in, open ${color.cyan(start.verification_uri_complete)}`)
       say(`and check that it shows the code ${color.bold(start.user_code)}. Waiting...`)
       let interval: number = start.interval
@@ -49,7 +61,8 @@ export function accountCommands(program: Command) {
             continue
           }
           if (error.code === 'access_denied') throw new CliError('the login was denied in the browser', EXIT.auth, error.code)
-          if (error.code === 'expired_token') throw new CliError('the login code expired before it was approved: run `agent-mail login` again', EXIT.auth, error.code)
+          if (error.code === 'expired_token')
+            throw new CliError('the login code expired before it was approved: run `agent-mail login` again', EXIT.auth, error.code)
           throw error
         }
       }
@@ -68,16 +81,29 @@ export function accountCommands(program: Command) {
     .action(async (opts: { email: string; name?: string; orgName?: string; acceptTerms?: boolean; code?: string; password?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
       if (!opts.acceptTerms) throw new CliError('signup needs --accept-terms', EXIT.usage)
-      const started = (await api.call('POST', '/v1/cli/signup/start', { auth: false, body: { email: opts.email, name: opts.name, org_name: opts.orgName, terms_accepted: true } })).data
+      const started = (
+        await api.call('POST', '/v1/cli/signup/start', {
+          auth: false,
+          body: { email: opts.email, name: opts.name, org_name: opts.orgName, terms_accepted: true },
+        })
+      ).data
       say(`A verification code was sent to ${opts.email}.`)
       // an empty option or variable counts as not given
       const code = opts.code || (await ask('Verification code:'))
       const password = opts.password || process.env.AGENT_MAIL_PASSWORD || (await ask('Choose a password (12+ characters):', { secret: true }))
       if (!code || !password) throw new CliError('signup needs the verification code and a password', EXIT.usage)
-      const tokens = (await api.call<TokenSet & { inbox: { address: string } | null }>('POST', '/v1/cli/signup/verify', { auth: false, body: { signup_token: started.signup_token, verification_code: code, password } })).data
+      const tokens = (
+        await api.call<TokenSet & { inbox: { address: string } | null }>('POST', '/v1/cli/signup/verify', {
+          auth: false,
+          body: { signup_token: started.signup_token, verification_code: code, password },
+        })
+      ).data
       save(api, tokens)
       if (json) printJson({ org_id: tokens.org_id, user_id: tokens.user_id, inbox: tokens.inbox })
-      else say(`${color.green('Signed up')}: organization ${tokens.org_id}${tokens.inbox ? `, inbox ${color.bold(tokens.inbox.address)}` : ''}. You are logged in.`)
+      else
+        say(
+          `${color.green('Signed up')}: organization ${tokens.org_id}${tokens.inbox ? `, inbox ${color.bold(tokens.inbox.address)}` : ''}. You are logged in.`,
+        )
     })
 
   program
@@ -87,7 +113,12 @@ export function accountCommands(program: Command) {
       const { api, json } = globals(cmd)
       const me = (await api.call('GET', '/v1/whoami')).data
       if (json) return printJson(me)
-      process.stdout.write(table(['field', 'value'], Object.entries(me).map(([k, v]) => [k, String(v)])) + '\n')
+      process.stdout.write(
+        table(
+          ['field', 'value'],
+          Object.entries(me).map(([k, v]) => [k, String(v)]),
+        ) + '\n',
+      )
     })
 
   program
@@ -96,7 +127,10 @@ export function accountCommands(program: Command) {
     .action(async (_opts, cmd: Command) => {
       const { api } = globals(cmd)
       const token = await api.bearer().catch(() => null)
-      if (token) await api.fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) }).catch(() => {})
+      if (token)
+        await api
+          .fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) })
+          .catch(() => {})
       removeCredentials()
       say('Logged out.')
     })

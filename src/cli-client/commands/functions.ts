@@ -12,7 +12,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 async function findByName(api: Api, name: string): Promise<{ id: string; name: string } | null> {
   let cursor: string | null = null
   do {
-    const page: { data: { id: string; name: string }[]; meta?: { cursor: string | null } } = await api.call('GET', `/v1/functions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+    const page: { data: { id: string; name: string }[]; meta?: { cursor: string | null } } = await api.call(
+      'GET',
+      `/v1/functions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
     const hit = page.data.find(f => f.name === name)
     if (hit) return hit
     cursor = page.meta?.cursor ?? null
@@ -36,7 +39,12 @@ export function functionCommands(program: Command) {
       const { api, json } = globals(cmd)
       const { data } = await api.call('GET', '/v1/functions?limit=100')
       if (json) return printJson(data)
-      process.stdout.write(table(['name', 'status', 'routed', 'created', 'id'], data.map((f: any) => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id])) + '\n')
+      process.stdout.write(
+        table(
+          ['name', 'status', 'routed', 'created', 'id'],
+          data.map((f: any) => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id]),
+        ) + '\n',
+      )
     })
   functions
     .command('deploy <file>')
@@ -50,7 +58,11 @@ export function functionCommands(program: Command) {
       } catch {
         throw new CliError(`${file}: cannot read the file`, EXIT.usage)
       }
-      const name = opts.name ?? basename(file).replace(/\.[^.]+$/, '').toLowerCase()
+      const name =
+        opts.name ??
+        basename(file)
+          .replace(/\.[^.]+$/, '')
+          .toLowerCase()
       const existing = await findByName(api, name)
       const payload = JSON.stringify({ name, code })
       const bar = progressBar(Buffer.byteLength(payload), 'uploading')
@@ -68,9 +80,15 @@ export function functionCommands(program: Command) {
       const deployment = result.deployment
       if (deployment?.status === 'failed') {
         const e = deployment.deploy_error
-        throw new CliError(`deploy failed: ${e?.name}: ${e?.message}${e?.line ? ` (line ${e.line}${e.column ? `:${e.column}` : ''})` : ''}`, EXIT.error, 'deploy_failed')
+        throw new CliError(
+          `deploy failed: ${e?.name}: ${e?.message}${e?.line ? ` (line ${e.line}${e.column ? `:${e.column}` : ''})` : ''}`,
+          EXIT.error,
+          'deploy_failed',
+        )
       }
-      process.stdout.write(`${color.green(existing ? 'Redeployed' : 'Deployed')} ${fn.name} (${fn.id})${deployment ? `, ${bytes(deployment.bundle_bytes)}` : ''}\n`)
+      process.stdout.write(
+        `${color.green(existing ? 'Redeployed' : 'Deployed')} ${fn.name} (${fn.id})${deployment ? `, ${bytes(deployment.bundle_bytes)}` : ''}\n`,
+      )
     })
   functions
     .command('logs <function>')

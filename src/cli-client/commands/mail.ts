@@ -12,7 +12,16 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 const WAIT_SECONDS = 30
 
 const TYPES: Record<string, string> = {
-  pdf: 'application/pdf', txt: 'text/plain', csv: 'text/csv', json: 'application/json', html: 'text/html', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', zip: 'application/zip',
+  pdf: 'application/pdf',
+  txt: 'text/plain',
+  csv: 'text/csv',
+  json: 'application/json',
+  html: 'text/html',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  zip: 'application/zip',
 }
 const typeOf = (path: string) => TYPES[path.split('.').pop()?.toLowerCase() ?? ''] ?? 'application/octet-stream'
 
@@ -57,7 +66,12 @@ export function mailCommands(program: Command) {
       const { data, meta } = await api.call('GET', `/v1/inboxes?limit=${encodeURIComponent(opts.limit)}`)
       if (json) return printJson(data)
       if (!data.length) return void process.stdout.write('No inboxes yet: create one with `agent-mail inboxes create`.\n')
-      process.stdout.write(table(['address', 'name', 'created', 'id'], data.map((i: any) => [i.address, i.display_name, ago(i.created_at), i.id])) + '\n')
+      process.stdout.write(
+        table(
+          ['address', 'name', 'created', 'id'],
+          data.map((i: any) => [i.address, i.display_name, ago(i.created_at), i.id]),
+        ) + '\n',
+      )
       if (meta && meta.total > data.length) process.stdout.write(color.dim(`${data.length} of ${meta.total}\n`))
     })
   inboxes
@@ -66,7 +80,9 @@ export function mailCommands(program: Command) {
     .option('--name <display-name>', 'the name shown in From')
     .action(async (localPart: string | undefined, opts: { name?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const inbox = (await api.call('POST', '/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })).data
+      const inbox = (
+        await api.call('POST', '/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })
+      ).data
       if (json) return printJson(inbox)
       process.stdout.write(`${color.green('Created')} ${color.bold(inbox.address)}\n`)
     })
@@ -85,47 +101,68 @@ export function mailCommands(program: Command) {
     .option('--reply-to-email <id>', 'answer this received email (keeps the thread; --to defaults to its sender)')
     .option('--at <time>', 'schedule: an ISO 8601 instant such as 2026-12-01T09:00:00Z')
     .option('--idempotency-key <key>', 'send at most once per key (default: a new random key, printed)')
-    .action(async (opts: { from: string; to?: string[]; cc?: string[]; subject: string; text?: string; bodyFile?: string; htmlFile?: string; attach?: string[]; replyToEmail?: string; at?: string; idempotencyKey?: string }, cmd: Command) => {
-      const { api, json } = globals(cmd)
-      if (!opts.to?.length && !opts.replyToEmail) throw new CliError('send needs --to (or --reply-to-email)', EXIT.usage)
-      let text = opts.text
-      if (text === undefined && opts.bodyFile) text = opts.bodyFile === '-' ? await readStdin() : readFileSync(opts.bodyFile, 'utf8')
-      if (text === undefined && !process.stdin.isTTY) text = await readStdin()
-      if (text === undefined) throw new CliError('send needs a body: --text, --body-file, or stdin', EXIT.usage)
-      const attachments = (opts.attach ?? []).map(path => {
-        try {
-          if (!statSync(path).isFile()) throw new Error('not a file')
-          return { filename: basename(path), content_type: typeOf(path), content: readFileSync(path).toString('base64') }
-        } catch (error) {
-          throw new CliError(`--attach ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`, EXIT.usage)
+    .action(
+      async (
+        opts: {
+          from: string
+          to?: string[]
+          cc?: string[]
+          subject: string
+          text?: string
+          bodyFile?: string
+          htmlFile?: string
+          attach?: string[]
+          replyToEmail?: string
+          at?: string
+          idempotencyKey?: string
+        },
+        cmd: Command,
+      ) => {
+        const { api, json } = globals(cmd)
+        if (!opts.to?.length && !opts.replyToEmail) throw new CliError('send needs --to (or --reply-to-email)', EXIT.usage)
+        let text = opts.text
+        if (text === undefined && opts.bodyFile) text = opts.bodyFile === '-' ? await readStdin() : readFileSync(opts.bodyFile, 'utf8')
+        if (text === undefined && !process.stdin.isTTY) text = await readStdin()
+        if (text === undefined) throw new CliError('send needs a body: --text, --body-file, or stdin', EXIT.usage)
+        const attachments = (opts.attach ?? []).map(path => {
+          try {
+            if (!statSync(path).isFile()) throw new Error('not a file')
+            return { filename: basename(path), content_type: typeOf(path), content: readFileSync(path).toString('base64') }
+          } catch (error) {
+            throw new CliError(
+              `--attach ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+              EXIT.usage,
+            )
+          }
+        })
+        const body = {
+          from: opts.from,
+          ...(opts.to?.length && { to: opts.to.length === 1 ? opts.to[0] : opts.to }),
+          ...(opts.cc?.length && { cc: opts.cc }),
+          subject: opts.subject,
+          body_text: text,
+          ...(opts.htmlFile && { body_html: readFileSync(opts.htmlFile, 'utf8') }),
+          ...(attachments.length && { attachments }),
+          ...(opts.replyToEmail && { in_reply_to_email_id: opts.replyToEmail }),
+          ...(opts.at && { scheduled_at: opts.at }),
         }
-      })
-      const body = {
-        from: opts.from,
-        ...(opts.to?.length && { to: opts.to.length === 1 ? opts.to[0] : opts.to }),
-        ...(opts.cc?.length && { cc: opts.cc }),
-        subject: opts.subject,
-        body_text: text,
-        ...(opts.htmlFile && { body_html: readFileSync(opts.htmlFile, 'utf8') }),
-        ...(attachments.length && { attachments }),
-        ...(opts.replyToEmail && { in_reply_to_email_id: opts.replyToEmail }),
-        ...(opts.at && { scheduled_at: opts.at }),
-      }
-      const key = opts.idempotencyKey ?? crypto.randomUUID()
-      const payload = JSON.stringify(body)
-      const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
-      const rawBody = bar ? streamed(payload, n => bar.update(n)) : payload
-      let result: any
-      try {
-        result = (await api.call('POST', '/v1/send-mail', { rawBody, headers: { 'idempotency-key': key } })).data
-      } finally {
-        bar?.stop()
-      }
-      if (json) return printJson(result)
-      const what = result.status === 'scheduled' ? `Scheduled for ${result.scheduled_at}` : result.idempotent_replay ? 'Already sent (same idempotency key)' : 'Sent'
-      process.stdout.write(`${color.green(what)}: ${result.id} to ${result.accepted.join(', ')}\n`)
-      process.stderr.write(color.dim(`idempotency key: ${key} (pass --idempotency-key ${key} to retry safely)\n`))
-    })
+        const key = opts.idempotencyKey ?? crypto.randomUUID()
+        const payload = JSON.stringify(body)
+        const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
+        const rawBody = bar ? streamed(payload, n => bar.update(n)) : payload
+        let result: any
+        try {
+          result = (await api.call('POST', '/v1/send-mail', { rawBody, headers: { 'idempotency-key': key } })).data
+        } finally {
+          bar?.stop()
+        }
+        if (json) return printJson(result)
+        const what =
+          result.status === 'scheduled' ? `Scheduled for ${result.scheduled_at}` : result.idempotent_replay ? 'Already sent (same idempotency key)' : 'Sent'
+        process.stdout.write(`${color.green(what)}: ${result.id} to ${result.accepted.join(', ')}\n`)
+        process.stderr.write(color.dim(`idempotency key: ${key} (pass --idempotency-key ${key} to retry safely)\n`))
+      },
+    )
 
   program
     .command('tail')
@@ -150,7 +187,9 @@ export function mailCommands(program: Command) {
           if (json) process.stdout.write(JSON.stringify(email) + '\n')
           else {
             const clip = email.attachment_count ? color.dim(` +${email.attachment_count} attachment${email.attachment_count > 1 ? 's' : ''}`) : ''
-            process.stdout.write(`${color.dim(new Date(email.received_at).toLocaleTimeString())}  ${color.bold(address(email.from))}  ${email.subject}${clip}  ${color.dim(email.id)}\n`)
+            process.stdout.write(
+              `${color.dim(new Date(email.received_at).toLocaleTimeString())}  ${color.bold(address(email.from))}  ${email.subject}${clip}  ${color.dim(email.id)}\n`,
+            )
           }
           if (++shown >= max) return
         }

@@ -13,7 +13,12 @@ export function webhookCommands(program: Command) {
       const { data } = await api.call('GET', '/v1/endpoints?limit=100')
       if (json) return printJson(data)
       if (!data.length) return void process.stdout.write('No webhook endpoints: add one with `agent-mail webhooks create <url>`.\n')
-      process.stdout.write(table(['url', 'enabled', 'domain', 'created', 'id'], data.map((e: any) => [e.url, e.enabled ? 'yes' : 'no', e.domain_id ?? 'all (fallback)', ago(e.created_at), e.id])) + '\n')
+      process.stdout.write(
+        table(
+          ['url', 'enabled', 'domain', 'created', 'id'],
+          data.map((e: any) => [e.url, e.enabled ? 'yes' : 'no', e.domain_id ?? 'all (fallback)', ago(e.created_at), e.id]),
+        ) + '\n',
+      )
     })
   webhooks
     .command('create <url>')
@@ -22,7 +27,9 @@ export function webhookCommands(program: Command) {
     .option('--disabled', 'create it disabled')
     .action(async (url: string, opts: { domainId?: string; disabled?: boolean }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const endpoint = (await api.call('POST', '/v1/endpoints', { body: { url, ...(opts.domainId && { domain_id: opts.domainId }), ...(opts.disabled && { enabled: false }) } })).data
+      const endpoint = (
+        await api.call('POST', '/v1/endpoints', { body: { url, ...(opts.domainId && { domain_id: opts.domainId }), ...(opts.disabled && { enabled: false }) } })
+      ).data
       if (json) return printJson(endpoint)
       process.stdout.write(`${color.green('Created')} ${endpoint.id} → ${endpoint.url}\n`)
     })
@@ -42,6 +49,11 @@ export function webhookCommands(program: Command) {
       const { api, json } = globals(cmd)
       const result = (await api.call('POST', `/v1/endpoints/${encodeURIComponent(id)}/test`)).data
       if (json) return printJson(result)
-      process.stdout.write(table(['field', 'value'], Object.entries(result).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])) + '\n')
+      process.stdout.write(
+        table(
+          ['field', 'value'],
+          Object.entries(result).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+        ) + '\n',
+      )
     })
 }

@@ -17,7 +17,14 @@
  */
 import { readFileSync } from 'node:fs'
 import { createHash, createHmac, randomBytes } from 'node:crypto'
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSRuntime } from 'quickjs-emscripten-core'
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSDeferredPromise,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+} from 'quickjs-emscripten-core'
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
 import type { Outcome, RunLimits, RunRequest, RunResult, LogLine, FetchAnswer } from './protocol'
 
@@ -218,7 +225,8 @@ function installHost(vm: QuickJSContext, current: () => { state: RunState; bridg
       }
       return ops.start(() => ({
         promise: bridge.request('fetch', arg).then(answer => {
-          if (answer.error === undefined && answer.body && answer.body.length > (state.limits.responseBytes * 4) / 3 + 4) return JSON.stringify({ error: 'response too large' })
+          if (answer.error === undefined && answer.body && answer.body.length > (state.limits.responseBytes * 4) / 3 + 4)
+            return JSON.stringify({ error: 'response too large' })
           return JSON.stringify(answer)
         }),
       }))
@@ -239,7 +247,10 @@ function installHost(vm: QuickJSContext, current: () => { state: RunState; bridg
         return vm.newArrayBuffer(ownBuffer(Buffer.from(vm.getString(valueHandle), 'utf8')))
       case 'base64_decode': {
         // forgiving-base64: ASCII whitespace ignored, padding optional
-        const clean = vm.getString(valueHandle).replace(/[\t\n\f\r ]/g, '').replace(/=+$/, '')
+        const clean = vm
+          .getString(valueHandle)
+          .replace(/[\t\n\f\r ]/g, '')
+          .replace(/=+$/, '')
         if (/[^A-Za-z0-9+/]/.test(clean) || clean.length % 4 === 1) return vm.undefined
         return vm.newArrayBuffer(ownBuffer(Buffer.from(clean, 'base64')))
       }
@@ -257,10 +268,11 @@ function installHost(vm: QuickJSContext, current: () => { state: RunState; bridg
 
 const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true })
 
-
 /** The bytes of `b` as an ArrayBuffer of their own (a small Buffer is a slice of a shared pool). */
 const ownBuffer = (b: Buffer): ArrayBuffer =>
-  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? (b.buffer as ArrayBuffer) : (b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer)
+  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength
+    ? (b.buffer as ArrayBuffer)
+    : (b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer)
 
 /** A copy of `length` bytes at `offset` of a guest ArrayBuffer. */
 function readBytes(vm: QuickJSContext, buffer: QuickJSHandle, offsetHandle: QuickJSHandle, lengthHandle: QuickJSHandle): Buffer {
@@ -299,7 +311,14 @@ function describeError(vm: QuickJSContext, handle: QuickJSHandle): GuestError {
       column: at?.[2] ? Number(at[2]) : null,
     }
   }
-  return { name: 'Error', message: `uncaught ${typeof dumped === 'string' ? dumped : JSON.stringify(dumped)}`, stack: null, line: null, column: null, notAnError: true }
+  return {
+    name: 'Error',
+    message: `uncaught ${typeof dumped === 'string' ? dumped : JSON.stringify(dumped)}`,
+    stack: null,
+    line: null,
+    column: null,
+    notAnError: true,
+  }
 }
 
 /** QuickJS's own limit is this far below the hard cap (see freshRuntime). */
@@ -573,11 +592,23 @@ function crashResult(state: RunState, error: unknown, memory: WebAssembly.Memory
     // The guest nested deeper (JSON, eval, a regular expression) than the thread's native stack
     // holds before QuickJS's own stack check: a stack limit, which aborted the instance.
     return resultOf(state, 'exceeded_limit', {
-      error: { name: 'InternalError', message: `stack overflow: the code nested too deep for the sandbox, whose engine ran out of native stack (${message}); the sandbox was discarded`, stack: null, line: null, column: null },
+      error: {
+        name: 'InternalError',
+        message: `stack overflow: the code nested too deep for the sandbox, whose engine ran out of native stack (${message}); the sandbox was discarded`,
+        stack: null,
+        line: null,
+        column: null,
+      },
     })
   }
   return resultOf(state, state.stop ?? (atCap || /memory/i.test(message) ? 'exceeded_memory' : 'crashed'), {
-    error: { name: (error as Error)?.name ?? 'Error', message: `sandbox ${atCap ? 'reached its memory cap' : 'failed'}: ${message}`, stack: null, line: null, column: null },
+    error: {
+      name: (error as Error)?.name ?? 'Error',
+      message: `sandbox ${atCap ? 'reached its memory cap' : 'failed'}: ${message}`,
+      stack: null,
+      line: null,
+      column: null,
+    },
   })
 }
 
@@ -709,7 +740,7 @@ export async function runInSandbox(req: RunRequest, bridge: HostBridge, warm?: W
  * it (a promise that never settles fails at once instead of holding the run to the wall clock).
  */
 async function drive(vm: QuickJSContext, runtime: QuickJSRuntime, state: RunState, ops: PendingOps, promise: QuickJSHandle): Promise<GuestError | null> {
-  const stopped = (): GuestError => (plainError(state.stopReason))
+  const stopped = (): GuestError => plainError(state.stopReason)
   for (;;) {
     // In slices, so that a guest that keeps queueing jobs (a microtask spin) meets its CPU budget.
     const jobs = state.guest(() => runtime.executePendingJobs(JOB_SLICE))

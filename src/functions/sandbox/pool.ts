@@ -50,7 +50,16 @@ const UNATTRIBUTED = ''
 
 /** The result of a run that ended without its sandbox saying how (its thread died, the service stopped). */
 function endedResult(outcome: RunResult['outcome'], wallMs: number, message: string): RunResult {
-  return { outcome, cpuMs: 0, wallMs, logs: [], logsTruncated: false, subrequests: 0, response: null, error: { name: 'Error', message, stack: null, line: null, column: null } }
+  return {
+    outcome,
+    cpuMs: 0,
+    wallMs,
+    logs: [],
+    logsTruncated: false,
+    subrequests: 0,
+    response: null,
+    error: { name: 'Error', message, stack: null, line: null, column: null },
+  }
 }
 
 class SandboxThread {
@@ -232,4 +241,6 @@ export class SandboxPool {
 }
 
 /** The process's pool: FUNCTION_THREADS threads at most, started as runs need them, shared per FUNCTION_ORG_THREADS and FUNCTION_ORG_CONCURRENCY. */
-export const sandboxPool = perProcess(ctx => new SandboxPool(ctx.config.FUNCTION_THREADS, { orgThreads: ctx.config.FUNCTION_ORG_THREADS, orgRuns: ctx.config.FUNCTION_ORG_CONCURRENCY }))
+export const sandboxPool = perProcess(
+  ctx => new SandboxPool(ctx.config.FUNCTION_THREADS, { orgThreads: ctx.config.FUNCTION_ORG_THREADS, orgRuns: ctx.config.FUNCTION_ORG_CONCURRENCY }),
+)

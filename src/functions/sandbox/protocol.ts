@@ -64,4 +64,7 @@ export interface GuestFetch {
 
 export type ToThread = { type: 'run'; runId: number; request: RunRequest } | { type: 'answer'; runId: number; callId: number; value: FetchAnswer }
 
-export type FromThread = { type: 'done'; runId: number; result: RunResult } | { type: 'fetch'; runId: number; callId: number; arg: GuestFetch } | { type: 'ready' }
+export type FromThread =
+  | { type: 'done'; runId: number; result: RunResult }
+  | { type: 'fetch'; runId: number; callId: number; arg: GuestFetch }
+  | { type: 'ready' }

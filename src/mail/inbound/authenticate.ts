@@ -56,13 +56,18 @@ export async function authenticateMessage(
     domain: d.signingDomain,
     selector: d.selector,
     aligned: Boolean(d.status.aligned),
-    signed_headers: (d.signingHeaders?.keys ?? '').split(':').map(k => k.trim().toLowerCase()).filter(Boolean),
+    signed_headers: (d.signingHeaders?.keys ?? '')
+      .split(':')
+      .map(k => k.trim().toLowerCase())
+      .filter(Boolean),
   }))
   const dmarc = r.dmarc as false | { status?: { result?: string }; policy?: string; domain?: string }
   return {
     spf: r.spf ? { result: r.spf.status?.result ?? 'none', domain: r.spf.domain ?? null } : { result: 'none', domain: null },
     dkim,
-    dmarc: dmarc ? { result: dmarc.status?.result ?? 'none', policy: dmarc.policy ?? null, domain: dmarc.domain ?? null } : { result: 'none', policy: null, domain: null },
+    dmarc: dmarc
+      ? { result: dmarc.status?.result ?? 'none', policy: dmarc.policy ?? null, domain: dmarc.domain ?? null }
+      : { result: 'none', policy: null, domain: null },
     arc: { result: (r.arc as { status?: { result?: string } } | undefined)?.status?.result ?? 'none' },
   }
 }

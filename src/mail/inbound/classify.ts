@@ -8,7 +8,7 @@ import type { ParsedMail } from './parse'
 export const EMAIL_EVENT_TYPES = ['email.received', 'email.bounced', 'email.tls_report', 'email.dmarc_report', 'email.dmarc_failure'] as const
 export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number]
 
-const reportType = (contentType: string) => /^multipart\/report\b/.test(contentType) ? /report-type="?([\w-]+)"?/.exec(contentType)?.[1] ?? '' : null
+const reportType = (contentType: string) => (/^multipart\/report\b/.test(contentType) ? (/report-type="?([\w-]+)"?/.exec(contentType)?.[1] ?? '') : null)
 
 export function classify(mail: ParsedMail, mailFrom: string): EmailEventType {
   const report = reportType(mail.contentType)

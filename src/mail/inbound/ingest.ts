@@ -135,7 +135,12 @@ const mailSignals = (stored: StoredEmail[]) => [...addressesByOrg(stored)].map((
  * `changes` the feed's record of each copy, written at the end of the batch.
  */
 async function storeCopies(
-  tx: Tx, ctx: AppContext, p: PreparedMessage, consumers: ReturnType<ReceivedMailConsumer>[], counted: StorageCounts, changes: ChangeInput[],
+  tx: Tx,
+  ctx: AppContext,
+  p: PreparedMessage,
+  consumers: ReturnType<ReceivedMailConsumer>[],
+  counted: StorageCounts,
+  changes: ChangeInput[],
 ): Promise<IngestResult> {
   const out: IngestResult = { stored: [], refused: [] }
   const bytes = p.msg.raw.byteLength
@@ -147,8 +152,16 @@ async function storeCopies(
       continue
     }
     const email = await storeEmail(ctx, tx, {
-      orgId, direction: 'inbound', eventType: p.eventType, mail: p.mail, raw: p.msg.raw, mailFrom: p.msg.mailFrom, rcptTo, auth: p.auth,
-      session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls }, batched: true,
+      orgId,
+      direction: 'inbound',
+      eventType: p.eventType,
+      mail: p.mail,
+      raw: p.msg.raw,
+      mailFrom: p.msg.mailFrom,
+      rcptTo,
+      auth: p.auth,
+      session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
+      batched: true,
     })
     if (storageLimit === null) {
       const c = counted.get(orgId) ?? { bytes: 0, emails: 0 }
@@ -170,7 +183,14 @@ function receivedChange(email: StoredEmail, p: PreparedMessage): ChangeInput {
     type: email.eventType,
     resource: { type: 'email', id: email.id },
     addresses: email.rcptTo,
-    data: { email_id: email.id, thread_id: email.threadId, from: p.mail.from?.address ?? email.mailFrom, to: email.rcptTo, subject: p.mail.subject, size_bytes: email.sizeBytes },
+    data: {
+      email_id: email.id,
+      thread_id: email.threadId,
+      from: p.mail.from?.address ?? email.mailFrom,
+      to: email.rcptTo,
+      subject: p.mail.subject,
+      size_bytes: email.sizeBytes,
+    },
   }
 }
 

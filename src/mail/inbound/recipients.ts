@@ -19,7 +19,13 @@ export const replies = {
 
 export function splitAddress(address: string): { local: string; domain: string } {
   const at = address.lastIndexOf('@')
-  return { local: address.slice(0, at), domain: address.slice(at + 1).toLowerCase().replace(/\.$/, '') }
+  return {
+    local: address.slice(0, at),
+    domain: address
+      .slice(at + 1)
+      .toLowerCase()
+      .replace(/\.$/, ''),
+  }
 }
 
 /** A recipient with its organization's storage headroom, read in the same query. */

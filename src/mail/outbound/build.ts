@@ -7,7 +7,15 @@
 import { randomBytes } from 'node:crypto'
 import { createMimeMessage, type MIMEMessage, type MIMEMessageContent } from 'mimetext'
 import {
-  addressList, assertSingleLine, fileParameter, isSevenBitSafe, messageIdList, quotedPrintable, rfc5322Date, unstructured, wrappedBase64,
+  addressList,
+  assertSingleLine,
+  fileParameter,
+  isSevenBitSafe,
+  messageIdList,
+  quotedPrintable,
+  rfc5322Date,
+  unstructured,
+  wrappedBase64,
 } from './encoding'
 
 export interface Attachment {
@@ -42,8 +50,21 @@ export interface OutboundMessage {
 
 /** Headers this module writes itself; a custom header may not replace or repeat them. */
 const RESERVED = new Set([
-  'from', 'sender', 'reply-to', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'in-reply-to', 'references', 'mime-version',
-  'dkim-signature', 'received', 'return-path',
+  'from',
+  'sender',
+  'reply-to',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'date',
+  'message-id',
+  'in-reply-to',
+  'references',
+  'mime-version',
+  'dkim-signature',
+  'received',
+  'return-path',
 ])
 
 const CONTENT_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i
@@ -69,7 +90,8 @@ function addBody(msg: MIMEMessage, contentType: 'text/plain' | 'text/html', text
 }
 
 function addPart(msg: MIMEMessage, part: { filename: string; contentType: string; data: Buffer; contentId?: string }) {
-  if (!CONTENT_TYPE.test(part.contentType)) throw new Error(`attachment ${JSON.stringify(part.filename)}: content type ${JSON.stringify(part.contentType)} is not type/subtype`)
+  if (!CONTENT_TYPE.test(part.contentType))
+    throw new Error(`attachment ${JSON.stringify(part.filename)}: content type ${JSON.stringify(part.contentType)} is not type/subtype`)
   const inline = part.contentId !== undefined
   if (inline) assertSingleLine('content_id', part.contentId!)
   // the file name goes in below, encoded; mimetext would quote it raw
@@ -98,9 +120,33 @@ export function buildMime(m: OutboundMessage): string {
 
   setHeader(msg, 'Date', rfc5322Date(m.date))
   setHeader(msg, 'From', addressList('From', [{ address: m.from.address, name: m.from.name }]))
-  if (m.replyTo?.length) setHeader(msg, 'Reply-To', addressList('Reply-To', m.replyTo.map(address => ({ address }))))
-  if (m.to.length) setHeader(msg, 'To', addressList('To', m.to.map(address => ({ address }))))
-  if (m.cc.length) setHeader(msg, 'Cc', addressList('Cc', m.cc.map(address => ({ address }))))
+  if (m.replyTo?.length)
+    setHeader(
+      msg,
+      'Reply-To',
+      addressList(
+        'Reply-To',
+        m.replyTo.map(address => ({ address })),
+      ),
+    )
+  if (m.to.length)
+    setHeader(
+      msg,
+      'To',
+      addressList(
+        'To',
+        m.to.map(address => ({ address })),
+      ),
+    )
+  if (m.cc.length)
+    setHeader(
+      msg,
+      'Cc',
+      addressList(
+        'Cc',
+        m.cc.map(address => ({ address })),
+      ),
+    )
   setHeader(msg, 'Message-ID', messageIdList('Message-ID', [m.messageId]))
   setHeader(msg, 'Subject', unstructured('Subject', m.subject))
   if (m.inReplyTo) setHeader(msg, 'In-Reply-To', messageIdList('In-Reply-To', [m.inReplyTo]))

@@ -24,8 +24,21 @@ export interface SigningKey {
  * or a send gate relies on, To included (send_to_known_addresses checks that DKIM covers To).
  */
 export const SIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'To', 'Cc', 'Subject', 'Date', 'Message-ID', 'In-Reply-To', 'References',
-  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+  'From',
+  'Sender',
+  'Reply-To',
+  'To',
+  'Cc',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'In-Reply-To',
+  'References',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
 ]
 const canonical = (domain: string) => domain.trim().toLowerCase().replace(/\.$/, '')
 
@@ -86,9 +99,15 @@ const { parseHeaders, getSigningHeaderLines, formatSignatureHeaderLine } = requi
   getSigningHeaderLines(parsed: unknown[], fieldNames: string): HeaderLines
   formatSignatureHeaderLine(type: 'DKIM', opts: Record<string, unknown>, folded: boolean): string
 }
-const { dkimBody } = require('mailauth/lib/dkim/body') as { dkimBody(canonicalization: string, hash: string, maxLength: false): { update(chunk: Buffer): void; digest(encoding: 'base64'): string } }
+const { dkimBody } = require('mailauth/lib/dkim/body') as {
+  dkimBody(canonicalization: string, hash: string, maxLength: false): { update(chunk: Buffer): void; digest(encoding: 'base64'): string }
+}
 const { generateCanonicalizedHeader } = require('mailauth/lib/dkim/header') as {
-  generateCanonicalizedHeader(type: 'DKIM', lines: HeaderLines, options: Record<string, unknown>): { canonicalizedHeader: Buffer; dkimHeaderOpts: Record<string, unknown> }
+  generateCanonicalizedHeader(
+    type: 'DKIM',
+    lines: HeaderLines,
+    options: Record<string, unknown>,
+  ): { canonicalizedHeader: Buffer; dkimHeaderOpts: Record<string, unknown> }
 }
 const SIGNED_FIELDS = SIGNED_HEADERS.join(':')
 /** Keys parsed once, by their PEM (a key never changes in place). */
@@ -119,8 +138,16 @@ export async function dkimSign(raw: string, key: SigningKey, signTime = new Date
     const body = dkimBody('relaxed', 'sha256', false)
     if (end >= 0) body.update(bytes.subarray(end + 4))
     const { canonicalizedHeader, dkimHeaderOpts } = generateCanonicalizedHeader('DKIM', lines, {
-      signingDomain: key.domain, selector: key.selector, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed',
-      signTime, timestamp: Math.floor(signTime.getTime() / 1000), expiration: false, identity: false, instance: false, bodyHash: body.digest('base64'),
+      signingDomain: key.domain,
+      selector: key.selector,
+      algorithm: 'rsa-sha256',
+      canonicalization: 'relaxed/relaxed',
+      signTime,
+      timestamp: Math.floor(signTime.getTime() / 1000),
+      expiration: false,
+      identity: false,
+      instance: false,
+      bodyHash: body.digest('base64'),
     })
     dkimHeaderOpts.b = rsaSign('rsa-sha256', canonicalizedHeader, privateKey).toString('base64')
     return formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true) + '\r\n' + raw

@@ -86,7 +86,10 @@ export function addressList(name: string, list: Address[]): string {
     if (/[<>\s,]/.test(a.address)) throw new Error(`${name}: ${JSON.stringify(a.address)} is not a plain address`)
     return a.name ? `${phrase(a.name)} <${a.address}>` : a.address
   })
-  return foldTokens(parts.map((p, i) => (i < parts.length - 1 ? p + ',' : p)), name.length + 2)
+  return foldTokens(
+    parts.map((p, i) => (i < parts.length - 1 ? p + ',' : p)),
+    name.length + 2,
+  )
 }
 
 /** Message ids (`<id@domain>`) separated by folding whitespace. */
@@ -108,7 +111,9 @@ const ATTR_CHAR = /^[!#$&+.^`|~\w-]$/
 export function fileParameter(param: 'name' | 'filename', value: string): string {
   assertSingleLine(param, value)
   if (PLAIN_TEXT.test(value) && value.length <= 60) return `${param}="${value.replace(/["\\]/g, '\\$&')}"`
-  const encoded = [...Buffer.from(value)].map(b => (ATTR_CHAR.test(String.fromCharCode(b)) ? String.fromCharCode(b) : '%' + b.toString(16).toUpperCase().padStart(2, '0'))).join('')
+  const encoded = [...Buffer.from(value)]
+    .map(b => (ATTR_CHAR.test(String.fromCharCode(b)) ? String.fromCharCode(b) : '%' + b.toString(16).toUpperCase().padStart(2, '0')))
+    .join('')
   const pieces: string[] = []
   let rest = `UTF-8''${encoded}`
   while (rest.length) {

@@ -66,7 +66,11 @@ export function createLocalRelay(ctx: AppContext): Relay {
       if (hosted.length) {
         // tls false: the message never crossed a network, encrypted or not
         const rcptTo = hosted.map(h => h.rcpt)
-        const result = await ingest(ctx, { raw: bytes, mailFrom: envelope.from, rcptTo, remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false }, resolver)
+        const result = await ingest(
+          ctx,
+          { raw: bytes, mailFrom: envelope.from, rcptTo, remoteIp: '127.0.0.1', helo: ctx.config.SMTP_HOSTNAME, tls: false },
+          resolver,
+        )
         const delivered = new Set(result.stored.flatMap(s => s.rcptTo.map(a => a.toLowerCase())))
         for (const { rcpt, orgId } of hosted) {
           if (delivered.has(rcpt.toLowerCase())) continue

@@ -10,4 +10,7 @@ export const Summary = t.Object({
   created_at: t.String({ format: 'date-time' }),
 })
 
-export const Message = t.Composite([Summary, t.Object({ raw: t.String({ description: 'the message as it would have been sent (RFC 5322, CRLF, DKIM-signed)' }) })])
+export const Message = t.Composite([
+  Summary,
+  t.Object({ raw: t.String({ description: 'the message as it would have been sent (RFC 5322, CRLF, DKIM-signed)' }) }),
+])

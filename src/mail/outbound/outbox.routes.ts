@@ -37,12 +37,16 @@ export function outboxRoutes(ctx: AppContext) {
         detail: { summary: 'List the local outbox', description: `Newest first. ${ABOUT}` },
       },
     )
-    .get('/:id', async ({ auth, params }) => {
-      const row = await getOutbox(ctx.sql, auth.orgId, params.id)
-      return { ...present(row), raw: row.raw }
-    }, {
-      params: IdParams,
-      response: { 200: Ok(Message) },
-      detail: { summary: 'Get a local outbox message', description: `With the raw message text. ${ABOUT}` },
-    })
+    .get(
+      '/:id',
+      async ({ auth, params }) => {
+        const row = await getOutbox(ctx.sql, auth.orgId, params.id)
+        return { ...present(row), raw: row.raw }
+      },
+      {
+        params: IdParams,
+        response: { 200: Ok(Message) },
+        detail: { summary: 'Get a local outbox message', description: `With the raw message text. ${ABOUT}` },
+      },
+    )
 }

@@ -1,6 +1,16 @@
 /** Function tools (the Functions routes): deploy, read, route, secrets, logs and invocations of hosted functions. */
 import { Type } from '@sinclair/typebox'
-import { DeployFunction, DeployResult, FullInvocation, FunctionSchema, Invocation, LogLineSchema, RouteFunction, RoutingTopology, Secret } from '../../functions/model'
+import {
+  DeployFunction,
+  DeployResult,
+  FullInvocation,
+  FunctionSchema,
+  Invocation,
+  LogLineSchema,
+  RouteFunction,
+  RoutingTopology,
+  Secret,
+} from '../../functions/model'
 import { routeFunction, routingTopology } from '../../functions/routing'
 import { deleteSecret, listSecrets, putSecret } from '../../functions/secrets'
 import { RESERVED_SECRETS, SECRET_VALUE_BYTES } from '../../functions/limits'
@@ -12,7 +22,12 @@ import { READ, tool, WRITE } from '../tool'
 const FunctionId = { function_id: Type.String({ format: 'uuid' }) }
 /** Secrets live in two scopes, like the two REST collections: one function's, or the organization's (read by every function without its own). */
 const SecretScope = {
-  function_id: Type.Optional(Type.String({ format: 'uuid', description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key" })),
+  function_id: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key",
+    }),
+  ),
 }
 const SecretKey = Type.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$; ${RESERVED_SECRETS.join(', ')} are reserved` })
 

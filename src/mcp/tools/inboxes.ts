@@ -11,7 +11,9 @@ export const inboxTools = [
     title: 'Create an inbox',
     description: 'Creates a new email address under the managed domain for this organization. Without local_part the address is random.',
     input: Type.Object({
-      local_part: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'the part before @; letters, digits, ".", "_", "-"; role names are reserved' })),
+      local_part: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 63, description: 'the part before @; letters, digits, ".", "_", "-"; role names are reserved' }),
+      ),
       display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'the name shown in From' })),
     }),
     output: Inbox,

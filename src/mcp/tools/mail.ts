@@ -68,7 +68,12 @@ export const mailTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/emails' },
     handle: async ({ ctx, auth }, args) => {
-      const filters = { since: args.since ? parseTimestamp('since', args.since) : null, direction: args.direction, threadId: args.thread_id, addresses: auth.boundAddress ? [auth.boundAddress] : [] }
+      const filters = {
+        since: args.since ? parseTimestamp('since', args.since) : null,
+        direction: args.direction,
+        threadId: args.thread_id,
+        addresses: auth.boundAddress ? [auth.boundAddress] : [],
+      }
       return toolPage(ctx, 'emails', args, page => listEmails(ctx.sql, auth.orgId, page, filters), presentSummary)
     },
   }),
@@ -92,7 +97,8 @@ export const mailTools = [
     output: EmailWithLinks,
     annotations: READ,
     rest: { method: 'GET', path: '/v1/emails/:id' },
-    handle: async ({ ctx, auth }, args) => withLinks(ctx, auth.orgId, presentEmail(await getEmail(ctx.sql, auth.orgId, args.email_id, auth.boundAddress)), auth.method !== 'connection'),
+    handle: async ({ ctx, auth }, args) =>
+      withLinks(ctx, auth.orgId, presentEmail(await getEmail(ctx.sql, auth.orgId, args.email_id, auth.boundAddress)), auth.method !== 'connection'),
   }),
   tool({
     name: 'list_threads',
@@ -123,7 +129,12 @@ export const mailTools = [
       `Blocks until mail arrives for an address (or any address of the organization), or until timeout_seconds (at most ${MAX_WAIT_SECONDS}) pass. ` +
       'Pass the returned next_since as since on the next call so nothing is missed between calls.',
     input: Type.Object({
-      address: Type.Optional(Type.String({ maxLength: 320, description: 'the receiving address; omitted: any address of the organization (a connection key always waits for its own)' })),
+      address: Type.Optional(
+        Type.String({
+          maxLength: 320,
+          description: 'the receiving address; omitted: any address of the organization (a connection key always waits for its own)',
+        }),
+      ),
       since: Type.Optional(Type.String({ description: 'ISO 8601 instant; mail received after it counts. Default: now' })),
       timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_WAIT_SECONDS, description: `default 30, at most ${MAX_WAIT_SECONDS}` })),
     }),
@@ -137,9 +148,15 @@ export const mailTools = [
     handle: async ({ ctx, auth, signal }, args) => {
       const since = args.since ? parseTimestamp('since', args.since) : new Date()
       const address = auth.boundAddress ?? args.address?.trim().toLowerCase()
-      const read = () => listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
+      const read = () =>
+        listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
       // as GET /v1/emails?wait= does it: woken by mail of this address only, when it has one
-      const { rows } = await pollMail(mailEvents(ctx), { orgId: auth.orgId, address, ms: (args.timeout_seconds ?? 30) * 1000, signal }, read, r => r.rows.length > 0)
+      const { rows } = await pollMail(
+        mailEvents(ctx),
+        { orgId: auth.orgId, address, ms: (args.timeout_seconds ?? 30) * 1000, signal },
+        read,
+        r => r.rows.length > 0,
+      )
       if (!rows.length) return { emails: [], timed_out: true, next_since: since.toISOString() }
       const emails = rows.slice(0, TOOL_PAGE).map(presentSummary)
       return { emails, timed_out: false, next_since: emails[0]!.received_at }

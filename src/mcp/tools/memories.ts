@@ -12,14 +12,20 @@ import { PageInput, PageOf, pageResult, TOOL_PAGE } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
 const Key = Type.String({ minLength: 1, maxLength: MEMORY_KEY_MAX_BYTES, description: '1 to 512 bytes; `/` separates prefixes' })
-const IfVersion = Type.Optional(Type.Integer({ minimum: 1, description: 'write only if the key has this version now (optimistic concurrency); else precondition_failed' }))
+const IfVersion = Type.Optional(
+  Type.Integer({ minimum: 1, description: 'write only if the key has this version now (optimistic concurrency); else precondition_failed' }),
+)
 
 export const memoryTools = [
   tool({
     name: 'list_memories',
     title: 'List memories',
     description: 'Keys in byte order, optionally under a prefix, with their values if asked.',
-    input: Type.Object({ ...PageInput, prefix: Type.Optional(Type.String({ minLength: 1, maxLength: MEMORY_KEY_MAX_BYTES })), include_values: Type.Optional(Type.Boolean()) }),
+    input: Type.Object({
+      ...PageInput,
+      prefix: Type.Optional(Type.String({ minLength: 1, maxLength: MEMORY_KEY_MAX_BYTES })),
+      include_values: Type.Optional(Type.Boolean()),
+    }),
     output: PageOf(MemoryListItem),
     annotations: READ,
     rest: { method: 'GET', path: '/v1/memories' },
@@ -33,7 +39,12 @@ export const memoryTools = [
       const { rows, total } = await listMemories(ctx.sql, where, { prefix: args.prefix, after, limit, withValues })
       const items = rows.slice(0, limit)
       const cursor = rows.length > limit ? cursors(ctx).encode(scope, items.at(-1)!.key) : null
-      return pageResult(new Page(items.map(r => presentListItem(r, withValues)), { total, limit, cursor }))
+      return pageResult(
+        new Page(
+          items.map(r => presentListItem(r, withValues)),
+          { total, limit, cursor },
+        ),
+      )
     },
   }),
   tool({

@@ -39,7 +39,8 @@ export const networkTools = [
   tool({
     name: 'discover_network_agents',
     title: 'Discover agents in a network',
-    description: "The agents a network's members publish (address, name, description, skills, whether they accept contacts), newest first. Needs an active membership with can_view.",
+    description:
+      "The agents a network's members publish (address, name, description, skills, whether they accept contacts), newest first. Needs an active membership with can_view.",
     input: Type.Object({
       network_id: Id('from list_networks'),
       ...PageInput,
@@ -106,7 +107,8 @@ export const networkTools = [
   tool({
     name: 'save_contact',
     title: 'Create or update a contact',
-    description: 'Keyed by owner_address and address: creates the contact, or updates its name and tags (omitted ones are kept). Records no send grant: admit_network_agent does.',
+    description:
+      'Keyed by owner_address and address: creates the contact, or updates its name and tags (omitted ones are kept). Records no send grant: admit_network_agent does.',
     input: Type.Object({
       owner_address: AddressOf("the organization's address (managed inbox or at a verified domain) whose contact this is"),
       address: Type.String({ ...Address, description: 'the correspondent' }),
@@ -167,7 +169,8 @@ export const networkTools = [
   tool({
     name: 'update_address_note',
     title: 'Edit an address note',
-    description: 'Replaces the body of a note at the version you read (precondition_failed with details.current_version otherwise). A connection key edits only the notes its address wrote.',
+    description:
+      'Replaces the body of a note at the version you read (precondition_failed with details.current_version otherwise). A connection key edits only the notes its address wrote.',
     input: Type.Object({ note_id: Id('the note'), body: NoteBody, if_version: Type.Integer({ minimum: 1, description: 'required: the version you read' }) }),
     output: AddressNote,
     annotations: { ...WRITE, idempotentHint: true },

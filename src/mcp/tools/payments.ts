@@ -11,7 +11,19 @@ import { parseTimestamp } from '../../http/timestamps'
 import { requireX402 } from '../../x402/access'
 import { createChallenge, getOwnChallenge, presentChallenge } from '../../x402/challenges.service'
 import { listDeclined, listLedger, presentDeclined, presentLedgerRow } from '../../x402/ledger.service'
-import { Challenge, DeclinedPayment, DIRECTIONS, LEDGER_STATUSES, LedgerRow, NetworkSchema, NewChallengeBody, PaymentPayload, Receipt, SpendPolicy, SpendPolicyUpdate } from '../../x402/model'
+import {
+  Challenge,
+  DeclinedPayment,
+  DIRECTIONS,
+  LEDGER_STATUSES,
+  LedgerRow,
+  NetworkSchema,
+  NewChallengeBody,
+  PaymentPayload,
+  Receipt,
+  SpendPolicy,
+  SpendPolicyUpdate,
+} from '../../x402/model'
 import { payChallenge } from '../../x402/pay.service'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from '../../x402/policy.service'
 import { PageInput, PageOf, toolPage } from '../schema'
@@ -80,7 +92,8 @@ export const paymentTools = [
   tool({
     name: 'get_spend_policy',
     title: 'Get the spend policy',
-    description: 'What this organization may pay: paused (every payment declined), per_payment_cap, daily_cap (base units, per UTC day) and payee_allowlist; null means no limit.',
+    description:
+      'What this organization may pay: paused (every payment declined), per_payment_cap, daily_cap (base units, per UTC day) and payee_allowlist; null means no limit.',
     input: Type.Object({}),
     output: SpendPolicy,
     annotations: READ,

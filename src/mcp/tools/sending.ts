@@ -39,7 +39,8 @@ export const sendingTools = [
   tool({
     name: 'reply_to_email',
     title: 'Reply to an email',
-    description: 'Answers a received email in its thread: to its Reply-To (or From), with In-Reply-To and References set and "Re:" added to its subject unless you give one.',
+    description:
+      'Answers a received email in its thread: to its Reply-To (or From), with In-Reply-To and References set and "Re:" added to its subject unless you give one.',
     input: Type.Object({
       email_id: Uuid('the received email to answer'),
       from: Address,
@@ -116,7 +117,8 @@ export const sendingTools = [
   tool({
     name: 'reschedule_email',
     title: 'Reschedule a scheduled email',
-    description: 'Moves a scheduled send to a new time, or changes or stops its repeat (repeat null). Fails with not_scheduled once it left the scheduled state.',
+    description:
+      'Moves a scheduled send to a new time, or changes or stops its repeat (repeat null). Fails with not_scheduled once it left the scheduled state.',
     input: Type.Object({
       send_id: Uuid('the scheduled send'),
       scheduled_at: Type.Optional(Type.String({ description: 'the new ISO 8601 instant' })),

@@ -75,7 +75,8 @@ export const webhookTools = [
   tool({
     name: 'list_webhook_deliveries',
     title: 'List webhook deliveries',
-    description: 'Deliveries of events to your endpoints, newest first, with their status, attempts and the last HTTP status or error. Filter by email, status or time.',
+    description:
+      'Deliveries of events to your endpoints, newest first, with their status, attempts and the last HTTP status or error. Filter by email, status or time.',
     input: Type.Object({
       ...PageInput,
       email_id: Type.Optional(Type.String({ format: 'uuid', description: 'only deliveries of this email' })),
@@ -108,7 +109,10 @@ export const webhookTools = [
       'Sends the stored event again, with its original event id (receivers deduplicate on it), to its original endpoint, now; also when the endpoint is disabled. ' +
       `conflict when the endpoint was deleted; at most ${REPLAYS_PER_MINUTE} replays per minute per organization (rate_limited).`,
     input: Type.Object(DeliveryId),
-    output: Type.Object({ delivered: Type.Integer({ description: '1 when the endpoint accepted it' }), failed: Type.Integer({ description: '1 when it did not' }) }),
+    output: Type.Object({
+      delivered: Type.Integer({ description: '1 when the endpoint accepted it' }),
+      failed: Type.Integer({ description: '1 when it did not' }),
+    }),
     annotations: { ...WRITE, openWorldHint: true },
     rest: { method: 'POST', path: '/v1/webhooks/deliveries/:id/replay' },
     handle: async ({ ctx, auth }, args) => replayDelivery(ctx, auth.orgId, args.delivery_id),

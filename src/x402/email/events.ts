@@ -12,7 +12,11 @@ import { recordChanges, type ChangeInput } from '../../changes/record'
 import { deliveryCreated } from '../../changes/sources'
 
 export async function enqueueInteractionEvent(
-  tx: Tx, ctx: AppContext, orgId: string, type: 'interaction.x402.settled' | 'interaction.x402.rejected', data: Record<string, unknown>,
+  tx: Tx,
+  ctx: AppContext,
+  orgId: string,
+  type: 'interaction.x402.settled' | 'interaction.x402.rejected',
+  data: Record<string, unknown>,
 ): Promise<void> {
   const endpoints = await tx<{ id: string; url: string }[]>`
     select id, url from endpoints

@@ -24,7 +24,6 @@ import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
 import { STEP_KIND } from './step-mail'
 import { EXPIRE_KIND, expireIfDue, findInteraction, findInteractionAnswered, sendStep, type InteractionRow } from './service'
 
-
 /** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
 export const alignedDomain = (signing: string, pinned: string) => {
   const d = signing.toLowerCase().replace(/\.$/, '')
@@ -62,7 +61,11 @@ export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_do
   if (fromHeaders !== 1 || (from ?? '').toLowerCase() !== i.payer_address) reasons.add('identity_mismatch')
   const limited = bodyLengthLimited(headers)
   const covering = auth.dkim.filter(
-    d => d.result === 'pass' && d.signed_headers.includes('from') && d.signed_headers.includes('content-type') && !limited.has(`${d.domain.toLowerCase()}/${d.selector.toLowerCase()}`),
+    d =>
+      d.result === 'pass' &&
+      d.signed_headers.includes('from') &&
+      d.signed_headers.includes('content-type') &&
+      !limited.has(`${d.domain.toLowerCase()}/${d.selector.toLowerCase()}`),
   )
   if (!covering.length) reasons.add('dkim_required')
   else if (!covering.some(d => alignedDomain(d.domain, i.payer_domain))) reasons.add('identity_mismatch')
@@ -81,14 +84,24 @@ interface InboundEmail {
   raw: Uint8Array
 }
 
-async function recordReceived(sql: Sql | Tx, i: InteractionRow, emailId: string, step: string, stepId: string | null, accepted: boolean, reasons: string[], body: unknown) {
+async function recordReceived(
+  sql: Sql | Tx,
+  i: InteractionRow,
+  emailId: string,
+  step: string,
+  stepId: string | null,
+  accepted: boolean,
+  reasons: string[],
+  body: unknown,
+) {
   await sql`
     insert into x402_interaction_steps (id, interaction_id, step, step_id, direction, email_id, accepted, reasons, body)
     values (${randomUUIDv7()}, ${i.id}, ${step}, ${stepId}, 'received', ${emailId}, ${accepted}, ${reasons}, ${sql.json((body ?? null) as never)})
     on conflict (email_id) do nothing`
 }
 
-const rejectText = (reasons: string[]) => `This message was not accepted as a payment: ${reasons.join(', ')}.\nThe attached interaction.json carries the reject step.`
+const rejectText = (reasons: string[]) =>
+  `This message was not accepted as a payment: ${reasons.join(', ')}.\nThe attached interaction.json carries the reject step.`
 
 export async function handleInboundStep(ctx: AppContext, emailId: string): Promise<void> {
   const [e] = await ctx.sql<InboundEmail[]>`
@@ -111,17 +124,35 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   // The payee organization lost an entitlement since: the step is recorded and nothing is done.
   const access = await planAccess(ctx.sql, i.org_id)
   if (!access.entitlements.includes('x402_payments') || !access.entitlements.includes('interactions_enabled')) {
-    await recordReceived(ctx.sql, i, e.id, parsed.ok ? parsed.step.step : 'unparsed', parsed.ok ? parsed.step.step_id : null, false, ['feature_disabled'], parsed.ok ? parsed.step : null)
+    await recordReceived(
+      ctx.sql,
+      i,
+      e.id,
+      parsed.ok ? parsed.step.step : 'unparsed',
+      parsed.ok ? parsed.step.step_id : null,
+      false,
+      ['feature_disabled'],
+      parsed.ok ? parsed.step : null,
+    )
     return
   }
   const trust = trustReasons(i, e.from_address, e.headers ?? [], e.auth)
   if (trust.length) {
-    await recordReceived(ctx.sql, i, e.id, parsed.ok ? parsed.step.step : 'unparsed', parsed.ok ? parsed.step.step_id : null, false, trust, parsed.ok ? parsed.step : null)
+    await recordReceived(
+      ctx.sql,
+      i,
+      e.id,
+      parsed.ok ? parsed.step.step : 'unparsed',
+      parsed.ok ? parsed.step.step_id : null,
+      false,
+      trust,
+      parsed.ok ? parsed.step : null,
+    )
     const [claimed] = await ctx.sql`
       update x402_interactions set trust_notice_sent = true, updated_at = now()
        where id = ${i.id} and not trust_notice_sent and state in ('awaiting_payment', 'verifying') returning id`
     if (claimed) {
-      const step = buildStep(i.id, 'reject', (await challengeStepId(ctx.sql, i)), { reason: trust[0], reasons: trust })
+      const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: trust[0], reasons: trust })
       await sendStep(ctx, i, step, 'trust-notice', rejectText(trust), null)
     }
     return
@@ -140,7 +171,14 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   if (!threaded && !resuming && (s.step === 'payment' || s.step === 'decline')) {
     await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, ['not_in_thread'], s)
     const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: 'not_in_thread', reasons: ['not_in_thread'] })
-    await sendStep(ctx, i, step, `unthreaded:${e.id}`, rejectText(['not_in_thread (reply to the challenge message, so that In-Reply-To or References names it)']), e.id)
+    await sendStep(
+      ctx,
+      i,
+      step,
+      `unthreaded:${e.id}`,
+      rejectText(['not_in_thread (reply to the challenge message, so that In-Reply-To or References names it)']),
+      e.id,
+    )
     return
   }
   const challengeStep = await challengeStepId(ctx.sql, i)
@@ -201,7 +239,13 @@ async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: St
     await ctx.sql.begin(async tx => {
       await tx`update x402_interactions set state = '$completed', outcome = 'settled', payer_org = ${payerOrg}, updated_at = now() where id = ${i.id}`
       await enqueueInteractionEvent(tx, ctx, i.org_id, 'interaction.x402.settled', {
-        interaction_id: i.id, challenge_id: i.challenge_id, payer_address: i.payer_address, payer_org: payerOrg, settle_tx: receipt.settle_tx, amount: receipt.amount, network: receipt.network,
+        interaction_id: i.id,
+        challenge_id: i.challenge_id,
+        payer_address: i.payer_address,
+        payer_org: payerOrg,
+        settle_tx: receipt.settle_tx,
+        amount: receipt.amount,
+        network: receipt.network,
       })
     })
   } catch (error) {
@@ -218,12 +262,26 @@ async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: St
       // The pay path records payment.failed for caps and settlement; verification and policy refusals are the email flow's own.
       if (details.failure_category === 'verification' || details.failure_category === 'declined' || error.code === 'challenge_expired') {
         await enqueuePaymentEvents(tx, ctx, {
-          type: 'payment.failed', challengeId: c.id, network: c.network, amount: c.amount, asset: c.asset, payeeOrg: c.org_id, payerOrg, payer: i.payer_address, payTo: c.pay_to,
+          type: 'payment.failed',
+          challengeId: c.id,
+          network: c.network,
+          amount: c.amount,
+          asset: c.asset,
+          payeeOrg: c.org_id,
+          payerOrg,
+          payer: i.payer_address,
+          payTo: c.pay_to,
           failure: { reason: reasons[0]!, category: details.failure_category ?? 'settlement', reasons },
         })
       }
       await enqueueInteractionEvent(tx, ctx, i.org_id, 'interaction.x402.rejected', {
-        interaction_id: i.id, challenge_id: i.challenge_id, payer_address: i.payer_address, payer_org: payerOrg, reason: reasons[0], reasons, failure_category: details.failure_category ?? null,
+        interaction_id: i.id,
+        challenge_id: i.challenge_id,
+        payer_address: i.payer_address,
+        payer_org: payerOrg,
+        reason: reasons[0],
+        reasons,
+        failure_category: details.failure_category ?? null,
       })
     })
   }
@@ -234,7 +292,13 @@ async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: St
 async function finishSteps(ctx: AppContext, i: InteractionRow, emailId: string, challengeStep: string) {
   const c = (await findChallenge(ctx.sql, i.challenge_id))!
   if (i.outcome === 'settled') {
-    const step = buildStep(i.id, 'receipt', challengeStep, { settle_tx: c.settle_tx, status: 'settled', challenge_id: c.id, network: c.network, amount: c.amount })
+    const step = buildStep(i.id, 'receipt', challengeStep, {
+      settle_tx: c.settle_tx,
+      status: 'settled',
+      challenge_id: c.id,
+      network: c.network,
+      amount: c.amount,
+    })
     await sendStep(ctx, i, step, 'final', `Payment received and settled on ${c.network}: ${c.settle_tx}`, emailId)
   } else if (i.outcome === 'rejected') {
     const reasons = i.failure_reasons ?? [i.failure_reason ?? 'rejected']

@@ -47,7 +47,9 @@ export const Interaction = t.Object({
   payer_domain: t.String(),
   payer_org: Nullable(t.String({ format: 'uuid' })),
   expires_at: t.String({ format: 'date-time' }),
-  settlement: Nullable(t.Object({ settle_tx: t.String(), status: t.Literal('settled'), network: t.String(), amount: t.String(), asset: t.String(), pay_to: t.String() })),
+  settlement: Nullable(
+    t.Object({ settle_tx: t.String(), status: t.Literal('settled'), network: t.String(), amount: t.String(), asset: t.String(), pay_to: t.String() }),
+  ),
   failure_reason: Nullable(t.String()),
   reasons: Nullable(t.Array(t.String())),
   thread_id: Nullable(t.String({ format: 'uuid' })),

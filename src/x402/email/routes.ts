@@ -36,7 +36,14 @@ export function emailX402Routes(ctx: AppContext) {
       },
     )
     .get('/interactions/:id', async ({ auth, params }) => getInteraction(ctx, auth.orgId, params.id), {
-      params: t.Object({ id: t.String({ maxLength: 300, pattern: '^[0-9a-fA-F-]{36}@[A-Za-z0-9.-]+$', error: 'must be an interaction_id (<uuid>@<domain>)', description: 'the interaction_id, <uuid>@<payee-domain> (URL-encode the @ if your client needs to)' }) }),
+      params: t.Object({
+        id: t.String({
+          maxLength: 300,
+          pattern: '^[0-9a-fA-F-]{36}@[A-Za-z0-9.-]+$',
+          error: 'must be an interaction_id (<uuid>@<domain>)',
+          description: 'the interaction_id, <uuid>@<payee-domain> (URL-encode the @ if your client needs to)',
+        }),
+      }),
       response: { 200: Ok(Interaction) },
       detail: {
         summary: 'An email-native x402 interaction',

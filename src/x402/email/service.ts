@@ -52,12 +52,18 @@ export interface NewEmailChallenge {
 
 /** The challenge step: the requirements, the nonce binding and the EIP-3009 nonce to sign. */
 export function challengeStep(c: ChallengeRow): Step {
-  const step = buildStep(c.interaction_id, 'challenge', null, {
-    challenge_id: c.id,
-    payment_requirements: paymentRequirements(c),
-    challenge_nonce: c.challenge_nonce,
-    authorization_nonce: c.authorization_nonce,
-  }, c.expires_at)
+  const step = buildStep(
+    c.interaction_id,
+    'challenge',
+    null,
+    {
+      challenge_id: c.id,
+      payment_requirements: paymentRequirements(c),
+      challenge_nonce: c.challenge_nonce,
+      authorization_nonce: c.authorization_nonce,
+    },
+    c.expires_at,
+  )
   return { ...step, step_id: c.challenge_step_id }
 }
 
@@ -84,15 +90,20 @@ export async function recordSentStep(sql: Sql | Tx, interactionId: string, step:
 export async function sendStep(ctx: AppContext, i: InteractionRow, step: Step, purpose: string, text: string, inReplyToEmailId: string | null) {
   const auth = await payeeAuth(ctx.sql, i.org_id)
   const subject = step.step === 'receipt' ? 'Payment received' : step.step === 'reject' ? 'Payment not accepted' : 'Payment'
-  await sendMail(ctx, auth, {
-    from: i.payee_address,
-    to: i.payer_address,
-    subject: `${subject} (${i.id})`,
-    body_text: text,
-    attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
-    ...(inReplyToEmailId && { in_reply_to_email_id: inReplyToEmailId }),
-    headers: { 'Auto-Submitted': 'auto-replied' },
-  }, `x402-email:${i.id}:${purpose}`)
+  await sendMail(
+    ctx,
+    auth,
+    {
+      from: i.payee_address,
+      to: i.payer_address,
+      subject: `${subject} (${i.id})`,
+      body_text: text,
+      attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
+      ...(inReplyToEmailId && { in_reply_to_email_id: inReplyToEmailId }),
+      headers: { 'Auto-Submitted': 'auto-replied' },
+    },
+    `x402-email:${i.id}:${purpose}`,
+  )
   await recordSentStep(ctx.sql, i.id, step)
 }
 
@@ -110,7 +121,9 @@ function challengeText(c: ChallengeRow, payee: string, payLink: string) {
     'To refuse, reply with a `decline` step. Interaction: ' + c.interaction_id,
     '',
     `Or pay with any x402 client, no account needed: ${payLink}`,
-  ].filter((line, n) => line || n > 2).join('\n')
+  ]
+    .filter((line, n) => line || n > 2)
+    .join('\n')
 }
 
 /** POST /v1/x402/email-challenges. */
@@ -134,13 +147,18 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
   if (!i!.send_id) {
     const step = challengeStep(c)
     try {
-      const sent = await sendMail(ctx, auth, {
-        from: body.from,
-        to: body.to,
-        subject: `Payment request: ${c.description || c.amount + ' base units of USDC'}`.slice(0, 998).replace(/[\r\n]/g, ' '),
-        body_text: challengeText(c, body.from, payUrl(ctx.config.PUBLIC_URL, c.id)),
-        attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
-      }, `x402-email:${interactionId}:challenge`)
+      const sent = await sendMail(
+        ctx,
+        auth,
+        {
+          from: body.from,
+          to: body.to,
+          subject: `Payment request: ${c.description || c.amount + ' base units of USDC'}`.slice(0, 998).replace(/[\r\n]/g, ' '),
+          body_text: challengeText(c, body.from, payUrl(ctx.config.PUBLIC_URL, c.id)),
+          attachments: [{ filename: STEP_FILENAME, content_type: 'application/json', content: base64(step) }],
+        },
+        `x402-email:${interactionId}:challenge`,
+      )
       await ctx.sql.begin(async tx => {
         // a replay racing the original may get here too, with the same send (it is idempotent): the step is recorded once
         const [claimed] = await tx`
@@ -163,7 +181,11 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
       throw error
     }
   }
-  return { key, replayed: outcome.replayed, data: { interaction_id: interactionId, challenge_id: challengeId, challenge: presentChallenge(c, ctx.config.PUBLIC_URL), send_id: i!.send_id } }
+  return {
+    key,
+    replayed: outcome.replayed,
+    data: { interaction_id: interactionId, challenge_id: challengeId, challenge: presentChallenge(c, ctx.config.PUBLIC_URL), send_id: i!.send_id },
+  }
 }
 
 export async function findInteraction(sql: Sql | Tx, id: string, opts: { lock?: boolean } = {}): Promise<InteractionRow | null> {
@@ -202,7 +224,18 @@ export async function getInteraction(ctx: AppContext, orgId: string, id: string)
   if (!i || i.org_id !== orgId) throw errors.notFound('interaction')
   if (await expireIfDue(ctx.sql, id)) i = (await findInteraction(ctx.sql, id))!
   const c = (await findChallenge(ctx.sql, i.challenge_id))!
-  const steps = await ctx.sql<{ step: string; step_id: string | null; direction: 'sent' | 'received'; accepted: boolean; reasons: string[]; email_id: string | null; body: unknown; created_at: Date }[]>`
+  const steps = await ctx.sql<
+    {
+      step: string
+      step_id: string | null
+      direction: 'sent' | 'received'
+      accepted: boolean
+      reasons: string[]
+      email_id: string | null
+      body: unknown
+      created_at: Date
+    }[]
+  >`
     select step, step_id, direction, accepted, reasons, email_id, body, created_at from x402_interaction_steps where interaction_id = ${id} order by created_at, id`
   return {
     interaction_id: i.id,
@@ -214,9 +247,10 @@ export async function getInteraction(ctx: AppContext, orgId: string, id: string)
     payer_domain: i.payer_domain,
     payer_org: i.payer_org,
     expires_at: c.expires_at.toISOString(),
-    settlement: c.status === 'settled' && c.settle_tx
-      ? { settle_tx: c.settle_tx, status: 'settled' as const, network: c.network, amount: c.amount, asset: c.asset, pay_to: c.pay_to }
-      : null,
+    settlement:
+      c.status === 'settled' && c.settle_tx
+        ? { settle_tx: c.settle_tx, status: 'settled' as const, network: c.network, amount: c.amount, asset: c.asset, pay_to: c.pay_to }
+        : null,
     failure_reason: i.failure_reason,
     reasons: i.failure_reasons,
     thread_id: i.thread_id,

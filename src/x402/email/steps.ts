@@ -20,7 +20,13 @@ export interface Step {
   payload: Record<string, unknown>
 }
 
-export function buildStep(interactionId: string, step: StepKind, prevStepId: string | null, payload: Record<string, unknown>, expiresAt: Date | null = null): Step {
+export function buildStep(
+  interactionId: string,
+  step: StepKind,
+  prevStepId: string | null,
+  payload: Record<string, unknown>,
+  expiresAt: Date | null = null,
+): Step {
   return {
     interaction_version: 1,
     interaction_id: interactionId,
@@ -51,10 +57,16 @@ export function parseStep(bytes: Uint8Array): Parsed {
   } catch {
     return { ok: false, reason: 'malformed_step', interaction_id: null, detail: 'not UTF-8 JSON' }
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return { ok: false, reason: 'malformed_step', interaction_id: null, detail: 'not a JSON object' }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    return { ok: false, reason: 'malformed_step', interaction_id: null, detail: 'not a JSON object' }
   const v = value as Record<string, unknown>
   const interactionId = typeof v.interaction_id === 'string' ? v.interaction_id : null
-  const fail = (reason: 'malformed_step' | 'camel_case_keys' | 'unknown_step', detail: string): Parsed => ({ ok: false, reason, interaction_id: interactionId, detail })
+  const fail = (reason: 'malformed_step' | 'camel_case_keys' | 'unknown_step', detail: string): Parsed => ({
+    ok: false,
+    reason,
+    interaction_id: interactionId,
+    detail,
+  })
   const payload = v.payload
   const keys = [...Object.keys(v), ...(payload && typeof payload === 'object' && !Array.isArray(payload) ? Object.keys(payload) : [])]
   const camel = keys.find(k => CAMEL.test(k))
@@ -67,10 +79,14 @@ export function parseStep(bytes: Uint8Array): Parsed {
   if (!(STEP_KINDS as readonly string[]).includes(v.step)) return fail('unknown_step', `step: ${v.step.slice(0, 40)} is not known`)
   if (!interactionId) return fail('malformed_step', 'interaction_id: required')
   if (typeof v.step_id !== 'string' || !UUID.test(v.step_id)) return fail('malformed_step', 'step_id: must be a uuid')
-  if (v.prev_step_id !== null && (typeof v.prev_step_id !== 'string' || !UUID.test(v.prev_step_id))) return fail('malformed_step', 'prev_step_id: must be a uuid or null')
+  if (v.prev_step_id !== null && (typeof v.prev_step_id !== 'string' || !UUID.test(v.prev_step_id)))
+    return fail('malformed_step', 'prev_step_id: must be a uuid or null')
   if (v.expires_at !== null && v.expires_at !== undefined && (typeof v.expires_at !== 'string' || Number.isNaN(Date.parse(v.expires_at)))) {
     return fail('malformed_step', 'expires_at: must be a timestamp or null')
   }
   if (!payload || typeof payload !== 'object' || Array.isArray(payload)) return fail('malformed_step', 'payload: must be an object')
-  return { ok: true, step: { ...(v as unknown as Step), prev_step_id: (v.prev_step_id as string | null) ?? null, expires_at: (v.expires_at as string | null) ?? null } }
+  return {
+    ok: true,
+    step: { ...(v as unknown as Step), prev_step_id: (v.prev_step_id as string | null) ?? null, expires_at: (v.expires_at as string | null) ?? null },
+  }
 }

@@ -16,7 +16,13 @@ describe('machine mail is classified', () => {
   test('a delivery status notification is email.bounced', async () => {
     const boundary = 'b1'
     const dsn = rfc822(
-      { From: 'MAILER-DAEMON@sender.example', To: aliceAddress, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=delivery-status; boundary="${boundary}"` },
+      {
+        From: 'MAILER-DAEMON@sender.example',
+        To: aliceAddress,
+        Subject: 'Undelivered Mail Returned to Sender',
+        'MIME-Version': '1.0',
+        'Content-Type': `multipart/report; report-type=delivery-status; boundary="${boundary}"`,
+      },
       `--${boundary}\nContent-Type: text/plain\n\nDelivery failed.\n--${boundary}\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.sender.example\n\nFinal-Recipient: rfc822; nobody@sender.example\nAction: failed\nStatus: 5.1.1\n--${boundary}--\n`,
     )
     await h.transport.sendMail({ envelope: { from: '', to: [aliceAddress] } as never, raw: dsn })
@@ -31,7 +37,13 @@ describe('machine mail is classified', () => {
       to: aliceAddress,
       subject: 'Report Domain: agents.example Submitter: reporter.example Report-ID: <1234>',
       text: 'DMARC aggregate report',
-      attachments: [{ filename: 'reporter.example!agents.example!1!2.xml.gz', content: Buffer.from(Bun.gzipSync(new TextEncoder().encode('<feedback/>'))), contentType: 'application/gzip' }],
+      attachments: [
+        {
+          filename: 'reporter.example!agents.example!1!2.xml.gz',
+          content: Buffer.from(Bun.gzipSync(new TextEncoder().encode('<feedback/>'))),
+          contentType: 'application/gzip',
+        },
+      ],
     })
     expect((await h.latest(alice)).event_type).toBe('email.dmarc_report')
   })
@@ -40,12 +52,30 @@ describe('machine mail is classified', () => {
     const b = 'b2'
     await h.transport.sendMail({
       envelope: { from: 'tls@reporter.example', to: [aliceAddress] },
-      raw: rfc822({ From: 'tls@reporter.example', To: aliceAddress, Subject: 'Report Domain: x', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=tlsrpt; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nTLS report\n--${b}\nContent-Type: application/tlsrpt+gzip\nContent-Transfer-Encoding: base64\n\nH4sIAAAAAAAAA6uuBQBDv6ajAgAAAA==\n--${b}--\n`),
+      raw: rfc822(
+        {
+          From: 'tls@reporter.example',
+          To: aliceAddress,
+          Subject: 'Report Domain: x',
+          'MIME-Version': '1.0',
+          'Content-Type': `multipart/report; report-type=tlsrpt; boundary="${b}"`,
+        },
+        `--${b}\nContent-Type: text/plain\n\nTLS report\n--${b}\nContent-Type: application/tlsrpt+gzip\nContent-Transfer-Encoding: base64\n\nH4sIAAAAAAAAA6uuBQBDv6ajAgAAAA==\n--${b}--\n`,
+      ),
     })
     expect((await h.latest(alice)).event_type).toBe('email.tls_report')
     await h.transport.sendMail({
       envelope: { from: 'arf@reporter.example', to: [aliceAddress] },
-      raw: rfc822({ From: 'arf@reporter.example', To: aliceAddress, Subject: 'DMARC failure', 'MIME-Version': '1.0', 'Content-Type': `multipart/report; report-type=feedback-report; boundary="${b}"` }, `--${b}\nContent-Type: text/plain\n\nauth failure\n--${b}\nContent-Type: message/feedback-report\n\nFeedback-Type: auth-failure\n--${b}--\n`),
+      raw: rfc822(
+        {
+          From: 'arf@reporter.example',
+          To: aliceAddress,
+          Subject: 'DMARC failure',
+          'MIME-Version': '1.0',
+          'Content-Type': `multipart/report; report-type=feedback-report; boundary="${b}"`,
+        },
+        `--${b}\nContent-Type: text/plain\n\nauth failure\n--${b}\nContent-Type: message/feedback-report\n\nFeedback-Type: auth-failure\n--${b}--\n`,
+      ),
     })
     expect((await h.latest(alice)).event_type).toBe('email.dmarc_failure')
   })

@@ -71,28 +71,36 @@ describe('stored before the 250, many sessions per commit', () => {
       select storage_used_bytes as used, emails_count as n, (select sum(size_bytes)::bigint from emails where org_id = ${lea.orgId}) as stored
         from orgs where id = ${lea.orgId}`
     expect([Number(counters!.used), counters!.n]).toEqual([Number(counters!.stored), 5])
-    await until(async () => notified, n => n.includes(`${lea.orgId} ${address}`))
+    await until(
+      async () => notified,
+      n => n.includes(`${lea.orgId} ${address}`),
+    )
     await listening.unlisten()
   })
 
-  test.skipIf(embedded)('a batch that cannot get a row lock gives up after the lock timeout: its sender gets 451, the mail queued behind it is stored', async () => {
-    const stuck = await createOrg()
-    const stuckAddress = await managedAddress(h.ctx, stuck.orgId)
-    const next = await createOrg()
-    const nextAddress = await managedAddress(h.ctx, next.orgId)
-    const held = await holdOrgRow(stuck.orgId)
-    try {
-      const refused = h.transport.sendMail({ from: 'sam@sender.example', to: stuckAddress, subject: 'stuck', text: 'x' }).catch((e: { response?: string }) => e)
-      await held.waiting()
-      const stored = h.transport.sendMail({ from: 'sam@sender.example', to: nextAddress, subject: 'behind it', text: 'y' })
-      expect(String((await refused as { response?: string }).response)).toStartWith('451 4.3.0')
-      expect((await stored).response).toStartWith('250')
-    } finally {
-      await held.release()
-    }
-    expect((await h.request('GET', '/v1/emails', { key: stuck.key })).body.meta.total).toBe(0)
-    expect((await h.latest(next)).subject).toBe('behind it')
-  })
+  test.skipIf(embedded)(
+    'a batch that cannot get a row lock gives up after the lock timeout: its sender gets 451, the mail queued behind it is stored',
+    async () => {
+      const stuck = await createOrg()
+      const stuckAddress = await managedAddress(h.ctx, stuck.orgId)
+      const next = await createOrg()
+      const nextAddress = await managedAddress(h.ctx, next.orgId)
+      const held = await holdOrgRow(stuck.orgId)
+      try {
+        const refused = h.transport
+          .sendMail({ from: 'sam@sender.example', to: stuckAddress, subject: 'stuck', text: 'x' })
+          .catch((e: { response?: string }) => e)
+        await held.waiting()
+        const stored = h.transport.sendMail({ from: 'sam@sender.example', to: nextAddress, subject: 'behind it', text: 'y' })
+        expect(String(((await refused) as { response?: string }).response)).toStartWith('451 4.3.0')
+        expect((await stored).response).toStartWith('250')
+      } finally {
+        await held.release()
+      }
+      expect((await h.request('GET', '/v1/emails', { key: stuck.key })).body.meta.total).toBe(0)
+      expect((await h.latest(next)).subject).toBe('behind it')
+    },
+  )
 
   test.skipIf(embedded)('a batch with a message that cannot be stored: the others are stored once each, with their deliveries', async () => {
     const sql = await testSql()
@@ -101,10 +109,14 @@ describe('stored before the 250, many sessions per commit', () => {
     const gateAddress = await managedAddress(h.ctx, gate.orgId)
     const orgs = await Promise.all([createOrg(), createOrg()])
     const addresses = await Promise.all(orgs.map(o => managedAddress(h.ctx, o.orgId)))
-    for (const o of orgs) await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${crypto.randomUUID()}, ${o.orgId}, 'http', 'https://hooks.example.com/in', true, '{}')`
+    for (const o of orgs)
+      await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${crypto.randomUUID()}, ${o.orgId}, 'http', 'https://hooks.example.com/in', true, '{}')`
     // resolved (as RCPT would have) to an organization that does not exist: its insert fails
     const ghost = `ghost-${crypto.randomUUID()}@${h.ctx.config.MANAGED_DOMAIN}`
-    const poisoned = { ...inbound(ghost, { Subject: 'poison' }), recipients: [{ address: ghost, orgId: crypto.randomUUID(), storageLimit: null, headroom: null }] }
+    const poisoned = {
+      ...inbound(ghost, { Subject: 'poison' }),
+      recipients: [{ address: ghost, orgId: crypto.randomUUID(), storageLimit: null, headroom: null }],
+    }
     const held = await holdOrgRow(gate.orgId)
     const results: Promise<unknown>[] = []
     try {
@@ -147,7 +159,15 @@ describe('stored before the 250, many sessions per commit', () => {
     }
     const logged = lines.map(l => JSON.parse(l)).filter(l => l.msg === 'inbound message')
     expect(logged).toHaveLength(1)
-    expect(logged[0]).toMatchObject({ level: 'info', event_type: 'email.received', stored: [{ org_id: nia.orgId }], refused_storage_full: [], spf: 'none', dkim: ['none'], dmarc: 'none' })
+    expect(logged[0]).toMatchObject({
+      level: 'info',
+      event_type: 'email.received',
+      stored: [{ org_id: nia.orgId }],
+      refused_storage_full: [],
+      spf: 'none',
+      dkim: ['none'],
+      dmarc: 'none',
+    })
     expect(logged[0].duration_ms).toBeNumber()
   })
 

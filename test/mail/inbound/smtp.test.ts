@@ -38,18 +38,36 @@ describe('delivery over SMTP with nodemailer', () => {
     expect(info.accepted).toEqual([aliceAddress])
     expect(info.response).toStartWith('250')
     const summary = await h.latest(alice)
-    expect(summary).toMatchObject({ direction: 'inbound', event_type: 'email.received', subject: 'Hello agent', from: { address: 'sam@sender.example', name: 'Sam' }, to: [{ address: aliceAddress }] })
+    expect(summary).toMatchObject({
+      direction: 'inbound',
+      event_type: 'email.received',
+      subject: 'Hello agent',
+      from: { address: 'sam@sender.example', name: 'Sam' },
+      to: [{ address: aliceAddress }],
+    })
     const email = await h.email(alice, summary.id)
     expect(email.text.trim()).toBe('First line\nSecond line')
     expect(email.message_id).toBe(info.messageId)
-    expect(email.envelope).toMatchObject({ mail_from: 'sam@sender.example', rcpt_to: [aliceAddress], remote_ip: '127.0.0.1', helo: 'client.sender.example', tls: false })
+    expect(email.envelope).toMatchObject({
+      mail_from: 'sam@sender.example',
+      rcpt_to: [aliceAddress],
+      remote_ip: '127.0.0.1',
+      helo: 'client.sender.example',
+      tls: false,
+    })
     expect(email.authentication.spf.result).toBe('none')
     expect(email.headers[0]).toMatchObject({ name: 'received' })
   })
 
   test('a NUL byte in a decoded body or header is dropped from the parsed fields; the raw bytes keep it', async () => {
     const raw = rfc822(
-      { From: 'sam@sender.example', To: aliceAddress, Subject: '=?utf-8?Q?nul=00here?=', 'Content-Type': 'text/plain; charset=utf-8', 'Content-Transfer-Encoding': 'quoted-printable' },
+      {
+        From: 'sam@sender.example',
+        To: aliceAddress,
+        Subject: '=?utf-8?Q?nul=00here?=',
+        'Content-Type': 'text/plain; charset=utf-8',
+        'Content-Transfer-Encoding': 'quoted-printable',
+      },
       'before=00after\n',
     )
     const info = await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw })
@@ -76,7 +94,9 @@ describe('delivery over SMTP with nodemailer', () => {
   })
 
   test('a domain we do not host is relaying: 550 5.7.1', async () => {
-    const err = await h.transport.sendMail({ from: 'sam@sender.example', to: 'someone@elsewhere.example', subject: 'x', text: 'x' }).catch((e: { response?: string }) => e)
+    const err = await h.transport
+      .sendMail({ from: 'sam@sender.example', to: 'someone@elsewhere.example', subject: 'x', text: 'x' })
+      .catch((e: { response?: string }) => e)
     expect(String(err.response)).toStartWith('550 5.7.1')
   })
 
@@ -98,7 +118,9 @@ describe('delivery over SMTP with nodemailer', () => {
       ['notes.txt', 11, 'text/plain'],
       ['data.bin', 5, 'application/octet-stream'],
     ])
-    const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${summary.id}/attachments.tar.gz`, { headers: { authorization: `Bearer ${alice.key}` } }))
+    const res = await h.app.handle(
+      new Request(`http://api.test.local/v1/emails/${summary.id}/attachments.tar.gz`, { headers: { authorization: `Bearer ${alice.key}` } }),
+    )
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('application/gzip')
     const tar = Bun.gunzipSync(new Uint8Array(await res.arrayBuffer()))
@@ -109,7 +131,10 @@ describe('delivery over SMTP with nodemailer', () => {
   })
 
   test('the raw download is the exact bytes sent, after our Received: trace header', async () => {
-    const sent = rfc822({ From: 'sam@sender.example', To: aliceAddress, Subject: 'Exact', 'Message-ID': `<${crypto.randomUUID()}@sender.example>` }, '.leading dot\n..two dots\nünïcödé 8-bit\n')
+    const sent = rfc822(
+      { From: 'sam@sender.example', To: aliceAddress, Subject: 'Exact', 'Message-ID': `<${crypto.randomUUID()}@sender.example>` },
+      '.leading dot\n..two dots\nünïcödé 8-bit\n',
+    )
     await h.transport.sendMail({ envelope: { from: 'sam@sender.example', to: [aliceAddress] }, raw: sent })
     const summary = await h.latest(alice)
     const res = await h.app.handle(new Request(`http://api.test.local/v1/emails/${summary.id}/raw`, { headers: { authorization: `Bearer ${alice.key}` } }))
@@ -125,7 +150,9 @@ describe('delivery over SMTP with nodemailer', () => {
 
   test('a DKIM-signed message is verified against DNS: dkim, spf and dmarc pass', async () => {
     const signer = senderDomain(h.dns, 'signed.example')
-    const message = await signer.sign(rfc822({ From: 'Pay <pay@signed.example>', To: aliceAddress, Subject: 'Signed', 'Message-ID': '<signed-1@signed.example>' }, 'authentic\n'))
+    const message = await signer.sign(
+      rfc822({ From: 'Pay <pay@signed.example>', To: aliceAddress, Subject: 'Signed', 'Message-ID': '<signed-1@signed.example>' }, 'authentic\n'),
+    )
     await h.transport.sendMail({ envelope: { from: 'pay@signed.example', to: [aliceAddress] }, raw: message })
     const email = await h.email(alice, (await h.latest(alice)).id)
     expect(email.authentication.dkim).toEqual([
@@ -167,7 +194,10 @@ describe('swaks, an independent SMTP client', () => {
     try {
       const jan = await createOrg()
       const address = await managedAddress(tls.ctx, jan.orgId)
-      const out = await Bun.$`${swaks!} --server 127.0.0.1:${tls.smtpPort} --tls --from sam@sender.example --to ${address} --header "Subject: via swaks" --body "hi"`.quiet().nothrow()
+      const out =
+        await Bun.$`${swaks!} --server 127.0.0.1:${tls.smtpPort} --tls --from sam@sender.example --to ${address} --header "Subject: via swaks" --body "hi"`
+          .quiet()
+          .nothrow()
       expect(out.exitCode).toBe(0)
       const email = (await tls.request('GET', '/v1/emails?limit=1', { key: jan.key })).body.data[0]
       expect(email.subject).toBe('via swaks')

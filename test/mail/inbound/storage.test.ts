@@ -40,7 +40,9 @@ describe('storage', () => {
     const sql = await testSql()
     // 2 KB left; nodemailer declares no SIZE, so RCPT checks a size of 1 and accepts
     await sql`update orgs set storage_used_bytes = 100 * 1024 * 1024 - 2048 where id = ${free.orgId}`
-    const err = await h.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'too big for what is left', text: 'z'.repeat(4096) }).catch((e: { response?: string }) => e)
+    const err = await h.transport
+      .sendMail({ from: 'sam@sender.example', to: address, subject: 'too big for what is left', text: 'z'.repeat(4096) })
+      .catch((e: { response?: string }) => e)
     expect(String(err.response)).toStartWith('452 4.2.2')
     expect((await h.request('GET', '/v1/emails', { key: free.key })).body.meta.total).toBe(0)
   })
@@ -50,7 +52,9 @@ describe('storage', () => {
     try {
       const frank = await createOrg()
       const address = await managedAddress(small.ctx, frank.orgId)
-      const err = await small.transport.sendMail({ from: 'sam@sender.example', to: address, subject: 'big', text: 'y'.repeat(10_000) }).catch((e: { response?: string }) => e)
+      const err = await small.transport
+        .sendMail({ from: 'sam@sender.example', to: address, subject: 'big', text: 'y'.repeat(10_000) })
+        .catch((e: { response?: string }) => e)
       expect(String(err.response)).toMatch(/^552 5\.3\.4/)
       expect((await small.request('GET', '/v1/emails', { key: frank.key })).body.meta.total).toBe(0)
     } finally {

@@ -142,11 +142,24 @@ describe('dkimSign', () => {
     const signTime = new Date('2026-01-02T03:04:05Z')
     const messages = [
       buildMime(fullMessage('agent@agents.test.local')),
-      buildMime(fullMessage('agent@agents.test.local', { attachments: [], html: undefined, jsonPart: undefined, text: '  trailing  spaces \t\n\n\n', subject: 'x'.repeat(300) })),
+      buildMime(
+        fullMessage('agent@agents.test.local', {
+          attachments: [],
+          html: undefined,
+          jsonPart: undefined,
+          text: '  trailing  spaces \t\n\n\n',
+          subject: 'x'.repeat(300),
+        }),
+      ),
       'From: a@agents.test.local\r\nTo: b@example.com\r\nSubject: no body\r\n\r\n',
     ]
     for (const raw of messages) {
-      const theirs = await mailauthSign(raw, { canonicalization: 'relaxed/relaxed', headerList: SIGNED_HEADERS, signTime, signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }] } as never)
+      const theirs = await mailauthSign(raw, {
+        canonicalization: 'relaxed/relaxed',
+        headerList: SIGNED_HEADERS,
+        signTime,
+        signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }],
+      } as never)
       expect(await dkimSign(raw, key, signTime)).toBe(theirs.signatures + raw)
       expect(await dkimSign(raw, key, signTime)).toBe(theirs.signatures + raw)
     }
@@ -160,7 +173,11 @@ describe('dkimSign', () => {
 
   test('an unusable private key is outbound_key_invalid', async () => {
     const raw = buildMime(fullMessage('bot@example.com'))
-    const error = await dkimSign(raw, { domain: 'example.com', selector: 's1', privateKeyPem: '-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n' }).catch(e => e)
+    const error = await dkimSign(raw, {
+      domain: 'example.com',
+      selector: 's1',
+      privateKeyPem: '-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n',
+    }).catch(e => e)
     expect(error).toBeInstanceOf(RelayError)
     expect(error).toMatchObject({ code: 'outbound_key_invalid', maybeSent: false })
   })

@@ -114,7 +114,7 @@ describe('refused recipients', () => {
     expect(error).toMatchObject({ code: 'outbound_relay_failed', maybeSent: false })
   })
 
-  test("a recipient organization whose storage is full: outbound_capacity_exhausted", async () => {
+  test('a recipient organization whose storage is full: outbound_capacity_exhausted', async () => {
     const a = await createOrg()
     const full = await createOrg({ plan: 'free' })
     const sql = await testSql()

@@ -32,7 +32,14 @@ export function fullMessage(from: string, overrides: Partial<OutboundMessage> = 
 /** mailauth's verdict on the DKIM signatures of `raw`, with `txt` published for `selector._domainkey.domain`. */
 export async function verifyDkim(raw: string, records: Record<string, string>) {
   const resolver = memoryResolver(Object.fromEntries(Object.entries(records).map(([name, value]) => [name, { TXT: [value.match(/.{1,255}/g)!] }])))
-  const result = await authenticate(Buffer.from(raw), { ip: '127.0.0.1', helo: 'relay.test', sender: 'bounce@example.com', mta: 'mx.test', resolver: resolver as never, disableBimi: true })
+  const result = await authenticate(Buffer.from(raw), {
+    ip: '127.0.0.1',
+    helo: 'relay.test',
+    sender: 'bounce@example.com',
+    mta: 'mx.test',
+    resolver: resolver as never,
+    disableBimi: true,
+  })
   return (result.dkim?.results ?? []) as { signingDomain: string; selector: string; status: { result: string }; signingHeaders?: { keys: string } }[]
 }
 

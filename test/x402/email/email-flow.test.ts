@@ -41,7 +41,11 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
   }
 
   const challengeFor = async (from: string, key: string, to: string, body: Record<string, unknown> = {}, idem?: string) =>
-    t.request('POST', '/v1/x402/email-challenges', { key, body: { from, to, amount: '20000', network: 'base-sepolia', description: 'a report', ...body }, headers: idem ? { 'idempotency-key': idem } : {} })
+    t.request('POST', '/v1/x402/email-challenges', {
+      key,
+      body: { from, to, amount: '20000', network: 'base-sepolia', description: 'a report', ...body },
+      headers: idem ? { 'idempotency-key': idem } : {},
+    })
 
   const interaction = async (key: string, id: string) => expectOk(await t.request('GET', `/v1/x402/interactions/${encodeURIComponent(id)}`, { key }))
 
@@ -61,7 +65,11 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     t.request('POST', '/v1/send-mail', {
       key: org.key,
       body: {
-        from, ...(to && { to }), in_reply_to_email_id: emailId, subject: 'payment', body_text: 'attached',
+        from,
+        ...(to && { to }),
+        in_reply_to_email_id: emailId,
+        subject: 'payment',
+        body_text: 'attached',
         attachments: [{ filename: 'interaction.json', content_type: 'application/json', content: b64(step) }],
       },
     })
@@ -78,7 +86,14 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     const steps = await stepsReceived(payerOrg.orgId)
     expect(steps).toHaveLength(1)
     const step = steps[0]!.step
-    expect(step).toMatchObject({ interaction_version: 1, interaction_id: first.interaction_id, protocol: 'x402.payment', protocol_version: 1, step: 'challenge', prev_step_id: null })
+    expect(step).toMatchObject({
+      interaction_version: 1,
+      interaction_id: first.interaction_id,
+      protocol: 'x402.payment',
+      protocol_version: 1,
+      step: 'challenge',
+      prev_step_id: null,
+    })
     expect(step.step_id).toBe(first.challenge.nonce_binding.challenge_step_id)
     expect(step.payload.authorization_nonce).toBe(first.challenge.authorization_nonce)
     const [auth] = await sql<{ auth: any; text_body: string }[]>`select auth, text_body from emails where id = ${steps[0]!.emailId}`
@@ -104,7 +119,18 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     const intruderKey = generatePrivateKey()
     await chain.mint(privateKeyToAccount(intruderKey).address, 1_000_000n)
     const ambush = paymentStep(s.received.step, await signedFor(intruderKey, s.received.step))
-    expectOk(await t.request('POST', '/v1/send-mail', { key: intruder.key, body: { from: intruderAddress, to: s.p.address, subject: 'pay', body_text: 'x', attachments: [{ filename: 'interaction.json', content_type: 'application/json', content: b64(ambush) }] } }))
+    expectOk(
+      await t.request('POST', '/v1/send-mail', {
+        key: intruder.key,
+        body: {
+          from: intruderAddress,
+          to: s.p.address,
+          subject: 'pay',
+          body_text: 'x',
+          attachments: [{ filename: 'interaction.json', content_type: 'application/json', content: b64(ambush) }],
+        },
+      }),
+    )
     await runStepJobs(t)
     let i = await interaction(s.p.org.key, s.created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
@@ -144,12 +170,18 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, camel))
     await runStepJobs(t)
     expect((await interaction(s.p.org.key, s.created.interaction_id)).state).toBe('awaiting_payment')
-    expectOk(await replyWith(s.payerOrg, s.payerAddress, s.received.emailId, paymentStep(s.received.step, {}, { step: 'decline', payload: { reason: 'too expensive' } })))
+    expectOk(
+      await replyWith(
+        s.payerOrg,
+        s.payerAddress,
+        s.received.emailId,
+        paymentStep(s.received.step, {}, { step: 'decline', payload: { reason: 'too expensive' } }),
+      ),
+    )
     await runStepJobs(t)
     const i = await interaction(s.p.org.key, s.created.interaction_id)
     expect(i).toMatchObject({ state: '$completed', outcome: 'declined', settlement: null })
   })
-
 
   test('a tampered nonce is rejected with nonce_mismatch; nothing moves', async () => {
     const s = await onNet()
@@ -162,37 +194,40 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     expect(await chain.balance(s.p.wallet.address)).toBe(0n)
   })
 
-  test.skipIf(!onServer)('each settle cap, set with bin/admin x402 set-caps, rejects the payment that would exceed it: $failed with the cap reason, nothing on chain', async () => {
-    /** a second challenge of the same payee to the same payer, as received */
-    async function again(s: Awaited<ReturnType<typeof onNet>>) {
-      const created = expectOk(await challengeFor(s.p.address, s.p.org.key, s.payerAddress), 201)
-      return { created, received: (await stepsReceived(s.payerOrg.orgId)).find(x => x.step.interaction_id === created.interaction_id)! }
-    }
-    const pay = async (s: Awaited<ReturnType<typeof onNet>>, created: any, received: any) => {
-      expectOk(await replyWith(s.payerOrg, s.payerAddress, received.emailId, paymentStep(received.step, await signedFor(s.payerKey, received.step))))
-      await runStepJobs(t)
-      return interaction(s.p.org.key, created.interaction_id)
-    }
-    const cases: [string, [string, string, string]][] = [
-      ['amount_exceeds_per_settle_ceiling', ['default', 'default', '10000']],
-      ['settle_daily_cap_exceeded', ['30000', 'default', 'default']],
-      ['settle_monthly_cap_exceeded', ['default', '30000', 'default']],
-    ]
-    for (const [reason, caps] of cases) {
-      const s = await onNet()
-      expect(await adminSetCaps(s.p.org.orgId, ...caps)).toMatchObject({ org_id: s.p.org.orgId, per_settle: caps[2] === 'default' ? '10000000' : caps[2] })
-      let refused = { created: s.created, received: s.received }
-      if (reason !== 'amount_exceeds_per_settle_ceiling') {
-        // 20000 of 30000 settles; the next 20000 would exceed the day's or the month's cap
-        expect(await pay(s, s.created, s.received)).toMatchObject({ state: '$completed', outcome: 'settled' })
-        refused = await again(s)
+  test.skipIf(!onServer)(
+    'each settle cap, set with bin/admin x402 set-caps, rejects the payment that would exceed it: $failed with the cap reason, nothing on chain',
+    async () => {
+      /** a second challenge of the same payee to the same payer, as received */
+      async function again(s: Awaited<ReturnType<typeof onNet>>) {
+        const created = expectOk(await challengeFor(s.p.address, s.p.org.key, s.payerAddress), 201)
+        return { created, received: (await stepsReceived(s.payerOrg.orgId)).find(x => x.step.interaction_id === created.interaction_id)! }
       }
-      const i = await pay(s, refused.created, refused.received)
-      expect(i).toMatchObject({ state: '$failed', outcome: 'rejected', failure_reason: reason, reasons: [reason] })
-      expect(await chain.balance(s.p.wallet.address)).toBe(reason === 'amount_exceeds_per_settle_ceiling' ? 0n : 20000n)
-      expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason, reasons: [reason] } })
-    }
-  })
+      const pay = async (s: Awaited<ReturnType<typeof onNet>>, created: any, received: any) => {
+        expectOk(await replyWith(s.payerOrg, s.payerAddress, received.emailId, paymentStep(received.step, await signedFor(s.payerKey, received.step))))
+        await runStepJobs(t)
+        return interaction(s.p.org.key, created.interaction_id)
+      }
+      const cases: [string, [string, string, string]][] = [
+        ['amount_exceeds_per_settle_ceiling', ['default', 'default', '10000']],
+        ['settle_daily_cap_exceeded', ['30000', 'default', 'default']],
+        ['settle_monthly_cap_exceeded', ['default', '30000', 'default']],
+      ]
+      for (const [reason, caps] of cases) {
+        const s = await onNet()
+        expect(await adminSetCaps(s.p.org.orgId, ...caps)).toMatchObject({ org_id: s.p.org.orgId, per_settle: caps[2] === 'default' ? '10000000' : caps[2] })
+        let refused = { created: s.created, received: s.received }
+        if (reason !== 'amount_exceeds_per_settle_ceiling') {
+          // 20000 of 30000 settles; the next 20000 would exceed the day's or the month's cap
+          expect(await pay(s, s.created, s.received)).toMatchObject({ state: '$completed', outcome: 'settled' })
+          refused = await again(s)
+        }
+        const i = await pay(s, refused.created, refused.received)
+        expect(i).toMatchObject({ state: '$failed', outcome: 'rejected', failure_reason: reason, reasons: [reason] })
+        expect(await chain.balance(s.p.wallet.address)).toBe(reason === 'amount_exceeds_per_settle_ceiling' ? 0n : 20000n)
+        expect((await stepsReceived(s.payerOrg.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason, reasons: [reason] } })
+      }
+    },
+  )
 
   test('past expires_at the interaction is $expired and a late payment is rejected with challenge_expired', async () => {
     const s = await onNet()
@@ -223,12 +258,21 @@ describe.skipIf(!anvilBinary())('email-native x402 on anvil', () => {
     await runStepJobs(t)
     let i = await interaction(p.org.key, created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
-    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons.join()).sort()).toEqual(['dkim_required', 'dkim_required', 'dkim_required', 'identity_mismatch', 'identity_mismatch'])
+    expect(
+      i.steps
+        .filter((x: any) => x.direction === 'received')
+        .map((x: any) => x.reasons.join())
+        .sort(),
+    ).toEqual(['dkim_required', 'dkim_required', 'dkim_required', 'identity_mismatch', 'identity_mismatch'])
     // the body-length signature did pass DKIM: refused for its l= tag, not for a failed verification
-    const stored = await sql<{ auth: any; headers: { name: string; value: string }[] }[]>`select auth, headers from emails where org_id = ${p.org.orgId} and direction = 'inbound'`
+    const stored = await sql<
+      { auth: any; headers: { name: string; value: string }[] }[]
+    >`select auth, headers from emails where org_id = ${p.org.orgId} and direction = 'inbound'`
     const limited = stored.filter(e => bodyLengthLimited(e.headers).size > 0)
     expect(limited).toHaveLength(1)
-    expect(limited[0]!.auth.dkim).toEqual([expect.objectContaining({ result: 'pass', domain: 'payer.example', signed_headers: expect.arrayContaining(['from', 'content-type']) })])
+    expect(limited[0]!.auth.dkim).toEqual([
+      expect.objectContaining({ result: 'pass', domain: 'payer.example', signed_headers: expect.arrayContaining(['from', 'content-type']) }),
+    ])
     const notices = await sql`select 1 from outbox_messages where rcpt = 'ap@payer.example'`
     expect(notices).toHaveLength(2) // the challenge and one reject notice
 

@@ -44,14 +44,26 @@ export async function stepsReceived(orgId: string) {
 /** A payment step answering `challenge` (the challenge step as received). */
 export function paymentStep(challenge: any, payment: unknown, overrides: Record<string, unknown> = {}) {
   return {
-    interaction_version: 1, interaction_id: challenge.interaction_id, protocol: 'x402.payment', protocol_version: 1, step: 'payment',
-    step_id: crypto.randomUUID(), prev_step_id: challenge.step_id, expires_at: null, payload: { payment }, ...overrides,
+    interaction_version: 1,
+    interaction_id: challenge.interaction_id,
+    protocol: 'x402.payment',
+    protocol_version: 1,
+    step: 'payment',
+    step_id: crypto.randomUUID(),
+    prev_step_id: challenge.step_id,
+    expires_at: null,
+    payload: { payment },
+    ...overrides,
   }
 }
 
 /** The payer's authorization for a challenge step, signed with the x402 client. */
 export const signedFor = (payerKey: `0x${string}`, challengeStep: any, edit?: (a: Record<string, string>) => void) =>
-  signPayment(payerKey, { payment_requirements: challengeStep.payload.payment_requirements, authorization_nonce: challengeStep.payload.authorization_nonce }, edit)
+  signPayment(
+    payerKey,
+    { payment_requirements: challengeStep.payload.payment_requirements, authorization_nonce: challengeStep.payload.authorization_nonce },
+    edit,
+  )
 
 /** `bin/admin x402 set-caps` as the operator runs it: a real process on the run's database. */
 export async function adminSetCaps(orgId: string, daily: string, monthly: string, perSettle: string) {
@@ -80,7 +92,9 @@ export function outsidePayer(t: InboundHarness, address: string, extraDomains: s
     /** the challenge message as it left for this payer: its Message-ID and its step */
     async challenge(): Promise<{ messageId: string; step: any }> {
       const sql = await testSql()
-      const [out] = await sql<{ raw: string; message_id: string }[]>`select raw, message_id from outbox_messages where rcpt = ${address} order by created_at desc limit 1`
+      const [out] = await sql<
+        { raw: string; message_id: string }[]
+      >`select raw, message_id from outbox_messages where rcpt = ${address} order by created_at desc limit 1`
       const part = (await attachmentContents(new TextEncoder().encode(out!.raw))).find(a => a.filename === 'interaction.json')!
       return { messageId: out!.message_id, step: JSON.parse(new TextDecoder().decode(part.content)) }
     },
@@ -88,17 +102,45 @@ export function outsidePayer(t: InboundHarness, address: string, extraDomains: s
     message(to: string, step: unknown, inReplyTo?: string) {
       const boundary = 'b1'
       return [
-        `From: ${address}`, `To: ${to}`, 'Subject: payment', `Message-ID: <${crypto.randomUUID()}@${domain}>`, ...(inReplyTo ? [`In-Reply-To: ${inReplyTo}`] : []),
-        'MIME-Version: 1.0', `Content-Type: multipart/mixed; boundary="${boundary}"`, '',
-        `--${boundary}`, 'Content-Type: text/plain', '', 'paying', `--${boundary}`,
-        'Content-Type: application/json; name="interaction.json"', 'Content-Disposition: attachment; filename="interaction.json"', 'Content-Transfer-Encoding: base64', '',
-        b64(step), `--${boundary}--`, '',
+        `From: ${address}`,
+        `To: ${to}`,
+        'Subject: payment',
+        `Message-ID: <${crypto.randomUUID()}@${domain}>`,
+        ...(inReplyTo ? [`In-Reply-To: ${inReplyTo}`] : []),
+        'MIME-Version: 1.0',
+        `Content-Type: multipart/mixed; boundary="${boundary}"`,
+        '',
+        `--${boundary}`,
+        'Content-Type: text/plain',
+        '',
+        'paying',
+        `--${boundary}`,
+        'Content-Type: application/json; name="interaction.json"',
+        'Content-Disposition: attachment; filename="interaction.json"',
+        'Content-Transfer-Encoding: base64',
+        '',
+        b64(step),
+        `--${boundary}--`,
+        '',
       ].join('\r\n')
     },
     /** `raw` with a DKIM signature of `signingDomain` prepended (relaxed/relaxed; optionally its header list and a body length tag) */
     async sign(raw: string, signingDomain = domain, opts: { headerList?: string; maxBodyLength?: number } = {}) {
-      const signature = { signingDomain, selector: 'sel', privateKey: keys[signingDomain], ...(opts.maxBodyLength !== undefined && { maxBodyLength: opts.maxBodyLength }) }
-      return (await dkimSign(raw, { canonicalization: 'relaxed/relaxed', ...(opts.headerList && { headerList: opts.headerList }), signatureData: [signature] } as never)).signatures + raw
+      const signature = {
+        signingDomain,
+        selector: 'sel',
+        privateKey: keys[signingDomain],
+        ...(opts.maxBodyLength !== undefined && { maxBodyLength: opts.maxBodyLength }),
+      }
+      return (
+        (
+          await dkimSign(raw, {
+            canonicalization: 'relaxed/relaxed',
+            ...(opts.headerList && { headerList: opts.headerList }),
+            signatureData: [signature],
+          } as never)
+        ).signatures + raw
+      )
     },
     deliver: (to: string, raw: string) => t.transport.sendMail({ envelope: { from: address, to: [to] }, raw }),
   }

@@ -40,7 +40,8 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
   const challengeFor = (from: string, key: string, to: string, headers: Record<string, string> = {}) =>
     t.request('POST', '/v1/x402/email-challenges', { key, headers, body: { from, to, amount: '20000', network: 'base-sepolia', description: 'a report' } })
   const interaction = async (key: string, id: string) => expectOk(await t.request('GET', `/v1/x402/interactions/${encodeURIComponent(id)}`, { key }))
-  const send = (key: string, body: Record<string, unknown>) => t.request('POST', '/v1/send-mail', { key, body: { subject: 'payment', body_text: 'attached', ...body } })
+  const send = (key: string, body: Record<string, unknown>) =>
+    t.request('POST', '/v1/send-mail', { key, body: { subject: 'payment', body_text: 'attached', ...body } })
   const stepAttachment = (step: unknown) => [{ filename: 'interaction.json', content_type: 'application/json', content: b64(step) }]
 
   /** A payee with a payout wallet, a funded payer organization, and a challenge received by the payer. */
@@ -66,16 +67,33 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     await runStepJobs(t)
     let i = await interaction(s.payee.key, s.created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
-    expect(i.steps.filter((x: any) => x.direction === 'received')).toEqual([expect.objectContaining({ step: 'payment', accepted: false, reasons: ['not_in_thread'] })])
+    expect(i.steps.filter((x: any) => x.direction === 'received')).toEqual([
+      expect.objectContaining({ step: 'payment', accepted: false, reasons: ['not_in_thread'] }),
+    ])
     expect(await chain.balance(s.wallet.address)).toBe(0n)
-    expect((await stepsReceived(s.payer.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'not_in_thread', reasons: ['not_in_thread'] } })
+    expect((await stepsReceived(s.payer.orgId)).at(-1)!.step).toMatchObject({
+      step: 'reject',
+      payload: { reason: 'not_in_thread', reasons: ['not_in_thread'] },
+    })
     // a decline outside the thread ends nothing either
-    expectOk(await send(s.payer.key, { from: s.payerAddress, to: s.payeeAddress, attachments: stepAttachment(paymentStep(s.received.step, {}, { step: 'decline', payload: { reason: 'no' } })) }))
+    expectOk(
+      await send(s.payer.key, {
+        from: s.payerAddress,
+        to: s.payeeAddress,
+        attachments: stepAttachment(paymentStep(s.received.step, {}, { step: 'decline', payload: { reason: 'no' } })),
+      }),
+    )
     await runStepJobs(t)
     expect((await interaction(s.payee.key, s.created.interaction_id)).state).toBe('awaiting_payment')
 
     // the same authorization in a reply to the challenge message settles
-    expectOk(await send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment({ ...step, step_id: crypto.randomUUID() }) }))
+    expectOk(
+      await send(s.payer.key, {
+        from: s.payerAddress,
+        in_reply_to_email_id: s.received.emailId,
+        attachments: stepAttachment({ ...step, step_id: crypto.randomUUID() }),
+      }),
+    )
     await runStepJobs(t)
     i = await interaction(s.payee.key, s.created.interaction_id)
     expect(i).toMatchObject({ state: '$completed', outcome: 'settled' })
@@ -93,7 +111,12 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     await runStepJobs(t)
     const i = await interaction(s.payee.key, s.created.interaction_id)
     expect(i.state).toBe('awaiting_payment')
-    expect(i.steps.filter((x: any) => x.direction === 'received').map((x: any) => x.reasons[0]).sort()).toEqual(['malformed_step', 'malformed_step', 'prev_step_mismatch', 'unknown_step'])
+    expect(
+      i.steps
+        .filter((x: any) => x.direction === 'received')
+        .map((x: any) => x.reasons[0])
+        .sort(),
+    ).toEqual(['malformed_step', 'malformed_step', 'prev_step_mismatch', 'unknown_step'])
     expect(i.steps.filter((x: any) => x.direction === 'received').every((x: any) => !x.accepted)).toBe(true)
     // malformed steps are answered (reason and the detail); an unknown step and a wrong prev_step_id are not
     const rejects = (await stepsReceived(s.payer.orgId)).filter(x => x.step.step === 'reject').map(x => x.step.payload)
@@ -111,8 +134,15 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     const s = await onNet()
     const snake = paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))
     const camel = {
-      interactionVersion: 1, interactionId: snake.interaction_id, protocol: 'x402.payment', protocolVersion: 1, step: 'payment',
-      stepId: snake.step_id, prevStepId: snake.prev_step_id, expiresAt: null, payload: snake.payload,
+      interactionVersion: 1,
+      interactionId: snake.interaction_id,
+      protocol: 'x402.payment',
+      protocolVersion: 1,
+      step: 'payment',
+      stepId: snake.step_id,
+      prevStepId: snake.prev_step_id,
+      expiresAt: null,
+      payload: snake.payload,
     }
     expectOk(await send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment(camel) }))
     await runStepJobs(t)
@@ -120,7 +150,11 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     expect(i.state).toBe('awaiting_payment')
     expect(i.steps.filter((x: any) => x.direction === 'received')).toEqual([expect.objectContaining({ accepted: false, reasons: ['camel_case_keys'] })])
     const reject = (await stepsReceived(s.payer.orgId)).at(-1)!.step
-    expect(reject).toMatchObject({ step: 'reject', interaction_id: s.created.interaction_id, payload: { reason: 'camel_case_keys', reasons: ['camel_case_keys'] } })
+    expect(reject).toMatchObject({
+      step: 'reject',
+      interaction_id: s.created.interaction_id,
+      payload: { reason: 'camel_case_keys', reasons: ['camel_case_keys'] },
+    })
     expect(reject.payload.detail).toStartWith('interactionVersion: ')
     expect(await chain.balance(s.wallet.address)).toBe(0n)
   })
@@ -132,7 +166,11 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     const res = await challengeFor(address, org.key, 'someone@payer.example')
     expectError(res, 403, 'feature_disabled')
     expect(res.body.error.details).toMatchObject({ missing_entitlement: 'interactions_enabled' })
-    expectError(await t.request('GET', `/v1/x402/interactions/${encodeURIComponent(`${crypto.randomUUID()}@example.test`)}`, { key: org.key }), 403, 'feature_disabled')
+    expectError(
+      await t.request('GET', `/v1/x402/interactions/${encodeURIComponent(`${crypto.randomUUID()}@example.test`)}`, { key: org.key }),
+      403,
+      'feature_disabled',
+    )
     // x402_payments alone still opens the API objects
     expectError(await t.request('POST', '/v1/x402/challenges', { key: org.key, body: { amount: '1000', network: 'base-sepolia' } }), 422, 'no_payout_address')
     expect(await sql`select 1 from x402_challenges where org_id = ${org.orgId}`).toHaveLength(0)
@@ -140,11 +178,19 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     // a challenge sent while entitled, paid after the payee moved to a plan without the entitlements
     const s = await onNet()
     await sql`update orgs set plan = 'developer' where id = ${s.payee.orgId}`
-    expectOk(await send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment(paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))) }))
+    expectOk(
+      await send(s.payer.key, {
+        from: s.payerAddress,
+        in_reply_to_email_id: s.received.emailId,
+        attachments: stepAttachment(paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))),
+      }),
+    )
     await runStepJobs(t)
     const [row] = await sql<{ state: string }[]>`select state from x402_interactions where id = ${s.created.interaction_id}`
     expect(row!.state).toBe('awaiting_payment')
-    const [received] = await sql<{ accepted: boolean; reasons: string[] }[]>`select accepted, reasons from x402_interaction_steps where interaction_id = ${s.created.interaction_id} and direction = 'received'`
+    const [received] = await sql<
+      { accepted: boolean; reasons: string[] }[]
+    >`select accepted, reasons from x402_interaction_steps where interaction_id = ${s.created.interaction_id} and direction = 'received'`
     expect(received).toEqual({ accepted: false, reasons: ['feature_disabled'] })
     expect(await chain.balance(s.wallet.address)).toBe(0n)
   })
@@ -174,13 +220,17 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     expect(new Set(created.map(r => r.body.data.interaction_id)).size).toBe(1)
     expect(await sql`select 1 from x402_challenges where org_id = ${payee.orgId}`).toHaveLength(1)
     expect(await stepsReceived(payer.orgId)).toHaveLength(1)
-    const [steps] = await sql<{ n: number }[]>`select count(*)::int as n from x402_interaction_steps where interaction_id = ${created[0]!.body.data.interaction_id}`
+    const [steps] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from x402_interaction_steps where interaction_id = ${created[0]!.body.data.interaction_id}`
     expect(steps!.n).toBe(1)
   })
 
   test('the expire job ends an interaction past expires_at as $expired (and leaves one not yet due); a late payment gets a challenge_expired reject', async () => {
     const s = await onNet()
-    const [job] = await sql<{ id: string; run_at: Date }[]>`select id, run_at from jobs where kind = ${EXPIRE_KIND} and payload->>'interaction_id' = ${s.created.interaction_id}`
+    const [job] = await sql<
+      { id: string; run_at: Date }[]
+    >`select id, run_at from jobs where kind = ${EXPIRE_KIND} and payload->>'interaction_id' = ${s.created.interaction_id}`
     expect(job!.run_at.toISOString()).toBe(s.created.challenge.expires_at)
     // run before its time (a worker with a fast clock): nothing changes, and it is not an error
     await expireJob.handle(t.ctx, { interaction_id: s.created.interaction_id }, undefined as never)
@@ -189,10 +239,18 @@ describe.skipIf(!anvilBinary())('email-native x402 rules', () => {
     await sql`update x402_challenges set expires_at = now() - interval '1 second' where id = ${s.created.challenge_id}`
     await runNow(t.ctx, expireJob, job!.id)
     // read from the table: the interaction read would expire it by itself
-    const [row] = await sql<{ state: string; outcome: string; failure_reason: string }[]>`select state, outcome, failure_reason from x402_interactions where id = ${s.created.interaction_id}`
+    const [row] = await sql<
+      { state: string; outcome: string; failure_reason: string }[]
+    >`select state, outcome, failure_reason from x402_interactions where id = ${s.created.interaction_id}`
     expect(row).toEqual({ state: '$expired', outcome: 'expired', failure_reason: 'challenge_expired' })
 
-    expectOk(await send(s.payer.key, { from: s.payerAddress, in_reply_to_email_id: s.received.emailId, attachments: stepAttachment(paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))) }))
+    expectOk(
+      await send(s.payer.key, {
+        from: s.payerAddress,
+        in_reply_to_email_id: s.received.emailId,
+        attachments: stepAttachment(paymentStep(s.received.step, await signedFor(s.payerKey, s.received.step))),
+      }),
+    )
     await runStepJobs(t)
     expect(await interaction(s.payee.key, s.created.interaction_id)).toMatchObject({ state: '$expired', settlement: null })
     expect((await stepsReceived(s.payer.orgId)).at(-1)!.step).toMatchObject({ step: 'reject', payload: { reason: 'challenge_expired' } })
