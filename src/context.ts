@@ -9,25 +9,15 @@ import type { Config } from './config'
 import type { ServerKeys } from './crypto'
 import type { Sql } from './db/client'
 import { cachingResolver, systemResolver, type Resolver } from './dns/resolver'
-import type { CredentialResolver } from './http/auth'
-import type { ReceivedMailConsumer, StoreExtension } from './mail/seams'
-import type { FunctionDelivery } from './webhooks/attempt'
 
 /**
- * What features plug into the seams the core offers. Each seam is declared (typed) by the core
- * module that calls it; the composition root (src/plugins.ts) fills them once, so the core
- * names no feature.
+ * What features plug into the seams the core offers. The context declares it empty: each core
+ * module that offers a seam adds its field, typed, where it calls it (`declare module
+ * '../context'`, as http/auth.ts does for the credential resolver), so the ground floor names
+ * nothing above it. The composition root (src/plugins.ts) fills every field once.
  */
-export interface Plugins {
-  /** resolves a bearer token to its credential, for every authenticated route (http/auth.ts) */
-  readonly resolveCredential: CredentialResolver
-  /** joined to the one statement that stores any message, inbound or sent (mail/store.ts) */
-  readonly storeExtensions: readonly StoreExtension[]
-  /** acts on each received copy in the transaction that stores it (mail/inbound/ingest.ts) */
-  readonly receivedMail: readonly ReceivedMailConsumer[]
-  /** delivers a webhook event to an endpoint of kind function (webhooks/attempt.ts) */
-  readonly deliverToFunction: FunctionDelivery
-}
+// biome-ignore lint/suspicious/noEmptyInterface: filled by the seams' own modules (declaration merging)
+export interface Plugins {}
 
 export interface AppContext {
   readonly config: Config

@@ -6,7 +6,7 @@
  * recipients. Only existing contacts are counted: mail creates no contact.
  */
 import type { Tx } from '../db/client'
-import type { MessageActivity } from '../mail/seams'
+import type { MessageActivity } from '../mail/store'
 
 /** The owning and the other addresses of a message, lowercase. */
 export function correspondents(m: MessageActivity): { owners: string[]; others: string[] } {

@@ -20,6 +20,13 @@ export const PUBLIC_PER_MINUTE = 120
  */
 export type CredentialResolver = (ctx: AppContext, token: string) => Promise<Auth | null>
 
+declare module '../context' {
+  interface Plugins {
+    /** resolves a bearer token to its credential, for every authenticated route */
+    readonly resolveCredential: CredentialResolver
+  }
+}
+
 type Headers = Record<string, string | number | string[]>
 interface Server {
   requestIP(req: Request): { address: string } | null

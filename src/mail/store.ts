@@ -10,7 +10,7 @@ import type { AppContext } from '../context'
 import { EMAILS_CHANNEL, mailSignal } from '../events'
 import { threadCtes } from './threads'
 import { searchVector } from './search-text'
-import type { MessageActivity } from './seams'
+import type postgres from 'postgres'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
@@ -21,6 +21,30 @@ import type { ParsedMail } from './inbound/parse'
  */
 export const SENT_EVENT_TYPES = ['email.sent', 'email.replied'] as const
 export type StoredEventType = EmailEventType | (typeof SENT_EVENT_TYPES)[number]
+
+/** A message being stored, as the statements joined to its store see it. */
+export interface MessageActivity {
+  orgId: string
+  direction: 'inbound' | 'outbound'
+  /** the From address */
+  from: string | null
+  rcptTo: string[]
+  at: Date
+}
+
+/**
+ * The seam of the store: a common table expression (`name as (update ...)`) a feature joins to
+ * the one statement that stores any message, inbound or sent, so that it moves in the store's
+ * transaction at no extra round trip (contacts' counters, a published agent's last activity).
+ */
+export type StoreExtension = (tx: Tx, m: MessageActivity) => postgres.Fragment
+
+declare module '../context' {
+  interface Plugins {
+    /** joined to the statement that stores any message (mail/store.ts) */
+    readonly storeExtensions: readonly StoreExtension[]
+  }
+}
 
 export interface StoreInput {
   orgId: string

@@ -4,7 +4,7 @@
  * plugged in by src/plugins.ts).
  */
 import type { Tx } from '../db/client'
-import type { MessageActivity } from '../mail/seams'
+import type { MessageActivity } from '../mail/store'
 
 export function agentActivityCte(tx: Tx, m: MessageActivity) {
   const senders = m.direction === 'outbound' && m.from ? [m.from.toLowerCase()] : []

@@ -23,43 +23,10 @@ import { buildMime, type OutboundMessage } from '../mail/outbound/build'
 import { dkimSign, signingKeyFor, type SigningKey } from '../mail/outbound/dkim'
 import { RelayError } from '../mail/outbound/relay'
 import { relayOf } from './relay'
-import type { SendMailRequest } from './model'
+import type { NormalizedRequest, SendRow } from './model'
 import { tickPart } from './repeat'
 
 export const EXECUTE_KIND = 'send.execute'
-
-export interface SendRow {
-  id: string
-  org_id: string
-  status: string
-  request: NormalizedRequest
-  from_address: string
-  scheduled_at: Date | null
-  repeat_every_minutes: number | null
-  repeat_next_at: Date | null
-  repeat_stopped_at: Date | null
-  repeat_stopped_by: string | null
-  ticks: number
-  thread_id: string | null
-  last_email_id: string | null
-  last_message_id: string | null
-  accepted: string[]
-  rejected: string[]
-  relay_response: string | null
-  error_code: string | null
-  error_message: string | null
-  created_at: Date
-  updated_at: Date
-}
-
-/** The request as executed: recipients as arrays, a template rendered, reply context resolved. */
-export type NormalizedRequest = Omit<SendMailRequest, 'to' | 'reply_to' | 'subject' | 'body_text' | 'template'> & {
-  subject: string
-  body_text: string
-  to: string[]
-  reply_to?: string[]
-  reply?: { in_reply_to?: string; references: string[] }
-}
 
 const envelopeRecipients = (r: NormalizedRequest) => [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])]
 

@@ -19,7 +19,7 @@ import type { AuthVerdicts } from '../mail/inbound/authenticate'
 import { rawMessage } from '../emails/service'
 import { splitAddress } from '../mail/inbound/recipients'
 import PostalMime from 'postal-mime'
-import type { SendRow } from './execute'
+import type { SendRow } from './model'
 import { recordChanges } from '../changes/record'
 import { sendChange } from '../changes/sources'
 

@@ -25,21 +25,9 @@ import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
 import type { Rendered } from '../templates/render'
 import { mailEvents } from '../events'
-import {
-  compose,
-  EXECUTE_KIND,
-  executeJob,
-  executeSend,
-  sendingKeyFor,
-  sentChange,
-  storeComposed,
-  type Built,
-  type Composed,
-  type NormalizedRequest,
-  type SendRow,
-} from './execute'
+import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type Composed } from './execute'
 import type { SigningKey } from '../mail/outbound/dkim'
-import type { SendMailRequest } from './model'
+import type { NormalizedRequest, SendMailRequest, SendRow } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'

@@ -122,6 +122,13 @@ export type FunctionDelivery = (
   headers: Record<string, string>,
 ) => Promise<FunctionAttempt>
 
+declare module '../context' {
+  interface Plugins {
+    /** delivers a webhook event to an endpoint of kind function */
+    readonly deliverToFunction: FunctionDelivery
+  }
+}
+
 /**
  * An attempt at a function endpoint: the function receives the body and signature headers an
  * HTTP endpoint gets. A 2xx answer delivers; a non-2xx one is `http_<status>`; a run that

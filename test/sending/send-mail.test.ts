@@ -12,7 +12,8 @@ import { relayOf } from '../../src/sending/relay'
 import { JOB_KINDS } from '../../src/job-kinds'
 import { setSendLimitsCommand, UsageError } from '../../src/admin/commands'
 import { markDomainVerified } from '../../src/domains/service'
-import { executeJob, type SendRow } from '../../src/sending/execute'
+import { executeJob } from '../../src/sending/execute'
+import type { SendRow } from '../../src/sending/model'
 
 let relay: TestRelay
 let app: TestApp

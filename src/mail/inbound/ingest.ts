@@ -20,7 +20,6 @@ import { countStored, reserveStorage, storeEmail, type StorageCounts, type Store
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
-import type { ReceivedMailConsumer } from '../seams'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
@@ -54,6 +53,21 @@ interface PreparedMessage {
 }
 
 export type InboundCommits = GroupCommit<PreparedMessage, IngestResult>
+
+/**
+ * The seam of received mail: a feature acting on the copies of one stored batch (webhook
+ * deliveries, email-native x402 steps). Made once per batch (so the copies can share what they
+ * read), then called for each copy in the batch's transaction, after its store: what it writes
+ * commits with the mail or not at all, and the changes it returns go to the feed with the mail's.
+ */
+export type ReceivedMailConsumer = (ctx: AppContext) => (tx: Tx, email: StoredEmail, mail: ParsedMail) => Promise<ChangeInput[] | void>
+
+declare module '../../context' {
+  interface Plugins {
+    /** acts on each received copy in the transaction that stores it (mail/inbound/ingest.ts) */
+    readonly receivedMail: readonly ReceivedMailConsumer[]
+  }
+}
 
 /**
  * The longest a batch waits for a row lock (an organization's counters, a thread) before it

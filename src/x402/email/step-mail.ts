@@ -5,7 +5,7 @@
  * the payment services.
  */
 import { enqueue } from '../../jobs/queue'
-import type { ReceivedMailConsumer } from '../../mail/seams'
+import type { ReceivedMailConsumer } from '../../mail/inbound/ingest'
 import { STEP_FILENAME } from './steps'
 
 export const STEP_KIND = 'x402.email.step'
