@@ -22,8 +22,8 @@ const FLOORS = [
       'signups', 'credits', 'notes', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],
-  // the surfaces made from the features' operations
-  ['surfaces', ['graphql', 'mcp', 'admin']],
+  // the surfaces made from the features' operations (operations.ts lists them)
+  ['surfaces', ['operations.ts', 'graphql', 'mcp', 'admin']],
   // the composition root and the process roles
   ['composition', ['app.ts', 'plugins.ts', 'job-kinds.ts', 'roles.ts', 'index.ts', 'dev.ts']],
 ]

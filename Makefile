@@ -22,7 +22,7 @@ test-unit: install
 # checks (biome.jsonc). dependency-cruiser runs on Bun's runtime: it refuses Node.js 20.
 lint: install
 	$(BUN) --bun node_modules/.bin/depcruise src --config .dependency-cruiser.cjs
-	$(BUN) --bun node_modules/.bin/biome check .
+	$(BUN) --bun node_modules/.bin/biome check --error-on-warnings .
 
 # Rewrites the code in the project's format.
 format: install

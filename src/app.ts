@@ -13,19 +13,18 @@ import { oauthErrorBody, toApiError } from './http/render-error'
 import { beginRequest, requestFacts } from './request-context'
 import { log } from './log'
 import { accountRoutes } from './account/routes'
+import { operationRoutes } from './http/operation-routes'
+import { OPERATIONS } from './operations'
 import { apiKeyRoutes } from './auth/routes'
 import { creditRoutes } from './credits/routes'
 import { agentAccountRoutes } from './agent/routes'
 import { discoveryRoutes } from './discovery/routes'
 import { domainRoutes } from './domains/routes'
-import { inboxRoutes } from './inboxes/routes'
 import { emailRoutes } from './emails/routes'
 import { sendingRoutes } from './sending/routes'
 import { oauthRoutes } from './oauth/routes'
-import { endpointRoutes } from './webhooks/endpoints.routes'
 import { filterRoutes } from './webhooks/filters.routes'
 import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
-import { deliveryRoutes } from './webhooks/deliveries.routes'
 import { endpointTestRoutes } from './webhooks/test-send'
 import { outboxRoutes } from './mail/outbound/outbox.routes'
 import { cliLoginRoutes } from './cli/login.routes'
@@ -136,14 +135,12 @@ export function createApp(ctx: AppContext) {
     .use(creditRoutes(ctx))
     .use(agentAccountRoutes(ctx))
     .use(domainRoutes(ctx))
-    .use(inboxRoutes(ctx))
+    .use(operationRoutes(ctx, OPERATIONS))
     .use(emailRoutes(ctx))
     .use(sendingRoutes(ctx))
     .use(oauthRoutes(ctx))
-    .use(endpointRoutes(ctx))
     .use(filterRoutes(ctx))
     .use(recipientRouteRoutes(ctx))
-    .use(deliveryRoutes(ctx))
     .use(endpointTestRoutes(ctx))
     .use(outboxRoutes(ctx))
     .use(cliLoginRoutes(ctx))

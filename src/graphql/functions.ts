@@ -89,7 +89,7 @@ ${connectionTypes('Invocation', 'invocations')}
       invocation: async (_s, args: { functionId: string; id: string }, g) =>
         getInvocation(
           g.ctx.sql,
-          allow(g, '/v1/functions/:id/invocations/:invocation_id', 'function invocations').orgId,
+          allow(g, '/v1/functions/:id/invocations/:invocationId', 'function invocations').orgId,
           uuidArg('functionId', args.functionId),
           uuidArg('id', args.id),
         ),

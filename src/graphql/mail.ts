@@ -3,8 +3,7 @@ import { getDomain, listDomains, presentDomain } from '../domains/service'
 import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
-import { getInbox, listInboxes, presentManagedInbox } from '../inboxes/service'
-import { getSend, listSends, presentSend } from '../sending/service'
+import { getSend } from '../sending/service'
 import { allow, uuidArg, type GqlContext } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -48,9 +47,6 @@ extend type Query {
   "Custom domains, newest first (as GET /v1/domains)."
   domains(${CONNECTION_ARGS}): DomainConnection
   domain(id: ID!): Domain
-  "Managed inboxes, newest first (as GET /v1/inboxes)."
-  inboxes(${CONNECTION_ARGS}): InboxConnection
-  inbox(id: ID!): Inbox
   """
   Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key
   sees only the mail of its address.
@@ -60,8 +56,6 @@ extend type Query {
   "Conversations, newest first (as GET /v1/threads). Not for connection keys."
   threads(${CONNECTION_ARGS}): ThreadConnection
   thread(id: ID!): Thread
-  "Sends (POST /v1/send-mail), newest first."
-  sentEmails(${CONNECTION_ARGS}): SentEmailConnection
   sentEmail(id: ID!): SentEmail
 }
 
@@ -223,13 +217,6 @@ ${connectionTypes('SentEmail', 'sends')}
       },
       domain: async (_s, args: { id: string }, g) =>
         presentDomain(await getDomain(g.ctx.sql, allow(g, '/v1/domains/:id', 'domains').orgId, uuidArg('id', args.id)), g.ctx.config.SMTP_HOSTNAME),
-      inboxes: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/inboxes', 'inboxes')
-        const page = pageOf(g.ctx, 'gql:inboxes', args)
-        return connection(g.ctx, 'gql:inboxes', page, await listInboxes(g.ctx.sql, auth.orgId, page), presentManagedInbox)
-      },
-      inbox: async (_s, args: { id: string }, g) =>
-        presentManagedInbox(await getInbox(g.ctx.sql, allow(g, '/v1/inboxes/:id', 'inboxes').orgId, uuidArg('id', args.id))),
       emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
         const auth = allow(g, '/v1/emails', 'mail')
         const address = args.address?.trim().toLowerCase()
@@ -257,11 +244,6 @@ ${connectionTypes('SentEmail', 'sends')}
         return connection(g.ctx, 'gql:threads', page, await listThreads(g.ctx.sql, auth.orgId, page), presentThread)
       },
       thread: async (_s, args: { id: string }, g) => (await thread(g, uuidArg('id', args.id))) ?? Promise.reject(errors.notFound('thread')),
-      sentEmails: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/sent-emails/:id', 'sent emails')
-        const page = pageOf(g.ctx, 'gql:sent-emails', args)
-        return connection(g.ctx, 'gql:sent-emails', page, await listSends(g.ctx, auth.orgId, page), presentSend)
-      },
       sentEmail: async (_s, args: { id: string }, g) => getSend(g.ctx, allow(g, '/v1/sent-emails/:id', 'sent emails').orgId, uuidArg('id', args.id)),
     },
     Email: {

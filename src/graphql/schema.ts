@@ -17,11 +17,14 @@ import { networksModule } from './networks'
 import { registriesModule } from './registries'
 import { stateModule } from './state'
 import type { SchemaModule } from './module'
+import { OPERATIONS } from '../operations'
+import { operationFields } from './operation-fields'
 
 /** The version of the GraphQL surface (Versioning rule 6): changes inside it are additive. */
 export const API_VERSION = 'v1'
 
 const MODULES: SchemaModule[] = [
+  operationFields(OPERATIONS),
   accountModule,
   mailModule,
   webhooksModule,

@@ -1,23 +1,12 @@
 /** Webhook endpoints and their deliveries. */
-import { getDelivery, listDeliveries, presentDelivery } from '../webhooks/deliveries.service'
-import { getEndpoint, listEndpoints, presentEndpoint } from '../webhooks/endpoints.service'
-import { parseTimestamp } from '../http/timestamps'
-import { allow, uuidArg } from './context'
+import { presentDelivery } from '../webhooks/deliveries.service'
+import { allow } from './context'
 import { emailById, endpointById, functionById } from './related'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { SchemaModule } from './module'
 
 export const webhooksModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "Active webhook endpoints, newest first (as GET /v1/endpoints)."
-  endpoints(${CONNECTION_ARGS}): EndpointConnection
-  endpoint(id: ID!): Endpoint
-  "Deliveries of events to endpoints, newest first (as GET /v1/webhooks/deliveries); the filters combine."
-  deliveries(${CONNECTION_ARGS}, emailId: ID, status: DeliveryStatus, dateFrom: DateTime, dateTo: DateTime): DeliveryConnection
-  delivery(id: ID!): Delivery
-}
-
 type Endpoint {
   id: ID!
   "http, or function (internal dispatch)"
@@ -73,29 +62,6 @@ ${connectionTypes('Endpoint', 'webhook endpoints')}
 ${connectionTypes('Delivery', 'deliveries')}
 `,
   resolvers: {
-    Query: {
-      endpoints: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/endpoints', 'webhook endpoints')
-        const page = pageOf(g.ctx, 'gql:endpoints', args)
-        return connection(g.ctx, 'gql:endpoints', page, await listEndpoints(g.ctx.sql, auth.orgId, page), presentEndpoint)
-      },
-      endpoint: async (_s, args: { id: string }, g) =>
-        presentEndpoint(await getEndpoint(g.ctx.sql, allow(g, '/v1/endpoints/:id', 'webhook endpoints').orgId, uuidArg('id', args.id))),
-      deliveries: async (_s, args: ConnectionArgs & { emailId?: string; status?: string; dateFrom?: string; dateTo?: string }, g) => {
-        const auth = allow(g, '/v1/webhooks/deliveries', 'webhook deliveries')
-        const filters = {
-          emailId: args.emailId ? uuidArg('emailId', args.emailId) : undefined,
-          status: args.status as never,
-          dateFrom: args.dateFrom ? parseTimestamp('dateFrom', args.dateFrom) : null,
-          dateTo: args.dateTo ? parseTimestamp('dateTo', args.dateTo) : null,
-        }
-        const scope = `gql:deliveries?${JSON.stringify([filters.emailId ?? null, args.status ?? null, args.dateFrom ?? null, args.dateTo ?? null])}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await listDeliveries(g.ctx.sql, auth.orgId, page, filters), presentDelivery)
-      },
-      delivery: async (_s, args: { id: string }, g) =>
-        presentDelivery(await getDelivery(g.ctx.sql, allow(g, '/v1/webhooks/deliveries/:id', 'webhook deliveries').orgId, uuidArg('id', args.id))),
-    },
     Endpoint: {
       function: (e: { function_id: string | null }, _a, g) => functionById(g, e.function_id),
       deliveries: async (e: { id: string }, args: ConnectionArgs, g) => {

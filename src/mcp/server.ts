@@ -17,20 +17,19 @@ import { READ_SCOPE, SCOPE as FULL_SCOPE } from '../oauth/constants'
 import { jsonSchema } from './schema'
 import type { Tool } from './tool'
 import { functionTools } from './tools/functions'
-import { inboxTools } from './tools/inboxes'
 import { memoryTools } from './tools/memories'
 import { networkTools } from './tools/networks'
 import { mailTools } from './tools/mail'
 import { paymentTools } from './tools/payments'
 import { sendingTools } from './tools/sending'
-import { webhookTools } from './tools/webhooks'
+import { OPERATIONS } from '../operations'
+import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
 export const TOOLS: readonly Tool[] = [
-  ...inboxTools,
+  ...operationTools(OPERATIONS),
   ...mailTools,
   ...sendingTools,
-  ...webhookTools,
   ...paymentTools,
   ...functionTools,
   ...memoryTools,

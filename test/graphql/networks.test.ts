@@ -214,7 +214,7 @@ describe('a query per type', () => {
 })
 
 describe('connection keys: the routes of rule 2', () => {
-  test('discovery only with can_view; notes readable; contacts, one network, members and publishing not', async () => {
+  test('discovery only with can_view; notes and the contacts of its own address readable; one network, members and publishing not', async () => {
     // the membership has can_view off: the key sees no network to browse, and the directory is refused
     const off = await gql(t, `{ networks { totalCount } networkAgents(networkId: "${networkId}") { totalCount } addressNotes { totalCount } }`, {
       key: memberKey,
@@ -237,7 +237,8 @@ describe('connection keys: the routes of rule 2', () => {
       networkAgents: { nodes: [{ address: ownerAgent }] },
       network: null,
       networkMembers: null,
-      contacts: null,
+      // the contacts of its own address only: the organization's other contact is not found
+      contacts: { totalCount: 0 },
       contact: null,
       publishedAgents: null,
       registries: null,
@@ -245,8 +246,7 @@ describe('connection keys: the routes of rule 2', () => {
     expect(errorCodes(on)).toEqual({
       network: 'forbidden',
       networkMembers: 'forbidden',
-      contacts: 'forbidden',
-      contact: 'forbidden',
+      contact: 'not_found',
       publishedAgents: 'forbidden',
       registries: 'forbidden',
     })

@@ -125,6 +125,7 @@ for (const { era, version } of ERAS) {
           'create_inbox',
           'list_inboxes',
           'get_inbox',
+          'delete_inbox',
           'list_emails',
           'search_emails',
           'get_email',
@@ -135,6 +136,7 @@ for (const { era, version } of ERAS) {
           'reply_to_email',
           'forward_email',
           'get_sent_email',
+          'list_sent_emails',
           'reschedule_email',
           'cancel_scheduled_email',
           'create_webhook_endpoint',
@@ -195,7 +197,7 @@ for (const { era, version } of ERAS) {
       expect((await client.listTools()).tools.map(tool => tool.name)).toEqual(names)
     })
 
-    test("inboxes: create, list with paging, get; another organization's inbox is not_found", async () => {
+    test("inboxes: create, list with paging, get, delete; another organization's inbox is not_found", async () => {
       const created = await ok('create_inbox', { local_part: `mcp-${era}-${unique()}`, display_name: 'MCP' })
       expect(created.display_name).toBe('MCP')
       const first = await ok('list_inboxes', { limit: 1 })
@@ -208,6 +210,10 @@ for (const { era, version } of ERAS) {
       const foreign = await managedAddress(t.ctx, other.orgId)
       const foreignId = (await t.request('GET', '/v1/inboxes', { key: other.key })).body.data.find((i: { address: string }) => i.address === foreign).id
       expect((await fails('get_inbox', { inbox_id: foreignId })).code).toBe('not_found')
+      expect((await fails('delete_inbox', { inbox_id: foreignId })).code).toBe('not_found')
+      const spare = await ok('create_inbox', {})
+      expect(await ok('delete_inbox', { inbox_id: spare.id })).toEqual({ id: spare.id, deleted: true })
+      expect((await fails('get_inbox', { inbox_id: spare.id })).code).toBe('not_found')
     })
 
     test('bad arguments are tool errors with validation_error and field: reason', async () => {
@@ -260,6 +266,8 @@ for (const { era, version } of ERAS) {
       expect((await fails('send_email', { ...args, body_text: 'changed' })).code).toBe('conflict')
       expect(relay.messages.length - before).toBe(1)
       expect((await ok('get_sent_email', { send_id: first.id })).status).toBe('queued')
+      const sent = await ok('list_sent_emails', { limit: 5 })
+      expect(sent.items.map((s: { id: string }) => s.id)).toContain(first.id)
     })
 
     test('reply_to_email and forward_email thread and quote the original', async () => {

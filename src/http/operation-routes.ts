@@ -1,0 +1,47 @@
+/**
+ * The REST routes of declared operations (http/operation.ts): the path's parameters, the query of
+ * a GET or the JSON body of a write, validated by their TypeBox schemas; the handler's answer in
+ * the envelope (a list as a page of `data` with `meta`). Every route is authenticated.
+ */
+import { Elysia, t } from 'elysia'
+import type { AppContext } from '../context'
+import { authenticated } from './auth'
+import { Ok, Paged } from './envelope'
+import { isList, type Operation, type OperationCall } from './operation'
+import { cursors, pageQuery } from './pagination'
+
+/** The schemas Elysia validates the request with, and documents. */
+function requestSchemas(op: Operation) {
+  const params = op.params && { params: t.Object(op.params) }
+  if (op.method !== 'GET') return { ...params, ...(op.input && { body: op.bodyOptional ? t.Optional(op.input) : op.input }) }
+  if (!isList(op)) return { ...params, ...(op.input && { query: op.input }) }
+  return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...op.input?.properties }) }
+}
+
+export function operationRoutes(ctx: AppContext, operations: readonly Operation[]) {
+  const routes = new Elysia().use(authenticated(ctx))
+  for (const op of operations) {
+    const status = isList(op) ? 200 : (op.status ?? 200)
+    const statuses = !isList(op) && op.mayFindExisting ? [status, 200] : [status]
+    routes.route(
+      op.method,
+      op.path,
+      // biome-ignore lint/suspicious/noExplicitAny: the declaration's schemas type the request; Elysia cannot see them through the loop
+      async ({ auth, params, query, body, set, request }: any) => {
+        const call: OperationCall = { ctx, auth, signal: request.signal, status: code => void (set.status = code) }
+        const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
+        const args = { ...filters, ...params }
+        set.status = status
+        if (!isList(op)) return op.handle(call, args)
+        const { scope, fetch, present } = op.list
+        return cursors(ctx).read(scope(call, args), query, page => fetch(call, args, page) as never, present)
+      },
+      {
+        ...requestSchemas(op),
+        response: Object.fromEntries(statuses.map(code => [code, isList(op) ? Paged(op.list.item) : Ok(op.output)])),
+        detail: { tags: [op.tag], summary: op.summary, ...(op.description && { description: op.description }) },
+      },
+    )
+  }
+  return routes
+}

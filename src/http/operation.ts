@@ -1,0 +1,127 @@
+/**
+ * One operation of the API, declared once: its name, where REST serves it, its inputs and output
+ * as TypeBox schemas, and its handler. Small adapters make every surface of it:
+ * http/operation-routes.ts the REST route (and so its OpenAPI entry), mcp/operation-tools.ts the
+ * MCP tool, graphql/operation-fields.ts the GraphQL Query field of a read. A field added to an
+ * operation's schemas appears on all three.
+ *
+ * Where the surfaces differ on purpose, the adapters do it once for every operation:
+ * - names: REST and MCP speak snake_case, GraphQL camelCase; a path's `id` is `id` in REST and
+ *   GraphQL and `<resource>_id` among an MCP tool's arguments (`delivery_id`);
+ * - lists: REST answers a page in the envelope (`data`, `meta`), MCP `{items, total, limit,
+ *   cursor}` with a smaller default page, GraphQL a Relay connection (`first`, `after`);
+ * - who may call: every surface asks credential-scope.ts about the REST operation, and a read-only
+ *   OAuth token reaches the MCP tools of reads only.
+ */
+import type { Static, TObject, TProperties, TSchema } from '@sinclair/typebox'
+import type { Auth } from '../auth/principal'
+import type { AppContext } from '../context'
+import type { PageRequest } from './pagination'
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+/** What a handler gets besides its input, on every surface. */
+export interface OperationCall {
+  ctx: AppContext
+  auth: Auth
+  /** aborted when the client goes away */
+  signal: AbortSignal
+  /** REST's status of this answer, where it depends on what happened (201 created, 200 found); other surfaces have none */
+  status?(code: 200 | 201): void
+}
+
+/** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
+export interface ToolHints {
+  readOnlyHint: boolean
+  destructiveHint: boolean
+  idempotentHint: boolean
+  openWorldHint: boolean
+}
+
+interface Declared<P extends TProperties, I extends TProperties> {
+  /** snake_case, verb first: the MCP tool's name (`list_webhook_deliveries`) */
+  name: string
+  method: Method
+  /** where REST serves it, Elysia style (`/v1/webhooks/deliveries/:id`) */
+  path: string
+  /** the OpenAPI tag */
+  tag: string
+  /** one line: the OpenAPI summary and the MCP tool's title */
+  summary: string
+  /** the OpenAPI description and the MCP tool's description */
+  description?: string
+  /** the path's parameters, by their names in `path` */
+  params?: P
+  /** the query of a GET, the JSON body of a write: its fields are the other arguments */
+  input?: TObject<I>
+  /** a write whose body may be left out altogether (read like an empty one) */
+  bodyOptional?: true
+  /** the noun of an `id` parameter: its MCP argument is `<resource>_id` */
+  resource?: string
+  /** the MCP tool: its own description and hints where they differ; false for no tool */
+  mcp?: false | { description?: string; hints?: Partial<ToolHints> }
+  /** the GraphQL Query field of a read: its name and the SDL type of its node */
+  graphql?: { field: string; type: string; description?: string; args?: Record<string, string> }
+}
+
+type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>
+
+/** An operation on one resource (or an action): the handler's answer is the payload. */
+export interface ResourceOperation<P extends TProperties = TProperties, I extends TProperties = TProperties, O extends TSchema = TSchema>
+  extends Declared<P, I> {
+  output: O
+  /** the REST status of a success (default 200) */
+  status?: 200 | 201
+  /** a create that answers 200 with what already existed (the handler says so: `call.status(200)`) */
+  mayFindExisting?: true
+  handle(call: OperationCall, args: Args<P, I>): Promise<Static<O>>
+}
+
+/** A list, newest first, paged by our cursors: each surface pages it its own way. */
+export interface ListOperation<P extends TProperties = TProperties, I extends TProperties = TProperties, O extends TSchema = TSchema, Row = unknown>
+  extends Declared<P, I> {
+  list: {
+    item: O
+    /** the cursor's scope: a cursor of another list (or another filter) is refused */
+    scope(call: OperationCall, args: Args<P, I>): string
+    fetch(call: OperationCall, args: Args<P, I>, page: PageRequest): Promise<{ rows: Row[]; total: number }>
+    present(row: Row): Static<O>
+    /** REST's page sizes: at most `max` (default 100), `fallback` when none is asked (default 50) */
+    max?: number
+    fallback?: number
+  }
+}
+
+export type Operation = ResourceOperation | ListOperation
+
+export const isList = (op: Operation): op is ListOperation => 'list' in op
+
+/** Declares an operation on one resource, keeping its input and output types together. */
+export const operation = <P extends TProperties = TProperties, I extends TProperties = TProperties, O extends TSchema = TSchema>(
+  op: ResourceOperation<P, I, O>,
+): Operation => op as unknown as Operation
+
+/** Declares a list. */
+export const listOperation = <
+  P extends TProperties = TProperties,
+  I extends TProperties = TProperties,
+  O extends TSchema = TSchema,
+  Row extends { id: string } = { id: string },
+>(
+  op: ListOperation<P, I, O, Row>,
+): Operation => op as unknown as Operation
+
+/** The MCP hints of an operation: reads touch nothing; writes say whether a repeat is harmless. */
+export function hintsOf(op: Operation): ToolHints {
+  const read = op.method === 'GET'
+  const base: ToolHints = {
+    readOnlyHint: read,
+    destructiveHint: op.method === 'DELETE',
+    idempotentHint: read || op.method === 'PUT' || op.method === 'PATCH',
+    openWorldHint: false,
+  }
+  return { ...base, ...(op.mcp ? op.mcp.hints : {}) }
+}
+
+/** The path's parameter names, in order. */
+export const pathParams = (path: string) => [...path.matchAll(/:(\w+)/g)].map(m => m[1]!)

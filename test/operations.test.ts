@@ -1,0 +1,151 @@
+/**
+ * Each operation declared once (src/operations.ts): every MCP tool and every GraphQL Query field
+ * stands for a REST operation that the OpenAPI document lists, and those made from declarations
+ * are exactly the declared ones. The tools and fields still written by hand are listed below, and
+ * the lists may only shrink: a new tool or field is declared as an operation.
+ */
+import { beforeAll, describe, expect, test } from 'bun:test'
+import { isList, pathParams } from '../src/http/operation'
+import { OPERATIONS } from '../src/operations'
+import { TOOLS } from '../src/mcp/server'
+import { graphqlSchema } from '../src/graphql/schema'
+import { testApp } from './helpers/app'
+
+/** Written by hand still: to be declared as operations (docs/architecture.md, "Operations"). */
+const HAND_WRITTEN_TOOLS = new Set([
+  'admit_network_agent',
+  'batch_memories',
+  'cancel_scheduled_email',
+  'create_address_note',
+  'create_payment_challenge',
+  'delete_address_note',
+  'delete_contact',
+  'delete_function_secret',
+  'delete_memory',
+  'deploy_function',
+  'discover_network_agents',
+  'forward_email',
+  'get_address_note',
+  'get_contact',
+  'get_email',
+  'get_function',
+  'get_function_invocation',
+  'get_memory',
+  'get_payment_challenge',
+  'get_routing_topology',
+  'get_sent_email',
+  'get_spend_policy',
+  'get_thread',
+  'list_address_notes',
+  'list_contacts',
+  'list_declined_payments',
+  'list_emails',
+  'list_function_invocations',
+  'list_function_logs',
+  'list_function_secrets',
+  'list_functions',
+  'list_memories',
+  'list_networks',
+  'list_payments',
+  'list_threads',
+  'patch_memory',
+  'pay_payment_challenge',
+  'redeploy_function',
+  'reply_to_email',
+  'reschedule_email',
+  'route_function',
+  'save_contact',
+  'search_emails',
+  'send_email',
+  'set_function_secret',
+  'set_memory',
+  'update_address_note',
+  'update_spend_policy',
+  'wait_for_email',
+])
+
+/** Query fields written by hand still, with the REST read each stands for: to be declared as operations. */
+const HAND_WRITTEN_FIELDS: Record<string, string> = {
+  viewer: '/v1/whoami',
+  account: '/v1/account',
+  domains: '/v1/domains',
+  domain: '/v1/domains/:id',
+  emails: '/v1/emails',
+  email: '/v1/emails/:id',
+  threads: '/v1/threads',
+  thread: '/v1/threads/:id',
+  sentEmail: '/v1/sent-emails/:id',
+  functions: '/v1/functions',
+  function: '/v1/functions/:id',
+  invocation: '/v1/functions/:id/invocations/:invocationId',
+  memories: '/v1/memories',
+  memory: '/v1/memories/:key',
+  payments: '/v1/x402/payments',
+  paymentChallenge: '/v1/x402/challenges/:id',
+  networks: '/v1/networks',
+  network: '/v1/networks/:id',
+  networkMembers: '/v1/networks/:id/members',
+  networkAgents: '/v1/networks/:id/agents',
+  publishedAgents: '/v1/published-agents',
+  contacts: '/v1/contacts',
+  contact: '/v1/contacts/:id',
+  addressNotes: '/v1/address-notes',
+  addressNote: '/v1/address-notes/:id',
+  registries: '/v1/registries',
+  registry: '/v1/registries/:id',
+  registryAgents: '/v1/registries/:id/agents',
+  registryAgent: '/v1/registries/:id/agents/:agent_id',
+  templates: '/v1/templates',
+  template: '/v1/templates/:id',
+  wakes: '/v1/wake',
+  wake: '/v1/wake/:id',
+  wakeRuns: '/v1/wake/:id/runs',
+}
+
+let openapiPaths: Record<string, Record<string, unknown>>
+beforeAll(async () => {
+  const t = await testApp()
+  openapiPaths = (await t.request('GET', '/v1/openapi')).body.paths
+})
+
+const inOpenApi = (method: string, path: string) => openapiPaths[path.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()] !== undefined
+
+describe('operations', () => {
+  test('each has a unique name, a REST operation the OpenAPI document lists, and its path parameters declared', () => {
+    const names = OPERATIONS.map(op => op.name)
+    expect(new Set(names).size).toBe(names.length)
+    for (const op of OPERATIONS) {
+      expect({ op: op.name, listed: inOpenApi(op.method, op.path) }).toEqual({ op: op.name, listed: true })
+      expect(pathParams(op.path).sort()).toEqual(Object.keys(op.params ?? {}).sort())
+      if (op.graphql) expect(op.method).toBe('GET')
+    }
+  })
+
+  test('every MCP tool is a REST operation of the OpenAPI document; the declared ones are made from their declarations', () => {
+    const declared = new Map(OPERATIONS.filter(op => op.mcp !== false).map(op => [op.name, op]))
+    for (const tool of TOOLS) {
+      expect({ tool: tool.name, listed: inOpenApi(tool.rest.method, tool.rest.path) }).toEqual({ tool: tool.name, listed: true })
+      const op = declared.get(tool.name)
+      if (op) expect(tool.rest).toEqual({ method: op.method, path: op.path })
+      else expect({ tool: tool.name, handWritten: HAND_WRITTEN_TOOLS.has(tool.name) }).toEqual({ tool: tool.name, handWritten: true })
+    }
+    // the list only shrinks: a tool declared since must leave it
+    for (const name of HAND_WRITTEN_TOOLS) expect({ name, declared: declared.has(name) }).toEqual({ name, declared: false })
+    expect([...declared.keys()].filter(name => !TOOLS.some(t => t.name === name))).toEqual([])
+  })
+
+  test('every GraphQL Query field is a REST read of the OpenAPI document; the declared ones are made from their declarations', () => {
+    const query = graphqlSchema().getQueryType()!.getFields()
+    const declared = new Map(OPERATIONS.filter(op => op.graphql).map(op => [op.graphql!.field, op]))
+    for (const field of Object.values(query)) {
+      if (field.name === 'apiVersion') continue
+      const op = declared.get(field.name)
+      const path = op?.path ?? HAND_WRITTEN_FIELDS[field.name]
+      expect({ field: field.name, listed: path !== undefined && inOpenApi('GET', path) }).toEqual({ field: field.name, listed: true })
+      if (!op) continue
+      expect(String(field.type)).toBe(isList(op) ? `${op.graphql!.type}Connection` : op.graphql!.type)
+      if (isList(op)) expect(field.args.map(a => a.name)).toEqual(expect.arrayContaining(['first', 'after']))
+    }
+    for (const name of Object.keys(HAND_WRITTEN_FIELDS)) expect({ name, declared: declared.has(name) }).toEqual({ name, declared: false })
+  })
+})
