@@ -5,6 +5,7 @@
  * works through its admin socket (src/admin/socket.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { planOf } from './account/orgs'
 import { createOrgCommand } from './admin/commands'
 import { serveAdminSocket } from './admin/socket'
 import { loadConfig, type Config } from './config'
@@ -59,11 +60,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 const file = `${config.DATA_DIR}/dev-org.json`
 type DevOrg = Awaited<ReturnType<typeof createOrgCommand>>
 let org: DevOrg | undefined = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined
-let [row] = org ? await sql<{ plan: string }[]>`select plan from orgs where id = ${org.org_id}` : []
-if (!org || !row) {
+let plan = org ? await planOf(sql, org.org_id) : null
+if (!org || !plan) {
   org = await createOrgCommand(sql, { plan: 'developer', email: 'dev@localhost', name: 'Development' })
   writeFileSync(file, JSON.stringify(org, null, 2), { mode: 0o600 })
-  row = { plan: org.plan }
+  plan = org.plan
 }
 
 /** Where the database is, without a password that DATABASE_URL may carry. */
@@ -88,7 +89,7 @@ console.log(`
   Health       ${api}/v1/health
   SMTP         ${host}:${service.running.smtpPort ?? config.SMTP_PORT} (managed domain ${config.MANAGED_DOMAIN})
 
-  Development organization ${org.org_id} (${row.plan} plan)
+  Development organization ${org.org_id} (${plan} plan)
   API key      ${org.api_key}
 
   Try it:      curl -H "Authorization: Bearer ${org.api_key}" ${api}/v1/whoami

@@ -62,3 +62,41 @@ export async function setSendLimits(tx: Tx, orgId: string, limits: { perHour: nu
     update orgs set send_per_hour_override = ${limits.perHour}, send_per_day_override = ${limits.perDay} where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
 }
+
+/** Throws not_found unless the organization exists. */
+export async function requireOrg(sql: Tx, orgId: string): Promise<void> {
+  const [org] = await sql`select 1 from orgs where id = ${orgId}`
+  if (!org) throw errors.notFound('org')
+}
+
+/** The organization's plan, or null for an unknown organization. */
+export async function planOf(sql: Tx, orgId: string): Promise<Plan | null> {
+  const [org] = await sql<{ plan: Plan }[]>`select plan from orgs where id = ${orgId}`
+  return org?.plan ?? null
+}
+
+/** Whether the organization opted in to irreversible content discard. */
+export async function contentDiscardEnabled(sql: Tx, orgId: string): Promise<boolean> {
+  const [org] = await sql<{ enabled: boolean }[]>`select content_discard_enabled as enabled from orgs where id = ${orgId}`
+  return org?.enabled === true
+}
+
+/** Gives back storage a discarded message held (never below zero). */
+export async function releaseStorage(tx: Tx, orgId: string, bytes: number): Promise<void> {
+  await tx`update orgs set storage_used_bytes = greatest(0, storage_used_bytes - ${bytes}) where id = ${orgId}`
+}
+
+/** The statement that counts the organization's stored emails (the counter the store keeps), as a list's total. */
+export const storedEmailsCount = (sql: Tx, orgId: string) => sql`select emails_count from orgs where id = ${orgId}`
+
+/** The organization's credit balance in cents; not_found for an unknown organization. */
+export async function creditBalanceCents(sql: Tx, orgId: string): Promise<number> {
+  const [row] = await sql<{ balance: number }[]>`select credit_balance_cents as balance from orgs where id = ${orgId}`
+  if (!row) throw errors.notFound('org')
+  return Number(row.balance)
+}
+
+/** Adds redeemed credit to the organization's balance. */
+export async function addCredit(tx: Tx, orgId: string, cents: number): Promise<void> {
+  await tx`update orgs set credit_balance_cents = credit_balance_cents + ${cents} where id = ${orgId}`
+}

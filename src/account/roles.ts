@@ -28,3 +28,17 @@ export async function requireOwnerOrAdmin(sql: Sql, auth: Auth, action: string) 
   if (!role) throw errors.forbidden(`${action}: needs a credential created by an owner or admin`)
   requireRole(role, ['owner', 'admin'], action)
 }
+
+/** An organization a person belongs to, with its name and their role. */
+export interface Membership {
+  org_id: string
+  name: string
+  role: Role
+}
+
+/** The organizations a person belongs to, by name. */
+export async function membershipsOf(sql: Tx, userId: string): Promise<Membership[]> {
+  return sql<Membership[]>`
+    select m.org_id, o.name, m.role from memberships m join orgs o on o.id = m.org_id
+     where m.user_id = ${userId} order by o.name, m.org_id`
+}

@@ -13,7 +13,7 @@ import { addMember, insertOrg } from '../account/orgs'
 import { completeSignup, type SignupRow } from '../signups/service'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
-import { membershipsOf } from '../oauth/queries'
+import { membershipsOf } from '../account/roles'
 
 export async function completeAgentSignup(ctx: AppContext, tx: Tx, signup: SignupRow, orgId: string | undefined) {
   await completeSignup(tx, signup.id)

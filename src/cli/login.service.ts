@@ -13,7 +13,7 @@ import { randomToken, sha256 } from '../crypto'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
-import { roleIn } from '../oauth/queries'
+import { currentRole } from '../account/roles'
 
 export const DEVICE_LOGIN = {
   ttlSeconds: 600,
@@ -148,7 +148,8 @@ export async function redeemDeviceLogin(tx: Tx, deviceCode: string): Promise<Log
     select id, user_id, org_id from cli_device_codes
      where device_code_hash = ${sha256(deviceCode)} and status = 'approved' and expires_at > now() for update`
   if (!row) throw pollError({ kind: 'consumed' })
-  if (!(await roleIn(tx, row.org_id, row.user_id))) throw new ApiError('access_denied', 'the person who approved is no longer a member of the organization')
+  if (!(await currentRole(tx, row.org_id, row.user_id)))
+    throw new ApiError('access_denied', 'the person who approved is no longer a member of the organization')
   const { grantId, ...tokens } = await issueFirstPartyTokens(tx, FIRST_PARTY_CLIENTS.cli, row.user_id, row.org_id)
   await tx`update cli_device_codes set status = 'consumed', grant_id = ${grantId} where id = ${row.id}`
   return { ...tokens, org_id: row.org_id, user_id: row.user_id }

@@ -1,6 +1,7 @@
 /** Credit codes: minted by the operator, redeemed once by an owner or admin, added to the balance. */
 import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
+import { addCredit, creditBalanceCents } from '../account/orgs'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 
@@ -14,9 +15,7 @@ export async function mintCreditCode(sql: Sql, amountCents: number): Promise<{ i
 }
 
 export async function creditBalance(sql: Sql | Tx, orgId: string) {
-  const [row] = await sql<{ balance: number }[]>`select credit_balance_cents as balance from orgs where id = ${orgId}`
-  if (!row) throw errors.notFound('org')
-  return { balance_cents: Number(row.balance), currency: 'USD' as const }
+  return { balance_cents: await creditBalanceCents(sql, orgId), currency: 'USD' as const }
 }
 
 /** Redeems a code for the organization; an unknown or already redeemed code is not_found. */
@@ -26,6 +25,6 @@ export async function redeemCreditCode(tx: Tx, orgId: string, code: string) {
      where code_hash = ${sha256(code.trim())} and redeemed_at is null
      returning amount_cents`
   if (!credit) throw errors.notFound('credit code')
-  await tx`update orgs set credit_balance_cents = credit_balance_cents + ${credit.amount_cents} where id = ${orgId}`
+  await addCredit(tx, orgId, credit.amount_cents)
   return { redeemed_cents: Number(credit.amount_cents), ...(await creditBalance(tx, orgId)) }
 }

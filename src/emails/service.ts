@@ -1,4 +1,5 @@
 /** Mail reads: lists, one message, raw bytes, attachments, threads, search, content discard. */
+import { contentDiscardEnabled, releaseStorage, storedEmailsCount } from '../account/orgs'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
@@ -122,7 +123,7 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
     ? 'capped'
     : f.threadId
       ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
-      : sql`select emails_count from orgs where id = ${orgId}`
+      : storedEmailsCount(sql, orgId)
   return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page, total })
 }
 
@@ -147,13 +148,13 @@ export async function rawMessage(sql: Sql, orgId: string, id: string): Promise<U
 /** Irreversibly removes the stored content of a message, keeping its metadata; needs the organization's opt-in. */
 export async function discardContent(sql: Sql, orgId: string, id: string) {
   return sql.begin(async tx => {
-    const [org] = await tx<{ enabled: boolean }[]>`select content_discard_enabled as enabled from orgs where id = ${orgId}`
+    const enabled = await contentDiscardEnabled(tx, orgId)
     const [email] = await tx<
       { size_bytes: number; content_discarded_at: Date | null; subject: string | null; from_name: string | null; from_address: string | null }[]
     >`
       select size_bytes, content_discarded_at, subject, from_name, from_address from emails where id = ${id} and org_id = ${orgId} for update`
     if (!email) throw errors.notFound('email')
-    if (!org?.enabled) {
+    if (!enabled) {
       throw new ApiError('discard_not_enabled', 'content discard: not enabled for this organization (it is irreversible, so it needs an opt-in)')
     }
     if (!email.content_discarded_at) {
@@ -162,7 +163,7 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
         update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
                           search = ${searchVector({ subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
          where id = ${id}`
-      await tx`update orgs set storage_used_bytes = greatest(0, storage_used_bytes - ${email.size_bytes}) where id = ${orgId}`
+      await releaseStorage(tx, orgId, email.size_bytes)
     }
     const [row] = await tx<{ at: Date }[]>`select content_discarded_at as at from emails where id = ${id}`
     return { id, content_discarded_at: iso(row!.at)! }

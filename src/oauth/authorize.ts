@@ -12,6 +12,7 @@
  *    completes once.
  */
 import { randomUUIDv7 } from 'bun'
+import { membershipsOf } from '../account/roles'
 import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import { AUTHORIZATION_REQUEST_TTL_SECONDS, CODE_PREFIX, CODE_TTL_SECONDS, LIMITS } from './constants'
@@ -24,7 +25,6 @@ import {
   findClient,
   insertAuthorizationRequest,
   insertCode,
-  membershipsOf,
   setAuthorizationRequestUser,
   type AuthorizationRequestRow,
 } from './queries'

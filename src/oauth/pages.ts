@@ -4,7 +4,7 @@
  * us (and the redirect that follows, to the client's registered origin), and no framing.
  */
 import { createHash } from 'node:crypto'
-import type { Membership } from './queries'
+import type { Membership } from '../account/roles'
 
 class Html {
   constructor(readonly value: string) {}

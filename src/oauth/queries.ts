@@ -1,6 +1,5 @@
 /** The SQL of the authorization server: clients, pending authorization requests, codes, grants, tokens. */
 import type { Tx } from '../db/client'
-import type { Role } from '../auth/principal'
 
 export interface ClientRow {
   id: string
@@ -88,23 +87,6 @@ export interface Person {
 export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
   const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
   return row ?? null
-}
-
-export interface Membership {
-  org_id: string
-  name: string
-  role: Role
-}
-
-export async function membershipsOf(sql: Tx, userId: string): Promise<Membership[]> {
-  return sql<Membership[]>`
-    select m.org_id, o.name, m.role from memberships m join orgs o on o.id = m.org_id
-     where m.user_id = ${userId} order by o.name, m.org_id`
-}
-
-export async function roleIn(sql: Tx, orgId: string, userId: string): Promise<Role | null> {
-  const [row] = await sql<{ role: Role }[]>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`
-  return row?.role ?? null
 }
 
 export async function insertCode(

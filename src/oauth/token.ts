@@ -12,7 +12,8 @@ import type { Config } from '../config'
 import { grantedScope, resourceOf } from './authorization-request'
 import { LIMITS, SCOPES } from './constants'
 import { createGrant, issueTokens, type TokenSet } from './grants'
-import { findClient, findToken, grantOfSpentCode, linkCodeToGrant, markTokenUsed, revokeGrant, roleIn, spendCode, type ClientRow } from './queries'
+import { currentRole } from '../account/roles'
+import { findClient, findToken, grantOfSpentCode, linkCodeToGrant, markTokenUsed, revokeGrant, spendCode, type ClientRow } from './queries'
 import { oauthError, oauthJson, readForm, slowDown, throttle, type Form, type Server } from './responses'
 
 /** RFC 7636 section 4.1: 43 to 128 unreserved characters. */
@@ -97,7 +98,7 @@ async function exchangeCode(tx: Tx, config: Config, client: ClientRow, form: For
   if (!CODE_VERIFIER.test(verifier) || s256(verifier) !== code.code_challenge) {
     return invalidGrant('code_verifier: does not match the code_challenge; the code is spent')
   }
-  if (!(await roleIn(tx, code.org_id, code.user_id))) return invalidGrant('the person who authorized is no longer a member of the organization')
+  if (!(await currentRole(tx, code.org_id, code.user_id))) return invalidGrant('the person who authorized is no longer a member of the organization')
   const target = sameResource(config, form, code.resource)
   if (target) return target
   const grantId = await createGrant(tx, { clientId: client.id, userId: code.user_id, orgId: code.org_id, scope: code.scope, resource: code.resource })
@@ -117,7 +118,7 @@ async function refresh(tx: Tx, config: Config, client: ClientRow, form: Form, to
     return invalidGrant('refresh_token: already used; the grant is revoked')
   }
   if (!row.live) return invalidGrant('refresh_token: expired')
-  if (!(await roleIn(tx, row.org_id, row.user_id))) {
+  if (!(await currentRole(tx, row.org_id, row.user_id))) {
     await revokeGrant(tx, row.grant_id, 'membership_ended')
     return invalidGrant('the person who authorized is no longer a member of the organization; the grant is revoked')
   }

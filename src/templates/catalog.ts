@@ -18,7 +18,7 @@ import { applyMemoryOps, lockMemoryUsage } from '../memories/service'
 import { deployFunction } from '../functions/service'
 import { createEndpoint } from '../webhooks/endpoints.service'
 import { createRoute } from '../webhooks/recipient-routes.service'
-import { lockOrgForWebhooks } from '../webhooks/plan-access'
+import { lockOrgForWebhooks } from '../webhooks/org-lock'
 import { dataProblems, type Variable } from './render'
 import { insertTemplate, type TemplateInput } from './service'
 

@@ -20,7 +20,8 @@ import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
-import { lockOrgForWebhooks, planAccess, requireEntitlement, type PlanAccess } from './plan-access'
+import { planAccess, requireEntitlement, type PlanAccess } from '../account/access'
+import { lockOrgForWebhooks } from './org-lock'
 import { checkWebhookUrl } from '../egress/url-safety'
 
 export interface EndpointRules {

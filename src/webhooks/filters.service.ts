@@ -10,7 +10,7 @@ import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { normalizePattern, patternProblem } from './patterns'
-import { planAccess, requireEntitlement } from './plan-access'
+import { planAccess, requireEntitlement } from '../account/access'
 
 export type FilterType = 'whitelist' | 'blocklist'
 

@@ -28,7 +28,8 @@ import { iso } from '../http/timestamps'
 import { findEndpoint, functionRouteTarget } from './endpoints.service'
 import { expandPattern, isExactAddress, matchesPattern, normalizePattern, patternDomain, patternProblem } from './patterns'
 import { isUniqueViolation } from '../db/errors'
-import { lockOrgForWebhooks, planAccess, requireEntitlement } from './plan-access'
+import { planAccess, requireEntitlement } from '../account/access'
+import { lockOrgForWebhooks } from './org-lock'
 
 export interface RouteRow {
   id: string

@@ -11,7 +11,7 @@ import { perProcess, type AppContext } from '../context'
 import type { Auth } from '../auth/principal'
 import { CACHE_TTL_MS } from '../auth/credentials'
 import { authenticateRequest } from '../http/auth'
-import { planAccess, requireEntitlement } from '../webhooks/plan-access'
+import { planAccess, requireEntitlement } from '../account/access'
 
 const entitled = perProcess(() => new LRUCache<string, true>({ max: 10_000, ttl: CACHE_TTL_MS }))
 

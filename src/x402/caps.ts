@@ -3,6 +3,7 @@
  * per settle, each overridable by the operator (`bin/admin x402 set-caps`). A settle that would
  * exceed one fails the challenge before anything moves on chain.
  */
+import { requireOrg } from '../account/orgs'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { periodTotal } from './totals'
@@ -56,8 +57,7 @@ export async function setSettleCaps(sql: Sql, orgId: string, caps: { daily: stri
   const daily = capValue('daily', caps.daily)
   const monthly = capValue('monthly', caps.monthly)
   const perSettle = capValue('per_settle', caps.per_settle)
-  const [org] = await sql`select 1 from orgs where id = ${orgId}`
-  if (!org) throw errors.notFound('org')
+  await requireOrg(sql, orgId)
   await sql`
     insert into x402_settle_caps (org_id, daily, monthly, per_settle) values (${orgId}, ${daily}, ${monthly}, ${perSettle})
     on conflict (org_id) do update set daily = excluded.daily, monthly = excluded.monthly, per_settle = excluded.per_settle, updated_at = now()`

@@ -4,11 +4,11 @@
  * through the ordinary send path (sender ownership, limits, signing, relay); the interaction's
  * reads. Messages the service sends later in the thread (receipt, reject) go the same way.
  */
+import { planOf } from '../../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
 import type { Auth } from '../../auth/principal'
-import type { Plan } from '../../account/plans'
 import { ApiError, errors } from '../../errors'
 import { idempotent } from '../../http/idempotency'
 import { enqueue } from '../../jobs/queue'
@@ -71,8 +71,7 @@ const base64 = (value: unknown) => Buffer.from(JSON.stringify(value, null, 2)).t
 
 /** The credentials the service acts with for the payee organization when it answers in a thread. */
 async function payeeAuth(sql: Sql, orgId: string): Promise<Auth> {
-  const [org] = await sql<{ plan: Plan }[]>`select plan from orgs where id = ${orgId}`
-  return { orgId, keyId: 'x402-email', userId: null, role: 'owner', method: 'api_key', plan: org!.plan, apiPerMinute: 0 }
+  return { orgId, keyId: 'x402-email', userId: null, role: 'owner', method: 'api_key', plan: (await planOf(sql, orgId))!, apiPerMinute: 0 }
 }
 
 /** Records a step we send, in the caller's transaction or on its own. */

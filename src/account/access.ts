@@ -1,11 +1,11 @@
 /**
- * What an organization's plan lets it configure for inbound delivery. Read from the database on
- * each write rather than from the cached credential, so an entitlement granted a moment ago (or a
- * plan change) applies at once.
+ * What an organization's plan lets it do: its plan, entitlements (the plan's and those granted by
+ * an operator) and limits. Read from the database on each write rather than from the cached
+ * credential, so an entitlement granted a moment ago (or a plan change) applies at once.
  */
 import type { Tx } from '../db/client'
 import { errors } from '../errors'
-import { entitlementsOf, planDefinition, type Entitlement, type Plan, type PlanLimits } from '../account/plans'
+import { entitlementsOf, planDefinition, type Entitlement, type Plan, type PlanLimits } from './plans'
 
 export interface PlanAccess {
   plan: Plan
@@ -22,14 +22,4 @@ export async function planAccess(sql: Tx, orgId: string): Promise<PlanAccess> {
 /** Throws 403 feature_disabled naming `entitlement` unless the organization has it. */
 export function requireEntitlement(access: PlanAccess, entitlement: Entitlement, message: string) {
   if (!access.entitlements.includes(entitlement)) throw errors.featureDisabled(entitlement, message)
-}
-
-/**
- * Serializes the organization's endpoint and route writes for the rest of the transaction: the
- * plan limit is a count, and a count checked before an insert only holds while nobody else
- * inserts. An advisory lock, not `for update` on the org row, so inbound mail updating the
- * org's counters never waits for it.
- */
-export async function lockOrgForWebhooks(tx: Tx, orgId: string) {
-  await tx`select pg_advisory_xact_lock(hashtextextended(${`webhooks:${orgId}`}, 0))`
 }
