@@ -6,6 +6,15 @@
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
+import { templateOperations } from './templates/operations'
+import { wakeOperations } from './wake/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...inboxOperations,
+  ...sendingOperations,
+  ...endpointOperations,
+  ...deliveryOperations,
+  ...templateOperations,
+  ...wakeOperations,
+]

@@ -95,10 +95,7 @@ const HAND_WRITTEN_FIELDS: Record<string, string> = {
   registry: '/v1/registries/:id',
   registryAgents: '/v1/registries/:id/agents',
   registryAgent: '/v1/registries/:id/agents/:agent_id',
-  templates: '/v1/templates',
-  template: '/v1/templates/:id',
   wakes: '/v1/wake',
-  wake: '/v1/wake/:id',
   wakeRuns: '/v1/wake/:id/runs',
 }
 
