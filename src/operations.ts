@@ -3,6 +3,7 @@
  * routes, the MCP server offers them as tools, the GraphQL schema has the reads as Query fields.
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
+import { accountOperations } from './account/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
@@ -17,4 +18,5 @@ export const OPERATIONS: readonly Operation[] = [
   ...deliveryOperations,
   ...templateOperations,
   ...wakeOperations,
+  ...accountOperations,
 ]

@@ -67,7 +67,6 @@ const HAND_WRITTEN_TOOLS = new Set([
 /** Query fields written by hand still, with the REST read each stands for: to be declared as operations. */
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
   viewer: '/v1/whoami',
-  account: '/v1/account',
   domains: '/v1/domains',
   domain: '/v1/domains/:id',
   emails: '/v1/emails',
