@@ -41,7 +41,6 @@ import { functionRoutes } from './functions/routes'
 import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
-import { wakeRoutes } from './wake/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
 import { networkRoutes } from './networks/routes'
@@ -157,7 +156,6 @@ export function createApp(ctx: AppContext) {
     .use(x402AccountRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
-    .use(wakeRoutes(ctx))
     .use(graphqlRoutes(ctx))
     .use(networkRoutes(ctx))
     .use(publishedAgentRoutes(ctx))

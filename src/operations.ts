@@ -3,9 +3,20 @@
  * routes, the MCP server offers them as tools, the GraphQL schema has the reads as Query fields.
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
+import { accountOperations } from './account/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
+import { templateOperations } from './templates/operations'
+import { wakeOperations } from './wake/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...inboxOperations,
+  ...sendingOperations,
+  ...endpointOperations,
+  ...deliveryOperations,
+  ...templateOperations,
+  ...wakeOperations,
+  ...accountOperations,
+]

@@ -67,7 +67,6 @@ const HAND_WRITTEN_TOOLS = new Set([
 /** Query fields written by hand still, with the REST read each stands for: to be declared as operations. */
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
   viewer: '/v1/whoami',
-  account: '/v1/account',
   domains: '/v1/domains',
   domain: '/v1/domains/:id',
   emails: '/v1/emails',
@@ -95,10 +94,7 @@ const HAND_WRITTEN_FIELDS: Record<string, string> = {
   registry: '/v1/registries/:id',
   registryAgents: '/v1/registries/:id/agents',
   registryAgent: '/v1/registries/:id/agents/:agent_id',
-  templates: '/v1/templates',
-  template: '/v1/templates/:id',
   wakes: '/v1/wake',
-  wake: '/v1/wake/:id',
   wakeRuns: '/v1/wake/:id/runs',
 }
 

@@ -1,14 +1,17 @@
-/** Identity and account reads, and the webhook signing secret. */
+/**
+ * Who the credential is, and the webhook signing secret: written by hand (the identity carries the
+ * request's id, /v1/me deprecation headers, the secret Cache-Control). The account's reads are
+ * declared in operations.ts.
+ */
 import { Elysia } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
 import { deprecated } from '../http/deprecation'
 import { Ok } from '../http/envelope'
 import { requestFacts } from '../request-context'
-import { getAccount, getStorage } from './service'
 import { readWebhookSecret, rotateWebhookSecret } from './webhook-secret'
 import type { Auth } from '../auth/principal'
-import { Identity, Account, Storage, Secret } from './model'
+import { Identity, Secret } from './model'
 
 const whoami = (auth: Auth, request: Request) => ({
   org_id: auth.orgId,
@@ -32,14 +35,6 @@ export function accountRoutes(ctx: AppContext) {
         { since: new Date('2026-11-01T00:00:00Z'), replacement: 'GET /v1/whoami', link: `${ctx.config.siteUrl}/docs#deprecations` },
         'Who the credential is (deprecated alias of /v1/whoami)',
       ),
-    })
-    .get('/account', ({ auth }) => getAccount(ctx.sql, auth.orgId), {
-      response: { 200: Ok(Account) },
-      detail: { summary: 'Plan, entitlements and limits' },
-    })
-    .get('/account/storage', ({ auth }) => getStorage(ctx.sql, auth.orgId), {
-      response: { 200: Ok(Storage) },
-      detail: { summary: 'Stored-mail usage' },
     })
     .get(
       '/account/webhook-secret',

@@ -1,5 +1,5 @@
 /** The caller (viewer) and the account: plan, entitlements, limits, storage. */
-import { getAccount, getStorage } from '../account/service'
+import { getStorage } from '../account/service'
 import { requestFacts } from '../request-context'
 import { allow } from './context'
 import type { SchemaModule } from './module'
@@ -12,8 +12,6 @@ export const accountModule: SchemaModule = {
 extend type Query {
   "Who the credential is (as GET /v1/whoami). Not for connection keys."
   viewer: Viewer
-  "Plan, entitlements, limits and storage of the organization (as GET /v1/account). Not for connection keys."
-  account: Account
 }
 
 enum Role { owner admin member }
@@ -83,7 +81,6 @@ type Storage {
           request_id: requestFacts(g.request).id,
         }
       },
-      account: async (_s, _a, g) => getAccount(g.ctx.sql, allow(g, '/v1/account', 'the account').orgId),
     },
     Account: {
       storage: async (_s, _a, g) => getStorage(g.ctx.sql, allow(g, '/v1/account/storage', 'the storage').orgId),

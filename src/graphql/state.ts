@@ -1,5 +1,4 @@
 /** Templates and wakes (scheduled commands) with their runs. */
-import { getTemplate, listTemplates, presentTemplate } from '../templates/service'
 import { getWake, listRuns, listWakes, presentRun, presentWake } from '../wake/service'
 import { allow, uuidArg } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
@@ -8,12 +7,8 @@ import type { SchemaModule } from './module'
 export const stateModule: SchemaModule = {
   sdl: `
 extend type Query {
-  "Stored email templates, newest first (as GET /v1/templates)."
-  templates(${CONNECTION_ARGS}): TemplateConnection
-  template(id: ID!): Template
   "Wakes, newest first (as GET /v1/wake); the filters combine."
   wakes(${CONNECTION_ARGS}, enabled: Boolean, targetType: String): WakeConnection
-  wake(id: ID!): Wake
   "A wake's runs, newest first (as GET /v1/wake/{id}/runs)."
   wakeRuns(wakeId: ID!, ${CONNECTION_ARGS}): WakeRunConnection
 }
@@ -87,13 +82,6 @@ ${connectionTypes('WakeRun', 'wake runs')}
 `,
   resolvers: {
     Query: {
-      templates: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/templates', 'templates')
-        const page = pageOf(g.ctx, 'gql:templates', args)
-        return connection(g.ctx, 'gql:templates', page, await listTemplates(g.ctx.sql, auth.orgId, page), presentTemplate)
-      },
-      template: async (_s, args: { id: string }, g) =>
-        presentTemplate(await getTemplate(g.ctx.sql, allow(g, '/v1/templates/:id', 'templates').orgId, uuidArg('id', args.id))),
       wakes: async (_s, args: ConnectionArgs & { enabled?: boolean; targetType?: string }, g) => {
         const auth = allow(g, '/v1/wake', 'wakes')
         const scope = `gql:wakes?${JSON.stringify([args.enabled ?? null, args.targetType ?? null])}`
@@ -106,7 +94,6 @@ ${connectionTypes('WakeRun', 'wake runs')}
           presentWake,
         )
       },
-      wake: async (_s, args: { id: string }, g) => presentWake(await getWake(g.ctx.sql, allow(g, '/v1/wake/:id', 'wakes').orgId, uuidArg('id', args.id))),
       wakeRuns: async (_s, args: ConnectionArgs & { wakeId: string }, g) => {
         const auth = allow(g, '/v1/wake/:id/runs', 'wakes')
         const wake = await getWake(g.ctx.sql, auth.orgId, uuidArg('wakeId', args.wakeId))

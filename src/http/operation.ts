@@ -70,8 +70,8 @@ type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & S
 export interface ResourceOperation<P extends TProperties = TProperties, I extends TProperties = TProperties, O extends TSchema = TSchema>
   extends Declared<P, I> {
   output: O
-  /** the REST status of a success (default 200) */
-  status?: 200 | 201
+  /** the REST status of a success (default 200; 202 for work started, not done) */
+  status?: 200 | 201 | 202
   /** a create that answers 200 with what already existed (the handler says so: `call.status(200)`) */
   mayFindExisting?: true
   handle(call: OperationCall, args: Args<P, I>): Promise<Static<O>>
