@@ -5,6 +5,7 @@
  */
 import { accountOperations } from './account/operations'
 import type { Operation } from './http/operation'
+import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
 import { templateOperations } from './templates/operations'
@@ -19,4 +20,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...templateOperations,
   ...wakeOperations,
   ...accountOperations,
+  ...functionOperations,
+  ...functionObserveOperations,
+  ...functionSecretOperations,
 ]

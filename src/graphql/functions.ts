@@ -1,5 +1,4 @@
 /** Functions and their invocations. */
-import { getFunction, listFunctions, presentFunction } from '../functions/service'
 import { getInvocation, presentInvocation } from '../functions/observe'
 import { allow, uuidArg } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
@@ -9,9 +8,6 @@ import type { SchemaModule } from './module'
 export const functionsModule: SchemaModule = {
   sdl: `
 extend type Query {
-  "Live functions, newest first (as GET /v1/functions)."
-  functions(${CONNECTION_ARGS}): FunctionConnection
-  function(id: ID!): Function
   "One invocation of a function, with its exception stack and logs."
   invocation(functionId: ID!, id: ID!): Invocation
 }
@@ -79,13 +75,6 @@ ${connectionTypes('Invocation', 'invocations')}
 `,
   resolvers: {
     Query: {
-      functions: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/functions', 'functions')
-        const page = pageOf(g.ctx, 'gql:functions', args)
-        return connection(g.ctx, 'gql:functions', page, await listFunctions(g.ctx.sql, auth.orgId, page), presentFunction)
-      },
-      function: async (_s, args: { id: string }, g) =>
-        presentFunction(await getFunction(g.ctx.sql, allow(g, '/v1/functions/:id', 'functions').orgId, uuidArg('id', args.id))),
       invocation: async (_s, args: { functionId: string; id: string }, g) =>
         getInvocation(
           g.ctx.sql,

@@ -6,6 +6,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from './auth'
+import { bodyLimit } from './boundary'
 import { Ok, Paged } from './envelope'
 import { isList, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
@@ -39,7 +40,12 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
       {
         ...requestSchemas(op),
         response: Object.fromEntries(statuses.map(code => [code, isList(op) ? Paged(op.list.item) : Ok(op.output)])),
-        detail: { tags: [op.tag], summary: op.summary, ...(op.description && { description: op.description }) },
+        detail: {
+          tags: [op.tag],
+          ...(op.bodyLimit && bodyLimit(op.bodyLimit)),
+          summary: op.summary,
+          ...(op.description && { description: op.description }),
+        },
       },
     )
   }

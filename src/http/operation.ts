@@ -56,6 +56,8 @@ interface Declared<P extends TProperties, I extends TProperties> {
   input?: TObject<I>
   /** a write whose body may be left out altogether (read like an empty one) */
   bodyOptional?: true
+  /** a write whose body may be larger than MAX_BODY_BYTES: its limit in bytes (http/boundary.ts `bodyLimit`) */
+  bodyLimit?: number
   /** the noun of an `id` parameter: its MCP argument is `<resource>_id` */
   resource?: string
   /** the MCP tool: its own description and hints where they differ; false for no tool */

@@ -1,21 +1,10 @@
 /** Function tools (the Functions routes): deploy, read, route, secrets, logs and invocations of hosted functions. */
 import { Type } from '@sinclair/typebox'
-import {
-  DeployFunction,
-  DeployResult,
-  FullInvocation,
-  FunctionSchema,
-  Invocation,
-  LogLineSchema,
-  RouteFunction,
-  RoutingTopology,
-  Secret,
-} from '../../functions/model'
-import { routeFunction, routingTopology } from '../../functions/routing'
+import { DeployFunction, DeployResult, FullInvocation, Invocation, LogLineSchema, Secret } from '../../functions/model'
 import { deleteSecret, listSecrets, putSecret } from '../../functions/secrets'
 import { RESERVED_SECRETS, SECRET_VALUE_BYTES } from '../../functions/limits'
 import { getInvocation, listInvocations, listLogs, presentInvocation, presentLog } from '../../functions/observe'
-import { deployFunction, getFunction, listFunctions, presentFunction, redeployFunction } from '../../functions/service'
+import { redeployFunction } from '../../functions/service'
 import { PageInput, PageOf, toolPage } from '../schema'
 import { READ, tool, WRITE } from '../tool'
 
@@ -33,18 +22,6 @@ const SecretKey = Type.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$
 
 export const functionTools = [
   tool({
-    name: 'deploy_function',
-    title: 'Deploy a function',
-    description:
-      'Creates a hosted function from one ESM module whose default export has async fetch(request, env); it runs on inbound mail once routed. ' +
-      'The result says whether the deployment succeeded (deployment.status, deploy_error with line and column). A taken name is a conflict: use redeploy_function.',
-    input: DeployFunction,
-    output: DeployResult,
-    annotations: { ...WRITE, openWorldHint: true },
-    rest: { method: 'POST', path: '/v1/functions' },
-    handle: async ({ ctx, auth }, args) => deployFunction(ctx, auth.orgId, args),
-  }),
-  tool({
     name: 'redeploy_function',
     title: 'Redeploy a function',
     description: 'Replaces the code of an existing function; the new deployment becomes current if it succeeds.',
@@ -53,29 +30,6 @@ export const functionTools = [
     annotations: { ...WRITE, idempotentHint: true, openWorldHint: true },
     rest: { method: 'PUT', path: '/v1/functions/:id' },
     handle: async ({ ctx, auth }, { function_id, ...bundle }) => redeployFunction(ctx, auth.orgId, function_id, bundle),
-  }),
-  tool({
-    name: 'list_functions',
-    title: 'List functions',
-    description: 'Hosted functions, newest first.',
-    input: Type.Object(PageInput),
-    output: PageOf(FunctionSchema),
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/functions' },
-    handle: async ({ ctx, auth }, args) => {
-      const scope = `functions:${auth.orgId}`
-      return toolPage(ctx, scope, args, page => listFunctions(ctx.sql, auth.orgId, page), presentFunction)
-    },
-  }),
-  tool({
-    name: 'get_function',
-    title: 'Get a function',
-    description: 'One function: its deploy status, current deployment and route.',
-    input: Type.Object(FunctionId),
-    output: FunctionSchema,
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/functions/:id' },
-    handle: async ({ ctx, auth }, args) => presentFunction(await getFunction(ctx.sql, auth.orgId, args.function_id)),
   }),
   tool({
     name: 'list_function_logs',
@@ -112,28 +66,6 @@ export const functionTools = [
     annotations: READ,
     rest: { method: 'GET', path: '/v1/functions/:id/invocations/:invocationId' },
     handle: async ({ ctx, auth }, args) => getInvocation(ctx.sql, auth.orgId, args.function_id, args.invocation_id),
-  }),
-  tool({
-    name: 'route_function',
-    title: 'Route mail to a function',
-    description:
-      "Makes a deployed function receive inbound mail: a domain's default slot (domain_id; needs the webhooks_per_domain entitlement) or the org-wide fallback (domain_id null), " +
-      'which receives mail for domains with no enabled endpoint of their own. A slot held by another enabled endpoint is a conflict.',
-    input: Type.Object({ ...FunctionId, ...RouteFunction.properties }),
-    output: FunctionSchema,
-    annotations: { ...WRITE, idempotentHint: true },
-    rest: { method: 'PUT', path: '/v1/functions/:id/route' },
-    handle: async ({ ctx, auth }, args) => routeFunction(ctx, auth.orgId, args.function_id, args.domain_id),
-  }),
-  tool({
-    name: 'get_routing_topology',
-    title: 'Get the routing topology',
-    description: 'Every live function, by name, with where its endpoint receives mail: a domain, the fallback, recipient routes only, or nowhere.',
-    input: Type.Object({}),
-    output: RoutingTopology,
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/functions/routing-topology' },
-    handle: async ({ ctx, auth }) => routingTopology(ctx.sql, auth.orgId),
   }),
   tool({
     name: 'list_function_secrets',
