@@ -5,7 +5,8 @@
  */
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
+import { registryOperations } from './registries/operations'
 import { sendingOperations } from './sending/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]
+export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations, ...registryOperations]
