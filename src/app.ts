@@ -45,9 +45,7 @@ import { wakeRoutes } from './wake/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
 import { networkRoutes } from './networks/routes'
-import { publishedAgentRoutes } from './networks/published.routes'
 import { registryRoutes } from './registries/routes'
-import { contactRoutes } from './contacts/routes'
 import { noteRoutes } from './notes/routes'
 
 export function createApp(ctx: AppContext) {
@@ -160,9 +158,7 @@ export function createApp(ctx: AppContext) {
     .use(wakeRoutes(ctx))
     .use(graphqlRoutes(ctx))
     .use(networkRoutes(ctx))
-    .use(publishedAgentRoutes(ctx))
     .use(registryRoutes(ctx))
-    .use(contactRoutes(ctx))
     .use(noteRoutes(ctx))
   return app
 }

@@ -3,10 +3,23 @@
  * routes, the MCP server offers them as tools, the GraphQL schema has the reads as Query fields.
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
+import { contactOperations } from './contacts/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
+import { networkOperations, publishedAgentOperations } from './networks/operations'
+import { noteOperations } from './notes/operations'
 import { registryOperations } from './registries/operations'
 import { sendingOperations } from './sending/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations, ...registryOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...inboxOperations,
+  ...sendingOperations,
+  ...endpointOperations,
+  ...deliveryOperations,
+  ...networkOperations,
+  ...publishedAgentOperations,
+  ...contactOperations,
+  ...noteOperations,
+  ...registryOperations,
+]
