@@ -44,9 +44,7 @@ import { templateRoutes } from './templates/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
 import { networkRoutes } from './networks/routes'
-import { publishedAgentRoutes } from './networks/published.routes'
 import { registryRoutes } from './registries/routes'
-import { contactRoutes } from './contacts/routes'
 import { noteRoutes } from './notes/routes'
 
 export function createApp(ctx: AppContext) {
@@ -158,9 +156,7 @@ export function createApp(ctx: AppContext) {
     .use(templateRoutes(ctx))
     .use(graphqlRoutes(ctx))
     .use(networkRoutes(ctx))
-    .use(publishedAgentRoutes(ctx))
     .use(registryRoutes(ctx))
-    .use(contactRoutes(ctx))
     .use(noteRoutes(ctx))
   return app
 }

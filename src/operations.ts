@@ -4,9 +4,13 @@
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
 import { accountOperations } from './account/operations'
+import { contactOperations } from './contacts/operations'
 import type { Operation } from './http/operation'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import { inboxOperations } from './inboxes/operations'
+import { networkOperations, publishedAgentOperations } from './networks/operations'
+import { noteOperations } from './notes/operations'
+import { registryOperations } from './registries/operations'
 import { sendingOperations } from './sending/operations'
 import { templateOperations } from './templates/operations'
 import { wakeOperations } from './wake/operations'
@@ -23,4 +27,9 @@ export const OPERATIONS: readonly Operation[] = [
   ...functionOperations,
   ...functionObserveOperations,
   ...functionSecretOperations,
+  ...networkOperations,
+  ...publishedAgentOperations,
+  ...contactOperations,
+  ...noteOperations,
+  ...registryOperations,
 ]

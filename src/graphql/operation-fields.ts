@@ -27,8 +27,11 @@ function sdlType(op: Operation, name: string, schema: TSchema): string {
   throw new Error(`graphql: ${op.name}.${name} needs its SDL type in graphql.args`)
 }
 
+/** The field's argument of a path parameter: as the operation names it, else its camelCase name. */
+const paramArg = (op: Operation, name: string) => op.graphql?.params?.[name] ?? camel(name)
+
 function argumentsSdl(op: Operation): string {
-  const params = Object.entries(op.params ?? {}).map(([name, schema]) => `${camel(name)}: ${name === 'id' ? 'ID' : sdlType(op, name, schema)}!`)
+  const params = Object.entries(op.params ?? {}).map(([name, schema]) => `${paramArg(op, name)}: ${name === 'id' ? 'ID' : sdlType(op, name, schema)}!`)
   const inputs = Object.entries(op.input?.properties ?? {}).map(
     ([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`,
   )
@@ -36,18 +39,21 @@ function argumentsSdl(op: Operation): string {
   return all.length ? `(${all.join(', ')})` : ''
 }
 
-/** The operation's arguments from the field's: snake_case names, and path ids checked as our UUIDs. */
+/** The operation's arguments from the field's: snake_case names (or the path parameters they name), and ids checked as our UUIDs. */
 function argsOf(op: Operation, received: Record<string, unknown>): Record<string, unknown> {
+  const params = new Map(Object.keys(op.params ?? {}).map(name => [paramArg(op, name), name]))
   const args: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(received)) {
     if (name === 'first' || name === 'after' || value === null || value === undefined) continue
-    args[snake(name)] = value
+    args[params.get(name) ?? snake(name)] = value
   }
-  // our ids are UUIDs: GraphQL's ID takes any string, so a malformed one is refused here, by its name
+  // our ids are UUIDs: GraphQL's ID takes any string, so a malformed one is refused here, by its argument's name
+  // (an id that is not a UUID, as a registry's `builtin`, is left to the handler)
   const schemas: Record<string, TSchema> = { ...op.params, ...op.input?.properties }
   for (const [name, schema] of Object.entries(schemas)) {
-    const isId = name === 'id' || (schema as { format?: string }).format === 'uuid'
-    if (isId && typeof args[name] === 'string') args[name] = uuidArg(camel(name), args[name] as string)
+    const isId = (schema as { format?: string }).format === 'uuid'
+    const arg = op.params && name in op.params ? paramArg(op, name) : camel(name)
+    if (isId && typeof args[name] === 'string') args[name] = uuidArg(arg, args[name] as string)
   }
   return args
 }

@@ -1,7 +1,11 @@
-/** Registries of agents: the built-in one (agents published publicly here) and those added by URL. */
-import { getRegistry, getRegistryAgent, listRegistries, listRegistryAgents } from '../registries/service'
+/**
+ * Registries of agents: the built-in one (agents published publicly here) and those added by URL.
+ * `registries` is written by hand (REST answers it as one page); the other Query fields are made
+ * from the operations (registries/operations.ts).
+ */
+import { listRegistries } from '../registries/service'
 import { allow } from './context'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import { connectionTypes } from './connection'
 import type { SchemaModule } from './module'
 
 export const registriesModule: SchemaModule = {
@@ -9,11 +13,6 @@ export const registriesModule: SchemaModule = {
 extend type Query {
   "The built-in registry (id builtin), then the registries the organization added, newest first (as GET /v1/registries). Not for connection keys."
   registries: [Registry!]
-  registry(id: ID!): Registry
-  "A registry's agents, newest first (as GET /v1/registries/{id}/agents); q searches name and description."
-  registryAgents(registryId: ID!, ${CONNECTION_ARGS}, q: String, skill: String): RegistryAgentConnection
-  "One agent of a registry with its A2A card (as GET /v1/registries/{id}/agents/{agent_id})."
-  registryAgent(registryId: ID!, id: ID!): RegistryAgent
 }
 
 type Registry {
@@ -53,16 +52,6 @@ ${connectionTypes('RegistryAgent', 'registry agents')}
   resolvers: {
     Query: {
       registries: async (_s, _a, g) => listRegistries(g.ctx.sql, allow(g, '/v1/registries', 'registries')),
-      registry: async (_s, args: { id: string }, g) => getRegistry(g.ctx.sql, allow(g, '/v1/registries/:id', 'registries'), args.id),
-      registryAgents: async (_s, args: ConnectionArgs & { registryId: string; q?: string; skill?: string }, g) => {
-        const auth = allow(g, '/v1/registries/:id/agents', 'registries')
-        const scope = `gql:registry-agents:${auth.orgId}:${args.registryId}:${JSON.stringify([args.q ?? null, args.skill ?? null])}`
-        const page = pageOf(g.ctx, scope, args)
-        const { rows, total, present } = await listRegistryAgents(g.ctx.sql, auth, args.registryId, { q: args.q, skill: args.skill }, page)
-        return connection(g.ctx, scope, page, { rows, total }, present)
-      },
-      registryAgent: async (_s, args: { registryId: string; id: string }, g) =>
-        getRegistryAgent(g.ctx.sql, g.ctx.config, allow(g, '/v1/registries/:id/agents/:agent_id', 'registries'), args.registryId, args.id),
     },
   },
 }

@@ -29,7 +29,13 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
       op.path,
       // biome-ignore lint/suspicious/noExplicitAny: the declaration's schemas type the request; Elysia cannot see them through the loop
       async ({ auth, params, query, body, set, request }: any) => {
-        const call: OperationCall = { ctx, auth, signal: request.signal, status: code => void (set.status = code) }
+        const call: OperationCall = {
+          ctx,
+          auth,
+          signal: request.signal,
+          status: code => void (set.status = code),
+          header: (name, value) => void (set.headers[name] = value),
+        }
         const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
         const args = { ...filters, ...params }
         set.status = status

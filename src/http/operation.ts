@@ -28,6 +28,8 @@ export interface OperationCall {
   signal: AbortSignal
   /** REST's status of this answer, where it depends on what happened (201 created, 200 found); other surfaces have none */
   status?(code: 200 | 201): void
+  /** REST's response header (an ETag); other surfaces have none */
+  header?(name: string, value: string): void
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -60,10 +62,18 @@ interface Declared<P extends TProperties, I extends TProperties> {
   bodyLimit?: number
   /** the noun of an `id` parameter: its MCP argument is `<resource>_id` */
   resource?: string
-  /** the MCP tool: its own description and hints where they differ; false for no tool */
-  mcp?: false | { description?: string; hints?: Partial<ToolHints> }
-  /** the GraphQL Query field of a read: its name and the SDL type of its node */
-  graphql?: { field: string; type: string; description?: string; args?: Record<string, string> }
+  /**
+   * the MCP tool: its own description and hints where they differ; false for no tool.
+   * `reportsCreated` (with `mayFindExisting`): the tool's answer adds `created`, false when the
+   * handler found what existed (`call.status(200)`), as REST's 201 or 200 tells it.
+   */
+  mcp?: false | { description?: string; hints?: Partial<ToolHints>; reportsCreated?: true }
+  /**
+   * the GraphQL Query field of a read: its name and the SDL type of its node; `params` names the
+   * field's argument of a path parameter where it is not the parameter's camelCase name
+   * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`)
+   */
+  graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> }
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>

@@ -4,7 +4,7 @@
  * (`limit`, `cursor`), and its query or body fields; a list answers `{items, total, limit, cursor}`
  * with the tools' smaller default page.
  */
-import { Type } from '@sinclair/typebox'
+import { type TObject, type TSchema, Type } from '@sinclair/typebox'
 import { hintsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
 import { PageInput, PageOf, toolPage } from './schema'
 import type { Tool } from './tool'
@@ -16,6 +16,12 @@ function argumentOf(op: Operation, param: string): string {
   return `${op.resource}_id`
 }
 
+const reportsCreated = (op: Operation) => op.mcp !== false && op.mcp?.reportsCreated === true
+
+/** The output of a tool that reports `created`: the operation's, and whether it made something new. */
+const withCreated = (output: TSchema): TObject =>
+  Type.Object({ ...(output as TObject).properties, created: Type.Boolean({ description: 'false when an existing one was found (or updated)' }) })
+
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
   const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
@@ -25,7 +31,7 @@ export function toolOf(op: Operation): Tool {
     title: op.summary,
     description,
     input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties }),
-    output: isList(op) ? PageOf(op.list.item) : (op.output as never),
+    output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : (op.output as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
     async handle(call: OperationCall, received: Record<string, unknown>) {
@@ -36,6 +42,11 @@ export function toolOf(op: Operation): Tool {
           args[p] = args[name]
           delete args[name]
         }
+      }
+      if (!isList(op) && reportsCreated(op)) {
+        let created = true
+        const result = await op.handle({ ...call, status: code => void (created = code !== 200) }, args as never)
+        return { ...(result as object), created } as never
       }
       if (!isList(op)) return (await op.handle(call, args as never)) as never
       const { limit, cursor, ...filters } = args as { limit?: number; cursor?: string }

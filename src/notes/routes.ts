@@ -1,17 +1,16 @@
-/** Address notes: list, write, read, edit (If-Match), delete. */
+/**
+ * Address notes: the routes still written by hand, edit and delete, which take the version in
+ * If-Match (a tool takes it as if_version). Listing, writing and reading are operations.ts.
+ */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
-import { Ok, Paged } from '../http/envelope'
+import { Ok } from '../http/envelope'
 import { errors } from '../errors'
-import { cursors, pageQuery } from '../http/pagination'
 import { Deleted, IdParams } from '../http/schema'
-import { Address } from '../http/schema'
-import { AddressNote, NOTE_BODY_MAX } from './model'
-import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from './service'
-
-const body = t.String({ minLength: 1, maxLength: NOTE_BODY_MAX, description: `plain text, up to ${NOTE_BODY_MAX} characters` })
-const etag = (version: number) => `"${version}"`
+import { AddressNote } from './model'
+import { etag, NoteBody } from './operations'
+import { deleteNote, presentNote, updateNote } from './service'
 
 /** The version an If-Match header names (`"3"`, `W/"3"` or `3`); undefined without the header. */
 function ifMatch(header: string | undefined, required: boolean): number | undefined {
@@ -30,44 +29,6 @@ const RULE = "The organization's own credentials may change any note; a connecti
 export function noteRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/address-notes', tags: ['Address Notes'] })
     .use(authenticated(ctx))
-    .get(
-      '/',
-      async ({ auth, query }) => {
-        const scope = `address-notes:${auth.orgId}:${query.address ?? ''}`
-        return cursors(ctx).read(scope, query, page => listNotes(ctx.sql, auth, query, page), presentNote)
-      },
-      {
-        query: t.Object({ ...pageQuery(), address: t.Optional(t.String({ minLength: 3, maxLength: 320, description: 'only the notes about this address' })) }),
-        response: { 200: Paged(AddressNote) },
-        detail: { summary: 'List address notes', description: 'Every note of the organization, newest first; connection keys read them all too.' },
-      },
-    )
-    .post(
-      '/',
-      async ({ auth, body, set }) => {
-        const row = await createNote(ctx.sql, auth, body)
-        set.status = 201
-        set.headers.etag = etag(row.version)
-        return presentNote(row)
-      },
-      {
-        body: t.Object({ address: t.String({ ...Address, description: 'the address the note is about' }), body }, { additionalProperties: false }),
-        response: { 201: Ok(AddressNote) },
-        detail: {
-          summary: 'Write a note about an address',
-          description: 'The author is the credential: a member, a function (its runtime key) or an agent connection (its bound address).',
-        },
-      },
-    )
-    .get(
-      '/:id',
-      async ({ auth, params, set }) => {
-        const row = await getNote(ctx.sql, auth, params.id)
-        set.headers.etag = etag(row.version)
-        return presentNote(row)
-      },
-      { params: IdParams, response: { 200: Ok(AddressNote) }, detail: { summary: 'Read a note', description: 'The ETag header carries its version.' } },
-    )
     .patch(
       '/:id',
       async ({ auth, params, body, headers, set }) => {
@@ -78,7 +39,7 @@ export function noteRoutes(ctx: AppContext) {
       {
         params: IdParams,
         headers: t.Object({ 'if-match': t.Optional(t.String({ description: 'required: the version being edited, as the ETag gives it ("3")' })) }),
-        body: t.Object({ body }, { additionalProperties: false }),
+        body: t.Object({ body: NoteBody }, { additionalProperties: false }),
         response: { 200: Ok(AddressNote) },
         detail: { summary: 'Edit a note', description: `If-Match is required; a stale version is 412 precondition_failed (details.current_version). ${RULE}` },
       },

@@ -1,0 +1,350 @@
+/**
+ * Agent networks (the networks, their members, the directory and contact admission) and the
+ * publishing of the organization's addresses, declared once for REST, MCP and GraphQL
+ * (src/http/operation.ts). Network management and publishing are REST only (no MCP tool). The
+ * services check what a connection key may do (browse with can_view, admit only for its own
+ * address). Still hand-written in routes.ts: removing a member, whose DELETE takes `block` in
+ * its query.
+ */
+import { t } from 'elysia'
+import { Contact, contactName, tags } from '../contacts/model'
+import { presentContact } from '../contacts/service'
+import { listOperation, operation } from '../http/operation'
+import { Deleted, OneOf } from '../http/schema'
+import { admitAgent, discoverAgents, presentDiscovered } from './discovery'
+import { DiscoveredAgent, Network, NetworkMember, PublishedAgent, SKILL_MAX, skill } from './model'
+import { listPublished, presentPublished, publishAddress, unpublishAddress } from './publishing'
+import {
+  acceptInvitation,
+  createNetwork,
+  deleteNetwork,
+  getNetwork,
+  INVITATIONS_PER_MINUTE,
+  inviteMember,
+  listInvitationBlocks,
+  listMembers,
+  listNetworks,
+  presentFor,
+  presentMember,
+  removeInvitationBlock,
+  updateMember,
+  updateNetwork,
+} from './service'
+
+const TAG = 'Agent Networks'
+const Id = { id: t.String({ format: 'uuid', description: 'the network' }) }
+const MemberParams = { id: Id.id, org_id: t.String({ format: 'uuid', description: 'the member organization' }) }
+const name = t.String({ minLength: 1, maxLength: 100 })
+const description = t.String({ maxLength: 1000 })
+export const MANAGER = 'Needs an owner or admin of the organization that owns the network.'
+
+export const networkOperations = [
+  listOperation({
+    name: 'list_networks',
+    method: 'GET',
+    path: '/v1/networks',
+    tag: TAG,
+    summary: 'List the networks of the organization',
+    description:
+      'Networks it belongs to or is invited to, newest first, with its membership. A connection key sees only the networks it may browse (membership active with can_view).',
+    graphql: {
+      field: 'networks',
+      type: 'Network',
+      description:
+        'The networks the organization belongs to or is invited to, newest first (as GET /v1/networks).\nA connection key sees those it may browse (active, canView).',
+    },
+    list: {
+      item: Network,
+      scope: ({ auth }) => `networks:${auth.orgId}:${auth.method === 'connection'}`,
+      // a network is presented as the caller's organization sees it (its membership)
+      fetch: async ({ ctx, auth }, _args, page) => {
+        const { rows, total } = await listNetworks(ctx.sql, auth, page)
+        return { rows: rows.map(presentFor(auth.orgId)), total }
+      },
+      present: network => network,
+    },
+  }),
+  operation({
+    name: 'create_network',
+    method: 'POST',
+    path: '/v1/networks',
+    tag: TAG,
+    summary: 'Create a network',
+    description: 'Needs the owner or admin role. The organization becomes the owner member, active with can_view.',
+    input: t.Object({ name, description: t.Optional(description) }, { additionalProperties: false }),
+    output: Network,
+    status: 201,
+    mcp: false,
+    handle: ({ ctx, auth }, body) => createNetwork(ctx.sql, auth, body),
+  }),
+  operation({
+    name: 'get_network',
+    method: 'GET',
+    path: '/v1/networks/:id',
+    tag: TAG,
+    summary: 'Read a network',
+    description: 'Only for its members and invited organizations; 404 for anyone else.',
+    params: Id,
+    resource: 'network',
+    output: Network,
+    mcp: false,
+    graphql: { field: 'network', type: 'Network', description: 'One network the organization is in (as GET /v1/networks/{id}). Not for connection keys.' },
+    handle: ({ ctx, auth }, { id }) => getNetwork(ctx.sql, auth.orgId, id),
+  }),
+  operation({
+    name: 'update_network',
+    method: 'PATCH',
+    path: '/v1/networks/:id',
+    tag: TAG,
+    summary: 'Rename or describe a network',
+    description: MANAGER,
+    params: Id,
+    resource: 'network',
+    input: t.Object({ name: t.Optional(name), description: t.Optional(description) }, { additionalProperties: false, minProperties: 1 }),
+    output: Network,
+    mcp: false,
+    handle: ({ ctx, auth }, { id, ...changes }) => updateNetwork(ctx.sql, auth, id, changes),
+  }),
+  operation({
+    name: 'delete_network',
+    method: 'DELETE',
+    path: '/v1/networks/:id',
+    tag: TAG,
+    summary: 'Delete a network',
+    description: `${MANAGER} Contacts admitted through it keep their data and lose their send grant.`,
+    params: Id,
+    resource: 'network',
+    output: Deleted,
+    mcp: false,
+    handle: ({ ctx, auth }, { id }) => deleteNetwork(ctx.sql, auth, id),
+  }),
+  operation({
+    name: 'list_network_invitation_blocks',
+    method: 'GET',
+    path: '/v1/networks/invitation-blocks',
+    tag: TAG,
+    summary: 'List the organizations whose invitations are refused',
+    description: 'Blocked when declining or leaving with block=true; newest first.',
+    output: t.Array(t.Object({ org_id: t.String({ format: 'uuid' }), blocked_at: t.String({ format: 'date-time' }) })),
+    mcp: false,
+    handle: ({ ctx, auth }) => listInvitationBlocks(ctx.sql, auth),
+  }),
+  operation({
+    name: 'delete_network_invitation_block',
+    method: 'DELETE',
+    path: '/v1/networks/invitation-blocks/:org_id',
+    tag: TAG,
+    summary: 'Lift an invitation block',
+    description: 'Needs the owner or admin role. The organization may invite this one again; 404 when it is not blocked.',
+    params: { org_id: t.String({ format: 'uuid', description: 'the blocked organization' }) },
+    output: t.Object({ org_id: t.String({ format: 'uuid' }), unblocked: t.Literal(true) }),
+    mcp: false,
+    handle: ({ ctx, auth }, { org_id }) => removeInvitationBlock(ctx.sql, auth, org_id),
+  }),
+  operation({
+    name: 'accept_network_invitation',
+    method: 'POST',
+    path: '/v1/networks/:id/accept',
+    tag: TAG,
+    summary: 'Accept an invitation to a network',
+    description: 'Needs an owner or admin of the invited organization. 409 conflict when already a member.',
+    params: Id,
+    resource: 'network',
+    output: Network,
+    mcp: false,
+    handle: ({ ctx, auth }, { id }) => acceptInvitation(ctx.sql, auth, id),
+  }),
+  listOperation({
+    name: 'list_network_members',
+    method: 'GET',
+    path: '/v1/networks/:id/members',
+    tag: TAG,
+    summary: 'List the members of a network',
+    description: 'For active members; an invited organization gets 403 until it accepts.',
+    params: Id,
+    resource: 'network',
+    mcp: false,
+    graphql: {
+      field: 'networkMembers',
+      type: 'NetworkMember',
+      params: { id: 'networkId' },
+      description: "A network's members, for its active members (as GET /v1/networks/{id}/members). Not for connection keys.",
+    },
+    list: {
+      item: NetworkMember,
+      scope: (_call, { id }) => `network-members:${id}`,
+      fetch: ({ ctx, auth }, { id }, page) => listMembers(ctx.sql, auth, id, page),
+      present: row => presentMember(row),
+    },
+  }),
+  operation({
+    name: 'invite_network_member',
+    method: 'POST',
+    path: '/v1/networks/:id/members',
+    tag: TAG,
+    summary: 'Invite an organization',
+    description:
+      `${MANAGER} The organization joins when one of its owners or admins accepts; it may decline, and block further invitations from this organization (DELETE /v1/networks/{id}/members/{its org_id}?block=true). ` +
+      `404 for an unknown organization or one that blocked this one (the two are not told apart), 409 conflict when already a member or invited, 429 rate_limit_exceeded past ${INVITATIONS_PER_MINUTE} invitations a minute per organization.`,
+    params: Id,
+    resource: 'network',
+    input: t.Object(
+      {
+        org_id: t.String({ format: 'uuid', description: 'the organization to invite (its GET /v1/whoami org_id)' }),
+        can_view: t.Optional(t.Boolean({ description: 'whether it may browse the directory once it joins; default true' })),
+      },
+      { additionalProperties: false },
+    ),
+    output: NetworkMember,
+    status: 201,
+    mcp: false,
+    handle: ({ ctx, auth }, { id, ...invitation }) => inviteMember(ctx, auth, id, invitation),
+  }),
+  operation({
+    name: 'update_network_member',
+    method: 'PATCH',
+    path: '/v1/networks/:id/members/:org_id',
+    tag: TAG,
+    summary: "Set a member's can_view",
+    description: MANAGER,
+    params: MemberParams,
+    resource: 'network',
+    input: t.Object(
+      { can_view: t.Boolean({ description: 'whether the member (and its connection keys) may browse the directory' }) },
+      { additionalProperties: false },
+    ),
+    output: NetworkMember,
+    mcp: false,
+    handle: ({ ctx, auth }, { id, org_id, ...changes }) => updateMember(ctx.sql, auth, id, org_id, changes),
+  }),
+  listOperation({
+    name: 'discover_network_agents',
+    method: 'GET',
+    path: '/v1/networks/:id/agents',
+    tag: TAG,
+    summary: 'Discover the agents of a network',
+    description:
+      'The addresses its active members publish (address, name, description, skills, whether they accept contacts), newest first. Needs an active membership with can_view (403 otherwise); connection keys too.',
+    params: { id: t.String({ format: 'uuid', description: 'the network (from list_networks)' }) },
+    resource: 'network',
+    input: t.Object({
+      q: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'searches address, display name and description' })),
+      skill: t.Optional(skill),
+    }),
+    graphql: {
+      field: 'networkAgents',
+      type: 'DiscoveredAgent',
+      params: { id: 'networkId' },
+      description:
+        "A network's directory: the agents its active members publish, newest first (as GET\n/v1/networks/{id}/agents). Needs an active membership with canView; connection keys too.",
+    },
+    list: {
+      item: DiscoveredAgent,
+      scope: (_call, { id, q, skill }) => `network-agents:${id}:${q ?? ''}:${skill ?? ''}`,
+      fetch: ({ ctx, auth }, { id, q, skill }, page) => discoverAgents(ctx.sql, auth, id, { q, skill }, page),
+      present: presentDiscovered,
+    },
+  }),
+  operation({
+    name: 'admit_network_agent',
+    method: 'POST',
+    path: '/v1/networks/:id/agents/:agent_id/admit',
+    tag: TAG,
+    summary: 'Admit a discovered agent as a contact',
+    description:
+      "Creates (201) or updates (200) the contact of owner_address for the agent's address and records a send grant: on the reply-only plan owner_address may then write to the agent first, while the agent accepts contacts in this network. Needs can_view; 409 conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. A connection key may admit only for its own address (403 otherwise).",
+    params: {
+      id: t.String({ format: 'uuid', description: 'the network the agent was found in' }),
+      agent_id: t.String({ format: 'uuid', description: 'the agent id from the directory (discover_network_agents)' }),
+    },
+    resource: 'network',
+    input: t.Object(
+      {
+        owner_address: t.String({
+          minLength: 3,
+          maxLength: 320,
+          description: "the organization's address the agent becomes a contact of; a connection key: its own bound address only",
+        }),
+        name: t.Optional(contactName),
+        tags: t.Optional(tags),
+      },
+      { additionalProperties: false },
+    ),
+    output: Contact,
+    status: 201,
+    mayFindExisting: true,
+    mcp: {
+      description:
+        'Makes an agent found with discover_network_agents a contact of owner_address (a connection key: its own address only) and records a send grant, so owner_address may write to it first. ' +
+        'conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. Admitting again updates the contact (created: false).',
+      hints: { idempotentHint: true },
+      reportsCreated: true,
+    },
+    async handle({ ctx, auth, status }, { id, agent_id, ...input }) {
+      const { row, created } = await admitAgent(ctx.sql, auth, id, agent_id, input)
+      if (!created) status?.(200)
+      return presentContact(row)
+    },
+  }),
+]
+
+const Address = { address: t.String({ minLength: 3, maxLength: 320, description: 'an address of the organization' }) }
+
+export const publishedAgentOperations = [
+  operation({
+    name: 'list_published_agents',
+    method: 'GET',
+    path: '/v1/published-agents',
+    tag: TAG,
+    summary: 'List the published addresses of the organization',
+    output: t.Array(PublishedAgent),
+    mcp: false,
+    graphql: {
+      field: 'publishedAgents',
+      type: '[PublishedAgent!]',
+      description: 'The addresses the organization publishes (as GET /v1/published-agents). Not for connection keys.',
+    },
+    handle: async ({ ctx, auth }) => (await listPublished(ctx.sql, auth.orgId)).map(r => presentPublished(ctx.config, r)),
+  }),
+  operation({
+    name: 'publish_agent',
+    method: 'PUT',
+    path: '/v1/published-agents/:address',
+    tag: TAG,
+    summary: 'Publish an address, or change how it is published',
+    description:
+      'Needs the owner or admin role. The address (a managed inbox or an address at a verified domain) appears in the directory of every network the organization is an active member of; with visibility public also in the built-in registry and as a public A2A agent card. Omitted fields take their defaults (this is a replacement). 201 when newly published, 200 when changed.',
+    params: Address,
+    input: t.Object(
+      {
+        display_name: t.String({ minLength: 1, maxLength: 100 }),
+        description: t.Optional(t.String({ maxLength: 2000 })),
+        skills: t.Optional(t.Array(skill, { maxItems: SKILL_MAX, description: `up to ${SKILL_MAX}; stored lowercase` })),
+        accepts_contacts: t.Optional(t.Boolean({ description: 'default true' })),
+        visibility: t.Optional(OneOf(['networks', 'public'] as const, { description: 'default networks' })),
+      },
+      { additionalProperties: false },
+    ),
+    output: PublishedAgent,
+    status: 201,
+    mayFindExisting: true,
+    mcp: false,
+    async handle({ ctx, auth, status }, { address, ...input }) {
+      const { row, created } = await publishAddress(ctx.sql, auth, address, input)
+      if (!created) status?.(200)
+      return presentPublished(ctx.config, row)
+    },
+  }),
+  operation({
+    name: 'unpublish_agent',
+    method: 'DELETE',
+    path: '/v1/published-agents/:address',
+    tag: TAG,
+    summary: 'Stop publishing an address',
+    description: 'Needs the owner or admin role. Contacts admitted from it keep their data and lose their send grant.',
+    params: Address,
+    output: t.Object({ address: t.String(), unpublished: t.Literal(true) }),
+    mcp: false,
+    handle: ({ ctx, auth }, { address }) => unpublishAddress(ctx.sql, auth, address),
+  }),
+]
