@@ -62,6 +62,12 @@ interface Declared<P extends TProperties, I extends TProperties> {
   mcp?: false | { description?: string; hints?: Partial<ToolHints> }
   /** the GraphQL Query field of a read: its name and the SDL type of its node */
   graphql?: { field: string; type: string; description?: string; args?: Record<string, string> }
+  /**
+   * A gate every surface passes before anything else of the operation (an entitlement): REST
+   * runs it at the transform stage, before the body and query are validated, right after the
+   * credential is authenticated; MCP and GraphQL before the handler.
+   */
+  guard?(call: OperationCall): Promise<void>
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>
