@@ -7,5 +7,6 @@ import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
+import { paymentOperations } from './x402/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]
+export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations, ...paymentOperations]

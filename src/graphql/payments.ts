@@ -1,8 +1,8 @@
 /** x402 payments: the ledger and the challenges (with the x402_payments entitlement, as on /v1/x402). */
-import { getOwnChallenge, presentChallenge } from '../x402/challenges.service'
+import { presentChallenge } from '../x402/challenges.service'
 import { listLedger, presentLedgerRow } from '../x402/ledger.service'
 import { parseTimestamp } from '../http/timestamps'
-import { allowPayments, uuidArg } from './context'
+import { allowPayments } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { SchemaModule } from './module'
 
@@ -11,8 +11,6 @@ export const paymentsModule: SchemaModule = {
 extend type Query {
   "The x402 ledger: payments received and sent, newest first (as GET /v1/x402/payments); the filters combine."
   payments(${CONNECTION_ARGS}, status: PaymentStatus, direction: PaymentDirection, network: String, createdAfter: DateTime, createdBefore: DateTime): PaymentConnection
-  "A payment challenge this organization issued (as GET /v1/x402/challenges/{id})."
-  paymentChallenge(id: ID!): PaymentChallenge
 }
 
 enum PaymentStatus { pending settled failed }
@@ -87,11 +85,6 @@ ${connectionTypes('Payment', 'ledger rows')}
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await listLedger(g.ctx.sql, auth.orgId, page, filters), presentLedgerRow)
       },
-      paymentChallenge: async (_s, args: { id: string }, g) =>
-        presentChallenge(
-          await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id)),
-          g.ctx.config.PUBLIC_URL,
-        ),
     },
     Payment: {
       challenge: async (p: { challenge_id: string }, _a, g) => {
