@@ -32,6 +32,7 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
         const call: OperationCall = { ctx, auth, signal: request.signal, status: code => void (set.status = code) }
         const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
         const args = { ...filters, ...params }
+        if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
         set.status = status
         if (!isList(op)) return op.handle(call, args)
         const { scope, fetch, present } = op.list

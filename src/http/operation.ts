@@ -68,6 +68,12 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * credential is authenticated; MCP and GraphQL before the handler.
    */
   guard?(call: OperationCall): Promise<void>
+  /**
+   * REST only: another form of the answer, for a request whose Accept matches (a CSV export). Its
+   * Response goes out as is, outside the envelope (a list's cursor and limit do not apply);
+   * OpenAPI documents the JSON answer.
+   */
+  alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>
