@@ -38,7 +38,6 @@ import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
-import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
 import { wakeRoutes } from './wake/routes'
@@ -154,7 +153,6 @@ export function createApp(ctx: AppContext) {
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
     .use(functionRoutes(ctx))
-    .use(x402AccountRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
     .use(wakeRoutes(ctx))

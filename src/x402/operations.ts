@@ -10,16 +10,45 @@
 import { t } from 'elysia'
 import { requireOwnerOrAdmin } from '../account/roles'
 import { listOperation, operation, type OperationCall } from '../http/operation'
+import { OneOf } from '../http/schema'
+import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { requireX402 } from './access'
 import { getOwnChallenge, presentChallenge } from './challenges.service'
-import { listDeclined, presentDeclined } from './ledger.service'
-import { Challenge, DeclinedPayment, PaymentPayload, Receipt, SpendPolicy, SpendPolicyUpdate } from './model'
+import { ledgerCsv, listDeclined, listLedger, presentDeclined, presentLedgerRow, type LedgerFilters } from './ledger.service'
+import {
+  Challenge,
+  DeclinedPayment,
+  DIRECTIONS,
+  LEDGER_STATUSES,
+  LedgerRow,
+  NetworkSchema,
+  PaymentPayload,
+  Receipt,
+  SpendPolicy,
+  SpendPolicyUpdate,
+} from './model'
 import { payChallenge } from './pay.service'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from './policy.service'
 
 const TAG = 'x402 payments'
 const Id = { id: t.String({ format: 'uuid' }) }
 const entitled = ({ ctx, auth }: OperationCall) => requireX402(ctx, auth.orgId)
+
+interface LedgerArgs {
+  status?: string
+  direction?: string
+  network?: string
+  created_after?: string
+  created_before?: string
+}
+
+const ledgerFilters = (args: LedgerArgs): LedgerFilters => ({
+  status: args.status,
+  direction: args.direction,
+  network: args.network,
+  createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
+  createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
+})
 
 export const paymentOperations = [
   operation({
@@ -117,6 +146,59 @@ export const paymentOperations = [
       scope: () => 'x402-declined',
       fetch: ({ ctx, auth }, _args, page) => listDeclined(ctx.sql, auth.orgId, page),
       present: presentDeclined,
+      max: 200,
+    },
+  }),
+  listOperation({
+    name: 'list_payments',
+    method: 'GET',
+    path: '/v1/x402/payments',
+    tag: TAG,
+    summary: 'List payments',
+    description:
+      'The payments ledger, newest first: received rows (this organization was paid) and sent rows (it paid a challenge of an organization here), with status, amount, counterparty and settle_tx; the filters combine. ' +
+      'With `Accept: text/csv` the filtered rows come as a CSV attachment (cursor and limit ignored) of at most 10,000 rows, with `X-Truncated: true` when that ceiling cut it.',
+    input: t.Object({
+      status: t.Optional(OneOf(LEDGER_STATUSES)),
+      direction: t.Optional(OneOf(DIRECTIONS)),
+      network: t.Optional(NetworkSchema),
+      created_after: t.Optional(Timestamp('rows created at or after this instant')),
+      created_before: t.Optional(Timestamp('rows created at or before this instant')),
+    }),
+    guard: entitled,
+    mcp: {
+      description:
+        'The payments ledger, newest first: received rows (you were paid) and sent rows (you paid), with status, amount, counterparty and settle_tx.',
+    },
+    graphql: {
+      field: 'payments',
+      type: 'Payment',
+      description: 'The x402 ledger: payments received and sent, newest first (as GET /v1/x402/payments); the filters combine.',
+      args: { status: 'PaymentStatus', direction: 'PaymentDirection', network: 'String', created_after: 'DateTime', created_before: 'DateTime' },
+    },
+    alternative: {
+      accept: /\btext\/csv\b/i,
+      async respond({ ctx, auth }, args) {
+        const { csv, truncated } = await ledgerCsv(ctx.sql, auth.orgId, ledgerFilters(args))
+        return new Response(csv, {
+          headers: {
+            'content-type': 'text/csv; charset=utf-8',
+            'content-disposition': 'attachment; filename="x402-payments.csv"',
+            'cache-control': 'private, no-store',
+            ...(truncated && { 'x-truncated': 'true' }),
+          },
+        })
+      },
+    },
+    list: {
+      item: LedgerRow,
+      scope(_call, args) {
+        // the filters are checked before the cursor is, as they always were
+        ledgerFilters(args)
+        return 'x402-ledger'
+      },
+      fetch: ({ ctx, auth }, args, page) => listLedger(ctx.sql, auth.orgId, page, ledgerFilters(args)),
+      present: presentLedgerRow,
       max: 200,
     },
   }),

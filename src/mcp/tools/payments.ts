@@ -1,20 +1,16 @@
 /**
- * x402 payment tools written by hand still (the others are declared in x402/operations.ts),
- * behind the same x402_payments entitlement: creating a challenge (with its required
- * idempotency_key) and the ledger (whose REST route also answers CSV).
+ * The x402 payment tool written by hand still (the others are declared in x402/operations.ts),
+ * behind the same x402_payments entitlement: creating a challenge, with its required
+ * idempotency_key (REST takes an optional Idempotency-Key header and replays).
  */
 import { Type } from '@sinclair/typebox'
 import { idempotent } from '../../http/idempotency'
-import { OneOf } from '../../http/schema'
-import { parseTimestamp } from '../../http/timestamps'
 import { requireX402 } from '../../x402/access'
 import { createChallenge, presentChallenge } from '../../x402/challenges.service'
-import { listLedger, presentLedgerRow } from '../../x402/ledger.service'
-import { Challenge, DIRECTIONS, LEDGER_STATUSES, LedgerRow, NetworkSchema, NewChallengeBody } from '../../x402/model'
-import { PageInput, PageOf, toolPage } from '../schema'
-import { READ, tool, WRITE } from '../tool'
+import { Challenge, NewChallengeBody } from '../../x402/model'
+import { tool, WRITE } from '../tool'
 
-const Instant = (description: string) => Type.Optional(Type.String({ description: `ISO 8601 instant with Z or an offset; ${description}` }))
+const _Instant = (description: string) => Type.Optional(Type.String({ description: `ISO 8601 instant with Z or an offset; ${description}` }))
 
 export const paymentTools = [
   tool({
@@ -38,33 +34,6 @@ export const paymentTools = [
         data: presentChallenge(await createChallenge(tx, auth.orgId, body, interactionDomain, { commitWithoutFlush: true }), ctx.config.PUBLIC_URL),
       }))
       return outcome.data
-    },
-  }),
-  tool({
-    name: 'list_payments',
-    title: 'List payments',
-    description: 'The payments ledger, newest first: received rows (you were paid) and sent rows (you paid), with status, amount, counterparty and settle_tx.',
-    input: Type.Object({
-      ...PageInput,
-      status: Type.Optional(OneOf(LEDGER_STATUSES)),
-      direction: Type.Optional(OneOf(DIRECTIONS)),
-      network: Type.Optional(NetworkSchema),
-      created_after: Instant('rows created at or after it'),
-      created_before: Instant('rows created at or before it'),
-    }),
-    output: PageOf(LedgerRow),
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/x402/payments' },
-    handle: async ({ ctx, auth }, args) => {
-      await requireX402(ctx, auth.orgId)
-      const filters = {
-        status: args.status,
-        direction: args.direction,
-        network: args.network,
-        createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
-        createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
-      }
-      return toolPage(ctx, 'x402-ledger', args, page => listLedger(ctx.sql, auth.orgId, page, filters), presentLedgerRow)
     },
   }),
 ]
