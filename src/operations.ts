@@ -7,6 +7,13 @@ import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
-import { paymentOperations } from './x402/operations'
+import { paymentOperations, payoutOperations } from './x402/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations, ...paymentOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...inboxOperations,
+  ...sendingOperations,
+  ...endpointOperations,
+  ...deliveryOperations,
+  ...payoutOperations,
+  ...paymentOperations,
+]

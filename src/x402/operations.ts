@@ -1,7 +1,7 @@
 /**
- * x402 payments, declared once for REST, MCP and GraphQL (src/http/operation.ts): a challenge
- * (the payee's side), paying one (the payer's side, under its spend policy), the spend policy
- * itself and the payments it declined. Every one needs the x402_payments entitlement (403
+ * x402 payments, declared once for REST, MCP and GraphQL (src/http/operation.ts): the payout
+ * addresses (REST only), a challenge (the payee's side), paying one (the payer's side, under its
+ * spend policy), the spend policy itself, the payments it declined and the ledger. Every one needs the x402_payments entitlement (403
  * feature_disabled), checked before anything else, as on every /v1/x402 route (access.ts).
  *
  * Written by hand still: creating a challenge (challenges.routes.ts and the MCP tool, for REST's
@@ -16,6 +16,7 @@ import { requireX402 } from './access'
 import { getOwnChallenge, presentChallenge } from './challenges.service'
 import { ledgerCsv, listDeclined, listLedger, presentDeclined, presentLedgerRow, type LedgerFilters } from './ledger.service'
 import {
+  Address,
   Challenge,
   DeclinedPayment,
   DIRECTIONS,
@@ -23,11 +24,13 @@ import {
   LedgerRow,
   NetworkSchema,
   PaymentPayload,
+  PayoutAddress,
   Receipt,
   SpendPolicy,
   SpendPolicyUpdate,
 } from './model'
 import { payChallenge } from './pay.service'
+import { checkAddress, listPayoutAddresses, payoutStatement, presentPayout, registerPayoutAddress, STATEMENT_MAX_AGE_SECONDS } from './payout.service'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from './policy.service'
 
 const TAG = 'x402 payments'
@@ -42,6 +45,11 @@ interface LedgerArgs {
   created_before?: string
 }
 
+const STATEMENT_DOC =
+  'The statement is five lines joined by "\\n", without a trailing newline:\n\n' +
+  '```\nRegister x402 payout address\norganization: <org_id>\nnetwork: <base|base-sepolia>\naddress: <EIP-55 checksummed address>\nissued_at: <ISO 8601 UTC with milliseconds, e.g. 2026-01-01T12:00:00.000Z>\n```\n\n' +
+  'signed with personal_sign (EIP-191) by the key of `address`, at most 10 minutes before registration.'
+
 const ledgerFilters = (args: LedgerArgs): LedgerFilters => ({
   status: args.status,
   direction: args.direction,
@@ -49,6 +57,71 @@ const ledgerFilters = (args: LedgerArgs): LedgerFilters => ({
   createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
   createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
 })
+
+/** Where challenges are paid to: no MCP tools or GraphQL fields, as before. */
+export const payoutOperations = [
+  operation({
+    name: 'list_payout_addresses',
+    method: 'GET',
+    path: '/v1/x402/payout-addresses',
+    tag: TAG,
+    summary: 'List payout addresses',
+    description: 'Any member. Needs x402_payments (403 feature_disabled).',
+    output: t.Array(PayoutAddress),
+    guard: entitled,
+    mcp: false,
+    handle: async ({ ctx, auth }) => (await listPayoutAddresses(ctx.sql, auth.orgId)).map(presentPayout),
+  }),
+  operation({
+    name: 'get_payout_statement',
+    method: 'GET',
+    path: '/v1/x402/payout-addresses/message',
+    tag: TAG,
+    summary: 'The statement to sign for a payout address',
+    description: `Ready to sign; any member may fetch it. ${STATEMENT_DOC}`,
+    input: t.Object({ network: NetworkSchema, address: Address }),
+    output: t.Object({
+      message: t.String({ description: 'the exact statement to sign with personal_sign (EIP-191)' }),
+      issued_at: t.String({ format: 'date-time' }),
+      expires_at: t.String({ format: 'date-time', description: 'the statement is refused after this (10 minutes)' }),
+    }),
+    guard: entitled,
+    mcp: false,
+    async handle({ auth }, { network, address }) {
+      const issuedAt = new Date()
+      return {
+        message: payoutStatement(auth.orgId, network, checkAddress('address', address), issuedAt),
+        issued_at: issuedAt.toISOString(),
+        expires_at: new Date(issuedAt.getTime() + STATEMENT_MAX_AGE_SECONDS * 1000).toISOString(),
+      }
+    },
+  }),
+  operation({
+    name: 'register_payout_address',
+    method: 'POST',
+    path: '/v1/x402/payout-addresses',
+    tag: TAG,
+    summary: 'Register a payout address',
+    description:
+      'Owner or admin (the current role of the person who created the credential; a key of a member or without a creator is 403 forbidden). ' +
+      'The recovered signer must equal `address`; the address becomes the default of its network (registering a known address again makes it the default). ' +
+      STATEMENT_DOC,
+    input: t.Object({
+      network: NetworkSchema,
+      address: Address,
+      message: t.String({ maxLength: 1000, description: 'the signed statement' }),
+      signature: t.String({ maxLength: 200, description: '65-byte hex EIP-191 signature of message' }),
+    }),
+    output: PayoutAddress,
+    status: 201,
+    guard: entitled,
+    mcp: false,
+    async handle({ ctx, auth }, body) {
+      await requireOwnerOrAdmin(ctx.sql, auth, 'x402.payout-addresses')
+      return presentPayout(await registerPayoutAddress(ctx.sql, auth.orgId, body))
+    },
+  }),
+]
 
 export const paymentOperations = [
   operation({
