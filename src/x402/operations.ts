@@ -1,8 +1,9 @@
 /**
  * x402 payments, declared once for REST, MCP and GraphQL (src/http/operation.ts): the payout
  * addresses (REST only), a challenge (the payee's side), paying one (the payer's side, under its
- * spend policy), the spend policy itself, the payments it declined and the ledger. Every one needs the x402_payments entitlement (403
- * feature_disabled), checked before anything else, as on every /v1/x402 route (access.ts).
+ * spend policy), the spend policy itself, the payments it declined and the ledger. Every one
+ * needs the x402_payments entitlement (403 feature_disabled), checked before anything else, as
+ * on every /v1/x402 route (access.ts).
  *
  * Written by hand still: creating a challenge (challenges.routes.ts and the MCP tool, for REST's
  * Idempotency-Key replay and MCP's required idempotency_key).
