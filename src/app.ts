@@ -31,14 +31,12 @@ import { cliLoginRoutes } from './cli/login.routes'
 import { cliSignupRoutes } from './cli/signup.routes'
 import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
-import { payoutRoutes } from './x402/payout.routes'
 import { challengeRoutes } from './x402/challenges.routes'
 import { emailX402Routes } from './x402/email/routes'
 import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
-import { x402AccountRoutes } from './x402/account.routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
@@ -144,14 +142,12 @@ export function createApp(ctx: AppContext) {
     .use(cliSignupRoutes(ctx))
     .use(agentSignupRoutes(ctx))
     .use(connectionRoutes(ctx))
-    .use(payoutRoutes(ctx))
     .use(challengeRoutes(ctx))
     .use(emailX402Routes(ctx))
     .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
     .use(functionRoutes(ctx))
-    .use(x402AccountRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
     .use(graphqlRoutes(ctx))

@@ -15,6 +15,7 @@ import { sendingOperations } from './sending/operations'
 import { templateOperations } from './templates/operations'
 import { wakeOperations } from './wake/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
+import { paymentOperations, payoutOperations } from './x402/operations'
 
 export const OPERATIONS: readonly Operation[] = [
   ...inboxOperations,
@@ -32,4 +33,6 @@ export const OPERATIONS: readonly Operation[] = [
   ...contactOperations,
   ...noteOperations,
   ...registryOperations,
+  ...payoutOperations,
+  ...paymentOperations,
 ]

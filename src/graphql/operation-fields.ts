@@ -71,6 +71,7 @@ function resolverOf(op: Operation): Resolver {
     const auth = allow(g, op.path, what)
     const call: OperationCall = { ctx: g.ctx, auth, signal: g.request.signal }
     try {
+      await op.guard?.(call)
       const args = argsOf(op, received)
       if (!isList(op)) return await op.handle(call, args as never)
       const { scope, fetch, present } = op.list

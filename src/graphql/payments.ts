@@ -1,20 +1,15 @@
-/** x402 payments: the ledger and the challenges (with the x402_payments entitlement, as on /v1/x402). */
-import { getOwnChallenge, presentChallenge } from '../x402/challenges.service'
-import { listLedger, presentLedgerRow } from '../x402/ledger.service'
-import { parseTimestamp } from '../http/timestamps'
-import { allowPayments, uuidArg } from './context'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+/**
+ * x402 payments: the object types of the ledger and the challenges, and a ledger row's challenge
+ * (with the x402_payments entitlement, as on /v1/x402). The Query fields `payments` and
+ * `paymentChallenge` are declared in x402/operations.ts.
+ */
+import { presentChallenge } from '../x402/challenges.service'
+import { allowPayments } from './context'
+import { connectionTypes } from './connection'
 import type { SchemaModule } from './module'
 
 export const paymentsModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "The x402 ledger: payments received and sent, newest first (as GET /v1/x402/payments); the filters combine."
-  payments(${CONNECTION_ARGS}, status: PaymentStatus, direction: PaymentDirection, network: String, createdAfter: DateTime, createdBefore: DateTime): PaymentConnection
-  "A payment challenge this organization issued (as GET /v1/x402/challenges/{id})."
-  paymentChallenge(id: ID!): PaymentChallenge
-}
-
 enum PaymentStatus { pending settled failed }
 enum PaymentDirection { received sent }
 
@@ -69,30 +64,6 @@ type PaymentChallenge {
 ${connectionTypes('Payment', 'ledger rows')}
 `,
   resolvers: {
-    Query: {
-      payments: async (
-        _s,
-        args: ConnectionArgs & { status?: string; direction?: string; network?: string; createdAfter?: string; createdBefore?: string },
-        g,
-      ) => {
-        const auth = await allowPayments(g, '/v1/x402/payments', 'payments')
-        const filters = {
-          status: args.status,
-          direction: args.direction,
-          network: args.network,
-          createdAfter: args.createdAfter ? parseTimestamp('createdAfter', args.createdAfter) : null,
-          createdBefore: args.createdBefore ? parseTimestamp('createdBefore', args.createdBefore) : null,
-        }
-        const scope = `gql:payments?${JSON.stringify([args.status ?? null, args.direction ?? null, args.network ?? null, args.createdAfter ?? null, args.createdBefore ?? null])}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await listLedger(g.ctx.sql, auth.orgId, page, filters), presentLedgerRow)
-      },
-      paymentChallenge: async (_s, args: { id: string }, g) =>
-        presentChallenge(
-          await getOwnChallenge(g.ctx.sql, (await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')).orgId, uuidArg('id', args.id)),
-          g.ctx.config.PUBLIC_URL,
-        ),
-    },
     Payment: {
       challenge: async (p: { challenge_id: string }, _a, g) => {
         await allowPayments(g, '/v1/x402/challenges/:id', 'payment challenges')

@@ -1,7 +1,8 @@
 /**
  * The REST routes of declared operations (http/operation.ts): the path's parameters, the query of
  * a GET or the JSON body of a write, validated by their TypeBox schemas; the handler's answer in
- * the envelope (a list as a page of `data` with `meta`). Every route is authenticated.
+ * the envelope (a list as a page of `data` with `meta`). Every route is authenticated, and passes
+ * the operation's guard (if any) before its request is validated.
  */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
@@ -38,12 +39,17 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
         }
         const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
         const args = { ...filters, ...params }
+        if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
         set.status = status
         if (!isList(op)) return op.handle(call, args)
         const { scope, fetch, present } = op.list
         return cursors(ctx).read(scope(call, args), query, page => fetch(call, args, page) as never, present)
       },
       {
+        ...(op.guard && {
+          // biome-ignore lint/suspicious/noExplicitAny: `auth` comes from the derive of `authenticated`, which Elysia cannot see here
+          transform: async ({ auth, request }: any) => op.guard!({ ctx, auth, signal: request.signal }),
+        }),
         ...requestSchemas(op),
         response: Object.fromEntries(statuses.map(code => [code, isList(op) ? Paged(op.list.item) : Ok(op.output)])),
         detail: {

@@ -74,6 +74,18 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`)
    */
   graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> }
+  /**
+   * A gate every surface passes before anything else of the operation (an entitlement): REST
+   * runs it at the transform stage, before the body and query are validated, right after the
+   * credential is authenticated; MCP and GraphQL before the handler.
+   */
+  guard?(call: OperationCall): Promise<void>
+  /**
+   * REST only: another form of the answer, for a request whose Accept matches (a CSV export). Its
+   * Response goes out as is, outside the envelope (a list's cursor and limit do not apply);
+   * OpenAPI documents the JSON answer.
+   */
+  alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>

@@ -35,6 +35,7 @@ export function toolOf(op: Operation): Tool {
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
     async handle(call: OperationCall, received: Record<string, unknown>) {
+      await op.guard?.(call)
       const args: Record<string, unknown> = { ...received }
       for (const p of params) {
         const name = argumentOf(op, p)
