@@ -13,7 +13,7 @@
  *   and answer otherwise than REST (`{items}`, `created`).
  */
 import { t } from 'elysia'
-import { listOperation, operation } from '../http/operation'
+import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Nullable, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { CODE_GZIP_BYTES, CODE_RAW_BYTES, DEPLOY_BODY_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
@@ -418,6 +418,12 @@ const SecretKey = t.String({ maxLength: 200 })
 function secretOperations(scopeName: 'function' | 'org', prefix: string) {
   const ofFunction = scopeName === 'function'
   const scopeOf = (args: object) => (ofFunction ? (args as { id: string }).id : null)
+  /** POST and PUT alike: 201 when the secret is new, 200 when it replaced a value. */
+  const putAndAnswer = async ({ ctx, auth, status }: OperationCall, args: { key: string; value: string }) => {
+    const { created, ...secret } = await putSecret(ctx, auth.orgId, scopeOf(args), args.key, args.value)
+    if (!created) status?.(200)
+    return secret
+  }
   const params = ofFunction ? Id : {}
   const withKey = { ...params, key: SecretKey }
   return [
@@ -446,11 +452,7 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       status: 201,
       mayFindExisting: true,
       mcp: false,
-      async handle({ ctx, auth, status }, args) {
-        const { created, ...secret } = await putSecret(ctx, auth.orgId, scopeOf(args), args.key, args.value)
-        if (!created) status?.(200)
-        return secret
-      },
+      handle: putAndAnswer,
     }),
     operation({
       name: `set_${scopeName}_secret`,
@@ -465,11 +467,7 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       status: 201,
       mayFindExisting: true,
       mcp: false,
-      async handle({ ctx, auth, status }, args) {
-        const { created, ...secret } = await putSecret(ctx, auth.orgId, scopeOf(args), args.key, args.value)
-        if (!created) status?.(200)
-        return secret
-      },
+      handle: putAndAnswer,
     }),
     operation({
       name: `delete_${scopeName}_secret`,

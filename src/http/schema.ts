@@ -12,8 +12,11 @@ export function OneOf<const V extends readonly string[]>(values: V, options?: Pa
 
 export const Nullable = <T extends TSchema>(schema: T, options?: Parameters<typeof t.Union>[1]): TUnion<[T, TNull]> => t.Union([schema, t.Null()], options)
 
-/** The path of one resource: `/{id}`, a UUID (anything else is a 400 validation_error, not a lookup). */
-export const IdParams = t.Object({ id: t.String({ format: 'uuid' }) })
+/** The path parameter of one resource, `{id}`: a UUID (anything else is a 400 validation_error, not a lookup). */
+export const IdParam = { id: t.String({ format: 'uuid' }) }
+
+/** The path of one resource: `/{id}`, as a route's `params`. */
+export const IdParams = t.Object(IdParam)
 
 /** What a DELETE of one resource answers. */
 export const Deleted = t.Object({ id: t.String({ format: 'uuid' }), deleted: t.Literal(true) })

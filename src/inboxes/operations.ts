@@ -1,11 +1,10 @@
 /** Managed inboxes: addresses under the managed domain, created, listed, read and deleted by their organization. */
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
-import { Deleted } from '../http/schema'
+import { Deleted, IdParam } from '../http/schema'
 import { Inbox } from './model'
 import { createInbox, deleteInbox, getInbox, listInboxes, presentManagedInbox } from './service'
 
-const Id = { id: t.String({ format: 'uuid' }) }
 const TAG = 'Inbox'
 
 export const inboxOperations = [
@@ -56,7 +55,7 @@ export const inboxOperations = [
     path: '/v1/inboxes/:id',
     tag: TAG,
     summary: 'Get an inbox',
-    params: Id,
+    params: IdParam,
     resource: 'inbox',
     output: Inbox,
     graphql: { field: 'inbox', type: 'Inbox' },
@@ -69,7 +68,7 @@ export const inboxOperations = [
     tag: TAG,
     summary: 'Delete an inbox',
     description: 'Deletes the inbox at once: mail to its address is refused from then on, and the address may be taken again. Mail already received stays.',
-    params: Id,
+    params: IdParam,
     resource: 'inbox',
     output: Deleted,
     handle: async ({ ctx, auth }, { id }) => ({ ...(await deleteInbox(ctx.sql, auth.orgId, id)), deleted: true as const }),

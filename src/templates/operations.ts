@@ -5,12 +5,11 @@
  */
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
-import { Deleted } from '../http/schema'
+import { Deleted, IdParam } from '../http/schema'
 import { CATALOG, presentEntry } from './catalog'
 import { CatalogEntry, NewTemplate, Template, TemplatePatch, Validation, ValidateTemplate } from './model'
 import { deleteTemplate, getTemplate, insertTemplate, listTemplates, presentTemplate, updateTemplate, validateTemplate } from './service'
 
-const Id = { id: t.String({ format: 'uuid' }) }
 const TAG = 'Templates'
 
 export const templateOperations = [
@@ -74,7 +73,7 @@ export const templateOperations = [
     path: '/v1/templates/:id',
     tag: TAG,
     summary: 'Read a template',
-    params: Id,
+    params: IdParam,
     resource: 'template',
     output: Template,
     mcp: false,
@@ -88,7 +87,7 @@ export const templateOperations = [
     tag: TAG,
     summary: 'Change a template',
     description: 'Any field; the result is checked as on create. alias null removes the alias.',
-    params: Id,
+    params: IdParam,
     resource: 'template',
     input: TemplatePatch,
     output: Template,
@@ -101,7 +100,7 @@ export const templateOperations = [
     path: '/v1/templates/:id',
     tag: TAG,
     summary: 'Delete a template',
-    params: Id,
+    params: IdParam,
     resource: 'template',
     output: Deleted,
     mcp: false,

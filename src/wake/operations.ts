@@ -7,11 +7,10 @@
 import { t } from 'elysia'
 import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
 import { listOperation, operation } from '../http/operation'
-import { Deleted, OneOf } from '../http/schema'
+import { Deleted, IdParam, OneOf } from '../http/schema'
 import { NewWake, TARGET_TYPES, Wake, WakePatch, WakeRun, WAKE_LATE_AFTER_SECONDS, WAKE_RUN_ATTEMPTS, WAKE_SCHEDULER_EVERY_MS } from './model'
 import { createWake, deleteWake, getWake, listRuns, listWakes, presentRun, presentWake, runWakeNow, updateWake } from './service'
 
-const Id = { id: t.String({ format: 'uuid' }) }
 const TAG = 'Wake'
 
 const RUNS =
@@ -64,7 +63,7 @@ export const wakeOperations = [
     path: '/v1/wake/:id',
     tag: TAG,
     summary: 'Read a wake',
-    params: Id,
+    params: IdParam,
     resource: 'wake',
     output: Wake,
     mcp: false,
@@ -78,7 +77,7 @@ export const wakeOperations = [
     tag: TAG,
     summary: 'Change a wake',
     description: 'A new schedule, or enabling a disabled wake, schedules the next run from now.',
-    params: Id,
+    params: IdParam,
     resource: 'wake',
     input: WakePatch,
     output: Wake,
@@ -91,7 +90,7 @@ export const wakeOperations = [
     path: '/v1/wake/:id',
     tag: TAG,
     summary: 'Delete a wake and its runs',
-    params: Id,
+    params: IdParam,
     resource: 'wake',
     output: Deleted,
     mcp: false,
@@ -104,7 +103,7 @@ export const wakeOperations = [
     tag: TAG,
     summary: 'Run a wake now',
     description: `Outside its schedule, enabled or not; manual is true. ${RUNS}`,
-    params: Id,
+    params: IdParam,
     resource: 'wake',
     output: WakeRun,
     status: 202,
@@ -117,7 +116,7 @@ export const wakeOperations = [
     path: '/v1/wake/:id/runs',
     tag: TAG,
     summary: "A wake's runs, newest first",
-    params: Id,
+    params: IdParam,
     resource: 'wake',
     mcp: false,
     list: {

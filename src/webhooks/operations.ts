@@ -4,14 +4,13 @@
  */
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
-import { OneOf } from '../http/schema'
+import { IdParam, OneOf } from '../http/schema'
 import { iso, Timestamp } from '../http/timestamps'
 import { Delivery, STATUSES } from './deliveries.model'
 import { deliveryFilters, getDelivery, listDeliveries, presentDelivery, replayDelivery, REPLAYS_PER_MINUTE } from './deliveries.service'
 import { CreateEndpoint, DeactivatedEndpoint, Endpoint, UpdateEndpoint } from './endpoints.model'
 import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, presentEndpoint, updateEndpoint } from './endpoints.service'
 
-const Id = { id: t.String({ format: 'uuid' }) }
 const ENDPOINTS = 'Webhook endpoints'
 const DELIVERIES = 'Webhook deliveries'
 
@@ -74,7 +73,7 @@ export const endpointOperations = [
     tag: ENDPOINTS,
     summary: 'Get a webhook endpoint',
     description: 'A deactivated endpoint is 404.',
-    params: Id,
+    params: IdParam,
     resource: 'endpoint',
     output: Endpoint,
     graphql: { field: 'endpoint', type: 'Endpoint' },
@@ -90,7 +89,7 @@ export const endpointOperations = [
       'Any of url, enabled, domain_id, rules (rules replace the whole object); at least one. url on a function endpoint is 400. ' +
       'Re-enabling an endpoint, or moving it into a slot another enabled endpoint holds, is 409 conflict. ' +
       'A new domain_id is checked like on create. A disabled endpoint receives no new mail but still receives replays of its earlier deliveries.',
-    params: Id,
+    params: IdParam,
     resource: 'endpoint',
     input: UpdateEndpoint,
     // no body at all is reported like an empty one
@@ -107,7 +106,7 @@ export const endpointOperations = [
     description:
       'The endpoint stops receiving mail and frees its slot; the recipient routes pointing at it are deleted. Its deliveries stay readable, but cannot be replayed. ' +
       'It disappears from the list and reads, and no longer counts against webhooks_max_global. There is no way back: create a new endpoint.',
-    params: Id,
+    params: IdParam,
     resource: 'endpoint',
     output: DeactivatedEndpoint,
     async handle({ ctx, auth }, { id }) {
@@ -146,7 +145,7 @@ export const deliveryOperations = [
     path: '/v1/webhooks/deliveries/:id',
     tag: DELIVERIES,
     summary: 'Get a webhook delivery',
-    params: Id,
+    params: IdParam,
     resource: 'delivery',
     output: Delivery,
     graphql: { field: 'delivery', type: 'Delivery' },
@@ -161,7 +160,7 @@ export const deliveryOperations = [
     description:
       'Sends the stored event again, with its original event id (receivers deduplicate on it), to its original endpoint, now, in this request; also when the endpoint is disabled. ' +
       `409 conflict when the endpoint was deleted. At most ${REPLAYS_PER_MINUTE} replays per minute per organization (429 rate_limited).`,
-    params: Id,
+    params: IdParam,
     resource: 'delivery',
     output: t.Object({
       delivered: t.Integer({ description: '1 when the endpoint accepted it' }),

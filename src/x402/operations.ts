@@ -11,7 +11,7 @@
 import { t } from 'elysia'
 import { requireOwnerOrAdmin } from '../account/roles'
 import { listOperation, operation, type OperationCall } from '../http/operation'
-import { OneOf } from '../http/schema'
+import { IdParam, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { requireX402 } from './access'
 import { getOwnChallenge, presentChallenge } from './challenges.service'
@@ -35,7 +35,6 @@ import { checkAddress, listPayoutAddresses, payoutStatement, presentPayout, regi
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from './policy.service'
 
 const TAG = 'x402 payments'
-const Id = { id: t.String({ format: 'uuid' }) }
 const entitled = ({ ctx, auth }: OperationCall) => requireX402(ctx, auth.orgId)
 
 interface LedgerArgs {
@@ -134,7 +133,7 @@ export const paymentOperations = [
     description:
       'One of your challenges: pending, settled (with settle_tx) or failed (with failure_reason). ' +
       "Another organization's challenge is 404 not_found: its id lets a payer pay, not read.",
-    params: Id,
+    params: IdParam,
     resource: 'challenge',
     output: Challenge,
     guard: entitled,
@@ -160,7 +159,7 @@ export const paymentOperations = [
       "422 settle_cap_exceeded (the payee's caps; the challenge fails, nothing moves on chain), 422 challenge_expired, 502 settlement_failed with reasons insufficient_funds (permanent), " +
       'authorization_already_used (permanent), facilitator_unavailable and settlement_failed (transient, Retry-After) or settlement_misconfigured (operator fault); ' +
       '409 conflict when another payment of the challenge or another challenge holds this authorization. Every failure carries details {reasons, failure_category}.',
-    params: Id,
+    params: IdParam,
     resource: 'challenge',
     input: t.Object({
       // Any JSON is taken: a payload of the wrong shape is the spec's 422 malformed_payload, not a 400 validation_error.
