@@ -3,7 +3,6 @@ import { getDomain, listDomains, presentDomain } from '../domains/service'
 import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
-import { getSend } from '../sending/service'
 import { allow, uuidArg, type GqlContext } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -56,7 +55,6 @@ extend type Query {
   "Conversations, newest first (as GET /v1/threads). Not for connection keys."
   threads(${CONNECTION_ARGS}): ThreadConnection
   thread(id: ID!): Thread
-  sentEmail(id: ID!): SentEmail
 }
 
 enum Direction { inbound outbound }
@@ -244,7 +242,6 @@ ${connectionTypes('SentEmail', 'sends')}
         return connection(g.ctx, 'gql:threads', page, await listThreads(g.ctx.sql, auth.orgId, page), presentThread)
       },
       thread: async (_s, args: { id: string }, g) => (await thread(g, uuidArg('id', args.id))) ?? Promise.reject(errors.notFound('thread')),
-      sentEmail: async (_s, args: { id: string }, g) => getSend(g.ctx, allow(g, '/v1/sent-emails/:id', 'sent emails').orgId, uuidArg('id', args.id)),
     },
     Email: {
       ...Object.fromEntries(
