@@ -4,8 +4,9 @@
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
 import type { Operation } from './http/operation'
+import { emailOperations } from './emails/operations'
 import { inboxOperations } from './inboxes/operations'
 import { sendingOperations } from './sending/operations'
 import { deliveryOperations, endpointOperations } from './webhooks/operations'
 
-export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]
+export const OPERATIONS: readonly Operation[] = [...inboxOperations, ...emailOperations, ...sendingOperations, ...endpointOperations, ...deliveryOperations]

@@ -1,6 +1,6 @@
 /** Domains, inboxes, received and sent mail, threads. */
 import { getDomain, listDomains, presentDomain } from '../domains/service'
-import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
+import { listEmails, presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
 import { allow, uuidArg, type GqlContext } from './context'
@@ -51,10 +51,6 @@ extend type Query {
   sees only the mail of its address.
   """
   emails(${CONNECTION_ARGS}, direction: Direction, threadId: ID, address: String, since: DateTime): EmailConnection
-  email(id: ID!): Email
-  "Conversations, newest first (as GET /v1/threads). Not for connection keys."
-  threads(${CONNECTION_ARGS}): ThreadConnection
-  thread(id: ID!): Thread
 }
 
 enum Direction { inbound outbound }
@@ -230,18 +226,6 @@ ${connectionTypes('SentEmail', 'sends')}
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await listEmails(g.ctx.sql, auth.orgId, page, filters), presentSummary)
       },
-      email: async (_s, args: { id: string }, g) => {
-        allow(g, '/v1/emails/:id', 'mail')
-        const row = await g.loaders.email.load(uuidArg('id', args.id))
-        if (!row) throw errors.notFound('email')
-        return presentEmail(row)
-      },
-      threads: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/threads', 'threads')
-        const page = pageOf(g.ctx, 'gql:threads', args)
-        return connection(g.ctx, 'gql:threads', page, await listThreads(g.ctx.sql, auth.orgId, page), presentThread)
-      },
-      thread: async (_s, args: { id: string }, g) => (await thread(g, uuidArg('id', args.id))) ?? Promise.reject(errors.notFound('thread')),
     },
     Email: {
       ...Object.fromEntries(
