@@ -63,8 +63,6 @@ const HAND_WRITTEN_TOOLS = new Set([
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
   viewer: '/v1/whoami',
   account: '/v1/account',
-  domains: '/v1/domains',
-  domain: '/v1/domains/:id',
   emails: '/v1/emails',
   functions: '/v1/functions',
   function: '/v1/functions/:id',

@@ -1,5 +1,4 @@
 /** Domains, inboxes, received and sent mail, threads. */
-import { getDomain, listDomains, presentDomain } from '../domains/service'
 import { listEmails, presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
@@ -43,9 +42,6 @@ async function thread(g: GqlContext, id: string | null) {
 export const mailModule: SchemaModule = {
   sdl: `
 extend type Query {
-  "Custom domains, newest first (as GET /v1/domains)."
-  domains(${CONNECTION_ARGS}): DomainConnection
-  domain(id: ID!): Domain
   """
   Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key
   sees only the mail of its address.
@@ -204,13 +200,6 @@ ${connectionTypes('SentEmail', 'sends')}
 `,
   resolvers: {
     Query: {
-      domains: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/domains', 'domains')
-        const page = pageOf(g.ctx, 'gql:domains', args)
-        return connection(g.ctx, 'gql:domains', page, await listDomains(g.ctx.sql, auth.orgId, page), d => presentDomain(d, g.ctx.config.SMTP_HOSTNAME))
-      },
-      domain: async (_s, args: { id: string }, g) =>
-        presentDomain(await getDomain(g.ctx.sql, allow(g, '/v1/domains/:id', 'domains').orgId, uuidArg('id', args.id)), g.ctx.config.SMTP_HOSTNAME),
       emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
         const auth = allow(g, '/v1/emails', 'mail')
         const address = args.address?.trim().toLowerCase()
