@@ -74,6 +74,8 @@ export const sendingOperations = [
     output: SentEmail,
     handle: ({ ctx, auth }, { id, ...patch }) => {
       if (patch.scheduled_at === undefined && patch.repeat === undefined) throw errors.validation('scheduled_at', 'give scheduled_at, repeat or both')
+      // Elysia's t.Integer also takes a numeric string (and REST converts it, within bounds); a tool's argument must be the number
+      if (patch.repeat && typeof patch.repeat.every_minutes !== 'number') throw errors.validation('repeat', 'must be an object or null')
       return updateSend(ctx, auth.orgId, id, patch)
     },
   }),
