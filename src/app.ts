@@ -19,7 +19,6 @@ import { apiKeyRoutes } from './auth/routes'
 import { creditRoutes } from './credits/routes'
 import { agentAccountRoutes } from './agent/routes'
 import { discoveryRoutes } from './discovery/routes'
-import { domainRoutes } from './domains/routes'
 import { emailRoutes } from './emails/routes'
 import { sendingRoutes } from './sending/routes'
 import { oauthRoutes } from './oauth/routes'
@@ -129,7 +128,6 @@ export function createApp(ctx: AppContext) {
     .use(apiKeyRoutes(ctx))
     .use(creditRoutes(ctx))
     .use(agentAccountRoutes(ctx))
-    .use(domainRoutes(ctx))
     .use(operationRoutes(ctx, OPERATIONS))
     .use(emailRoutes(ctx))
     .use(sendingRoutes(ctx))

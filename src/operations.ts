@@ -5,8 +5,10 @@
  */
 import { accountOperations } from './account/operations'
 import { contactOperations } from './contacts/operations'
-import type { Operation } from './http/operation'
+import { domainOperations } from './domains/operations'
+import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
+import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
 import { networkOperations, publishedAgentOperations } from './networks/operations'
 import { noteOperations } from './notes/operations'
@@ -18,7 +20,9 @@ import { deliveryOperations, endpointOperations } from './webhooks/operations'
 import { paymentOperations, payoutOperations } from './x402/operations'
 
 export const OPERATIONS: readonly Operation[] = [
+  ...domainOperations,
   ...inboxOperations,
+  ...emailOperations,
   ...sendingOperations,
   ...endpointOperations,
   ...deliveryOperations,

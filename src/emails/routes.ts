@@ -1,8 +1,13 @@
-/** Mail reads (Emails, Threads and Search tags) and the raw/attachment downloads. */
+/**
+ * The mail routes still written by hand: the raw and attachment downloads (bytes with their own
+ * headers, allowed by a signed token as well as by a credential) and GET /v1/emails, whose `wait`
+ * long-polls and whose filters the MCP tools and the GraphQL field take differently. The other
+ * mail reads are declared in operations.ts.
+ */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated, authenticateRequest } from '../http/auth'
-import { Ok, Paged } from '../http/envelope'
+import { Paged } from '../http/envelope'
 import { pageQuery, cursors } from '../http/pagination'
 import { errors } from '../errors'
 import { IdParams, OneOf } from '../http/schema'
@@ -14,9 +19,9 @@ import { getInbox } from '../inboxes/service'
 import { ADDRESS } from '../http/schema'
 import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
-import { discardContent, getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, rawMessage, searchEmails } from './service'
+import { listEmails, presentSummary, rawMessage } from './service'
 import { mailEvents, pollMail } from '../events'
-import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
+import { MAX_WAIT_SECONDS, Summary } from './model'
 
 const downloadDetail = (summary: string) => ({
   summary,
@@ -100,112 +105,70 @@ export function emailRoutes(ctx: AppContext) {
       },
     )
 
-  const reads = new Elysia({ prefix: '/v1' })
-    .use(authenticated(ctx))
-    .get(
-      '/emails',
-      async ({ auth, query, request }) => {
-        const inbox = query.inbox_id ? await getInbox(ctx.sql, auth.orgId, query.inbox_id) : undefined
-        const filters = {
-          since: query.since ? parseTimestamp('since', query.since) : null,
-          direction: query.direction,
-          threadId: query.thread_id,
-          eventType: query.event_type,
-          addresses: [auth.boundAddress, inbox?.address, query.address?.toLowerCase()].filter(a => a !== undefined),
-        }
-        // A cursor continues the list it came from: it is signed for these filters and refused with others.
-        const scope = `emails?${JSON.stringify([query.since ?? null, query.direction ?? null, query.thread_id ?? null, query.event_type ?? null, query.inbox_id ?? null, query.address?.toLowerCase() ?? null])}`
-        const page = cursors(ctx).request(scope, query)
-        const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
-        // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
-        const result =
-          query.wait && !page.after
-            ? await pollMail(
-                mailEvents(ctx),
-                { orgId: auth.orgId, address: filters.addresses[0], ms: query.wait * 1000, signal: request.signal },
-                read,
-                r => r.rows.length > 0,
-              )
-            : await read()
-        return cursors(ctx).page(scope, result.rows, page, result.total, presentSummary)
+  const reads = new Elysia({ prefix: '/v1' }).use(authenticated(ctx)).get(
+    '/emails',
+    async ({ auth, query, request }) => {
+      const inbox = query.inbox_id ? await getInbox(ctx.sql, auth.orgId, query.inbox_id) : undefined
+      const filters = {
+        since: query.since ? parseTimestamp('since', query.since) : null,
+        direction: query.direction,
+        threadId: query.thread_id,
+        eventType: query.event_type,
+        addresses: [auth.boundAddress, inbox?.address, query.address?.toLowerCase()].filter(a => a !== undefined),
+      }
+      // A cursor continues the list it came from: it is signed for these filters and refused with others.
+      const scope = `emails?${JSON.stringify([query.since ?? null, query.direction ?? null, query.thread_id ?? null, query.event_type ?? null, query.inbox_id ?? null, query.address?.toLowerCase() ?? null])}`
+      const page = cursors(ctx).request(scope, query)
+      const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
+      // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
+      const result =
+        query.wait && !page.after
+          ? await pollMail(
+              mailEvents(ctx),
+              { orgId: auth.orgId, address: filters.addresses[0], ms: query.wait * 1000, signal: request.signal },
+              read,
+              r => r.rows.length > 0,
+            )
+          : await read()
+      return cursors(ctx).page(scope, result.rows, page, result.total, presentSummary)
+    },
+    {
+      query: t.Object({
+        ...pageQuery(),
+        since: t.Optional(Timestamp('only mail received after this instant')),
+        wait: t.Optional(
+          t.Integer({
+            minimum: 0,
+            maximum: MAX_WAIT_SECONDS,
+            description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail`,
+          }),
+        ),
+        direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
+        thread_id: t.Optional(t.String({ format: 'uuid' })),
+        event_type: t.Optional(OneOf([...EMAIL_EVENT_TYPES, ...SENT_EVENT_TYPES])),
+        inbox_id: t.Optional(
+          t.String({
+            format: 'uuid',
+            description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)",
+          }),
+        ),
+        address: t.Optional(
+          t.String({
+            pattern: ADDRESS,
+            maxLength: 320,
+            error: 'must be an email address',
+            description: 'only mail received at this address (an envelope recipient) or sent from it',
+          }),
+        ),
+      }),
+      response: { 200: Paged(Summary) },
+      detail: {
+        tags: ['Emails'],
+        summary: 'List mail, newest first; long-poll with wait',
+        description: 'The filters combine (all must hold). A cursor continues the list it came from: with other filters it is a validation_error.',
       },
-      {
-        query: t.Object({
-          ...pageQuery(),
-          since: t.Optional(Timestamp('only mail received after this instant')),
-          wait: t.Optional(
-            t.Integer({
-              minimum: 0,
-              maximum: MAX_WAIT_SECONDS,
-              description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail`,
-            }),
-          ),
-          direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
-          thread_id: t.Optional(t.String({ format: 'uuid' })),
-          event_type: t.Optional(OneOf([...EMAIL_EVENT_TYPES, ...SENT_EVENT_TYPES])),
-          inbox_id: t.Optional(
-            t.String({
-              format: 'uuid',
-              description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)",
-            }),
-          ),
-          address: t.Optional(
-            t.String({
-              pattern: ADDRESS,
-              maxLength: 320,
-              error: 'must be an email address',
-              description: 'only mail received at this address (an envelope recipient) or sent from it',
-            }),
-          ),
-        }),
-        response: { 200: Paged(Summary) },
-        detail: {
-          tags: ['Emails'],
-          summary: 'List mail, newest first; long-poll with wait',
-          description: 'The filters combine (all must hold). A cursor continues the list it came from: with other filters it is a validation_error.',
-        },
-      },
-    )
-    .get('/emails/:id', async ({ auth, params }) => presentEmail(await getEmail(ctx.sql, auth.orgId, params.id, auth.boundAddress)), {
-      params: IdParams,
-      response: { 200: Ok(Email) },
-      detail: { tags: ['Emails'], summary: 'One message: headers, bodies, attachments, authentication verdicts' },
-    })
-    .post('/emails/:id/discard', ({ auth, params }) => discardContent(ctx.sql, auth.orgId, params.id), {
-      params: IdParams,
-      response: { 200: Ok(t.Object({ id: t.String(), content_discarded_at: t.String({ format: 'date-time' }) })) },
-      detail: { tags: ['Emails'], summary: 'Discard the stored content of a message (irreversible; needs the opt-in)' },
-    })
-    .get(
-      '/threads',
-      async ({ auth, query }) => {
-        return cursors(ctx).read('threads', query, page => listThreads(ctx.sql, auth.orgId, page), presentThread)
-      },
-      { query: t.Object(pageQuery()), response: { 200: Paged(Thread) }, detail: { tags: ['Threads'], summary: 'List threads, newest first' } },
-    )
-    .get('/threads/:id', ({ auth, params }) => getThread(ctx.sql, auth.orgId, params.id), {
-      params: IdParams,
-      response: { 200: Ok(t.Composite([Thread, t.Object({ emails: t.Array(Summary) })])) },
-      detail: { tags: ['Threads'], summary: 'A thread with its messages, oldest first' },
-    })
-    .get(
-      '/search',
-      async ({ auth, query }) => {
-        return cursors(ctx).read('search', query, page => searchEmails(ctx.sql, auth.orgId, query.q, page), presentSummary)
-      },
-      {
-        query: t.Object({
-          ...pageQuery(),
-          q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }),
-        }),
-        response: { 200: Paged(Summary) },
-        detail: {
-          tags: ['Search'],
-          summary: 'Search mail by subject, sender and text, newest first',
-          description: 'Full-text search by words (no stemming). 504 search_timeout past a 3-second budget.',
-        },
-      },
-    )
+    },
+  )
 
   return new Elysia().use(downloads).use(reads)
 }

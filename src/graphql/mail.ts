@@ -1,9 +1,7 @@
 /** Domains, inboxes, received and sent mail, threads. */
-import { getDomain, listDomains, presentDomain } from '../domains/service'
-import { listEmails, listThreads, presentEmail, presentSummary, presentThread } from '../emails/service'
+import { listEmails, presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { parseTimestamp } from '../http/timestamps'
-import { getSend } from '../sending/service'
 import { allow, uuidArg, type GqlContext } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -44,19 +42,11 @@ async function thread(g: GqlContext, id: string | null) {
 export const mailModule: SchemaModule = {
   sdl: `
 extend type Query {
-  "Custom domains, newest first (as GET /v1/domains)."
-  domains(${CONNECTION_ARGS}): DomainConnection
-  domain(id: ID!): Domain
   """
   Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key
   sees only the mail of its address.
   """
   emails(${CONNECTION_ARGS}, direction: Direction, threadId: ID, address: String, since: DateTime): EmailConnection
-  email(id: ID!): Email
-  "Conversations, newest first (as GET /v1/threads). Not for connection keys."
-  threads(${CONNECTION_ARGS}): ThreadConnection
-  thread(id: ID!): Thread
-  sentEmail(id: ID!): SentEmail
 }
 
 enum Direction { inbound outbound }
@@ -210,13 +200,6 @@ ${connectionTypes('SentEmail', 'sends')}
 `,
   resolvers: {
     Query: {
-      domains: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/domains', 'domains')
-        const page = pageOf(g.ctx, 'gql:domains', args)
-        return connection(g.ctx, 'gql:domains', page, await listDomains(g.ctx.sql, auth.orgId, page), d => presentDomain(d, g.ctx.config.SMTP_HOSTNAME))
-      },
-      domain: async (_s, args: { id: string }, g) =>
-        presentDomain(await getDomain(g.ctx.sql, allow(g, '/v1/domains/:id', 'domains').orgId, uuidArg('id', args.id)), g.ctx.config.SMTP_HOSTNAME),
       emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
         const auth = allow(g, '/v1/emails', 'mail')
         const address = args.address?.trim().toLowerCase()
@@ -232,19 +215,6 @@ ${connectionTypes('SentEmail', 'sends')}
         const page = pageOf(g.ctx, scope, args)
         return connection(g.ctx, scope, page, await listEmails(g.ctx.sql, auth.orgId, page, filters), presentSummary)
       },
-      email: async (_s, args: { id: string }, g) => {
-        allow(g, '/v1/emails/:id', 'mail')
-        const row = await g.loaders.email.load(uuidArg('id', args.id))
-        if (!row) throw errors.notFound('email')
-        return presentEmail(row)
-      },
-      threads: async (_s, args: ConnectionArgs, g) => {
-        const auth = allow(g, '/v1/threads', 'threads')
-        const page = pageOf(g.ctx, 'gql:threads', args)
-        return connection(g.ctx, 'gql:threads', page, await listThreads(g.ctx.sql, auth.orgId, page), presentThread)
-      },
-      thread: async (_s, args: { id: string }, g) => (await thread(g, uuidArg('id', args.id))) ?? Promise.reject(errors.notFound('thread')),
-      sentEmail: async (_s, args: { id: string }, g) => getSend(g.ctx, allow(g, '/v1/sent-emails/:id', 'sent emails').orgId, uuidArg('id', args.id)),
     },
     Email: {
       ...Object.fromEntries(

@@ -1,14 +1,17 @@
 /**
- * Mail reading tools (the Emails, Threads and Search routes) and `wait_for_email`, the long-poll
- * of GET /v1/emails?wait. Attachments are never inlined: a message lists each with a download
- * URL signed for MCP_DOWNLOAD_TTL_SECONDS, which any HTTP client can fetch without a credential,
- * so bytes never travel through a model's context.
+ * Mail reading tools written by hand: list_emails and `wait_for_email`, the long-poll of
+ * GET /v1/emails?wait (each with arguments of its own), search_emails (its argument is `query`,
+ * REST's `q`) and get_email. The thread tools are declared in emails/operations.ts.
+ *
+ * Attachments are never inlined: get_email lists each with a download URL signed for
+ * MCP_DOWNLOAD_TTL_SECONDS, which any HTTP client can fetch without a credential, so bytes never
+ * travel through a model's context.
  */
 import { Type } from '@sinclair/typebox'
 import type { AppContext } from '../../context'
 import { signDownloadToken } from '../../emails/download-token'
-import { Email, MAX_WAIT_SECONDS, Summary, Thread } from '../../emails/model'
-import { getEmail, getThread, listEmails, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from '../../emails/service'
+import { Email, MAX_WAIT_SECONDS, Summary } from '../../emails/model'
+import { getEmail, listEmails, presentEmail, presentSummary, searchEmails } from '../../emails/service'
 import { parseTimestamp } from '../../http/timestamps'
 import { mailEvents, pollMail } from '../../events'
 import { PageInput, PageOf, TOOL_PAGE, toolPage } from '../schema'
@@ -99,28 +102,6 @@ export const mailTools = [
     rest: { method: 'GET', path: '/v1/emails/:id' },
     handle: async ({ ctx, auth }, args) =>
       withLinks(ctx, auth.orgId, presentEmail(await getEmail(ctx.sql, auth.orgId, args.email_id, auth.boundAddress)), auth.method !== 'connection'),
-  }),
-  tool({
-    name: 'list_threads',
-    title: 'List threads',
-    description: 'Conversations, most recent first.',
-    input: Type.Object(PageInput),
-    output: PageOf(Thread),
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/threads' },
-    handle: async ({ ctx, auth }, args) => {
-      return toolPage(ctx, 'threads', args, page => listThreads(ctx.sql, auth.orgId, page), presentThread)
-    },
-  }),
-  tool({
-    name: 'get_thread',
-    title: 'Get a thread',
-    description: 'A conversation with its messages, oldest first (without bodies; read each with get_email).',
-    input: Type.Object({ thread_id: Uuid('the thread') }),
-    output: Type.Object({ ...Thread.properties, emails: Type.Array(Summary) }),
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/threads/:id' },
-    handle: async ({ ctx, auth }, args) => getThread(ctx.sql, auth.orgId, args.thread_id),
   }),
   tool({
     name: 'wait_for_email',

@@ -1,16 +1,16 @@
 /**
  * Sending tools: send, reply and forward, each requiring an idempotency key (the REST
  * Idempotency-Key, in the same scope: a model's retry returns the first result and never sends
- * twice), and the scheduled-send operations.
+ * twice). Three tools of one REST operation (POST /v1/send-mail), so written by hand; the
+ * scheduled-send tools are declared with their routes (sending/operations.ts).
  */
 import { Type } from '@sinclair/typebox'
 import { getEmail, rawMessage } from '../../emails/service'
-import { errors } from '../../errors'
 import { attachmentContents } from '../../mail/inbound/parse'
 import { Address } from '../../http/schema'
-import { SendMailBody, SendResponse, SentEmail } from '../../sending/model'
-import { cancelSend, getSend, sendMail, updateSend } from '../../sending/service'
-import { tool, WRITE, READ } from '../tool'
+import { SendMailBody, SendResponse } from '../../sending/model'
+import { sendMail } from '../../sending/service'
+import { tool, WRITE } from '../tool'
 
 const IdempotencyKey = Type.String({
   minLength: 1,
@@ -103,43 +103,5 @@ export const sendingTools = [
       }
       return (await sendMail(ctx, auth, body, idempotency_key)).data
     },
-  }),
-  tool({
-    name: 'get_sent_email',
-    title: 'Get a sent email',
-    description: 'The current state of a send: queued, scheduled, executed, failed or canceled, with what the relay answered.',
-    input: Type.Object({ send_id: Uuid('the id send_email, reply_to_email or forward_email returned') }),
-    output: SentEmail,
-    annotations: READ,
-    rest: { method: 'GET', path: '/v1/sent-emails/:id' },
-    handle: async ({ ctx, auth }, args) => getSend(ctx, auth.orgId, args.send_id),
-  }),
-  tool({
-    name: 'reschedule_email',
-    title: 'Reschedule a scheduled email',
-    description:
-      'Moves a scheduled send to a new time, or changes or stops its repeat (repeat null). Fails with not_scheduled once it left the scheduled state.',
-    input: Type.Object({
-      send_id: Uuid('the scheduled send'),
-      scheduled_at: Type.Optional(Type.String({ description: 'the new ISO 8601 instant' })),
-      repeat: Type.Optional(Type.Union([Type.Object({ every_minutes: Type.Integer({ minimum: 1, maximum: 525_600 }) }), Type.Null()])),
-    }),
-    output: SentEmail,
-    annotations: { ...WRITE, idempotentHint: true },
-    rest: { method: 'PATCH', path: '/v1/sent-emails/:id' },
-    handle: async ({ ctx, auth }, { send_id, ...patch }) => {
-      if (patch.scheduled_at === undefined && patch.repeat === undefined) throw errors.validation('scheduled_at', 'give scheduled_at, repeat or both')
-      return updateSend(ctx, auth.orgId, send_id, patch)
-    },
-  }),
-  tool({
-    name: 'cancel_scheduled_email',
-    title: 'Cancel a scheduled email',
-    description: 'Cancels a scheduled send, or stops a repeating one. Fails with not_scheduled when nothing is left to cancel.',
-    input: Type.Object({ send_id: Uuid('the scheduled or repeating send') }),
-    output: SentEmail,
-    annotations: { ...WRITE, destructiveHint: true },
-    rest: { method: 'POST', path: '/v1/sent-emails/:id/cancel' },
-    handle: async ({ ctx, auth }, args) => cancelSend(ctx, auth.orgId, args.send_id),
   }),
 ]
