@@ -506,8 +506,11 @@ describe.skipIf(!anvilBinary())('pay and settle on anvil (base-sepolia)', () => 
           async () => held,
           n => n === 10,
         )
-        // the process pool is free: a request that reads the database is answered meanwhile
-        expect(expectOk(await app.request('GET', '/v1/x402/payments', { key: runs[0]!.payee.key }))).toEqual([expect.objectContaining({ status: 'pending' })])
+        // the process pool is free: a request that reads the database is answered meanwhile (which
+        // ten of the twelve are held is up to the scheduler: this payee's may still wait for a
+        // connection of the settlements' pool, and then has no row yet)
+        const ledger = expectOk(await app.request('GET', '/v1/x402/payments', { key: runs[0]!.payee.key }))
+        expect(ledger.every((row: { status: string }) => row.status === 'pending')).toBe(true)
         letThrough!()
         for (const res of await Promise.all(paying)) expectOk(res)
         expect(held).toBe(12)
