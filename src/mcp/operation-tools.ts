@@ -6,7 +6,7 @@
  */
 import { type TObject, type TSchema, Type } from '@sinclair/typebox'
 import { hintsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
-import { PageInput, PageOf, toolPage } from './schema'
+import { numbersOnly, PageInput, PageOf, toolPage } from './schema'
 import type { Tool } from './tool'
 
 /** The tool argument of a path parameter. */
@@ -30,7 +30,8 @@ export function toolOf(op: Operation): Tool {
     name: op.name,
     title: op.summary,
     description,
-    input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties }),
+    // validated as published: a number where REST also takes a numeric string (mcp/schema.ts)
+    input: numbersOnly(Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties })),
     output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : (op.output as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
