@@ -19,10 +19,8 @@ const HAND_WRITTEN_TOOLS = new Set([
   'delete_function_secret',
   'delete_memory',
   'forward_email',
-  'get_email',
   'get_function_invocation',
   'get_memory',
-  'list_emails',
   'list_function_invocations',
   'list_function_logs',
   'list_function_secrets',
@@ -30,18 +28,15 @@ const HAND_WRITTEN_TOOLS = new Set([
   'patch_memory',
   'redeploy_function',
   'reply_to_email',
-  'search_emails',
   'send_email',
   'set_function_secret',
   'set_memory',
   'update_address_note',
-  'wait_for_email',
 ])
 
 /** Query fields written by hand still, with the REST read each stands for: to be declared as operations. */
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
   viewer: '/v1/whoami',
-  emails: '/v1/emails',
   invocation: '/v1/functions/:id/invocations/:invocationId',
   memories: '/v1/memories',
   memory: '/v1/memories/:key',

@@ -1,20 +1,168 @@
 /**
- * Mail reads as operations (src/http/operation.ts): one message, its content discarded, threads,
- * and search. Still written by hand (routes.ts): GET /v1/emails, whose `wait` long-polls and
- * whose filters differ on each surface (the MCP tools list_emails and wait_for_email, the GraphQL
- * field emails), and the raw and attachment downloads, which answer bytes with their own headers
- * and also take a signed token instead of a credential. The MCP tools get_email (signed download
- * links instead of attachment metadata) and search_emails (its argument is `query`, REST's `q`)
- * stay in mcp/tools/mail.ts.
+ * Mail reads as operations (src/http/operation.ts): the list of mail (and the MCP tool
+ * wait_for_email, its long-poll for a model), one message, its content discarded, threads, and
+ * search. Where the surfaces differ on purpose, the declarations say so: the tool list_emails and
+ * the GraphQL field emails take some of the list's filters only, the tool get_email answers signed
+ * download links (links.ts), search_emails names REST's `q` `query`. Still written by hand
+ * (routes.ts): the raw and attachment downloads, which answer bytes with their own headers and
+ * also take a signed token instead of a credential.
  */
-import { t } from 'elysia'
-import { listOperation, operation } from '../http/operation'
-import { Email, Summary, Thread } from './model'
-import { discardContent, getEmail, getThread, listThreads, presentEmail, presentSummary, presentThread, searchEmails } from './service'
+import { type Static, t } from 'elysia'
+import { errors } from '../errors'
+import { mailEvents, pollMail } from '../events'
+import { listOperation, operation, type OperationCall } from '../http/operation'
+import { ADDRESS, OneOf } from '../http/schema'
+import { parseTimestamp, Timestamp } from '../http/timestamps'
+import { getInbox } from '../inboxes/service'
+import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
+import { SENT_EVENT_TYPES } from '../mail/store'
+import { EmailWithLinks, withLinks } from './links'
+import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
+import {
+  discardContent,
+  type EmailFilters,
+  getEmail,
+  getThread,
+  listEmails,
+  listThreads,
+  presentEmail,
+  presentSummary,
+  presentThread,
+  searchEmails,
+} from './service'
 
 const Id = (description?: string) => ({ id: t.String({ format: 'uuid', ...(description && { description }) }) })
 
+/** The filters of GET /v1/emails: its query (the tool list_emails and the field emails take some of them). */
+const EmailQuery = t.Object({
+  since: t.Optional(Timestamp('only mail received after this instant')),
+  wait: t.Optional(
+    t.Integer({
+      minimum: 0,
+      maximum: MAX_WAIT_SECONDS,
+      description: `long-poll: when nothing matches, wait up to this many seconds (max ${MAX_WAIT_SECONDS}) for new mail`,
+    }),
+  ),
+  direction: t.Optional(t.Union([t.Literal('inbound'), t.Literal('outbound')])),
+  thread_id: t.Optional(t.String({ format: 'uuid', description: 'only this thread' })),
+  event_type: t.Optional(OneOf([...EMAIL_EVENT_TYPES, ...SENT_EVENT_TYPES])),
+  inbox_id: t.Optional(
+    t.String({
+      format: 'uuid',
+      description: "only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's)",
+    }),
+  ),
+  address: t.Optional(
+    t.String({
+      pattern: ADDRESS,
+      maxLength: 320,
+      error: 'must be an email address',
+      description: 'only mail received at this address (an envelope recipient) or sent from it',
+    }),
+  ),
+})
+
+/** How many messages wait_for_email answers at most: the MCP tools' page (mcp/schema.ts TOOL_PAGE, a floor above). */
+const TOOL_PAGE = 20
+
+/** GraphQL's check of an address (REST's schema has a stricter one). */
+const LOOSE_ADDRESS = /^[^\s@]+@[^\s@]+$/
+
+/** The filters of a list of mail, looked up before its cursor is read: an inbox not the organization's is not_found first. */
+async function emailFilters({ ctx, auth }: OperationCall, q: Static<typeof EmailQuery>): Promise<EmailFilters> {
+  const inbox = q.inbox_id ? await getInbox(ctx.sql, auth.orgId, q.inbox_id) : undefined
+  // a GraphQL address is checked here, and spaces around it dropped; REST's schema refused both already
+  const address = q.address?.trim().toLowerCase()
+  if (address !== undefined && !LOOSE_ADDRESS.test(address)) throw errors.validation('address', 'must be an email address')
+  return {
+    since: q.since ? parseTimestamp('since', q.since) : null,
+    direction: q.direction,
+    threadId: q.thread_id,
+    eventType: q.event_type,
+    addresses: [auth.boundAddress, inbox?.address, address].filter(a => a !== undefined),
+  }
+}
+
 export const emailOperations = [
+  listOperation({
+    name: 'list_emails',
+    method: 'GET',
+    path: '/v1/emails',
+    tag: 'Emails',
+    summary: 'List mail, newest first; long-poll with wait',
+    description: 'The filters combine (all must hold). A cursor continues the list it came from: with other filters it is a validation_error.',
+    input: EmailQuery,
+    mcp: {
+      title: 'List emails',
+      description: 'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; read one with get_email.',
+      // a model waits with wait_for_email; the connection key's address is its filter
+      input: ['direction', 'thread_id', 'since'],
+    },
+    graphql: {
+      field: 'emails',
+      type: 'Email',
+      description: 'Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key\nsees only the mail of its address.',
+      args: { direction: 'Direction', since: 'DateTime' },
+      input: ['direction', 'thread_id', 'address', 'since'],
+    },
+    list: {
+      item: Summary,
+      // A cursor continues the list it came from: it is signed for these filters and refused with others.
+      scope: (_call, q) =>
+        `emails?${JSON.stringify([q.since ?? null, q.direction ?? null, q.thread_id ?? null, q.event_type ?? null, q.inbox_id ?? null, q.address?.toLowerCase() ?? null])}`,
+      prepare: emailFilters,
+      fetch: ({ ctx, auth, signal }, q, page, filters: EmailFilters) => {
+        const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
+        if (!q.wait || page.after) return read()
+        // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
+        return pollMail(mailEvents(ctx), { orgId: auth.orgId, address: filters.addresses[0], ms: q.wait * 1000, signal }, read, r => r.rows.length > 0)
+      },
+      present: presentSummary,
+    },
+  }),
+  operation({
+    name: 'wait_for_email',
+    method: 'GET',
+    path: '/v1/emails',
+    tag: 'Emails',
+    summary: 'Wait for an email',
+    description:
+      `Blocks until mail arrives for an address (or any address of the organization), or until timeout_seconds (at most ${MAX_WAIT_SECONDS}) pass. ` +
+      'Pass the returned next_since as since on the next call so nothing is missed between calls.',
+    // the tool of GET /v1/emails?wait= (list_emails makes the route), with arguments and an answer of its own
+    rest: false,
+    input: t.Object({
+      address: t.Optional(
+        t.String({
+          maxLength: 320,
+          description: 'the receiving address; omitted: any address of the organization (a connection key always waits for its own)',
+        }),
+      ),
+      since: t.Optional(t.String({ description: 'ISO 8601 instant; mail received after it counts. Default: now' })),
+      timeout_seconds: t.Optional(t.Integer({ minimum: 1, maximum: MAX_WAIT_SECONDS, description: `default 30, at most ${MAX_WAIT_SECONDS}` })),
+    }),
+    output: t.Object({
+      emails: t.Array(Summary, { description: 'newest first; empty when the wait timed out' }),
+      timed_out: t.Boolean(),
+      next_since: t.String({ format: 'date-time', description: 'pass as since on the next call' }),
+    }),
+    handle: async ({ ctx, auth, signal }, args) => {
+      const since = args.since ? parseTimestamp('since', args.since) : new Date()
+      const address = auth.boundAddress ?? args.address?.trim().toLowerCase()
+      const read = () =>
+        listEmails(ctx.sql, auth.orgId, { limit: TOOL_PAGE, after: null }, { since, direction: 'inbound', addresses: address ? [address] : [] })
+      // as GET /v1/emails?wait= does it: woken by mail of this address only, when it has one
+      const { rows } = await pollMail(
+        mailEvents(ctx),
+        { orgId: auth.orgId, address, ms: (args.timeout_seconds ?? 30) * 1000, signal },
+        read,
+        r => r.rows.length > 0,
+      )
+      if (!rows.length) return { emails: [], timed_out: true, next_since: since.toISOString() }
+      const emails = rows.slice(0, TOOL_PAGE).map(presentSummary)
+      return { emails, timed_out: false, next_since: emails[0]!.received_at }
+    },
+  }),
   operation({
     name: 'get_email',
     method: 'GET',
@@ -23,8 +171,15 @@ export const emailOperations = [
     summary: 'One message: headers, bodies, attachments, authentication verdicts',
     params: Id(),
     resource: 'email',
-    // the tool answers signed download links for the attachments and the raw message: mcp/tools/mail.ts
-    mcp: false,
+    mcp: {
+      title: 'Read an email',
+      description:
+        'One message with its text, HTML, headers and authentication verdicts. Attachments come as short-lived download URLs, never as bytes. ' +
+        'Its email_id comes from list_emails, search_emails or wait_for_email.',
+      // signed download links for the attachments and the raw message (none for a connection key), instead of their metadata
+      output: EmailWithLinks,
+      present: ({ ctx, auth }, email: ReturnType<typeof presentEmail>) => withLinks(ctx, auth.orgId, email, auth.method !== 'connection'),
+    },
     output: Email,
     graphql: { field: 'email', type: 'Email' },
     // a connection key reads only the mail of its address; another message is not_found
@@ -81,8 +236,11 @@ export const emailOperations = [
     input: t.Object({
       q: t.String({ minLength: 1, maxLength: 200, description: 'words to find in subject, sender or body, all of them; also "a phrase", `or`, `-word`' }),
     }),
-    // the tool's argument is `query`: mcp/tools/mail.ts
-    mcp: false,
+    mcp: {
+      title: 'Search emails',
+      description: 'Finds mail whose subject, sender or text contains the query, newest first.',
+      rename: { q: 'query' },
+    },
     list: {
       item: Summary,
       scope: () => 'search',

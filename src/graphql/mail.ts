@@ -1,12 +1,9 @@
 /** Domains, inboxes, received and sent mail, threads. */
-import { listEmails, presentEmail, presentSummary, presentThread } from '../emails/service'
+import { presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
-import { parseTimestamp } from '../http/timestamps'
-import { allow, uuidArg, type GqlContext } from './context'
+import { allow, type GqlContext } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
-
-const ADDRESS = /^[^\s@]+@[^\s@]+$/
 
 /** What only the full message has: an email from a list is completed through the batch loader. */
 const FULL_FIELDS = [
@@ -41,14 +38,6 @@ async function thread(g: GqlContext, id: string | null) {
 
 export const mailModule: SchemaModule = {
   sdl: `
-extend type Query {
-  """
-  Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key
-  sees only the mail of its address.
-  """
-  emails(${CONNECTION_ARGS}, direction: Direction, threadId: ID, address: String, since: DateTime): EmailConnection
-}
-
 enum Direction { inbound outbound }
 
 type Domain {
@@ -199,23 +188,6 @@ ${connectionTypes('Thread', 'threads')}
 ${connectionTypes('SentEmail', 'sends')}
 `,
   resolvers: {
-    Query: {
-      emails: async (_s, args: ConnectionArgs & { direction?: string; threadId?: string; address?: string; since?: string }, g) => {
-        const auth = allow(g, '/v1/emails', 'mail')
-        const address = args.address?.trim().toLowerCase()
-        if (address !== undefined && !ADDRESS.test(address)) throw errors.validation('address', 'must be an email address')
-        const filters = {
-          since: args.since ? parseTimestamp('since', args.since) : null,
-          direction: args.direction,
-          threadId: args.threadId ? uuidArg('threadId', args.threadId) : undefined,
-          addresses: [auth.boundAddress, address].filter(a => a !== undefined),
-        }
-        // a cursor continues the list it came from: signed for these filters, refused with others
-        const scope = `gql:emails?${JSON.stringify([args.since ?? null, args.direction ?? null, filters.threadId ?? null, address ?? null])}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await listEmails(g.ctx.sql, auth.orgId, page, filters), presentSummary)
-      },
-    },
     Email: {
       ...Object.fromEntries(
         FULL_FIELDS.map(f => [f, (async (e, _a, g) => (await fullEmail(g, e))[snake(f) as keyof ReturnType<typeof presentEmail>]) as Resolver]),

@@ -6,7 +6,7 @@
  */
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { ApiError } from '../errors'
-import { isList, type Operation, type OperationCall } from '../http/operation'
+import { inputsOf, isList, type Operation, type OperationCall } from '../http/operation'
 import { allow, uuidArg } from './context'
 import { CONNECTION_ARGS, connection, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -32,9 +32,7 @@ const paramArg = (op: Operation, name: string) => op.graphql?.params?.[name] ?? 
 
 function argumentsSdl(op: Operation): string {
   const params = Object.entries(op.params ?? {}).map(([name, schema]) => `${paramArg(op, name)}: ${name === 'id' ? 'ID' : sdlType(op, name, schema)}!`)
-  const inputs = Object.entries(op.input?.properties ?? {}).map(
-    ([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`,
-  )
+  const inputs = inputsOf(op, op.graphql?.input).map(([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`)
   const all = [...(isList(op) ? [CONNECTION_ARGS] : []), ...params, ...inputs]
   return all.length ? `(${all.join(', ')})` : ''
 }
@@ -75,11 +73,12 @@ function resolverOf(op: Operation): Resolver {
       const args = argsOf(op, received)
       if (!isList(op)) return await op.handle(call, args as never)
       const { scope, fetch, present } = op.list
+      const prepared = await op.list.prepare?.(call, args as never)
       // the cursor of a list with other filters is refused, as a REST cursor is
       const filters = Object.keys(op.input?.properties ?? {}).map(name => args[name] ?? null)
       const listScope = `gql:${scope(call, args as never)}${filters.some(f => f !== null) ? `?${JSON.stringify(filters)}` : ''}`
       const page = pageOf(g.ctx, listScope, received)
-      return connection(g.ctx, listScope, page, (await fetch(call, args as never, page)) as never, present)
+      return connection(g.ctx, listScope, page, (await fetch(call, args as never, page, prepared)) as never, present)
     } catch (error) {
       throw camelFields(error)
     }

@@ -23,6 +23,7 @@ function requestSchemas(op: Operation) {
 export function operationRoutes(ctx: AppContext, operations: readonly Operation[]) {
   const routes = new Elysia().use(authenticated(ctx))
   for (const op of operations) {
+    if (op.rest === false) continue
     const status = isList(op) ? 200 : (op.status ?? 200)
     const statuses = !isList(op) && op.mayFindExisting ? [status, 200] : [status]
     routes.route(
@@ -43,7 +44,8 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
         set.status = status
         if (!isList(op)) return op.handle(call, args)
         const { scope, fetch, present } = op.list
-        return cursors(ctx).read(scope(call, args), query, page => fetch(call, args, page) as never, present)
+        const prepared = await op.list.prepare?.(call, args as never)
+        return cursors(ctx).read(scope(call, args), query, page => fetch(call, args, page, prepared) as never, present)
       },
       {
         ...(op.guard && {

@@ -67,13 +67,13 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * `reportsCreated` (with `mayFindExisting`): the tool's answer adds `created`, false when the
    * handler found what existed (`call.status(200)`), as REST's 201 or 200 tells it.
    */
-  mcp?: false | { description?: string; hints?: Partial<ToolHints>; reportsCreated?: true }
+  mcp?: false | ({ description?: string; hints?: Partial<ToolHints>; reportsCreated?: true } & ToolSurface)
   /**
    * the GraphQL Query field of a read: its name and the SDL type of its node; `params` names the
    * field's argument of a path parameter where it is not the parameter's camelCase name
    * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`)
    */
-  graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> }
+  graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> } & FieldSurface
   /**
    * A gate every surface passes before anything else of the operation (an entitlement): REST
    * runs it at the transform stage, before the body and query are validated, right after the
@@ -86,6 +86,27 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * OpenAPI documents the JSON answer.
    */
   alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
+  /** false: no REST route of its own; another surface (a tool) of the REST operation another declaration makes at the same method and path */
+  rest?: false
+}
+
+/** What an MCP tool takes and answers where it differs from its REST operation. */
+interface ToolSurface {
+  /** the tool's title where the summary (REST's) does not fit it */
+  title?: string
+  /** the tool takes these of the input's fields only, in this order */
+  input?: readonly string[]
+  /** the tool names these input fields otherwise (`{ q: 'query' }`) */
+  rename?: Record<string, string>
+  /** the tool's own answer: `present` makes it from the handler's (signed download links instead of metadata) */
+  output?: TSchema
+  present?(call: OperationCall, answer: unknown): unknown
+}
+
+/** What a GraphQL Query field takes where it differs from its REST operation. */
+interface FieldSurface {
+  /** the field takes these of the input's fields only, in this order */
+  input?: readonly string[]
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>
@@ -108,11 +129,13 @@ export interface ListOperation<P extends TProperties = TProperties, I extends TP
     item: O
     /** the cursor's scope: a cursor of another list (or another filter) is refused */
     scope(call: OperationCall, args: Args<P, I>): string
-    fetch(call: OperationCall, args: Args<P, I>, page: PageRequest): Promise<{ rows: Row[]; total: number }>
+    fetch(call: OperationCall, args: Args<P, I>, page: PageRequest, prepared?: unknown): Promise<{ rows: Row[]; total: number }>
     present(row: Row): Static<O>
     /** REST's page sizes: at most `max` (default 100), `fallback` when none is asked (default 50) */
     max?: number
     fallback?: number
+    /** a lookup of what the arguments name, made before the cursor is read (an inbox's not_found comes first); fetch gets its answer */
+    prepare?(call: OperationCall, args: Args<P, I>): Promise<unknown>
   }
 }
 
@@ -145,6 +168,16 @@ export function hintsOf(op: Operation): ToolHints {
     openWorldHint: false,
   }
   return { ...base, ...(op.mcp ? op.mcp.hints : {}) }
+}
+
+/** The input fields of a surface that takes some of them only (`mcp.input`, `graphql.input`), in its order; else all. */
+export function inputsOf(op: Operation, only: readonly string[] | undefined): [string, TSchema][] {
+  const all = op.input?.properties ?? {}
+  if (!only) return Object.entries(all)
+  return only.map(name => {
+    if (!all[name]) throw new Error(`${op.name}: ${name} is not a field of its input`)
+    return [name, all[name]]
+  })
 }
 
 /** The path's parameter names, in order. */

@@ -5,8 +5,8 @@
  * with the tools' smaller default page.
  */
 import { type TObject, type TSchema, Type } from '@sinclair/typebox'
-import { hintsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
-import { PageInput, PageOf, toolPage } from './schema'
+import { hintsOf, inputsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
+import { numbersOnly, PageInput, PageOf, toolPage } from './schema'
 import type { Tool } from './tool'
 
 /** The tool argument of a path parameter. */
@@ -22,21 +22,41 @@ const reportsCreated = (op: Operation) => op.mcp !== false && op.mcp?.reportsCre
 const withCreated = (output: TSchema): TObject =>
   Type.Object({ ...(output as TObject).properties, created: Type.Boolean({ description: 'false when an existing one was found (or updated)' }) })
 
+const surface = (op: Operation) => (op.mcp === false ? undefined : op.mcp)
+
+/** The tool's input fields: those it takes (`mcp.input`), by its names for them (`mcp.rename`). */
+const toolInputs = (op: Operation) =>
+  Object.fromEntries(inputsOf(op, surface(op)?.input).map(([name, schema]) => [surface(op)?.rename?.[name] ?? name, schema]))
+
+/** The input fields among the arguments as the operation names them: only those the tool takes, renamed back. */
+function inputArguments(op: Operation, args: Record<string, unknown>) {
+  const rename = surface(op)?.rename ?? {}
+  const taken = new Set(inputsOf(op, surface(op)?.input).map(([name]) => name))
+  for (const name of Object.keys(op.input?.properties ?? {})) if (!taken.has(name) || name in rename) delete args[name]
+  for (const [name, renamed] of Object.entries(rename)) {
+    if (!(renamed in args)) continue
+    args[name] = args[renamed]
+    delete args[renamed]
+  }
+}
+
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
   const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
   const description = (op.mcp ? op.mcp.description : undefined) || op.description || op.summary
   return {
     name: op.name,
-    title: op.summary,
+    title: surface(op)?.title ?? op.summary,
     description,
-    input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties }),
-    output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : (op.output as never),
+    // validated as published: a number where REST also takes a numeric string (mcp/schema.ts)
+    input: numbersOnly(Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...toolInputs(op) })),
+    output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : ((surface(op)?.output ?? op.output) as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
     async handle(call: OperationCall, received: Record<string, unknown>) {
       await op.guard?.(call)
       const args: Record<string, unknown> = { ...received }
+      inputArguments(op, args)
       for (const p of params) {
         const name = argumentOf(op, p)
         if (name !== p) {
@@ -49,12 +69,19 @@ export function toolOf(op: Operation): Tool {
         const result = await op.handle({ ...call, status: code => void (created = code !== 200) }, args as never)
         return { ...(result as object), created } as never
       }
-      if (!isList(op)) return (await op.handle(call, args as never)) as never
+      if (!isList(op)) return presented(op, call, await op.handle(call, args as never)) as never
       const { limit, cursor, ...filters } = args as { limit?: number; cursor?: string }
       const { scope, fetch, present } = op.list
-      return toolPage(call.ctx, scope(call, filters as never), { limit, cursor }, page => fetch(call, filters as never, page) as never, present)
+      const prepared = await op.list.prepare?.(call, filters as never)
+      return toolPage(call.ctx, scope(call, filters as never), { limit, cursor }, page => fetch(call, filters as never, page, prepared) as never, present)
     },
   }
+}
+
+/** The tool's answer: the handler's, or what `mcp.present` makes of it. */
+const presented = (op: Operation, call: OperationCall, answer: unknown) => {
+  const present = surface(op)?.present
+  return present ? present(call, answer) : answer
 }
 
 /** The tools of every operation that has one. */

@@ -3,7 +3,7 @@
  * symbols, without our own annotation keywords (`error` messages, `x-` marks), which strict
  * JSON Schema validators refuse as unknown keywords, and without Elysia's string coercions.
  */
-import { Type, type TObject, type TSchema } from '@sinclair/typebox'
+import { TransformKind, Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { Page } from '../http/envelope'
 import { cursors, type PageRequest } from '../http/pagination'
 import type { AppContext } from '../context'
@@ -21,6 +21,28 @@ function coercion(schema: Record<string, unknown>): Record<string, unknown> | nu
   if (text?.type !== 'string' || (text.format !== 'integer' && text.format !== 'numeric')) return null
   const { anyOf: _, ...rest } = schema
   return { ...rest, ...number }
+}
+
+/**
+ * The schema with each of Elysia's numeric-string coercions replaced by its number alone, still a
+ * TypeBox schema: what a tool's arguments are validated with, as they are published.
+ */
+export function numbersOnly<T extends TSchema>(schema: T): T {
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk)
+    if (!value || typeof value !== 'object') return value
+    const coerced = coercion(value as Record<string, unknown>)
+    if (coerced) {
+      // the number needs no decoding from a string
+      const { [TransformKind]: _, ...number } = coerced as Record<PropertyKey, unknown>
+      return number
+    }
+    const source = value as Record<PropertyKey, unknown>
+    const out: Record<PropertyKey, unknown> = {}
+    for (const key of Reflect.ownKeys(source)) out[key] = typeof key === 'symbol' ? source[key] : walk(source[key])
+    return out
+  }
+  return walk(schema) as T
 }
 
 export function jsonSchema(schema: TSchema): Record<string, unknown> {
