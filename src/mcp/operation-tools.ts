@@ -6,7 +6,8 @@
  */
 import { type TObject, type TSchema, Type } from '@sinclair/typebox'
 import { hintsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
-import { PageInput, PageOf, toolPage } from './schema'
+import { cursors, type PageRequest } from '../http/pagination'
+import { PageInput, PageOf, pageResult, TOOL_PAGE, toolPage } from './schema'
 import type { Tool } from './tool'
 
 /** The tool argument of a path parameter. */
@@ -22,6 +23,14 @@ const reportsCreated = (op: Operation) => op.mcp !== false && op.mcp?.reportsCre
 const withCreated = (output: TSchema): TObject =>
   Type.Object({ ...(output as TObject).properties, created: Type.Boolean({ description: 'false when an existing one was found (or updated)' }) })
 
+/** The tool's own arguments (`mcp.args`) over REST's, adding or replacing, with their `additionalProperties`. */
+function withOwnArgs(op: Operation, input: TObject): TObject {
+  const own = op.mcp ? op.mcp.args : undefined
+  if (!own) return input
+  const closed = own.additionalProperties === undefined ? {} : { additionalProperties: own.additionalProperties as boolean }
+  return Type.Object({ ...input.properties, ...own.properties }, closed)
+}
+
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
   const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
@@ -30,7 +39,7 @@ export function toolOf(op: Operation): Tool {
     name: op.name,
     title: op.summary,
     description,
-    input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties }),
+    input: withOwnArgs(op, Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties })),
     output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : (op.output as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
@@ -51,8 +60,11 @@ export function toolOf(op: Operation): Tool {
       }
       if (!isList(op)) return (await op.handle(call, args as never)) as never
       const { limit, cursor, ...filters } = args as { limit?: number; cursor?: string }
-      const { scope, fetch, present } = op.list
-      return toolPage(call.ctx, scope(call, filters as never), { limit, cursor }, page => fetch(call, filters as never, page) as never, present)
+      const { scope, fetch, present, key } = op.list
+      const listScope = await scope(call, filters as never)
+      const page = (req: PageRequest) => fetch(call, filters as never, req)
+      if (key) return pageResult(await cursors(call.ctx).readKeyed(listScope, { limit, cursor }, page, present, key, TOOL_PAGE)) as never
+      return toolPage(call.ctx, listScope, { limit, cursor }, page as never, present)
     },
   }
 }
