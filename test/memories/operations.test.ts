@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, test } from 'bun:test'
 import type { Client } from '@modelcontextprotocol/client'
-import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
+import { createOrg, testApp, type TestApp, type TestOrg } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
 import { errorCodes, gql, gqlData } from '../graphql/helpers'
 import { mcpClient, toolErrorOf } from '../mcp/helpers'
@@ -27,7 +27,6 @@ beforeAll(async () => {
   for (const k of ['a', 'b', 'c']) expectOk(await t.request('PUT', `/v1/memories/ops%2F${k}`, { key: org.key, body: { value: { k } } }))
   expectOk(await t.request('PUT', `/v1/functions/${fnId}/memories/ops%2Ffn`, { key: org.key, body: { value: 'fn' } }))
   mcp = await mcpClient(t, org.key, 'modern')
-  void testSql
 })
 
 const call = async (name: string, args: Record<string, unknown>) => {
