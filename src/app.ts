@@ -32,7 +32,6 @@ import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
 import { challengeRoutes } from './x402/challenges.routes'
 import { emailX402Routes } from './x402/email/routes'
-import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
 import { functionRoutes } from './functions/routes'
@@ -142,7 +141,6 @@ export function createApp(ctx: AppContext) {
     .use(connectionRoutes(ctx))
     .use(challengeRoutes(ctx))
     .use(emailX402Routes(ctx))
-    .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
     .use(functionRoutes(ctx))

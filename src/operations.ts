@@ -10,6 +10,7 @@ import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
+import { functionMemoryOperations, orgMemoryOperations } from './memories/operations'
 import { networkOperations, publishedAgentOperations } from './networks/operations'
 import { noteOperations } from './notes/operations'
 import { registryOperations } from './registries/operations'
@@ -39,4 +40,6 @@ export const OPERATIONS: readonly Operation[] = [
   ...registryOperations,
   ...payoutOperations,
   ...paymentOperations,
+  ...orgMemoryOperations,
+  ...functionMemoryOperations,
 ]

@@ -13,24 +13,18 @@ import { testApp } from './helpers/app'
 
 /** Written by hand still: to be declared as operations (docs/architecture.md, "Operations"). */
 const HAND_WRITTEN_TOOLS = new Set([
-  'batch_memories',
   'create_payment_challenge',
   'delete_address_note',
   'delete_function_secret',
-  'delete_memory',
   'forward_email',
   'get_function_invocation',
-  'get_memory',
   'list_function_invocations',
   'list_function_logs',
   'list_function_secrets',
-  'list_memories',
-  'patch_memory',
   'redeploy_function',
   'reply_to_email',
   'send_email',
   'set_function_secret',
-  'set_memory',
   'update_address_note',
 ])
 
@@ -38,8 +32,6 @@ const HAND_WRITTEN_TOOLS = new Set([
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
   viewer: '/v1/whoami',
   invocation: '/v1/functions/:id/invocations/:invocationId',
-  memories: '/v1/memories',
-  memory: '/v1/memories/:key',
   registries: '/v1/registries',
   wakes: '/v1/wake',
   wakeRuns: '/v1/wake/:id/runs',

@@ -8,7 +8,7 @@ import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { ApiError } from '../errors'
 import { inputsOf, isList, type Operation, type OperationCall } from '../http/operation'
 import { allow, uuidArg } from './context'
-import { CONNECTION_ARGS, connection, pageOf, type ConnectionArgs } from './connection'
+import { CONNECTION_ARGS, connection, keyedPageOf, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
 
 const camel = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
@@ -30,10 +30,25 @@ function sdlType(op: Operation, name: string, schema: TSchema): string {
 /** The field's argument of a path parameter: as the operation names it, else its camelCase name. */
 const paramArg = (op: Operation, name: string) => op.graphql?.params?.[name] ?? camel(name)
 
+/** The field's own arguments: `graphql.args` entries that are neither path parameters nor inputs. */
+const ownArgs = (op: Operation) =>
+  Object.entries(op.graphql?.args ?? {}).filter(([name]) => !(name in (op.params ?? {})) && !(name in (op.input?.properties ?? {})))
+
+/** Moves the field's own arguments to `call.extra` (as received, an explicit null too), and adds the `fixed` inputs. */
+function fieldArgs(op: Operation, received: Record<string, unknown>, args: Record<string, unknown>, call: OperationCall) {
+  const own = ownArgs(op).map(([name]) => name)
+  if (own.length) call.extra = Object.fromEntries(own.filter(name => camel(name) in received).map(name => [name, received[camel(name)]]))
+  for (const name of own) delete args[name]
+  Object.assign(args, op.graphql?.fixed)
+}
+
 function argumentsSdl(op: Operation): string {
   const params = Object.entries(op.params ?? {}).map(([name, schema]) => `${paramArg(op, name)}: ${name === 'id' ? 'ID' : sdlType(op, name, schema)}!`)
-  const inputs = inputsOf(op, op.graphql?.input).map(([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`)
-  const all = [...(isList(op) ? [CONNECTION_ARGS] : []), ...params, ...inputs]
+  const inputs = inputsOf(op, op.graphql?.input)
+    .filter(([name]) => !(name in (op.graphql?.fixed ?? {})))
+    .map(([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`)
+  const extras = ownArgs(op).map(([name, type]) => `${camel(name)}: ${type}`)
+  const all = [...(isList(op) ? [CONNECTION_ARGS] : []), ...params, ...extras, ...inputs]
   return all.length ? `(${all.join(', ')})` : ''
 }
 
@@ -71,14 +86,15 @@ function resolverOf(op: Operation): Resolver {
     try {
       await op.guard?.(call)
       const args = argsOf(op, received)
+      fieldArgs(op, received, args, call)
       if (!isList(op)) return await op.handle(call, args as never)
-      const { scope, fetch, present } = op.list
+      const { scope, fetch, present, key, scopeNamesFilters } = op.list
       const prepared = await op.list.prepare?.(call, args as never)
       // the cursor of a list with other filters is refused, as a REST cursor is
-      const filters = Object.keys(op.input?.properties ?? {}).map(name => args[name] ?? null)
-      const listScope = `gql:${scope(call, args as never)}${filters.some(f => f !== null) ? `?${JSON.stringify(filters)}` : ''}`
-      const page = pageOf(g.ctx, listScope, received)
-      return connection(g.ctx, listScope, page, (await fetch(call, args as never, page, prepared)) as never, present)
+      const filters = scopeNamesFilters ? [] : Object.keys(op.input?.properties ?? {}).map(name => args[name] ?? null)
+      const listScope = `gql:${await scope(call, args as never)}${filters.some(f => f !== null) ? `?${JSON.stringify(filters)}` : ''}`
+      const page = key ? keyedPageOf(g.ctx, listScope, received) : pageOf(g.ctx, listScope, received)
+      return connection(g.ctx, listScope, page, (await fetch(call, args as never, page, prepared)) as never, present, key)
     } catch (error) {
       throw camelFields(error)
     }

@@ -7,7 +7,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from './auth'
-import { bodyLimit } from './boundary'
+import { bodyLimit, valueLimit } from './boundary'
 import { Ok, Paged } from './envelope'
 import { isList, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
@@ -15,9 +15,21 @@ import { cursors, pageQuery } from './pagination'
 /** The schemas Elysia validates the request with, and documents. */
 function requestSchemas(op: Operation) {
   const params = op.params && { params: t.Object(op.params) }
-  if (op.method !== 'GET') return { ...params, ...(op.input && { body: op.bodyOptional ? t.Optional(op.input) : op.input }) }
+  if (op.method !== 'GET') return { ...params, ...(op.input && { body: bodySchema(op) }) }
   if (!isList(op)) return { ...params, ...(op.input && { query: op.input }) }
   return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...op.input?.properties }) }
+}
+
+/** The body of a write: its input, or the one input field that is the body whole (`bodyField`). */
+function bodySchema(op: Operation) {
+  const body = op.bodyField ? op.input!.properties[op.bodyField]! : op.input!
+  return op.bodyOptional ? t.Optional(body) : body
+}
+
+/** The request's declared headers (`headers`), for `call.headers`. */
+function declaredHeaders(op: Operation, headers: Record<string, string | undefined>) {
+  if (!op.headers) return {}
+  return { headers: Object.fromEntries(Object.keys(op.headers.properties).map(name => [name, headers[name]])) }
 }
 
 export function operationRoutes(ctx: AppContext, operations: readonly Operation[]) {
@@ -30,22 +42,25 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
       op.method,
       op.path,
       // biome-ignore lint/suspicious/noExplicitAny: the declaration's schemas type the request; Elysia cannot see them through the loop
-      async ({ auth, params, query, body, set, request }: any) => {
+      async ({ auth, params, query, body, headers, set, request }: any) => {
         const call: OperationCall = {
           ctx,
           auth,
           signal: request.signal,
           status: code => void (set.status = code),
           header: (name, value) => void (set.headers[name] = value),
+          ...declaredHeaders(op, headers),
         }
-        const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
+        const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : op.bodyField ? { [op.bodyField]: body } : body) ?? {}
         const args = { ...filters, ...params }
         if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
         set.status = status
         if (!isList(op)) return op.handle(call, args)
-        const { scope, fetch, present } = op.list
+        const { scope, fetch, present, key } = op.list
         const prepared = await op.list.prepare?.(call, args as never)
-        return cursors(ctx).read(scope(call, args), query, page => fetch(call, args, page, prepared) as never, present)
+        const listScope = await scope(call, args)
+        if (key) return cursors(ctx).readKeyed(listScope, query, page => fetch(call, args, page, prepared), present, key)
+        return cursors(ctx).read(listScope, query, page => fetch(call, args, page, prepared) as never, present)
       },
       {
         ...(op.guard && {
@@ -53,10 +68,12 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
           transform: async ({ auth, request }: any) => op.guard!({ ctx, auth, signal: request.signal }),
         }),
         ...requestSchemas(op),
+        ...(op.headers && { headers: op.headers }),
         response: Object.fromEntries(statuses.map(code => [code, isList(op) ? Paged(op.list.item) : Ok(op.output)])),
         detail: {
           tags: [op.tag],
           ...(op.bodyLimit && bodyLimit(op.bodyLimit)),
+          ...(op.valueLimit && valueLimit(op.valueLimit)),
           summary: op.summary,
           ...(op.description && { description: op.description }),
         },

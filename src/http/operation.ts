@@ -30,6 +30,10 @@ export interface OperationCall {
   status?(code: 200 | 201): void
   /** REST's response header (an ETag); other surfaces have none */
   header?(name: string, value: string): void
+  /** REST's request headers the operation declares (`headers`), by their names; other surfaces have none */
+  headers?: Record<string, string | undefined>
+  /** GraphQL's arguments of the field beyond the operation's (`graphql.args`), snake_case; other surfaces have none */
+  extra?: Record<string, unknown>
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -67,13 +71,22 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * `reportsCreated` (with `mayFindExisting`): the tool's answer adds `created`, false when the
    * handler found what existed (`call.status(200)`), as REST's 201 or 200 tells it.
    */
-  mcp?: false | ({ description?: string; hints?: Partial<ToolHints>; reportsCreated?: true } & ToolSurface)
+  mcp?: false | ({ description?: string; hints?: Partial<ToolHints>; reportsCreated?: true; args?: TObject } & ToolSurface)
   /**
    * the GraphQL Query field of a read: its name and the SDL type of its node; `params` names the
    * field's argument of a path parameter where it is not the parameter's camelCase name
-   * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`)
+   * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`). An `args` entry that
+   * is neither a path parameter nor an input is an argument of the field alone (`call.extra`);
+   * `fixed` inputs are not arguments of the field: the handler gets these values.
    */
-  graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> } & FieldSurface
+  graphql?: {
+    field: string
+    type: string
+    description?: string
+    args?: Record<string, string>
+    params?: Record<string, string>
+    fixed?: Record<string, unknown>
+  } & FieldSurface
   /**
    * A gate every surface passes before anything else of the operation (an entitlement): REST
    * runs it at the transform stage, before the body and query are validated, right after the
@@ -86,6 +99,12 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * OpenAPI documents the JSON answer.
    */
   alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
+  /** REST request headers the handler reads as `call.headers` (If-Match), validated and documented */
+  headers?: TObject
+  /** a write whose JSON body is this one input field whole (a merge patch), not an object of the fields */
+  bodyField?: string
+  /** a write storing free-form JSON: the most values its body may hold (http/boundary.ts `valueLimit`) */
+  valueLimit?: number
   /** false: no REST route of its own; another surface (a tool) of the REST operation another declaration makes at the same method and path */
   rest?: false
 }
@@ -128,7 +147,7 @@ export interface ListOperation<P extends TProperties = TProperties, I extends TP
   list: {
     item: O
     /** the cursor's scope: a cursor of another list (or another filter) is refused */
-    scope(call: OperationCall, args: Args<P, I>): string
+    scope(call: OperationCall, args: Args<P, I>): string | Promise<string>
     fetch(call: OperationCall, args: Args<P, I>, page: PageRequest, prepared?: unknown): Promise<{ rows: Row[]; total: number }>
     present(row: Row): Static<O>
     /** REST's page sizes: at most `max` (default 100), `fallback` when none is asked (default 50) */
@@ -136,6 +155,10 @@ export interface ListOperation<P extends TProperties = TProperties, I extends TP
     fallback?: number
     /** a lookup of what the arguments name, made before the cursor is read (an inbox's not_found comes first); fetch gets its answer */
     prepare?(call: OperationCall, args: Args<P, I>): Promise<unknown>
+    /** what the list is ordered by and a cursor holds, where it is not the row's id (a memory's key) */
+    key?(row: Row): string
+    /** the scope names every filter itself: GraphQL adds none to it */
+    scopeNamesFilters?: true
   }
 }
 
@@ -156,6 +179,11 @@ export const listOperation = <
   Row extends { id: string } = { id: string },
 >(
   op: ListOperation<P, I, O, Row>,
+): Operation => op as unknown as Operation
+
+/** Declares a list ordered by something other than an id (`list.key`). */
+export const keyedListOperation = <P extends TProperties = TProperties, I extends TProperties = TProperties, O extends TSchema = TSchema, Row = unknown>(
+  op: ListOperation<P, I, O, Row> & { list: { key(row: Row): string } },
 ): Operation => op as unknown as Operation
 
 /** The MCP hints of an operation: reads touch nothing; writes say whether a repeat is harmless. */

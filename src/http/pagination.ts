@@ -154,6 +154,26 @@ export class Cursors {
     return this.page(scope, rows, req, total, present)
   }
 
+  /**
+   * `read` for a list ordered by something other than an id (a memory's key): the cursor holds
+   * `keyOf` of the page's last row.
+   */
+  async readKeyed<T, R>(
+    scope: string,
+    query: { limit?: number; cursor?: string },
+    fetch: (req: PageRequest) => Promise<{ rows: T[]; total: number }>,
+    present: (row: T) => R,
+    keyOf: (row: T) => string,
+    fallback = 50,
+  ): Promise<Page<R>> {
+    const req = { limit: query.limit ?? fallback, after: this.decodeValue(scope, query.cursor) }
+    const { rows, total } = await fetch(req)
+    const more = rows.length > req.limit
+    const items = more ? rows.slice(0, req.limit) : rows
+    const last = items.at(-1)
+    return new Page(items.map(present), { total, limit: req.limit, cursor: more && last ? this.encode(scope, keyOf(last)) : null })
+  }
+
   /** Builds the page from `limit + 1` fetched rows: the extra row only says there is more. */
   page<T extends { id: string }, R>(scope: string, rows: T[], req: PageRequest, total: number, present: (row: T) => R): Page<R> {
     const more = rows.length > req.limit

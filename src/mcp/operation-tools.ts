@@ -6,7 +6,8 @@
  */
 import { type TObject, type TSchema, Type } from '@sinclair/typebox'
 import { hintsOf, inputsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
-import { numbersOnly, PageInput, PageOf, toolPage } from './schema'
+import { cursors, type PageRequest } from '../http/pagination'
+import { numbersOnly, PageInput, PageOf, pageResult, TOOL_PAGE, toolPage } from './schema'
 import type { Tool } from './tool'
 
 /** The tool argument of a path parameter. */
@@ -40,6 +41,14 @@ function inputArguments(op: Operation, args: Record<string, unknown>) {
   }
 }
 
+/** The tool's own arguments (`mcp.args`) over REST's, adding or replacing, with their `additionalProperties`. */
+function withOwnArgs(op: Operation, input: TObject): TObject {
+  const own = op.mcp ? op.mcp.args : undefined
+  if (!own) return input
+  const closed = own.additionalProperties === undefined ? {} : { additionalProperties: own.additionalProperties as boolean }
+  return Type.Object({ ...input.properties, ...own.properties }, closed)
+}
+
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
   const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
@@ -49,7 +58,7 @@ export function toolOf(op: Operation): Tool {
     title: surface(op)?.title ?? op.summary,
     description,
     // validated as published: a number where REST also takes a numeric string (mcp/schema.ts)
-    input: numbersOnly(Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...toolInputs(op) })),
+    input: numbersOnly(withOwnArgs(op, Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...toolInputs(op) }))),
     output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : ((surface(op)?.output ?? op.output) as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
@@ -71,9 +80,12 @@ export function toolOf(op: Operation): Tool {
       }
       if (!isList(op)) return presented(op, call, await op.handle(call, args as never)) as never
       const { limit, cursor, ...filters } = args as { limit?: number; cursor?: string }
-      const { scope, fetch, present } = op.list
+      const { scope, fetch, present, key } = op.list
       const prepared = await op.list.prepare?.(call, filters as never)
-      return toolPage(call.ctx, scope(call, filters as never), { limit, cursor }, page => fetch(call, filters as never, page, prepared) as never, present)
+      const listScope = await scope(call, filters as never)
+      const page = (req: PageRequest) => fetch(call, filters as never, req, prepared)
+      if (key) return pageResult(await cursors(call.ctx).readKeyed(listScope, { limit, cursor }, page, present, key, TOOL_PAGE)) as never
+      return toolPage(call.ctx, listScope, { limit, cursor }, page as never, present)
     },
   }
 }

@@ -17,7 +17,6 @@ import { READ_SCOPE, SCOPE as FULL_SCOPE } from '../oauth/constants'
 import { jsonSchema } from './schema'
 import type { Tool } from './tool'
 import { functionTools } from './tools/functions'
-import { memoryTools } from './tools/memories'
 import { networkTools } from './tools/networks'
 import { paymentTools } from './tools/payments'
 import { sendingTools } from './tools/sending'
@@ -25,8 +24,8 @@ import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
-export const TOOLS: readonly Tool[] = [...operationTools(OPERATIONS), ...sendingTools, ...paymentTools, ...functionTools, ...memoryTools, ...networkTools].sort(
-  (a, b) => a.name.localeCompare(b.name),
+export const TOOLS: readonly Tool[] = [...operationTools(OPERATIONS), ...sendingTools, ...paymentTools, ...functionTools, ...networkTools].sort((a, b) =>
+  a.name.localeCompare(b.name),
 )
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
