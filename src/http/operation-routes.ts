@@ -9,6 +9,7 @@ import type { AppContext } from '../context'
 import { authenticated } from './auth'
 import { bodyLimit } from './boundary'
 import { Ok, Paged } from './envelope'
+import { idempotencyKeyOf } from './idempotency'
 import { isList, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
 
@@ -20,9 +21,13 @@ function requestSchemas(op: Operation) {
   return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...op.input?.properties }) }
 }
 
+/** The Idempotency-Key header of a request (400 validation_error when malformed), for an operation that declares `idempotency`. */
+const idempotencyKeyOfRequest = (request: Request) => idempotencyKeyOf({ 'idempotency-key': request.headers.get('idempotency-key') ?? undefined })
+
 export function operationRoutes(ctx: AppContext, operations: readonly Operation[]) {
   const routes = new Elysia().use(authenticated(ctx))
   for (const op of operations) {
+    if (op.route === false) continue
     const status = isList(op) ? 200 : (op.status ?? 200)
     const statuses = !isList(op) && op.mayFindExisting ? [status, 200] : [status]
     routes.route(
@@ -37,6 +42,7 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
           status: code => void (set.status = code),
           header: (name, value) => void (set.headers[name] = value),
         }
+        if (op.idempotency) call.idempotencyKey = idempotencyKeyOfRequest(request)
         const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : body) ?? {}
         const args = { ...filters, ...params }
         if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never

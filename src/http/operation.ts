@@ -30,6 +30,8 @@ export interface OperationCall {
   status?(code: 200 | 201): void
   /** REST's response header (an ETag); other surfaces have none */
   header?(name: string, value: string): void
+  /** the key of an operation that declares `idempotency`: REST's Idempotency-Key header (absent without one), MCP's required `idempotency_key` */
+  idempotencyKey?: string
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -86,6 +88,12 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * OpenAPI documents the JSON answer.
    */
   alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
+  /** a write done at most once per key (http/idempotency.ts): REST reads an optional Idempotency-Key header, MCP requires `idempotency_key` (described by `key`); the handler gets it as `call.idempotencyKey` */
+  idempotency?: { key: string }
+  /** false: no REST route of its own; an MCP tool of the REST operation at `method` `path`, which another declaration serves (a reply is a send) */
+  route?: false
+  /** the MCP tool's arguments where they differ from REST's `input` (narrower: the handler takes them as REST's) */
+  mcpInput?: TObject
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>

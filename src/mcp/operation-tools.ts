@@ -30,7 +30,7 @@ export function toolOf(op: Operation): Tool {
     name: op.name,
     title: op.summary,
     description,
-    input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...op.input?.properties }),
+    input: Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...(op.mcpInput ?? op.input)?.properties }),
     output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : (op.output as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
@@ -57,5 +57,17 @@ export function toolOf(op: Operation): Tool {
   }
 }
 
+/** The tool of an operation that declares `idempotency`: a required `idempotency_key` argument, handed to the handler as `call.idempotencyKey`. */
+function withIdempotencyKey(op: Operation, tool: Tool): Tool {
+  if (!op.idempotency) return tool
+  const key = Type.String({ minLength: 1, maxLength: 255, description: op.idempotency.key })
+  return {
+    ...tool,
+    input: Type.Object({ ...tool.input.properties, idempotency_key: key }),
+    handle: (call, { idempotency_key, ...args }) => tool.handle({ ...call, idempotencyKey: idempotency_key } as OperationCall, args),
+  }
+}
+
 /** The tools of every operation that has one. */
-export const operationTools = (operations: readonly Operation[]): Tool[] => operations.filter(op => op.mcp !== false).map(toolOf)
+export const operationTools = (operations: readonly Operation[]): Tool[] =>
+  operations.filter(op => op.mcp !== false).map(op => withIdempotencyKey(op, toolOf(op)))
