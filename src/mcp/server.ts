@@ -21,15 +21,14 @@ import { memoryTools } from './tools/memories'
 import { networkTools } from './tools/networks'
 import { mailTools } from './tools/mail'
 import { paymentTools } from './tools/payments'
-import { sendingTools } from './tools/sending'
 import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
+// biome-ignore format: one list of tools a line, so that a feature whose tools become declarations removes its own line
 export const TOOLS: readonly Tool[] = [
   ...operationTools(OPERATIONS),
   ...mailTools,
-  ...sendingTools,
   ...paymentTools,
   ...functionTools,
   ...memoryTools,
