@@ -30,7 +30,6 @@ import { cliLoginRoutes } from './cli/login.routes'
 import { cliSignupRoutes } from './cli/signup.routes'
 import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
-import { challengeRoutes } from './x402/challenges.routes'
 import { emailX402Routes } from './x402/email/routes'
 import { memoryRoutes } from './memories/routes'
 import { changesRoutes } from './changes/routes'
@@ -140,7 +139,6 @@ export function createApp(ctx: AppContext) {
     .use(cliSignupRoutes(ctx))
     .use(agentSignupRoutes(ctx))
     .use(connectionRoutes(ctx))
-    .use(challengeRoutes(ctx))
     .use(emailX402Routes(ctx))
     .use(memoryRoutes(ctx))
     .use(changesRoutes(ctx))

@@ -14,7 +14,6 @@ import { testApp } from './helpers/app'
 /** Written by hand still: to be declared as operations (docs/architecture.md, "Operations"). */
 const HAND_WRITTEN_TOOLS = new Set([
   'batch_memories',
-  'create_payment_challenge',
   'delete_address_note',
   'delete_function_secret',
   'delete_memory',

@@ -20,7 +20,6 @@ import { functionTools } from './tools/functions'
 import { memoryTools } from './tools/memories'
 import { networkTools } from './tools/networks'
 import { mailTools } from './tools/mail'
-import { paymentTools } from './tools/payments'
 import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
@@ -29,7 +28,6 @@ import { operationTools } from './operation-tools'
 export const TOOLS: readonly Tool[] = [
   ...operationTools(OPERATIONS),
   ...mailTools,
-  ...paymentTools,
   ...functionTools,
   ...memoryTools,
   ...networkTools,
