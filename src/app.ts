@@ -30,7 +30,6 @@ import { cliLoginRoutes } from './cli/login.routes'
 import { cliSignupRoutes } from './cli/signup.routes'
 import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
-import { challengeRoutes } from './x402/challenges.routes'
 import { emailX402Routes } from './x402/email/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
@@ -139,7 +138,6 @@ export function createApp(ctx: AppContext) {
     .use(cliSignupRoutes(ctx))
     .use(agentSignupRoutes(ctx))
     .use(connectionRoutes(ctx))
-    .use(challengeRoutes(ctx))
     .use(emailX402Routes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))

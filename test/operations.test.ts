@@ -13,17 +13,13 @@ import { testApp } from './helpers/app'
 
 /** Written by hand still: to be declared as operations (docs/architecture.md, "Operations"). */
 const HAND_WRITTEN_TOOLS = new Set([
-  'create_payment_challenge',
   'delete_address_note',
   'delete_function_secret',
-  'forward_email',
   'get_function_invocation',
   'list_function_invocations',
   'list_function_logs',
   'list_function_secrets',
   'redeploy_function',
-  'reply_to_email',
-  'send_email',
   'set_function_secret',
   'update_address_note',
 ])

@@ -9,6 +9,7 @@ import type { AppContext } from '../context'
 import { authenticated } from './auth'
 import { bodyLimit, valueLimit } from './boundary'
 import { Ok, Paged } from './envelope'
+import { idempotencyKeyOf } from './idempotency'
 import { isList, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
 
@@ -32,6 +33,9 @@ function declaredHeaders(op: Operation, headers: Record<string, string | undefin
   return { headers: Object.fromEntries(Object.keys(op.headers.properties).map(name => [name, headers[name]])) }
 }
 
+/** The Idempotency-Key header of a request (400 validation_error when malformed), for an operation that declares `idempotency`. */
+const idempotencyKeyOfRequest = (request: Request) => idempotencyKeyOf({ 'idempotency-key': request.headers.get('idempotency-key') ?? undefined })
+
 export function operationRoutes(ctx: AppContext, operations: readonly Operation[]) {
   const routes = new Elysia().use(authenticated(ctx))
   for (const op of operations) {
@@ -51,6 +55,7 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
           header: (name, value) => void (set.headers[name] = value),
           ...declaredHeaders(op, headers),
         }
+        if (op.idempotency) call.idempotencyKey = idempotencyKeyOfRequest(request)
         const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : op.bodyField ? { [op.bodyField]: body } : body) ?? {}
         const args = { ...filters, ...params }
         if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never

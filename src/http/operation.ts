@@ -34,6 +34,8 @@ export interface OperationCall {
   headers?: Record<string, string | undefined>
   /** GraphQL's arguments of the field beyond the operation's (`graphql.args`), snake_case; other surfaces have none */
   extra?: Record<string, unknown>
+  /** the key of an operation that declares `idempotency`: REST's Idempotency-Key header (absent without one), MCP's required `idempotency_key` */
+  idempotencyKey?: string
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -105,6 +107,8 @@ interface Declared<P extends TProperties, I extends TProperties> {
   bodyField?: string
   /** a write storing free-form JSON: the most values its body may hold (http/boundary.ts `valueLimit`) */
   valueLimit?: number
+  /** a write done at most once per key (http/idempotency.ts): REST reads an optional Idempotency-Key header, MCP requires `idempotency_key` (described by `key`); the handler gets it as `call.idempotencyKey` */
+  idempotency?: { key: string }
   /** false: no REST route of its own; another surface (a tool) of the REST operation another declaration makes at the same method and path */
   rest?: false
 }

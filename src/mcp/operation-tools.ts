@@ -32,7 +32,8 @@ const toolInputs = (op: Operation) =>
 /** The input fields among the arguments as the operation names them: only those the tool takes, renamed back. */
 function inputArguments(op: Operation, args: Record<string, unknown>) {
   const rename = surface(op)?.rename ?? {}
-  const taken = new Set(inputsOf(op, surface(op)?.input).map(([name]) => name))
+  // the tool's own arguments (`mcp.args`) reach the handler whatever REST's input says of them
+  const taken = new Set([...inputsOf(op, surface(op)?.input).map(([name]) => name), ...Object.keys(surface(op)?.args?.properties ?? {})])
   for (const name of Object.keys(op.input?.properties ?? {})) if (!taken.has(name) || name in rename) delete args[name]
   for (const [name, renamed] of Object.entries(rename)) {
     if (!(renamed in args)) continue
@@ -96,5 +97,17 @@ const presented = (op: Operation, call: OperationCall, answer: unknown) => {
   return present ? present(call, answer) : answer
 }
 
+/** The tool of an operation that declares `idempotency`: a required `idempotency_key` argument, handed to the handler as `call.idempotencyKey`. */
+function withIdempotencyKey(op: Operation, tool: Tool): Tool {
+  if (!op.idempotency) return tool
+  const key = Type.String({ minLength: 1, maxLength: 255, description: op.idempotency.key })
+  return {
+    ...tool,
+    input: Type.Object({ ...tool.input.properties, idempotency_key: key }),
+    handle: (call, { idempotency_key, ...args }) => tool.handle({ ...call, idempotencyKey: idempotency_key } as OperationCall, args),
+  }
+}
+
 /** The tools of every operation that has one. */
-export const operationTools = (operations: readonly Operation[]): Tool[] => operations.filter(op => op.mcp !== false).map(toolOf)
+export const operationTools = (operations: readonly Operation[]): Tool[] =>
+  operations.filter(op => op.mcp !== false).map(op => withIdempotencyKey(op, toolOf(op)))

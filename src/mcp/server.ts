@@ -18,15 +18,16 @@ import { jsonSchema } from './schema'
 import type { Tool } from './tool'
 import { functionTools } from './tools/functions'
 import { networkTools } from './tools/networks'
-import { paymentTools } from './tools/payments'
-import { sendingTools } from './tools/sending'
 import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
-export const TOOLS: readonly Tool[] = [...operationTools(OPERATIONS), ...sendingTools, ...paymentTools, ...functionTools, ...networkTools].sort((a, b) =>
-  a.name.localeCompare(b.name),
-)
+// biome-ignore format: one list of tools a line, so that a feature whose tools become declarations removes its own line
+export const TOOLS: readonly Tool[] = [
+  ...operationTools(OPERATIONS),
+  ...functionTools,
+  ...networkTools,
+].sort((a, b) => a.name.localeCompare(b.name))
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
 export { SCOPE as FULL_SCOPE, READ_SCOPE } from '../oauth/constants'

@@ -1,23 +1,116 @@
 /**
- * Sends as operations (src/http/operation.ts): the sent mail of the organization, reschedule and
- * cancel, stopping a repeat as its recipient, and the verified senders. POST /v1/send-mail (and
- * its public sandbox) stays in routes.ts: its Idempotency-Key header is read and answered there,
- * and the MCP tools send_email, reply_to_email and forward_email compose its body (mcp/tools/sending.ts).
+ * Sends as operations (src/http/operation.ts): sending (POST /v1/send-mail, with its
+ * Idempotency-Key) and the MCP tools that compose a send of their own (a reply, a forward), the
+ * sent mail of the organization, reschedule and cancel, stopping a repeat as its recipient, and
+ * the verified senders. The public sandbox (POST /v1/send-mail/demo) stays in routes.ts.
  */
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { getEmail } from '../emails/service'
 import { errors } from '../errors'
-import { listOperation, operation } from '../http/operation'
+import { listOperation, operation, type OperationCall } from '../http/operation'
+import { Address } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
-import { SentEmail } from './model'
+import { forwardedMessage } from './forward'
+import { SEND_MAIL_MAX_BODY_BYTES, SendMailBody, type SendMailRequest, SendResponse, SentEmail } from './model'
 import { relayOf } from './relay'
 import { stopRepeatAsRecipient } from './repeat'
 import { validSenders } from './senders'
-import { cancelSend, getSend, listSends, presentSend, updateSend } from './service'
+import { cancelSend, getSend, listSends, presentSend, sendMail, updateSend } from './service'
 
 const TAG = 'Sending'
 const Id = (description?: string) => ({ id: t.String({ format: 'uuid', ...(description && { description }) }) })
 
+// The MCP tools of a send require their idempotency_key (REST's Idempotency-Key, in the same scope): a model's retry returns the first result and never sends twice.
+const IDEMPOTENCY = {
+  key: 'required: any unique string for this send (a UUID). Calling again with the same key returns the first result and sends nothing',
+}
+// A write that returns the same answer when repeated with its key: idempotent, and it reaches other people's mailboxes.
+const SEND_HINTS = { idempotentHint: true, openWorldHint: true }
+const Uuid = (description: string) => Type.String({ format: 'uuid', description })
+const Recipients = Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 50 })], { description: 'one address or a list' })
+const Scheduling = { scheduled_at: SendMailBody.properties.scheduled_at, repeat: SendMailBody.properties.repeat }
+const { in_reply_to_email_id: _reply, to: _to, ...composeFields } = SendMailBody.properties
+
+/** Sends `body` under the call's key; REST answers the key (derived from the payload without one) in its Idempotency-Key header. */
+async function send(call: OperationCall, body: SendMailRequest) {
+  const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey)
+  call.header?.('idempotency-key', result.key)
+  return result.data
+}
+
 export const sendingOperations = [
+  operation({
+    name: 'send_email',
+    method: 'POST',
+    path: '/v1/send-mail',
+    tag: TAG,
+    summary: 'Send an email',
+    description:
+      'Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid.',
+    input: SendMailBody,
+    bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
+    idempotency: IDEMPOTENCY,
+    mcp: {
+      // the tool's arguments are its own: `to` always, and no in_reply_to_email_id (reply_to_email answers an email)
+      input: [],
+      args: Type.Object({ ...composeFields, to: Recipients }),
+      description: 'Sends (or schedules, with scheduled_at) a new email from one of your addresses. Returns queued once the relay accepted it.',
+      hints: SEND_HINTS,
+    },
+    output: SendResponse,
+    handle: send,
+  }),
+  operation({
+    name: 'reply_to_email',
+    method: 'POST',
+    path: '/v1/send-mail',
+    rest: false,
+    tag: TAG,
+    summary: 'Reply to an email',
+    description:
+      'Answers a received email in its thread: to its Reply-To (or From), with In-Reply-To and References set and "Re:" added to its subject unless you give one.',
+    input: Type.Object({
+      email_id: Uuid('the received email to answer'),
+      from: Address,
+      body_text: SendMailBody.properties.body_text,
+      body_html: SendMailBody.properties.body_html,
+      subject: Type.Optional(SendMailBody.properties.subject),
+      cc: SendMailBody.properties.cc,
+      attachments: SendMailBody.properties.attachments,
+      ...Scheduling,
+    }),
+    idempotency: IDEMPOTENCY,
+    mcp: { hints: SEND_HINTS },
+    output: SendResponse,
+    async handle(call, { email_id, subject, ...rest }) {
+      const original = await getEmail(call.ctx.sql, call.auth.orgId, email_id, call.auth.boundAddress)
+      const reSubject = subject ?? (/^re:/i.test(original.subject) ? original.subject : `Re: ${original.subject}`)
+      return send(call, { ...rest, subject: reSubject, in_reply_to_email_id: email_id })
+    },
+  }),
+  operation({
+    name: 'forward_email',
+    method: 'POST',
+    path: '/v1/send-mail',
+    rest: false,
+    tag: TAG,
+    summary: 'Forward an email',
+    description: 'Sends a stored email on to new recipients: your note, then the original message quoted, with its attachments.',
+    input: Type.Object({
+      email_id: Uuid('the email to forward'),
+      from: Address,
+      to: Recipients,
+      note: Type.Optional(Type.String({ maxLength: 100_000, description: 'text above the forwarded message' })),
+      ...Scheduling,
+    }),
+    idempotency: IDEMPOTENCY,
+    mcp: { hints: SEND_HINTS },
+    output: SendResponse,
+    async handle(call, { email_id, note, ...rest }) {
+      return send(call, { ...rest, ...(await forwardedMessage(call.ctx, call.auth, email_id, note)) })
+    },
+  }),
   listOperation({
     name: 'list_sent_emails',
     method: 'GET',

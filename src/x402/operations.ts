@@ -5,16 +5,18 @@
  * needs the x402_payments entitlement (403 feature_disabled), checked before anything else, as
  * on every /v1/x402 route (access.ts).
  *
- * Written by hand still: creating a challenge (challenges.routes.ts and the MCP tool, for REST's
- * Idempotency-Key replay and MCP's required idempotency_key).
+ * Creating a challenge is idempotent: REST takes an optional Idempotency-Key header (a retry
+ * replays the original answer), MCP requires idempotency_key.
  */
 import { t } from 'elysia'
 import { requireOwnerOrAdmin } from '../account/roles'
+import type { Sql, Tx } from '../db/client'
+import { idempotent } from '../http/idempotency'
 import { listOperation, operation, type OperationCall } from '../http/operation'
 import { IdParam, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { requireX402 } from './access'
-import { getOwnChallenge, presentChallenge } from './challenges.service'
+import { createChallenge, getOwnChallenge, presentChallenge, type NewChallenge } from './challenges.service'
 import { ledgerCsv, listDeclined, listLedger, presentDeclined, presentLedgerRow, type LedgerFilters } from './ledger.service'
 import {
   Address,
@@ -24,13 +26,14 @@ import {
   LEDGER_STATUSES,
   LedgerRow,
   NetworkSchema,
+  NewChallengeBody,
   PaymentPayload,
   PayoutAddress,
   Receipt,
   SpendPolicy,
   SpendPolicyUpdate,
 } from './model'
-import { payChallenge } from './pay.service'
+import { payChallenge, rememberChallenge } from './pay.service'
 import { checkAddress, listPayoutAddresses, payoutStatement, presentPayout, registerPayoutAddress, STATEMENT_MAX_AGE_SECONDS } from './payout.service'
 import { getSpendPolicy, presentPolicy, updateSpendPolicy } from './policy.service'
 
@@ -57,6 +60,29 @@ const ledgerFilters = (args: LedgerArgs): LedgerFilters => ({
   createdAfter: args.created_after ? parseTimestamp('created_after', args.created_after) : null,
   createdBefore: args.created_before ? parseTimestamp('created_before', args.created_before) : null,
 })
+
+/**
+ * A new challenge, once per Idempotency-Key: a retry with the key answers the first challenge
+ * (REST says so in `Idempotent-Replayed`); without a key it is one statement, no transaction.
+ */
+async function createChallengeOnce(call: OperationCall, body: NewChallenge) {
+  const { ctx, auth, idempotencyKey: key } = call
+  const interactionDomain = new URL(ctx.config.PUBLIC_URL).hostname
+  const create = async (sql: Sql | Tx) => {
+    const challenge = await createChallenge(sql, auth.orgId, body, interactionDomain, { commitWithoutFlush: true })
+    // kept for its payment, which then needs no read of it (pay.service.ts)
+    rememberChallenge(ctx, challenge)
+    return presentChallenge(challenge, ctx.config.PUBLIC_URL)
+  }
+  if (!key) return create(ctx.sql)
+  const outcome = await idempotent(ctx.sql, ctx.keys, { scope: `org:${auth.orgId}:x402.challenges`, key, payload: body }, async tx => ({
+    status: 201,
+    data: await create(tx),
+  }))
+  call.header?.('idempotency-key', key)
+  if (outcome.replayed) call.header?.('idempotent-replayed', 'true')
+  return outcome.data
+}
 
 /** Where challenges are paid to: no MCP tools or GraphQL fields, as before. */
 export const payoutOperations = [
@@ -124,6 +150,29 @@ export const payoutOperations = [
 ]
 
 export const paymentOperations = [
+  operation({
+    name: 'create_payment_challenge',
+    method: 'POST',
+    path: '/v1/x402/challenges',
+    tag: TAG,
+    summary: 'Create a payment challenge',
+    description:
+      'Accepts Idempotency-Key (a retry returns the original challenge). `pay_to` is the default payout address of the network (422 no_payout_address without one), ' +
+      "never an input; `asset` is the network's canonical USDC. The payer signs an EIP-3009 TransferWithAuthorization of exactly `amount` to `pay_to` with " +
+      '`nonce` = `authorization_nonce` over the EIP-712 domain of `payment_requirements.extra`, then calls POST /v1/x402/challenges/{id}/pay.',
+    input: NewChallengeBody,
+    output: Challenge,
+    status: 201,
+    guard: entitled,
+    idempotency: { key: 'required: a retry with the same key returns the first challenge' },
+    mcp: {
+      description:
+        'Asks for a USDC payment (x402): returns the payment requirements a payer signs an EIP-3009 authorization against. ' +
+        'amount is in base units (USDC has 6 decimals: 10000 = 0.01 USDC). Needs the x402_payments entitlement and a payout address for the network.',
+      hints: { idempotentHint: true },
+    },
+    handle: createChallengeOnce,
+  }),
   operation({
     name: 'get_payment_challenge',
     method: 'GET',
