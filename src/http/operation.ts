@@ -68,12 +68,8 @@ interface Declared<P extends TProperties, I extends TProperties> {
   bodyLimit?: number
   /** the noun of an `id` parameter: its MCP argument is `<resource>_id` */
   resource?: string
-  /**
-   * the MCP tool: its own description and hints where they differ; false for no tool.
-   * `reportsCreated` (with `mayFindExisting`): the tool's answer adds `created`, false when the
-   * handler found what existed (`call.status(200)`), as REST's 201 or 200 tells it.
-   */
-  mcp?: false | ({ description?: string; hints?: Partial<ToolHints>; reportsCreated?: true; args?: TObject } & ToolSurface)
+  /** the MCP tool, where it differs from the REST operation; false for no tool */
+  mcp?: false | ToolSurface
   /**
    * the GraphQL Query field of a read: its name and the SDL type of its node; `params` names the
    * field's argument of a path parameter where it is not the parameter's camelCase name
@@ -117,6 +113,14 @@ interface Declared<P extends TProperties, I extends TProperties> {
 interface ToolSurface {
   /** the tool's title where the summary (REST's) does not fit it */
   title?: string
+  /** the tool's description, for a model, where REST's does not fit it */
+  description?: string
+  /** hints where the method's (hintsOf) are not right: a write that reaches the world, a repeat that is harmless */
+  hints?: Partial<ToolHints>
+  /** with `mayFindExisting`: the answer adds `created`, false when the handler found what existed (`call.status(200)`) */
+  reportsCreated?: true
+  /** the tool's own arguments, added to (or replacing) REST's input fields, with their `additionalProperties` */
+  args?: TObject
   /** the tool takes these of the input's fields only, in this order */
   input?: readonly string[]
   /** the tool names these input fields otherwise (`{ q: 'query' }`) */
