@@ -7,6 +7,7 @@
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { ApiError } from '../errors'
 import { isList, type Operation, type OperationCall } from '../http/operation'
+import { requestFacts } from '../request-context'
 import { allow, uuidArg } from './context'
 import { CONNECTION_ARGS, connection, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -27,14 +28,16 @@ function sdlType(op: Operation, name: string, schema: TSchema): string {
   throw new Error(`graphql: ${op.name}.${name} needs its SDL type in graphql.args`)
 }
 
+/** The input fields the field takes as arguments: the operation's, but those it omits (`graphql.omit`). */
+const fieldInputs = (op: Operation): Record<string, TSchema> =>
+  Object.fromEntries(Object.entries(op.input?.properties ?? {}).filter(([name]) => !op.graphql?.omit?.includes(name)))
+
 /** The field's argument of a path parameter: as the operation names it, else its camelCase name. */
 const paramArg = (op: Operation, name: string) => op.graphql?.params?.[name] ?? camel(name)
 
 function argumentsSdl(op: Operation): string {
   const params = Object.entries(op.params ?? {}).map(([name, schema]) => `${paramArg(op, name)}: ${name === 'id' ? 'ID' : sdlType(op, name, schema)}!`)
-  const inputs = Object.entries(op.input?.properties ?? {}).map(
-    ([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`,
-  )
+  const inputs = Object.entries(fieldInputs(op)).map(([name, schema]) => `${camel(name)}: ${sdlType(op, name, schema)}${OptionalKind in schema ? '' : '!'}`)
   const all = [...(isList(op) ? [CONNECTION_ARGS] : []), ...params, ...inputs]
   return all.length ? `(${all.join(', ')})` : ''
 }
@@ -49,7 +52,7 @@ function argsOf(op: Operation, received: Record<string, unknown>): Record<string
   }
   // our ids are UUIDs: GraphQL's ID takes any string, so a malformed one is refused here, by its argument's name
   // (an id that is not a UUID, as a registry's `builtin`, is left to the handler)
-  const schemas: Record<string, TSchema> = { ...op.params, ...op.input?.properties }
+  const schemas: Record<string, TSchema> = { ...op.params, ...fieldInputs(op) }
   for (const [name, schema] of Object.entries(schemas)) {
     const isId = (schema as { format?: string }).format === 'uuid'
     const arg = op.params && name in op.params ? paramArg(op, name) : camel(name)
@@ -69,14 +72,14 @@ function resolverOf(op: Operation): Resolver {
   const what = op.tag.toLowerCase()
   return async (_source, received: Record<string, unknown> & ConnectionArgs, g) => {
     const auth = allow(g, op.path, what)
-    const call: OperationCall = { ctx: g.ctx, auth, signal: g.request.signal }
+    const call: OperationCall = { ctx: g.ctx, auth, signal: g.request.signal, requestId: requestFacts(g.request).id }
     try {
       await op.guard?.(call)
       const args = argsOf(op, received)
       if (!isList(op)) return await op.handle(call, args as never)
       const { scope, fetch, present } = op.list
       // the cursor of a list with other filters is refused, as a REST cursor is
-      const filters = Object.keys(op.input?.properties ?? {}).map(name => args[name] ?? null)
+      const filters = Object.keys(fieldInputs(op)).map(name => args[name] ?? null)
       const listScope = `gql:${scope(call, args as never)}${filters.some(f => f !== null) ? `?${JSON.stringify(filters)}` : ''}`
       const page = pageOf(g.ctx, listScope, received)
       return connection(g.ctx, listScope, page, (await fetch(call, args as never, page)) as never, present)

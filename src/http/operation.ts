@@ -30,6 +30,8 @@ export interface OperationCall {
   status?(code: 200 | 201): void
   /** REST's response header (an ETag); other surfaces have none */
   header?(name: string, value: string): void
+  /** the request's id (X-Request-Id), where the surface has one request: REST and GraphQL */
+  requestId?: string
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -67,13 +69,37 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * `reportsCreated` (with `mayFindExisting`): the tool's answer adds `created`, false when the
    * handler found what existed (`call.status(200)`), as REST's 201 or 200 tells it.
    */
-  mcp?: false | { description?: string; hints?: Partial<ToolHints>; reportsCreated?: true }
+  mcp?:
+    | false
+    | {
+        description?: string
+        hints?: Partial<ToolHints>
+        reportsCreated?: true
+        /** the input fields the tool publishes (default all); the others never reach the handler from a tool */
+        input?: string[]
+        /** the tool's argument of a path parameter, where it is neither `<resource>_id` for `id` nor the parameter's name */
+        params?: Record<string, string>
+        /** the tool's schemas of arguments (by the operation's names) where they differ from REST's: an optional path parameter, a description */
+        args?: TProperties
+        /** a tool's answer is an object: the operation's array output goes under `items`, described so */
+        items?: string
+        /** the tool's title, where it is not the summary */
+        title?: string
+      }
   /**
    * the GraphQL Query field of a read: its name and the SDL type of its node; `params` names the
    * field's argument of a path parameter where it is not the parameter's camelCase name
    * (`{ id: 'networkId' }` for the network of `/v1/networks/:id/members`)
    */
-  graphql?: { field: string; type: string; description?: string; args?: Record<string, string>; params?: Record<string, string> }
+  graphql?: {
+    field: string
+    type: string
+    description?: string
+    args?: Record<string, string>
+    params?: Record<string, string>
+    /** input fields the field does not take */
+    omit?: string[]
+  }
   /**
    * A gate every surface passes before anything else of the operation (an entitlement): REST
    * runs it at the transform stage, before the body and query are validated, right after the
@@ -86,6 +112,10 @@ interface Declared<P extends TProperties, I extends TProperties> {
    * OpenAPI documents the JSON answer.
    */
   alternative?: { accept: RegExp; respond(call: OperationCall, args: Args<P, I>): Promise<Response> }
+  /** REST reads these arguments from request headers, as strings, not from the body or query: header name → argument name */
+  headers?: Record<string, string>
+  /** REST reads a write's input from its query, not a body (the flags of a DELETE) */
+  queryInput?: true
 }
 
 type Args<P extends TProperties, I extends TProperties> = Static<TObject<P>> & Static<TObject<I>>
@@ -99,6 +129,8 @@ export interface ResourceOperation<P extends TProperties = TProperties, I extend
   /** a create that answers 200 with what already existed (the handler says so: `call.status(200)`) */
   mayFindExisting?: true
   handle(call: OperationCall, args: Args<P, I>): Promise<Static<O>>
+  /** REST answers the handler's array as one page of the list envelope (meta: total and limit its length, no cursor) */
+  onePage?: true
 }
 
 /** A list, newest first, paged by our cursors: each surface pages it its own way. */
@@ -113,6 +145,8 @@ export interface ListOperation<P extends TProperties = TProperties, I extends TP
     /** REST's page sizes: at most `max` (default 100), `fallback` when none is asked (default 50) */
     max?: number
     fallback?: number
+    /** REST's data is an object: the page's items under `items`, its cursor (also meta.cursor) under `cursor` */
+    restData?: { items: string; cursor: string; cursorDescription: string }
   }
 }
 
