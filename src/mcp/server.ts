@@ -16,9 +16,7 @@ import { log } from '../log'
 import { READ_SCOPE, SCOPE as FULL_SCOPE } from '../oauth/constants'
 import { jsonSchema } from './schema'
 import type { Tool } from './tool'
-import { functionTools } from './tools/functions'
 import { memoryTools } from './tools/memories'
-import { networkTools } from './tools/networks'
 import { mailTools } from './tools/mail'
 import { paymentTools } from './tools/payments'
 import { sendingTools } from './tools/sending'
@@ -26,15 +24,9 @@ import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
-export const TOOLS: readonly Tool[] = [
-  ...operationTools(OPERATIONS),
-  ...mailTools,
-  ...sendingTools,
-  ...paymentTools,
-  ...functionTools,
-  ...memoryTools,
-  ...networkTools,
-].sort((a, b) => a.name.localeCompare(b.name))
+export const TOOLS: readonly Tool[] = [...operationTools(OPERATIONS), ...mailTools, ...sendingTools, ...paymentTools, ...memoryTools].sort((a, b) =>
+  a.name.localeCompare(b.name),
+)
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
 export { SCOPE as FULL_SCOPE, READ_SCOPE } from '../oauth/constants'
