@@ -39,7 +39,6 @@ import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
-import { networkRoutes } from './networks/routes'
 import { registryRoutes } from './registries/routes'
 
 export function createApp(ctx: AppContext) {
@@ -146,7 +145,6 @@ export function createApp(ctx: AppContext) {
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
     .use(graphqlRoutes(ctx))
-    .use(networkRoutes(ctx))
     .use(registryRoutes(ctx))
   return app
 }
