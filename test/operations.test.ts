@@ -35,8 +35,6 @@ const HAND_WRITTEN_FIELDS: Record<string, string> = {
   emails: '/v1/emails',
   memories: '/v1/memories',
   memory: '/v1/memories/:key',
-  wakes: '/v1/wake',
-  wakeRuns: '/v1/wake/:id/runs',
 }
 
 let openapiPaths: Record<string, Record<string, unknown>>
