@@ -31,7 +31,6 @@ const HAND_WRITTEN_TOOLS = new Set([
 
 /** Query fields written by hand still, with the REST read each stands for: to be declared as operations. */
 const HAND_WRITTEN_FIELDS: Record<string, string> = {
-  viewer: '/v1/whoami',
   emails: '/v1/emails',
   memories: '/v1/memories',
   memory: '/v1/memories/:key',

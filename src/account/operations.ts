@@ -1,16 +1,37 @@
 /**
- * The account's reads, declared once for REST and GraphQL (src/http/operation.ts); neither is an
- * MCP tool. Who the credential is (/v1/whoami, /v1/me) and the webhook signing secret stay in
- * routes.ts: the identity carries the request's id, the deprecated alias its deprecation headers,
- * and the secret a Cache-Control header.
+ * Who the credential is and the account's reads, declared once for REST and GraphQL
+ * (src/http/operation.ts); none is an MCP tool. The identity carries the request's id. Still in
+ * routes.ts: the deprecated alias /v1/me (its deprecation headers) and the webhook signing secret.
  */
+import type { Auth } from '../auth/principal'
 import { operation } from '../http/operation'
-import { Account, Storage } from './model'
+import { Account, Identity, Storage } from './model'
 import { getAccount, getStorage } from './service'
 
 const TAG = 'Account'
 
+/** Who the credential is, with the id of the request that asks. */
+export const whoami = (auth: Auth, requestId: string) => ({
+  org_id: auth.orgId,
+  user_id: auth.userId,
+  role: auth.role,
+  request_id: requestId,
+  auth_method: auth.method,
+  key_id: auth.keyId,
+})
+
 export const accountOperations = [
+  operation({
+    name: 'get_identity',
+    method: 'GET',
+    path: '/v1/whoami',
+    tag: TAG,
+    summary: 'Who the credential is',
+    output: Identity,
+    mcp: false,
+    graphql: { field: 'viewer', type: 'Viewer', description: 'Who the credential is (as GET /v1/whoami). Not for connection keys.' },
+    handle: async ({ auth, requestId }) => whoami(auth, requestId!),
+  }),
   operation({
     name: 'get_account',
     method: 'GET',
