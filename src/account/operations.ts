@@ -1,12 +1,14 @@
 /**
- * Who the credential is and the account's reads, declared once for REST and GraphQL
- * (src/http/operation.ts); none is an MCP tool. The identity carries the request's id. Still in
- * routes.ts: the deprecated alias /v1/me (its deprecation headers) and the webhook signing secret.
+ * Who the credential is, the account's reads and the webhook signing secret, declared once for
+ * REST and GraphQL (src/http/operation.ts); none is an MCP tool. The identity carries the
+ * request's id; the secret is answered with Cache-Control: no-store. Still in routes.ts: the
+ * deprecated alias /v1/me (its deprecation headers).
  */
 import type { Auth } from '../auth/principal'
 import { operation } from '../http/operation'
-import { Account, Identity, Storage } from './model'
+import { Account, Identity, Secret, Storage } from './model'
 import { getAccount, getStorage } from './service'
+import { readWebhookSecret, rotateWebhookSecret } from './webhook-secret'
 
 const TAG = 'Account'
 
@@ -56,5 +58,33 @@ export const accountOperations = [
     output: Storage,
     mcp: false,
     handle: ({ ctx, auth }) => getStorage(ctx.sql, auth.orgId),
+  }),
+  operation({
+    name: 'get_webhook_secret',
+    method: 'GET',
+    path: '/v1/account/webhook-secret',
+    tag: TAG,
+    summary: 'The webhook signing secret',
+    description: 'Generated on first read.',
+    output: Secret,
+    mcp: false,
+    async handle({ ctx, auth, header }) {
+      header?.('cache-control', 'no-store')
+      return { secret: await readWebhookSecret(ctx.sql, ctx.keys, auth.orgId) }
+    },
+  }),
+  operation({
+    name: 'rotate_webhook_secret',
+    method: 'POST',
+    path: '/v1/account/webhook-secret/rotate',
+    tag: TAG,
+    summary: 'Rotate the webhook signing secret',
+    description: 'Once per 60 minutes (429 rate_limit_exceeded otherwise). Deliveries are signed with both the new and the previous secret for 24 hours.',
+    output: Secret,
+    mcp: false,
+    async handle({ ctx, auth, header }) {
+      header?.('cache-control', 'no-store')
+      return { secret: await rotateWebhookSecret(ctx, auth.orgId) }
+    },
   }),
 ]
