@@ -21,7 +21,7 @@ function requestSchemas(op: Operation) {
   const input = restInput(op)
   if (op.method !== 'GET' && !op.queryInput) return { ...params, ...headerSchemas(op), ...(input && { body: op.bodyOptional ? t.Optional(input) : input }) }
   if (!isList(op)) return { ...params, ...headerSchemas(op), ...(input && { query: input }) }
-  return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...input?.properties }) }
+  return { ...params, ...headerSchemas(op), query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...input?.properties }) }
 }
 
 /** The input REST reads from the body or query: the declared one, without the arguments it reads from headers. */
