@@ -33,14 +33,11 @@ import { connectionRoutes } from './connections/routes'
 import { emailX402Routes } from './x402/email/routes'
 import { changesRoutes } from './changes/routes'
 import { mcpRoutes } from './mcp/routes'
-import { functionRoutes } from './functions/routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
-import { networkRoutes } from './networks/routes'
 import { registryRoutes } from './registries/routes'
-import { noteRoutes } from './notes/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -141,13 +138,10 @@ export function createApp(ctx: AppContext) {
     .use(emailX402Routes(ctx))
     .use(changesRoutes(ctx))
     .use(mcpRoutes(ctx))
-    .use(functionRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))
     .use(graphqlRoutes(ctx))
-    .use(networkRoutes(ctx))
     .use(registryRoutes(ctx))
-    .use(noteRoutes(ctx))
   return app
 }
 

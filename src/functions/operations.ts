@@ -1,22 +1,17 @@
 /**
  * Hosted functions: deploy and manage, routing, observability, secrets; declared once for REST,
- * MCP and GraphQL (src/http/operation.ts).
- *
- * Still written by hand (src/functions/routes.ts, src/mcp/tools/functions.ts, src/graphql/functions.ts):
- * - GET /v1/functions/:id/logs answers `{logs, next_cursor}` in its data, not a page of items, so
- *   both its route and the list_function_logs tool stay;
- * - the tools redeploy_function (code and sourceMap only, no managed build), list_function_invocations
- *   (no outcome or since filter) and get_function_invocation (function_id and invocation_id; GraphQL
- *   `invocation(functionId, id)`) take other arguments than their REST operations, declared here
- *   without a tool;
- * - the secret tools serve both collections (a function's, or with no function_id the organization's)
- *   and answer otherwise than REST (`{items}`, `created`).
+ * MCP and GraphQL (src/http/operation.ts). Where the surfaces differ on purpose, the declarations
+ * say so: GET /v1/functions/:id/logs answers `{logs, next_cursor}` in its data (`restData`); the
+ * tools redeploy_function (code and sourceMap only) and list_function_invocations (no filters)
+ * publish some of the input (`mcp.input`); get_function_invocation names its arguments
+ * invocation_id and, in GraphQL, `invocation(functionId, id)`; the secret tools serve both
+ * collections (a function's, or with no function_id the organization's) and list as `{items}`.
  */
 import { t } from 'elysia'
 import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Nullable, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
-import { CODE_GZIP_BYTES, CODE_RAW_BYTES, DEPLOY_BODY_BYTES, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
+import { CODE_GZIP_BYTES, CODE_RAW_BYTES, DEPLOY_BODY_BYTES, RESERVED_SECRETS, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
 import {
   Activity,
   DeployFunction,
@@ -25,6 +20,7 @@ import {
   FullInvocation,
   FunctionSchema,
   Invocation,
+  LogLineSchema,
   Outcome,
   RedeployFunction,
   RouteFunction,
@@ -39,8 +35,10 @@ import {
   invocationSeries,
   listActivity,
   listInvocations,
+  listLogs,
   presentActivity,
   presentInvocation,
+  presentLog,
   startTestRun,
   testRunTrace,
   usage,
@@ -146,11 +144,16 @@ export const functionOperations = [
     summary: 'Redeploy a function',
     description: 'A new deployment, current when its check passes. name may be omitted; a different name is 400 (names are immutable). ' + SIZES + CHECK,
     params: Id,
+    resource: 'function',
     input: RedeployFunction,
     bodyLimit: DEPLOY_BODY_BYTES,
     output: DeployResult,
-    // the tool (mcp/tools/functions.ts) takes code and sourceMap only
-    mcp: false,
+    mcp: {
+      description: 'Replaces the code of an existing function; the new deployment becomes current if it succeeds.',
+      hints: { openWorldHint: true },
+      // one module, as deploy_function takes it: no managed build, and no name to restate
+      input: ['code', 'sourceMap'],
+    },
     handle: ({ ctx, auth }, { id, ...body }) => redeployFunction(ctx, auth.orgId, id, body),
   }),
   operation({
@@ -239,8 +242,29 @@ const Usage = t.Object({
 })
 const UsageQuery = t.Object({ since: t.Optional(Timestamp('count from this instant; default 30 days ago')) })
 
-/** Invocations, usage, series, activity, test runs and dry runs. Logs are in routes.ts (see above). */
+/** Logs, invocations, usage, series, activity, test runs and dry runs. */
 export const functionObserveOperations = [
+  listOperation({
+    name: 'list_function_logs',
+    method: 'GET',
+    path: '/v1/functions/:id/logs',
+    tag: TAG,
+    summary: 'Captured console output of a function, newest first',
+    description: 'next_cursor (and meta.cursor) is passed back as cursor for the next page.',
+    params: Id,
+    resource: 'function',
+    mcp: { title: 'Read function logs', description: 'Captured console output of a function, newest first.' },
+    list: {
+      item: LogLineSchema,
+      scope: (_call, { id }) => `logs:${id}`,
+      fetch: ({ ctx, auth }, { id }, page) => listLogs(ctx.sql, auth.orgId, id, page),
+      present: presentLog,
+      max: 500,
+      fallback: 100,
+      // the spec names next_cursor in the data; meta.cursor carries the same value, as in every list
+      restData: { items: 'logs', cursor: 'next_cursor', cursorDescription: 'pass as cursor for older lines; also in meta.cursor' },
+    },
+  }),
   operation({
     name: 'get_functions_usage',
     method: 'GET',
@@ -296,9 +320,14 @@ export const functionObserveOperations = [
     description:
       'outcome: ok (the function answered; see response_status), exception (it threw, or returned no Response, or its promise could never settle), exceeded_cpu, exceeded_memory (128 MiB), exceeded_wall_clock, exceeded_limit (log bytes, subrequests, response size, stack depth), crashed (the sandbox died; the delivery is retried).',
     params: Id,
+    resource: 'function',
     input: t.Object({ outcome: t.Optional(Outcome), since: t.Optional(Timestamp('invocations at or after this instant')) }),
-    // the tool (mcp/tools/functions.ts) has no filters
-    mcp: false,
+    // the tool has no filters
+    mcp: {
+      title: 'List function invocations',
+      description: 'Runs of a function, newest first, with their outcome (ok, exception, exceeded_*), timing and response status.',
+      input: [],
+    },
     list: {
       item: Invocation,
       scope: (_call, { id }) => `invocations:${id}`,
@@ -313,9 +342,15 @@ export const functionObserveOperations = [
     tag: TAG,
     summary: 'One invocation, with its exception stack and captured logs',
     params: { id: Uuid, invocationId: Uuid },
+    resource: 'function',
     output: FullInvocation,
-    // the tool takes function_id and invocation_id, the GraphQL field functionId and id (both by hand)
-    mcp: false,
+    mcp: { title: 'Get a function invocation', description: 'One run with its exception stack and captured logs.', params: { invocationId: 'invocation_id' } },
+    graphql: {
+      field: 'invocation',
+      type: 'Invocation',
+      description: 'One invocation of a function, with its exception stack and logs.',
+      params: { id: 'functionId', invocationId: 'id' },
+    },
     handle: ({ ctx, auth }, { id, invocationId }) => getInvocation(ctx.sql, auth.orgId, id, invocationId),
   }),
   listOperation({
@@ -412,12 +447,50 @@ const SECRET_RULES = `Keys match ^[A-Z_][A-Z0-9_]*$; SERVICE_API_KEY, SERVICE_WE
 const SecretKey = t.String({ maxLength: 200 })
 
 /**
+ * The tools' arguments: the secrets of a function, or with no function_id the organization's (the
+ * tools are those of the function's collection, and serve both); the key with its rules.
+ */
+const SecretToolArgs = {
+  id: t.Optional(
+    t.String({
+      format: 'uuid',
+      description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key",
+    }),
+  ),
+  key: t.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$; ${RESERVED_SECRETS.join(', ')} are reserved` }),
+}
+
+/** The secret tools, made from the function's collection (none for the organization's, or for POST). */
+const SECRET_TOOLS: Record<string, { title: string; description: string; items?: string }> = {
+  list_function_secrets: {
+    title: 'List secrets',
+    description: "Keys and timestamps of a function's secrets, or the organization's; values are never returned.",
+    items: 'by key',
+  },
+  set_function_secret: {
+    title: 'Set a secret',
+    description:
+      `Creates or replaces a secret a function reads as env.KEY (values up to ${SECRET_VALUE_BYTES} bytes, sealed at rest, never shown again). ` +
+      "A function's own secret overrides the organization's; the change applies from the next invocation, without a redeploy.",
+  },
+  delete_function_secret: { title: 'Delete a secret', description: "Deletes a function's secret, or the organization's (not_found when there is none)." },
+}
+
+/** The MCP tool of a secret operation, if it has one: it reports `created` where REST answers 201 or 200. */
+function secretTool(name: string) {
+  const tool = SECRET_TOOLS[name]
+  if (!tool) return false as const
+  return { ...tool, schemas: SecretToolArgs, ...(name.startsWith('set_') && { reportsCreated: true as const }) }
+}
+
+/**
  * The secrets of one scope, a function's (`/v1/functions/:id/secrets`, named `function`) or the
- * organization's (`/v1/org/secrets`, named `org`). REST only: the secret tools serve both scopes.
+ * organization's (`/v1/org/secrets`, named `org`). The tools of the function's serve both scopes.
  */
 function secretOperations(scopeName: 'function' | 'org', prefix: string) {
   const ofFunction = scopeName === 'function'
-  const scopeOf = (args: object) => (ofFunction ? (args as { id: string }).id : null)
+  // a tool without function_id reads and writes the organization's secrets
+  const scopeOf = (args: object) => (ofFunction ? ((args as { id?: string }).id ?? null) : null)
   /** POST and PUT alike: 201 when the secret is new, 200 when it replaced a value. */
   const putAndAnswer = async ({ ctx, auth, status }: OperationCall, args: { key: string; value: string }) => {
     const { created, ...secret } = await putSecret(ctx, auth.orgId, scopeOf(args), args.key, args.value)
@@ -434,9 +507,9 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       tag: TAG,
       summary: 'List secrets (keys and timestamps only)',
       description: SECRET_RULES,
-      ...(ofFunction && { params }),
+      ...(ofFunction && { params, resource: 'function' }),
       output: t.Array(Secret),
-      mcp: false,
+      mcp: secretTool(`list_${scopeName}_secrets`),
       handle: ({ ctx, auth }, args) => listSecrets(ctx, auth.orgId, scopeOf(args)),
     }),
     operation({
@@ -446,12 +519,12 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       tag: TAG,
       summary: 'Set a secret',
       description: `${SECRET_RULES} 201 when created, 200 when it replaced a value.`,
-      ...(ofFunction && { params }),
+      ...(ofFunction && { params, resource: 'function' }),
       input: t.Object({ key: SecretKey, value: t.String() }),
       output: Secret,
       status: 201,
       mayFindExisting: true,
-      mcp: false,
+      mcp: secretTool(`create_${scopeName}_secret`),
       handle: putAndAnswer,
     }),
     operation({
@@ -462,11 +535,12 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       summary: 'Set a secret by key',
       description: SECRET_RULES,
       params: withKey,
+      ...(ofFunction && { resource: 'function' }),
       input: t.Object({ value: t.String() }),
       output: Secret,
       status: 201,
       mayFindExisting: true,
-      mcp: false,
+      mcp: secretTool(`set_${scopeName}_secret`),
       handle: putAndAnswer,
     }),
     operation({
@@ -476,8 +550,9 @@ function secretOperations(scopeName: 'function' | 'org', prefix: string) {
       tag: TAG,
       summary: 'Delete a secret',
       params: withKey,
+      ...(ofFunction && { resource: 'function' }),
       output: t.Object({ key: t.String(), deleted: t.Literal(true) }),
-      mcp: false,
+      mcp: secretTool(`delete_${scopeName}_secret`),
       handle: ({ ctx, auth }, args) => deleteSecret(ctx, auth.orgId, scopeOf(args), args.key),
     }),
   ]

@@ -1,6 +1,5 @@
-/** The caller (viewer) and the account: plan, entitlements, limits, storage. */
+/** The caller (viewer) and the account: plan, entitlements, limits, storage (the Query fields are made from account/operations.ts). */
 import { getStorage } from '../account/service'
-import { requestFacts } from '../request-context'
 import { allow } from './context'
 import type { SchemaModule } from './module'
 
@@ -9,11 +8,6 @@ export const QUOTA_MB_REMOVAL = '2027-06-01'
 
 export const accountModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "Who the credential is (as GET /v1/whoami). Not for connection keys."
-  viewer: Viewer
-}
-
 enum Role { owner admin member }
 enum AuthMethod { api_key oauth connection }
 
@@ -69,19 +63,6 @@ type Storage {
 }
 `,
   resolvers: {
-    Query: {
-      viewer: (_s, _a, g) => {
-        const auth = allow(g, '/v1/whoami', 'the identity of the credential')
-        return {
-          org_id: auth.orgId,
-          user_id: auth.userId,
-          role: auth.role,
-          auth_method: auth.method,
-          key_id: auth.keyId,
-          request_id: requestFacts(g.request).id,
-        }
-      },
-    },
     Account: {
       storage: async (_s, _a, g) => getStorage(g.ctx.sql, allow(g, '/v1/account/storage', 'the storage').orgId),
     },

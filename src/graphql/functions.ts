@@ -1,17 +1,12 @@
-/** Functions and their invocations. */
-import { getInvocation, presentInvocation } from '../functions/observe'
-import { allow, uuidArg } from './context'
+/** Functions and their invocations (the Query fields functions, function and invocation are made from functions/operations.ts). */
+import { presentInvocation } from '../functions/observe'
+import { allow } from './context'
 import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
 import { deliveryById, emailById, endpointById, functionById } from './related'
 import type { SchemaModule } from './module'
 
 export const functionsModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "One invocation of a function, with its exception stack and logs."
-  invocation(functionId: ID!, id: ID!): Invocation
-}
-
 type FunctionRoute {
   domainId: ID
   enabled: Boolean!
@@ -74,15 +69,6 @@ ${connectionTypes('Function', 'functions')}
 ${connectionTypes('Invocation', 'invocations')}
 `,
   resolvers: {
-    Query: {
-      invocation: async (_s, args: { functionId: string; id: string }, g) =>
-        getInvocation(
-          g.ctx.sql,
-          allow(g, '/v1/functions/:id/invocations/:invocationId', 'function invocations').orgId,
-          uuidArg('functionId', args.functionId),
-          uuidArg('id', args.id),
-        ),
-    },
     Function: {
       endpoint: (f: { endpoint_id: string | null }, _a, g) => endpointById(g, f.endpoint_id),
       invocations: async (f: { id: string }, args: ConnectionArgs, g) => {

@@ -7,6 +7,7 @@
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { ApiError } from '../errors'
 import { inputsOf, isList, type Operation, type OperationCall } from '../http/operation'
+import { requestFacts } from '../request-context'
 import { allow, uuidArg } from './context'
 import { CONNECTION_ARGS, connection, keyedPageOf, pageOf, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
@@ -82,7 +83,7 @@ function resolverOf(op: Operation): Resolver {
   const what = op.tag.toLowerCase()
   return async (_source, received: Record<string, unknown> & ConnectionArgs, g) => {
     const auth = allow(g, op.path, what)
-    const call: OperationCall = { ctx: g.ctx, auth, signal: g.request.signal }
+    const call: OperationCall = { ctx: g.ctx, auth, signal: g.request.signal, requestId: requestFacts(g.request).id }
     try {
       await op.guard?.(call)
       const args = argsOf(op, received)

@@ -1,20 +1,12 @@
 /**
  * Registries of agents: the built-in one (agents published publicly here) and those added by URL.
- * `registries` is written by hand (REST answers it as one page); the other Query fields are made
- * from the operations (registries/operations.ts).
+ * The Query fields are made from the operations (registries/operations.ts).
  */
-import { listRegistries } from '../registries/service'
-import { allow } from './context'
 import { connectionTypes } from './connection'
 import type { SchemaModule } from './module'
 
 export const registriesModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "The built-in registry (id builtin), then the registries the organization added, newest first (as GET /v1/registries). Not for connection keys."
-  registries: [Registry!]
-}
-
 type Registry {
   "builtin, or the id of a registry added by URL"
   id: ID!
@@ -49,9 +41,5 @@ type RegistryAgent {
 
 ${connectionTypes('RegistryAgent', 'registry agents')}
 `,
-  resolvers: {
-    Query: {
-      registries: async (_s, _a, g) => listRegistries(g.ctx.sql, allow(g, '/v1/registries', 'registries')),
-    },
-  },
+  resolvers: {},
 }

@@ -1,18 +1,9 @@
-/** Templates and wakes (scheduled commands) with their runs. */
-import { getWake, listRuns, listWakes, presentRun, presentWake } from '../wake/service'
-import { allow, uuidArg } from './context'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+/** Templates and wakes (scheduled commands) with their runs; their Query fields are made from templates/ and wake/operations.ts. */
+import { connectionTypes } from './connection'
 import type { SchemaModule } from './module'
 
 export const stateModule: SchemaModule = {
   sdl: `
-extend type Query {
-  "Wakes, newest first (as GET /v1/wake); the filters combine."
-  wakes(${CONNECTION_ARGS}, enabled: Boolean, targetType: String): WakeConnection
-  "A wake's runs, newest first (as GET /v1/wake/{id}/runs)."
-  wakeRuns(wakeId: ID!, ${CONNECTION_ARGS}): WakeRunConnection
-}
-
 type Template {
   id: ID!
   name: String!
@@ -80,27 +71,5 @@ ${connectionTypes('Template', 'templates')}
 ${connectionTypes('Wake', 'wakes')}
 ${connectionTypes('WakeRun', 'wake runs')}
 `,
-  resolvers: {
-    Query: {
-      wakes: async (_s, args: ConnectionArgs & { enabled?: boolean; targetType?: string }, g) => {
-        const auth = allow(g, '/v1/wake', 'wakes')
-        const scope = `gql:wakes?${JSON.stringify([args.enabled ?? null, args.targetType ?? null])}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(
-          g.ctx,
-          scope,
-          page,
-          await listWakes(g.ctx.sql, auth.orgId, page, { enabled: args.enabled ?? undefined, target_type: args.targetType ?? undefined }),
-          presentWake,
-        )
-      },
-      wakeRuns: async (_s, args: ConnectionArgs & { wakeId: string }, g) => {
-        const auth = allow(g, '/v1/wake/:id/runs', 'wakes')
-        const wake = await getWake(g.ctx.sql, auth.orgId, uuidArg('wakeId', args.wakeId))
-        const scope = `gql:wake-runs:${wake.id}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await listRuns(g.ctx.sql, auth.orgId, wake.id, page), presentRun)
-      },
-    },
-  },
+  resolvers: {},
 }

@@ -4,28 +4,70 @@
  * the envelope (a list as a page of `data` with `meta`). Every route is authenticated, and passes
  * the operation's guard (if any) before its request is validated.
  */
+import { type TArray, type TObject, Type } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
+import { requestFacts } from '../request-context'
 import { authenticated } from './auth'
 import { bodyLimit, valueLimit } from './boundary'
-import { Ok, Paged } from './envelope'
+import { ENVELOPE, MetaSchema, Ok, Page, Paged } from './envelope'
 import { idempotencyKeyOf } from './idempotency'
-import { isList, type Operation, type OperationCall } from './operation'
+import { isList, type ListOperation, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
+import { Nullable } from './schema'
 
 /** The schemas Elysia validates the request with, and documents. */
 function requestSchemas(op: Operation) {
   const params = op.params && { params: t.Object(op.params) }
-  if (op.method !== 'GET') return { ...params, ...(op.input && { body: bodySchema(op) }) }
-  if (!isList(op)) return { ...params, ...(op.input && { query: op.input }) }
-  return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...op.input?.properties }) }
+  const input = restInput(op)
+  if (op.method !== 'GET' && !op.queryInput) return { ...params, ...(input && { body: bodySchema(op, input) }) }
+  if (!isList(op)) return { ...params, ...(input && { query: input }) }
+  return { ...params, query: t.Object({ ...pageQuery(op.list.max, op.list.fallback), ...input?.properties }) }
+}
+
+/** The input REST reads from the body or query: the declared one, without the fields it reads from headers (`headerArgs`). */
+function restInput(op: Operation): TObject | undefined {
+  if (!op.headerArgs || !op.input) return op.input
+  const rest = Type.Omit(op.input, Object.values(op.headerArgs))
+  return Object.keys(rest.properties).length ? rest : undefined
 }
 
 /** The body of a write: its input, or the one input field that is the body whole (`bodyField`). */
-function bodySchema(op: Operation) {
-  const body = op.bodyField ? op.input!.properties[op.bodyField]! : op.input!
+function bodySchema(op: Operation, input: TObject) {
+  const body = op.bodyField ? input.properties[op.bodyField]! : input
   return op.bodyOptional ? t.Optional(body) : body
 }
+
+/** The request headers REST validates and documents: declared (`headers`), or those input fields are read from (`headerArgs`). */
+function headerSchema(op: Operation) {
+  if (op.headers) return { headers: op.headers }
+  if (!op.headerArgs) return {}
+  const described = (arg: string) => (op.input?.properties[arg] as { description?: string } | undefined)?.description
+  const fields = Object.entries(op.headerArgs).map(([header, arg]) => [
+    header,
+    t.Optional(t.String({ ...(described(arg) && { description: described(arg) }) })),
+  ])
+  return { headers: t.Object(Object.fromEntries(fields)) }
+}
+
+/** The input fields read from request headers (`headerArgs`), as strings (undefined without the header, whatever the body says). */
+const headerArgValues = (op: Operation, request: Request) =>
+  Object.fromEntries(Object.entries(op.headerArgs ?? {}).map(([header, arg]) => [arg, request.headers.get(header) ?? undefined]))
+
+/** The documented answer of a success: a page, a page whose data is an object (`list.restData`), all in one page (`onePage`), or the payload. */
+function responseSchema(op: Operation) {
+  if (isList(op)) return op.list.restData ? restDataSchema(op) : Paged(op.list.item)
+  return op.onePage ? Paged((op.output as TArray).items) : Ok(op.output)
+}
+
+function restDataSchema(op: ListOperation) {
+  const { items, cursor, cursorDescription } = op.list.restData!
+  const data = t.Object({ [items]: t.Array(op.list.item), [cursor]: Nullable(t.String({ description: cursorDescription })) })
+  return t.Object({ data, meta: MetaSchema }, { [ENVELOPE]: 'paged' })
+}
+
+/** All of an array as one page of the envelope (`onePage`). */
+const onePage = (all: unknown[]) => new Page(all, { total: all.length, limit: all.length, cursor: null })
 
 /** The request's declared headers (`headers`), for `call.headers`. */
 function declaredHeaders(op: Operation, headers: Record<string, string | undefined>) {
@@ -54,18 +96,21 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
           status: code => void (set.status = code),
           header: (name, value) => void (set.headers[name] = value),
           ...declaredHeaders(op, headers),
+          requestId: requestFacts(request).id,
         }
         if (op.idempotency) call.idempotencyKey = idempotencyKeyOfRequest(request)
-        const { limit: _limit, cursor: _cursor, ...filters } = (op.method === 'GET' ? query : op.bodyField ? { [op.bodyField]: body } : body) ?? {}
-        const args = { ...filters, ...params }
+        const input = op.method === 'GET' || op.queryInput ? query : op.bodyField ? { [op.bodyField]: body } : body
+        const { limit: _limit, cursor: _cursor, ...filters } = input ?? {}
+        const args = { ...filters, ...headerArgValues(op, request), ...params }
         if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
         set.status = status
-        if (!isList(op)) return op.handle(call, args)
-        const { scope, fetch, present, key } = op.list
+        if (!isList(op)) return op.onePage ? onePage((await op.handle(call, args)) as unknown[]) : op.handle(call, args)
+        const { scope, fetch, present, key, restData } = op.list
         const prepared = await op.list.prepare?.(call, args as never)
         const listScope = await scope(call, args)
         if (key) return cursors(ctx).readKeyed(listScope, query, page => fetch(call, args, page, prepared), present, key)
-        return cursors(ctx).read(listScope, query, page => fetch(call, args, page, prepared) as never, present)
+        const page = await cursors(ctx).read(listScope, query, page => fetch(call, args, page, prepared) as never, present)
+        return restData ? new Page({ [restData.items]: page.data, [restData.cursor]: page.meta.cursor } as never, page.meta) : page
       },
       {
         ...(op.guard && {
@@ -73,8 +118,8 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
           transform: async ({ auth, request }: any) => op.guard!({ ctx, auth, signal: request.signal }),
         }),
         ...requestSchemas(op),
-        ...(op.headers && { headers: op.headers }),
-        response: Object.fromEntries(statuses.map(code => [code, isList(op) ? Paged(op.list.item) : Ok(op.output)])),
+        ...headerSchema(op),
+        response: Object.fromEntries(statuses.map(code => [code, responseSchema(op)])),
         detail: {
           tags: [op.tag],
           ...(op.bodyLimit && bodyLimit(op.bodyLimit)),

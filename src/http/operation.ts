@@ -36,6 +36,8 @@ export interface OperationCall {
   extra?: Record<string, unknown>
   /** the key of an operation that declares `idempotency`: REST's Idempotency-Key header (absent without one), MCP's required `idempotency_key` */
   idempotencyKey?: string
+  /** the request's id (X-Request-Id), where the surface has one request: REST and GraphQL */
+  requestId?: string
 }
 
 /** MCP's hints about a tool; derived from the method unless an operation says otherwise. */
@@ -107,6 +109,10 @@ interface Declared<P extends TProperties, I extends TProperties> {
   idempotency?: { key: string }
   /** false: no REST route of its own; another surface (a tool) of the REST operation another declaration makes at the same method and path */
   rest?: false
+  /** input fields REST reads from request headers (header name → field), as strings; other surfaces take them as arguments */
+  headerArgs?: Record<string, string>
+  /** REST reads a write's input from its query, not a body (the flags of a DELETE) */
+  queryInput?: true
 }
 
 /** What an MCP tool takes and answers where it differs from its REST operation. */
@@ -121,6 +127,12 @@ interface ToolSurface {
   reportsCreated?: true
   /** the tool's own arguments, added to (or replacing) REST's input fields, with their `additionalProperties` */
   args?: TObject
+  /** the tool's schema of a path parameter or input field (by the operation's name) where REST's does not fit (an optional id) */
+  schemas?: TProperties
+  /** the tool's argument of a path parameter, where it is neither `<resource>_id` for `id` nor the parameter's name */
+  params?: Record<string, string>
+  /** the operation answers an array: the tool answers `{items}`, the array described so */
+  items?: string
   /** the tool takes these of the input's fields only, in this order */
   input?: readonly string[]
   /** the tool names these input fields otherwise (`{ q: 'query' }`) */
@@ -146,6 +158,8 @@ export interface ResourceOperation<P extends TProperties = TProperties, I extend
   status?: 200 | 201 | 202
   /** a create that answers 200 with what already existed (the handler says so: `call.status(200)`) */
   mayFindExisting?: true
+  /** an array answered whole: REST renders it as one page of the envelope (total and limit its length, no cursor) */
+  onePage?: true
   handle(call: OperationCall, args: Args<P, I>): Promise<Static<O>>
 }
 
@@ -167,6 +181,8 @@ export interface ListOperation<P extends TProperties = TProperties, I extends TP
     key?(row: Row): string
     /** the scope names every filter itself: GraphQL adds none to it */
     scopeNamesFilters?: true
+    /** REST's data is an object: the page's items under `items`, its cursor (also meta.cursor) under `cursor` */
+    restData?: { items: string; cursor: string; cursorDescription: string }
   }
 }
 

@@ -10,8 +10,10 @@ import { cursors, type PageRequest } from '../http/pagination'
 import { numbersOnly, PageInput, PageOf, pageResult, TOOL_PAGE, toolPage } from './schema'
 import type { Tool } from './tool'
 
-/** The tool argument of a path parameter. */
+/** The tool argument of a path parameter: as `mcp.params` names it, `<resource>_id` for `id`, else its own name. */
 function argumentOf(op: Operation, param: string): string {
+  const named = surface(op)?.params?.[param]
+  if (named) return named
   if (param !== 'id') return param
   if (!op.resource) throw new Error(`mcp: ${op.name} has an id in its path but no resource to name the argument after`)
   return `${op.resource}_id`
@@ -23,11 +25,19 @@ const reportsCreated = (op: Operation) => op.mcp !== false && op.mcp?.reportsCre
 const withCreated = (output: TSchema): TObject =>
   Type.Object({ ...(output as TObject).properties, created: Type.Boolean({ description: 'false when an existing one was found (or updated)' }) })
 
-const surface = (op: Operation) => (op.mcp === false ? undefined : op.mcp)
+function surface(op: Operation) {
+  return op.mcp === false ? undefined : op.mcp
+}
+
+/** The tool's schema of a parameter or input field: its own (`mcp.schemas`), else REST's. */
+const toolSchema = (op: Operation, name: string, schema: TSchema): TSchema => surface(op)?.schemas?.[name] ?? schema
 
 /** The tool's input fields: those it takes (`mcp.input`), by its names for them (`mcp.rename`). */
 const toolInputs = (op: Operation) =>
-  Object.fromEntries(inputsOf(op, surface(op)?.input).map(([name, schema]) => [surface(op)?.rename?.[name] ?? name, schema]))
+  Object.fromEntries(inputsOf(op, surface(op)?.input).map(([name, schema]) => [surface(op)?.rename?.[name] ?? name, toolSchema(op, name, schema)]))
+
+/** The output of a tool whose operation answers an array (`mcp.items`): an object with the array under `items`. */
+const itemsOf = (op: Operation, output: TSchema): TObject => Type.Object({ items: { ...output, description: surface(op)?.items } })
 
 /** The input fields among the arguments as the operation names them: only those the tool takes, renamed back. */
 function inputArguments(op: Operation, args: Record<string, unknown>) {
@@ -52,7 +62,9 @@ function withOwnArgs(op: Operation, input: TObject): TObject {
 
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
-  const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
+  const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), toolSchema(op, p, op.params![p]!)]))
+  const items = surface(op)?.items !== undefined
+  const output = isList(op) ? null : items ? itemsOf(op, op.output) : op.output
   const description = (op.mcp ? op.mcp.description : undefined) || op.description || op.summary
   return {
     name: op.name,
@@ -60,7 +72,7 @@ export function toolOf(op: Operation): Tool {
     description,
     // validated as published: a number where REST also takes a numeric string (mcp/schema.ts)
     input: numbersOnly(withOwnArgs(op, Type.Object({ ...renamed, ...(isList(op) ? PageInput : {}), ...toolInputs(op) }))),
-    output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(op.output) : ((surface(op)?.output ?? op.output) as never),
+    output: isList(op) ? PageOf(op.list.item) : reportsCreated(op) ? withCreated(output!) : ((surface(op)?.output ?? output) as never),
     annotations: hintsOf(op),
     rest: { method: op.method, path: op.path },
     async handle(call: OperationCall, received: Record<string, unknown>) {
@@ -79,6 +91,7 @@ export function toolOf(op: Operation): Tool {
         const result = await op.handle({ ...call, status: code => void (created = code !== 200) }, args as never)
         return { ...(result as object), created } as never
       }
+      if (!isList(op) && items) return { items: await op.handle(call, args as never) } as never
       if (!isList(op)) return presented(op, call, await op.handle(call, args as never)) as never
       const { limit, cursor, ...filters } = args as { limit?: number; cursor?: string }
       const { scope, fetch, present, key } = op.list

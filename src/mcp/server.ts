@@ -16,18 +16,11 @@ import { log } from '../log'
 import { READ_SCOPE, SCOPE as FULL_SCOPE } from '../oauth/constants'
 import { jsonSchema } from './schema'
 import type { Tool } from './tool'
-import { functionTools } from './tools/functions'
-import { networkTools } from './tools/networks'
 import { OPERATIONS } from '../operations'
 import { operationTools } from './operation-tools'
 
 /** Every tool, in one deterministic order (by name), whoever asks. */
-// biome-ignore format: one list of tools a line, so that a feature whose tools become declarations removes its own line
-export const TOOLS: readonly Tool[] = [
-  ...operationTools(OPERATIONS),
-  ...functionTools,
-  ...networkTools,
-].sort((a, b) => a.name.localeCompare(b.name))
+export const TOOLS: readonly Tool[] = operationTools(OPERATIONS).sort((a, b) => a.name.localeCompare(b.name))
 
 /** The scope a tool needs: reads are allowed to read-only tokens, everything else needs the full scope. */
 export { SCOPE as FULL_SCOPE, READ_SCOPE } from '../oauth/constants'

@@ -3,8 +3,7 @@
  * publishing of the organization's addresses, declared once for REST, MCP and GraphQL
  * (src/http/operation.ts). Network management and publishing are REST only (no MCP tool). The
  * services check what a connection key may do (browse with can_view, admit only for its own
- * address). Still hand-written in routes.ts: removing a member, whose DELETE takes `block` in
- * its query.
+ * address). Removing a member takes `block` in the query of its DELETE (`queryInput`).
  */
 import { t } from 'elysia'
 import { Contact, contactName, tags } from '../contacts/model'
@@ -27,6 +26,7 @@ import {
   presentFor,
   presentMember,
   removeInvitationBlock,
+  removeMember,
   updateMember,
   updateNetwork,
 } from './service'
@@ -216,6 +216,27 @@ export const networkOperations = [
     output: NetworkMember,
     mcp: false,
     handle: ({ ctx, auth }, { id, org_id, ...changes }) => updateMember(ctx.sql, auth, id, org_id, changes),
+  }),
+  operation({
+    name: 'remove_network_member',
+    method: 'DELETE',
+    path: '/v1/networks/:id/members/:org_id',
+    tag: TAG,
+    summary: 'Remove a member, or leave',
+    description: `With another organization's id: ${MANAGER} With the caller's own org_id: leave the network (or decline an invitation), needs an owner or admin of the caller's organization; block=true also blocks the network's owner organization from inviting it again. The owner organization cannot leave (409 conflict) and deletes the network instead.`,
+    params: { id: t.String({ format: 'uuid' }), org_id: MemberParams.org_id },
+    input: t.Object({
+      block: t.Optional(
+        t.Boolean({
+          description:
+            "with the caller's own org_id: also refuse the network owner organization's invitations from now on (GET /v1/networks/invitation-blocks)",
+        }),
+      ),
+    }),
+    queryInput: true,
+    output: t.Object({ org_id: t.String({ format: 'uuid' }), removed: t.Literal(true) }),
+    mcp: false,
+    handle: ({ ctx, auth }, { id, org_id, block }) => removeMember(ctx.sql, auth, id, org_id, { block }),
   }),
   listOperation({
     name: 'discover_network_agents',

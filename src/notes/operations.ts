@@ -1,19 +1,41 @@
 /**
- * Address notes: listed, written and read, declared once for REST, MCP and GraphQL
- * (src/http/operation.ts). REST answers a note with its version as the ETag. Editing and deleting
- * stay hand-written (routes.ts, and their MCP tools): REST takes the version in If-Match, a tool
- * in its if_version argument.
+ * Address notes: listed, written, read, edited and deleted, declared once for REST, MCP and
+ * GraphQL (src/http/operation.ts). REST answers a note with its version as the ETag, and takes
+ * the version to edit or delete in If-Match; a tool takes it as its if_version argument.
  */
+import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { errors } from '../errors'
 import { listOperation, operation } from '../http/operation'
-import { Address } from '../http/schema'
+import { Address, Deleted, IdParam } from '../http/schema'
 import { AddressNote, NOTE_BODY_MAX } from './model'
-import { createNote, getNote, listNotes, presentNote } from './service'
+import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from './service'
 
 const TAG = 'Address Notes'
 
 export const etag = (version: number) => `"${version}"`
 export const NoteBody = t.String({ minLength: 1, maxLength: NOTE_BODY_MAX, description: `plain text, up to ${NOTE_BODY_MAX} characters` })
+
+const RULE = "The organization's own credentials may change any note; a connection key only notes authored by its bound address (403 otherwise)."
+
+/**
+ * The version to edit or delete: a tool's if_version, or REST's If-Match header (`"3"`, `W/"3"`
+ * or `3`); undefined without either.
+ */
+function versionOf(value: number | string | undefined, required: boolean): number | undefined {
+  if (typeof value === 'number') return value
+  const header = value?.trim()
+  if (header === undefined) {
+    if (required) throw errors.validation('If-Match', 'required: the version of the note being edited (its ETag)')
+    return undefined
+  }
+  const m = /^(?:W\/)?"?(\d{1,9})"?$/.exec(header)
+  if (!m) throw errors.validation('If-Match', 'must be a version such as "3" (the ETag of a read)')
+  return Number(m[1])
+}
+
+/** A tool's note_id. */
+const NoteId = { id: Type.String({ format: 'uuid', description: 'the note' }) }
 
 export const noteOperations = [
   listOperation({
@@ -70,5 +92,51 @@ export const noteOperations = [
       header?.('etag', etag(row.version))
       return presentNote(row)
     },
+  }),
+  operation({
+    name: 'update_address_note',
+    method: 'PATCH',
+    path: '/v1/address-notes/:id',
+    tag: TAG,
+    summary: 'Edit a note',
+    description: `If-Match is required; a stale version is 412 precondition_failed (details.current_version). ${RULE}`,
+    params: IdParam,
+    resource: 'note',
+    input: t.Object(
+      { body: NoteBody, if_version: t.Integer({ minimum: 1, description: 'required: the version being edited, as the ETag gives it ("3")' }) },
+      { additionalProperties: false },
+    ),
+    headerArgs: { 'if-match': 'if_version' },
+    output: AddressNote,
+    mcp: {
+      title: 'Edit an address note',
+      description:
+        'Replaces the body of a note at the version you read (precondition_failed with details.current_version otherwise). A connection key edits only the notes its address wrote.',
+      schemas: { ...NoteId, if_version: Type.Integer({ minimum: 1, description: 'required: the version you read' }) },
+    },
+    async handle({ ctx, auth, header }, { id, body, if_version }) {
+      const row = await updateNote(ctx.sql, auth, id, versionOf(if_version, true)!, body)
+      header?.('etag', etag(row.version))
+      return presentNote(row)
+    },
+  }),
+  operation({
+    name: 'delete_address_note',
+    method: 'DELETE',
+    path: '/v1/address-notes/:id',
+    tag: TAG,
+    summary: 'Delete a note',
+    description: RULE,
+    params: IdParam,
+    resource: 'note',
+    input: t.Object({ if_version: t.Optional(t.Integer({ minimum: 1, description: 'optional: delete only this version' })) }),
+    headerArgs: { 'if-match': 'if_version' },
+    output: Deleted,
+    mcp: {
+      title: 'Delete an address note',
+      description: 'Deletes a note (with if_version: only that version). A connection key deletes only the notes its address wrote.',
+      schemas: { ...NoteId, if_version: Type.Optional(Type.Integer({ minimum: 1, description: 'delete only this version' })) },
+    },
+    handle: ({ ctx, auth }, { id, if_version }) => deleteNote(ctx.sql, auth, id, versionOf(if_version, false)),
   }),
 ]

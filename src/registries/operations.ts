@@ -1,20 +1,39 @@
 /**
  * Registries of agents (the built-in one and those added by URL) and their agents, declared
- * once for REST and GraphQL (src/http/operation.ts); none has an MCP tool. Still hand-written in
- * routes.ts: the list of registries (one page in REST's envelope, a plain list in GraphQL) and
- * the public A2A agent cards (no authentication, a bare document with headers of its own).
+ * once for REST and GraphQL (src/http/operation.ts); none has an MCP tool. The list of registries
+ * is one page in REST's envelope (`onePage`) and a plain list in GraphQL. Still hand-written in
+ * routes.ts: the public A2A agent cards (no authentication, a bare document with headers of its own).
  */
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
 import { skill } from '../networks/model'
 import { Registry, RegistryAgent, RegistryAgentDetail } from './model'
-import { addRegistry, deleteRegistry, getRegistry, getRegistryAgent, listRegistryAgents, refreshRegistry } from './service'
+import { addRegistry, deleteRegistry, getRegistry, getRegistryAgent, listRegistries, listRegistryAgents, refreshRegistry } from './service'
 
 const TAG = 'Registries'
 const RegistryId = t.String({ minLength: 1, maxLength: 36, description: '`builtin`, or the id of a registry added by URL' })
 const Id = { id: RegistryId }
 
 export const registryOperations = [
+  operation({
+    name: 'list_registries',
+    method: 'GET',
+    path: '/v1/registries',
+    tag: TAG,
+    summary: 'List registries',
+    description:
+      'The built-in registry (id `builtin`: the agents published publicly on this service), then the registries the organization added, newest first. One page.',
+    output: t.Array(Registry),
+    onePage: true,
+    mcp: false,
+    graphql: {
+      field: 'registries',
+      type: '[Registry!]',
+      description:
+        'The built-in registry (id builtin), then the registries the organization added, newest first (as GET /v1/registries). Not for connection keys.',
+    },
+    handle: ({ ctx, auth }) => listRegistries(ctx.sql, auth),
+  }),
   operation({
     name: 'add_registry',
     method: 'POST',

@@ -1,34 +1,16 @@
 /**
- * Registries of agents: the routes still written by hand, the list of registries (one page, with
- * the built-in registry first) and the public A2A agent cards of the agents published on this
- * service. The other registry routes are operations.ts.
+ * Registries of agents: the route still written by hand, the public A2A agent cards of the agents
+ * published on this service (no authentication). The other registry routes are operations.ts.
  */
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
-import { authenticated, publicAccess } from '../http/auth'
-import { Bare, Page, Paged } from '../http/envelope'
+import { publicAccess } from '../http/auth'
+import { Bare } from '../http/envelope'
 import { errors } from '../errors'
-import { Registry } from './model'
-import { listRegistries, publicAgentCard } from './service'
+import { publicAgentCard } from './service'
 
 export function registryRoutes(ctx: AppContext) {
-  const api = new Elysia({ tags: ['Registries'] }).use(authenticated(ctx)).get(
-    '/v1/registries',
-    async ({ auth }) => {
-      const all = await listRegistries(ctx.sql, auth)
-      return new Page(all, { total: all.length, limit: all.length, cursor: null })
-    },
-    {
-      response: { 200: Paged(Registry) },
-      detail: {
-        summary: 'List registries',
-        description:
-          'The built-in registry (id `builtin`: the agents published publicly on this service), then the registries the organization added, newest first. One page.',
-      },
-    },
-  )
-
-  const cards = new Elysia({ tags: ['Registries'] }).use(publicAccess(ctx)).get(
+  return new Elysia({ tags: ['Registries'] }).use(publicAccess(ctx)).get(
     '/agents/:address/.well-known/agent-card.json',
     async ({ params }) => {
       const card = await publicAgentCard(ctx.sql, ctx.config, params.address)
@@ -47,6 +29,4 @@ export function registryRoutes(ctx: AppContext) {
       },
     },
   )
-
-  return new Elysia().use(api).use(cards)
 }

@@ -1,8 +1,7 @@
 /**
  * Wake schedules (`/v1/wake`) and their runs, declared once for REST and GraphQL
- * (src/http/operation.ts); none is an MCP tool. The GraphQL fields `wakes` and `wakeRuns` stay
- * written by hand in graphql/state.ts: `wakes` takes no targetId, and `wakeRuns` names the wake
- * `wakeId`, where a declared field would take every filter and name the path's id `id`.
+ * (src/http/operation.ts); none is an MCP tool. The GraphQL field `wakes` takes no targetId
+ * (`graphql.omit`), and `wakeRuns` names the wake `wakeId`.
  */
 import { t } from 'elysia'
 import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
@@ -50,6 +49,13 @@ export const wakeOperations = [
       target_id: t.Optional(t.String({ format: 'uuid' })),
     }),
     mcp: false,
+    graphql: {
+      field: 'wakes',
+      type: 'Wake',
+      description: 'Wakes, newest first (as GET /v1/wake); the filters combine.',
+      args: { target_type: 'String' },
+      input: ['enabled', 'target_type'],
+    },
     list: {
       item: Wake,
       scope: () => 'wake',
@@ -119,6 +125,7 @@ export const wakeOperations = [
     params: IdParam,
     resource: 'wake',
     mcp: false,
+    graphql: { field: 'wakeRuns', type: 'WakeRun', description: "A wake's runs, newest first (as GET /v1/wake/{id}/runs).", params: { id: 'wakeId' } },
     list: {
       item: WakeRun,
       scope: (_call, { id }) => `wake-runs:${id}`,
