@@ -223,11 +223,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const withDefaults = Value.Default(ConfigSchema, raw) as Static<typeof ConfigSchema>
   const bad = new Set([...Value.Errors(ConfigSchema, withDefaults)].map(e => e.path.slice(1)))
-  if (bad.size) {
-    // biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes of any shape
-    const properties = ConfigSchema.properties as Record<string, Record<string, any>>
-    throw new ConfigError([...bad].map(key => ({ key, value: shown(key, env[key] ?? ''), allowed: allowed(properties[key]!) })))
+  // biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes of any shape
+  const properties = ConfigSchema.properties as Record<string, Record<string, any>>
+  const problems = [...bad].map(key => ({ key, value: shown(key, env[key] ?? ''), allowed: allowed(properties[key]!) }))
+  // production keeps no generated secret on disk: found here, before the database is touched
+  if (withDefaults.NODE_ENV === 'production' && !withDefaults.SECRET_KEY && !bad.has('SECRET_KEY')) {
+    problems.push({ key: 'SECRET_KEY', value: 'nothing', allowed: `required when NODE_ENV is production: ${allowed(properties.SECRET_KEY!)}` })
   }
+  if (problems.length) throw new ConfigError(problems)
   const roles = [...new Set(withDefaults.ROLES.split(','))] as Role[]
   // A development machine's service answers this machine only, unless HOST says otherwise.
   const HOST = withDefaults.HOST ?? (withDefaults.NODE_ENV === 'production' ? '0.0.0.0' : '127.0.0.1')

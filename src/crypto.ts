@@ -61,10 +61,9 @@ export class ServerKeys {
   }
 }
 
-/** The configured SECRET_KEY, or one generated once and kept under DATA_DIR (development). */
+/** The configured SECRET_KEY, or one generated once and kept under DATA_DIR (development; loadConfig requires one in production). */
 export function loadServerKeys(config: Config): ServerKeys {
   if (config.SECRET_KEY) return new ServerKeys(config.SECRET_KEY)
-  if (config.NODE_ENV === 'production') throw new Error('SECRET_KEY: required in production')
   const file = `${config.DATA_DIR}/secret-key`
   if (!existsSync(file)) {
     mkdirSync(config.DATA_DIR, { recursive: true })

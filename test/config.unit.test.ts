@@ -60,6 +60,14 @@ describe('loadConfig', () => {
     expect(configError({ LOG_LEVEL: 'verbose' }).message).toMatch(/LOG_LEVEL: /)
   })
 
+  test('production without SECRET_KEY is a bad setting, named with the others, before anything starts', () => {
+    const e = configError({ NODE_ENV: 'production', PORT: 'x' })
+    expect(e.problems.map(p => p.key).sort()).toEqual(['PORT', 'SECRET_KEY'])
+    expect(e.message).toMatch(/\bSECRET_KEY: got nothing; allowed: required when NODE_ENV is production/)
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'k'.repeat(32) }).SECRET_KEY).toBe('k'.repeat(32))
+    expect(loadConfig({}).SECRET_KEY).toBeUndefined()
+  })
+
   test('each bad key is named once', () => {
     const e = configError({ PORT: 'x' })
     expect(e.message.match(/\bPORT: /g)).toHaveLength(1)

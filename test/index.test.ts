@@ -131,3 +131,16 @@ test('a bad configuration names every bad key and starts nothing', async () => {
   await expect(startService({ PORT: 'eighty', ROLES: 'api,mailman' })).rejects.toThrow(ConfigError)
   await expect(startService({ PORT: 'eighty', ROLES: 'api,mailman' })).rejects.toThrow(/PORT[\s\S]*ROLES|ROLES[\s\S]*PORT/)
 })
+
+test.skipIf(!onServer)('production without SECRET_KEY is refused before any migration runs', async () => {
+  const scratch = await scratchDatabase()
+  try {
+    await expect(startService({ NODE_ENV: 'production', DATABASE_URL: scratch.url, PORT: '0', SMTP_PORT: '0' })).rejects.toThrow(/SECRET_KEY: got nothing/)
+    const sql = postgres(scratch.url, { max: 1, onnotice: () => {} })
+    const [row] = await sql<{ exists: boolean }[]>`select to_regclass('schema_migrations') is not null as exists`
+    await sql.end()
+    expect(row!.exists).toBe(false)
+  } finally {
+    await scratch.drop()
+  }
+})
