@@ -1,6 +1,7 @@
 /**
  * Why the service could not start, said so that the reader knows what to do: a port another
- * program holds, the embedded database held by another process, a bad setting. Anything else
+ * program holds, a port below 1024 without the right to bind it, the embedded database held by
+ * another process, a bad setting. Anything else
  * is unexpected and is logged with its stack by the caller.
  */
 import { ConfigError, loadConfig, type Config } from './config'
@@ -59,6 +60,17 @@ function collisions(config: Config, taken: PortSetting[], holder: number | undef
   ].join('\n')
 }
 
+/** A port below 1024 that this process may not bind (a non-root user, a container without the capability). */
+function privileged(setting: PortSetting): string {
+  return [
+    `cannot start:`,
+    `  ${setting.key} ${setting.port} on ${setting.host}: binding a port below 1024 needs a right this process (uid ${process.getuid?.() ?? '?'}) does not have`,
+    ``,
+    `Listen on a port of 1024 or above and forward ${setting.port} to it (${setting.key}=${setting.port + 2500} with the port mapping of the container or firewall), or give the process the right:`,
+    `the capability CAP_NET_BIND_SERVICE (setcap on the binary, or the container runtime's --cap-add), or sysctl net.ipv4.ip_unprivileged_port_start=${setting.port}.`,
+  ].join('\n')
+}
+
 /** Checked before starting anything, so that one message names every collision at once. */
 export function preflight(config: Config, command: string): string | undefined {
   const taken = portSettings(config).filter(s => !free(s.host, s.port))
@@ -85,6 +97,12 @@ export function explainStartupFailure(error: unknown, env: Record<string, string
     const port = e.port ?? Number(/port (\d+)/.exec(e.message ?? '')?.[1])
     const setting = portSettings(config).find(s => s.port === port)
     if (setting) return collisions(config, [setting], undefined, command)
+  }
+  if (e?.code === 'EACCES') {
+    // Bun.listen names the port; Bun.serve says "permission denied host:port"
+    const port = e.port ?? Number(/:(\d+)\s*$/.exec(e.message ?? '')?.[1])
+    const setting = portSettings(config).find(s => s.port === port)
+    if (setting) return privileged(setting)
   }
   return undefined
 }
