@@ -18,6 +18,8 @@ import { listenForever } from './db/listener'
 export const EMAILS_CHANNEL = 'emails'
 /** `pg_notify(CHANGES_CHANNEL, org_id)` goes with the statement that records changes (changes/record.ts). */
 export const CHANGES_CHANNEL = 'changes'
+/** `pg_notify(ORGS_CHANNEL, org_id)` goes with a change of an organization's plan, entitlements or limits (account/orgs.ts). */
+export const ORGS_CHANNEL = 'orgs'
 
 type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL
 
@@ -52,6 +54,7 @@ function wakeIn(org: OrgWaiters, addresses: string[]) {
 export class MailEvents {
   private readonly waiters = new Map<string, OrgWaiters>()
   private unlisten: (() => Promise<void>)[] = []
+  private readonly orgListeners = new Set<(orgId: string) => void>()
   /** true once this process relays NOTIFY (not on the embedded database): every commit's signal then reaches it */
   listening = false
 
@@ -123,13 +126,26 @@ export class MailEvents {
   async listen(sql: Sql) {
     const listener = await listenForever(
       sql,
-      [EMAILS_CHANNEL, CHANGES_CHANNEL],
-      (channel, payload) => this.signal(channel as Channel, payload),
+      [EMAILS_CHANNEL, CHANGES_CHANNEL, ORGS_CHANNEL],
+      (channel, payload) => (channel === ORGS_CHANNEL ? this.orgChanged(payload) : this.signal(channel as Channel, payload)),
       () => this.wakeAll(),
     )
     this.unlisten.push(() => listener.close())
     this.listening = true
     log.debug('listening for new mail and change notifications')
+  }
+
+  /**
+   * Calls `listener` with the id of an organization whose plan, entitlements or limits changed in
+   * any process, once this process listens (the api role on a real PostgreSQL): caches of what an
+   * organization may do forget it at once instead of at the end of their time to live.
+   */
+  onOrgChanged(listener: (orgId: string) => void) {
+    this.orgListeners.add(listener)
+  }
+
+  private orgChanged(orgId: string) {
+    for (const listener of this.orgListeners) listener(orgId)
   }
 
   /** Wakes every waiter, of every organization and channel. */

@@ -3,6 +3,7 @@ import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
 import type { Role } from '../auth/principal'
 import { errors } from '../errors'
+import { ORGS_CHANNEL } from '../events'
 import type { Plan } from './plans'
 
 export interface NewOrg {
@@ -31,10 +32,14 @@ export async function addMember(tx: Tx, orgId: string, userId: string, role: Rol
     on conflict (org_id, user_id) do update set role = excluded.role`
 }
 
+/** Tells every listening process, on commit, that what the organization may do changed (events.ts `onOrgChanged`). */
+const announce = (tx: Tx, orgId: string) => tx`select pg_notify(${ORGS_CHANNEL}, ${orgId})`
+
 /** Changes an organization's plan; throws not_found for an unknown organization. */
 export async function setPlan(tx: Tx, orgId: string, plan: Plan) {
   const rows = await tx`update orgs set plan = ${plan} where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
+  await announce(tx, orgId)
 }
 
 export async function grantEntitlement(tx: Tx, orgId: string, entitlement: string) {
@@ -42,12 +47,14 @@ export async function grantEntitlement(tx: Tx, orgId: string, entitlement: strin
     update orgs set extra_entitlements = array(select distinct unnest(extra_entitlements || array[${entitlement}::text]))
      where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
+  await announce(tx, orgId)
 }
 
 /** Overrides the plan's API requests per minute for one organization (null restores the plan's). */
 export async function setApiLimit(tx: Tx, orgId: string, perMinute: number | null) {
   const rows = await tx`update orgs set api_per_minute_override = ${perMinute} where id = ${orgId} returning id`
   if (!rows.length) throw errors.notFound('org')
+  await announce(tx, orgId)
 }
 
 /** Opts an organization in to (or out of) irreversible content discard (POST /v1/emails/{id}/discard). */

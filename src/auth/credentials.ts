@@ -19,6 +19,7 @@ import { planDefinition } from '../account/plans'
 import { ACCESS_TOKEN_PREFIX } from '../oauth/constants'
 import { resolveAccessToken } from '../oauth/access-tokens'
 import { perProcess } from '../context'
+import { mailEvents } from '../events'
 import type { CredentialResolver } from '../http/auth'
 
 export const CACHE_TTL_MS = 5_000
@@ -115,7 +116,12 @@ export class CredentialCache {
 }
 
 /** This process's cache of resolved credentials. */
-export const credentialCache = perProcess(ctx => new CredentialCache(ctx.sql))
+export const credentialCache = perProcess(ctx => {
+  const cache = new CredentialCache(ctx.sql)
+  // a credential carries its organization's plan and API limit: a change of them applies at once
+  mailEvents(ctx).onOrgChanged(orgId => cache.evict({ orgId }))
+  return cache
+})
 
 /** Every kind of bearer credential, for the route guard (plugged in by src/plugins.ts). */
 export const resolveCredential: CredentialResolver = (ctx, token) => credentialCache(ctx).resolve(token)

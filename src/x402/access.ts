@@ -1,9 +1,8 @@
 /**
  * Every /v1/x402 route needs the caller's organization to hold the `x402_payments` entitlement.
  * An organization without it is read from the database on each request, so that `admin org
- * entitle` applies at once; one seen with it is remembered for CACHE_TTL_MS, so that a plan
- * that loses it applies within that time, as a change of the credential's own plan does
- * (src/auth/credentials.ts).
+ * entitle` applies at once; one seen with it is remembered for CACHE_TTL_MS at most: a plan change
+ * (account/orgs.ts) is announced to every listening process, which forgets it at once.
  */
 import { Elysia } from 'elysia'
 import { LRUCache } from 'lru-cache'
@@ -12,8 +11,14 @@ import type { Auth } from '../auth/principal'
 import { CACHE_TTL_MS } from '../auth/credentials'
 import { authenticateRequest } from '../http/auth'
 import { planAccess, requireEntitlement } from '../account/access'
+import { mailEvents } from '../events'
 
-const entitled = perProcess(() => new LRUCache<string, true>({ max: 10_000, ttl: CACHE_TTL_MS }))
+/** Organizations seen with the entitlement; one whose plan or entitlements change is forgotten at once in every listening process. */
+const entitled = perProcess(ctx => {
+  const cache = new LRUCache<string, true>({ max: 10_000, ttl: CACHE_TTL_MS })
+  mailEvents(ctx).onOrgChanged(orgId => cache.delete(orgId))
+  return cache
+})
 
 export async function requireX402(ctx: AppContext, orgId: string) {
   if (entitled(ctx).has(orgId)) return
