@@ -57,8 +57,8 @@ test.skipIf(!onServer)('losing x402_payments in another process refuses the next
     if (status === 200) await Bun.sleep(50)
   }
   expect(status).toBe(403)
-  expect((await (await payments()).json()).error.code).toBe('feature_disabled')
+  expect(((await (await payments()).json()) as { error: { code: string } }).error.code).toBe('feature_disabled')
   // the account reads the new plan too
-  const account = await (await fetch(`${base}/v1/account`, { headers: { authorization: `Bearer ${org.key}` } })).json()
+  const account = (await (await fetch(`${base}/v1/account`, { headers: { authorization: `Bearer ${org.key}` } })).json()) as { data: { plan: string } }
   expect(account.data.plan).toBe('developer')
 })
