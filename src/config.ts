@@ -152,7 +152,11 @@ export const ConfigSchema = T.Object({
     description:
       'database connections a process keeps apart for x402 settlements in flight, each held across its chain step; more settlements wait for one, the rest of the process never does',
   }),
-  SHUTDOWN_GRACE_MS: T.Integer({ minimum: 0, default: 10_000, description: 'how long SIGTERM waits for in-flight work' }),
+  SHUTDOWN_GRACE_MS: T.Integer({
+    minimum: 0,
+    default: 8_000,
+    description: 'how long SIGTERM waits for in-flight work; the default fits the 10 s container runtimes give before SIGKILL',
+  }),
   JOB_LEASE_SECONDS: T.Integer({
     minimum: 1,
     maximum: 600,

@@ -43,6 +43,9 @@ export function smtpOptions(config: Config): SmtpServerOptions {
 
 /** The longest a request may wait for something to happen: a long-poll's `wait` at its maximum. */
 export const LONGEST_WAIT_MS = Math.max(MAX_WAIT_SECONDS, MAX_CHANGES_WAIT_SECONDS) * 1000
+/** The end of the shutdown's grace kept for long-polls to answer with what they have (their last read). */
+const LONG_POLL_ANSWER_MS = 1_000
+
 /** What a request may take on top of its wait (the reads before and after it). */
 const REQUEST_TIMEOUT_MARGIN_MS = 30_000
 
@@ -94,9 +97,16 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
     running.apiPort = server.port
     log.info('api listening', { port: running.apiPort })
     stops.push(async () => {
-      // stop(false): stop accepting, let in-flight requests finish; past the grace, cut them off
-      const finished = await Promise.race([server.stop(false).then(() => true), Bun.sleep(grace).then(() => false)])
-      if (!finished) await server.stop(true)
+      // stop(false): stop accepting, let in-flight requests finish. Long-polls wait for mail until
+      // the last LONG_POLL_ANSWER_MS of the grace, then answer with what they have; only what is
+      // still running after the grace is cut off.
+      const stopped = server.stop(false).then(() => true)
+      const answerAt = Math.max(0, grace - LONG_POLL_ANSWER_MS)
+      if (!(await Promise.race([stopped, Bun.sleep(answerAt).then(() => false)]))) {
+        mailEvents(ctx).endWaits()
+        const finished = await Promise.race([stopped, Bun.sleep(grace - answerAt).then(() => false)])
+        if (!finished) await server.stop(true)
+      }
       // long-polls are answered by now: their wake-ups can go
       await mailEvents(ctx).close()
       // a request cut off while running its job (runNow) hands it back like the worker does

@@ -169,6 +169,23 @@ describe.skipIf(!onServer)('SIGTERM', () => {
     expect(await sql`select status from webhook_deliveries where org_id = ${org.orgId}`).toEqual([{ status: 'delivered' }] as never)
   }, 30_000)
 
+  test('ROLES=api: a long-poll open at SIGTERM is answered with what it has before the grace ends, not cut off, and the process exits', async () => {
+    const org = await createOrg()
+    const s = await service({ ROLES: 'api', SHUTDOWN_GRACE_MS: '2500' })
+    const api = `http://127.0.0.1:${s.apiPort}`
+    const longPoll = fetch(`${api}/v1/emails?wait=30`, { headers: { authorization: `Bearer ${org.key}` } })
+    const changes = fetch(`${api}/v1/changes?wait=30`, { headers: { authorization: `Bearer ${org.key}` } })
+    // both wait in the server once a later request on another connection was answered
+    expect((await fetch(`${api}/v1/health`)).status).toBe(200)
+    s.proc.kill('SIGTERM')
+    const [mail, feed] = await Promise.all([longPoll, changes])
+    expect(mail.status).toBe(200)
+    expect(((await mail.json()) as { data: unknown[] }).data).toEqual([])
+    expect(feed.status).toBe(200)
+    expect(((await feed.json()) as { data: unknown[] }).data).toEqual([])
+    expect(await s.exited).toBe(0)
+  }, 30_000)
+
   test('ROLES=api: a send cut off at the end of the grace hands its job back for a worker, attempt not counted', async () => {
     const stalled = await startRelayPeer({ data: 'hang' })
     cleanup.push(() => stalled.stop())

@@ -55,7 +55,7 @@ export function changesRoutes(ctx: AppContext) {
             after = page.next
             if (page.changes.length || !woken) break
             await woken
-            if (request.signal.aborted) break
+            if (request.signal.aborted || mailEvents(ctx).ending) break
           }
         } finally {
           abort.abort()
