@@ -55,8 +55,6 @@ export class MailEvents {
   private readonly waiters = new Map<string, OrgWaiters>()
   private unlisten: (() => Promise<void>)[] = []
   private readonly orgListeners = new Set<(orgId: string) => void>()
-  /** each waiter's way to end with nothing (a shutdown answers every long-poll with what it has) */
-  private readonly enders = new Set<() => void>()
   /** true once the process is stopping: long-polls answer at once with what they have */
   ending = false
   /** true once this process relays NOTIFY (not on the embedded database): every commit's signal then reaches it */
@@ -95,14 +93,12 @@ export class MailEvents {
         if (address !== undefined && !set.size) org.byAddress.delete(address)
         if (!org.any.size && !org.byAddress.size && this.waiters.get(name) === org) this.waiters.delete(name)
         signal?.removeEventListener('abort', abort)
-        this.enders.delete(abort)
         resolve(value)
       }
       const wake = () => done(true)
       const abort = () => done(false)
       const timer = setTimeout(() => done(false), ms)
       set.add(wake)
-      this.enders.add(abort)
       signal?.addEventListener('abort', abort)
     })
   }
@@ -155,12 +151,13 @@ export class MailEvents {
   }
 
   /**
-   * Ends every wait with nothing new, now and from now on: each long-poll reads once more and
-   * answers with what it finds, so that a stopping process answers them instead of cutting them off.
+   * Ends every wait, now and from now on: each long-poll is woken, reads once more (a new wait
+   * returns at once) and answers with what it finds, so that a stopping process answers them
+   * instead of cutting them off.
    */
   endWaits() {
     this.ending = true
-    for (const end of [...this.enders]) end()
+    this.wakeAll()
   }
 
   /** Wakes every waiter, of every organization and channel. */
