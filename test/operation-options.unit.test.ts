@@ -1,6 +1,6 @@
 /**
  * The declaration options of the second round (http/operation.ts) where no feature's tests
- * exercise them: what an MCP tool publishes and passes on (mcp.input, mcp.schemas, mcp.params,
+ * exercise them: what an MCP tool publishes and passes on (mcp.input, mcp.args, mcp.params,
  * mcp.items, mcp.title), and the arguments of a GraphQL Query field (graphql.input).
  */
 import { describe, expect, test } from 'bun:test'
@@ -29,7 +29,7 @@ describe('mcp options', () => {
       title: 'Replace the code',
       input: ['code'],
       params: { partId: 'part_id' },
-      schemas: { id: Type.Optional(Type.String({ format: 'uuid', description: 'omitted: every thing' })) },
+      args: Type.Object({ thing_id: Type.Optional(Type.String({ format: 'uuid', description: 'omitted: every thing' })) }),
       items: 'by name',
     },
     handle: async (_call, args) => {

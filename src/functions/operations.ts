@@ -450,15 +450,17 @@ const SecretKey = t.String({ maxLength: 200 })
  * The tools' arguments: the secrets of a function, or with no function_id the organization's (the
  * tools are those of the function's collection, and serve both); the key with its rules.
  */
-const SecretToolArgs = {
-  id: t.Optional(
-    t.String({
-      format: 'uuid',
-      description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key",
-    }),
-  ),
-  key: t.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$; ${RESERVED_SECRETS.join(', ')} are reserved` }),
-}
+/** A secret tool's own arguments: the function optional (the organization's without it), and the key where its path has one. */
+const secretToolArgs = (withKey: boolean) =>
+  t.Object({
+    function_id: t.Optional(
+      t.String({
+        format: 'uuid',
+        description: "the function whose secrets these are; omitted: the organization's, which every function reads unless it has its own of that key",
+      }),
+    ),
+    ...(withKey && { key: t.String({ maxLength: 200, description: `^[A-Z_][A-Z0-9_]*$; ${RESERVED_SECRETS.join(', ')} are reserved` }) }),
+  })
 
 /** The secret tools, made from the function's collection (none for the organization's, or for POST). */
 const SECRET_TOOLS: Record<string, { title: string; description: string; items?: string }> = {
@@ -480,7 +482,7 @@ const SECRET_TOOLS: Record<string, { title: string; description: string; items?:
 function secretTool(name: string) {
   const tool = SECRET_TOOLS[name]
   if (!tool) return false as const
-  return { ...tool, schemas: SecretToolArgs, ...(name.startsWith('set_') && { reportsCreated: true as const }) }
+  return { ...tool, args: secretToolArgs(!name.startsWith('list_')), ...(name.startsWith('set_') && { reportsCreated: true as const }) }
 }
 
 /**

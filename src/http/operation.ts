@@ -125,10 +125,8 @@ interface ToolSurface {
   hints?: Partial<ToolHints>
   /** with `mayFindExisting`: the answer adds `created`, false when the handler found what existed (`call.status(200)`) */
   reportsCreated?: true
-  /** the tool's own arguments, added to (or replacing) REST's input fields, with their `additionalProperties` */
+  /** the tool's own arguments by its names for them, added to (or replacing) REST's parameters and input fields, with their `additionalProperties` */
   args?: TObject
-  /** the tool's schema of a path parameter or input field (by the operation's name) where REST's does not fit (an optional id) */
-  schemas?: TProperties
   /** the tool's argument of a path parameter, where it is neither `<resource>_id` for `id` nor the parameter's name */
   params?: Record<string, string>
   /** the operation answers an array: the tool answers `{items}`, the array described so */

@@ -29,12 +29,9 @@ function surface(op: Operation) {
   return op.mcp === false ? undefined : op.mcp
 }
 
-/** The tool's schema of a parameter or input field: its own (`mcp.schemas`), else REST's. */
-const toolSchema = (op: Operation, name: string, schema: TSchema): TSchema => surface(op)?.schemas?.[name] ?? schema
-
 /** The tool's input fields: those it takes (`mcp.input`), by its names for them (`mcp.rename`). */
 const toolInputs = (op: Operation) =>
-  Object.fromEntries(inputsOf(op, surface(op)?.input).map(([name, schema]) => [surface(op)?.rename?.[name] ?? name, toolSchema(op, name, schema)]))
+  Object.fromEntries(inputsOf(op, surface(op)?.input).map(([name, schema]) => [surface(op)?.rename?.[name] ?? name, schema]))
 
 /** The output of a tool whose operation answers an array (`mcp.items`): an object with the array under `items`. */
 const itemsOf = (op: Operation, output: TSchema): TObject => Type.Object({ items: { ...output, description: surface(op)?.items } })
@@ -62,7 +59,7 @@ function withOwnArgs(op: Operation, input: TObject): TObject {
 
 export function toolOf(op: Operation): Tool {
   const params = pathParams(op.path)
-  const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), toolSchema(op, p, op.params![p]!)]))
+  const renamed = Object.fromEntries(params.map(p => [argumentOf(op, p), op.params![p]!]))
   const items = surface(op)?.items !== undefined
   const output = isList(op) ? null : items ? itemsOf(op, op.output) : op.output
   const description = (op.mcp ? op.mcp.description : undefined) || op.description || op.summary

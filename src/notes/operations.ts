@@ -35,7 +35,7 @@ function versionOf(value: number | string | undefined, required: boolean): numbe
 }
 
 /** A tool's note_id. */
-const NoteId = { id: Type.String({ format: 'uuid', description: 'the note' }) }
+const NoteId = { note_id: Type.String({ format: 'uuid', description: 'the note' }) }
 
 export const noteOperations = [
   listOperation({
@@ -112,7 +112,7 @@ export const noteOperations = [
       title: 'Edit an address note',
       description:
         'Replaces the body of a note at the version you read (precondition_failed with details.current_version otherwise). A connection key edits only the notes its address wrote.',
-      schemas: { ...NoteId, if_version: Type.Integer({ minimum: 1, description: 'required: the version you read' }) },
+      args: Type.Object({ ...NoteId, if_version: Type.Integer({ minimum: 1, description: 'required: the version you read' }) }),
     },
     async handle({ ctx, auth, header }, { id, body, if_version }) {
       const row = await updateNote(ctx.sql, auth, id, versionOf(if_version, true)!, body)
@@ -135,7 +135,7 @@ export const noteOperations = [
     mcp: {
       title: 'Delete an address note',
       description: 'Deletes a note (with if_version: only that version). A connection key deletes only the notes its address wrote.',
-      schemas: { ...NoteId, if_version: Type.Optional(Type.Integer({ minimum: 1, description: 'delete only this version' })) },
+      args: Type.Object({ ...NoteId, if_version: Type.Optional(Type.Integer({ minimum: 1, description: 'delete only this version' })) }),
     },
     handle: ({ ctx, auth }, { id, if_version }) => deleteNote(ctx.sql, auth, id, versionOf(if_version, false)),
   }),
