@@ -10,7 +10,7 @@
 import { type Static, t } from 'elysia'
 import { errors } from '../errors'
 import { mailEvents, pollMail } from '../events'
-import { listOperation, operation, type OperationCall } from '../http/operation'
+import { listOperation, operation, TOOL_PAGE, type OperationCall } from '../http/operation'
 import { ADDRESS, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { getInbox } from '../inboxes/service'
@@ -61,9 +61,6 @@ const EmailQuery = t.Object({
     }),
   ),
 })
-
-/** How many messages wait_for_email answers at most: the MCP tools' page (mcp/schema.ts TOOL_PAGE, a floor above). */
-const TOOL_PAGE = 20
 
 /** GraphQL's check of an address (REST's schema has a stricter one). */
 const LOOSE_ADDRESS = /^[^\s@]+@[^\s@]+$/

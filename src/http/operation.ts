@@ -20,6 +20,9 @@ import type { PageRequest } from './pagination'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
+/** The default page size of a tool: smaller than the REST default, since every item lands in a model's context. */
+export const TOOL_PAGE = 20
+
 /** What a handler gets besides its input, on every surface. */
 export interface OperationCall {
   ctx: AppContext

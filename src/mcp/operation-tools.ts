@@ -5,9 +5,9 @@
  * with the tools' smaller default page.
  */
 import { type TObject, type TSchema, Type } from '@sinclair/typebox'
-import { hintsOf, inputsOf, isList, pathParams, type Operation, type OperationCall } from '../http/operation'
+import { hintsOf, inputsOf, isList, pathParams, TOOL_PAGE, type Operation, type OperationCall } from '../http/operation'
 import { cursors, type PageRequest } from '../http/pagination'
-import { numbersOnly, PageInput, PageOf, pageResult, TOOL_PAGE, toolPage } from './schema'
+import { numbersOnly, PageInput, PageOf, pageResult, toolPage } from './schema'
 import type { Tool } from './tool'
 
 /** The tool argument of a path parameter: as `mcp.params` names it, `<resource>_id` for `id`, else its own name. */

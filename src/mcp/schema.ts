@@ -7,6 +7,7 @@ import { TransformKind, Type, type TObject, type TSchema } from '@sinclair/typeb
 import type { Page } from '../http/envelope'
 import { cursors, type PageRequest } from '../http/pagination'
 import type { AppContext } from '../context'
+import { TOOL_PAGE } from '../http/operation'
 
 const OWN_KEYWORDS = new Set(['error'])
 
@@ -80,9 +81,6 @@ export const PageOf = <T extends TSchema>(item: T): TObject =>
   })
 
 export const pageResult = <T>(page: Page<T>) => ({ items: page.data, total: page.meta.total, limit: page.meta.limit, cursor: page.meta.cursor })
-
-/** The default page size of a tool: smaller than the REST default, since every item lands in a model's context. */
-export const TOOL_PAGE = 20
 
 /** A tool's page of a list, as its result: `cursors(ctx).read` with the tools' page size. */
 export async function toolPage<T extends { id: string }, R>(
