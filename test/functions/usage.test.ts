@@ -34,7 +34,8 @@ async function invoke(org: TestOrg, functionId: string, times = 1) {
 const usage = (org: TestOrg, query = '') => h.request('GET', `/v1/functions/usage${query}`, { key: org.key })
 const usageOf = (org: TestOrg, id: string, query = '') => h.request('GET', `/v1/functions/${id}/usage${query}`, { key: org.key })
 
-const LOGGING = `export default { async fetch() { console.log('one'); console.info('two'); return new Response('ok') } }`
+// a little work of its own, so that its CPU time is measurable above the thread clock's granularity
+const LOGGING = `export default { async fetch() { let x = 0; for (let i = 0; i < 300000; i++) x += i; console.log('one'); console.info('two'); return new Response(String(x > 0)) } }`
 const THROWING = `export default { async fetch() { console.error('about to throw'); throw new Error('no') } }`
 const QUIET = `export default { async fetch() { return new Response('ok') } }`
 
