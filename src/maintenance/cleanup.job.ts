@@ -1,6 +1,6 @@
 /**
  * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
- * x402 totals, and the expired rows of the identity flows (OAuth requests, codes and tokens,
+ * x402 totals, the receipts of received mail past their day, and the expired rows of the identity flows (OAuth requests, codes and tokens,
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
@@ -9,6 +9,7 @@ import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
 import { pruneChanges } from '../changes/feed'
+import { pruneReceipts } from '../mail/inbound/receipts'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 
@@ -42,6 +43,7 @@ export async function cleanup(ctx: AppContext) {
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
+  const receipts = await pruneReceipts(sql)
   log.info('cleanup', {
     idempotency_keys: idempotency.count,
     rate_limit_windows: windows.count,
@@ -50,6 +52,7 @@ export async function cleanup(ctx: AppContext) {
     ...identity,
     expired_memories: memories,
     pruned_changes: changes,
+    inbound_receipts: receipts,
   })
 }
 
