@@ -8,6 +8,7 @@ import { findConnectionKey } from './connections/queries'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
 import { invokeForDelivery } from './functions/delivery'
+import { memoryFunctions } from './functions/queries'
 import { agentActivityCte } from './networks/activity'
 import { webhookDeliveries } from './webhooks/selection'
 import { inboundSteps } from './x402/email/step-mail'
@@ -19,4 +20,5 @@ export const PLUGINS: Plugins = {
   // in this order: a message's webhook deliveries are created before its x402 step's job
   receivedMail: [webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
+  memoryFunctions,
 }
