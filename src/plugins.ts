@@ -4,6 +4,7 @@
  * declares it (`Plugins` in src/context.ts says which module calls it).
  */
 import { resolveCredential } from './auth/credentials'
+import { bounceReports } from './bounces/received'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
 import { invokeForDelivery } from './functions/delivery'
@@ -14,7 +15,8 @@ import { inboundSteps } from './x402/email/step-mail'
 export const PLUGINS: Plugins = {
   resolveCredential,
   storeExtensions: [contactCountsCte, agentActivityCte],
-  // in this order: a message's webhook deliveries are created before its x402 step's job
-  receivedMail: [webhookDeliveries, inboundSteps],
+  // in this order: a report is matched to its send before the webhooks build its event (which
+  // then carries the send), and a message's webhook deliveries are created before its x402 step's job
+  receivedMail: [bounceReports, webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
 }

@@ -25,6 +25,7 @@ import { RelayError } from '../mail/outbound/relay'
 import { relayOf } from './relay'
 import type { NormalizedRequest, SendRow } from './model'
 import { tickPart } from './repeat'
+import { recordRelayRefusals } from '../bounces/relay-refusals'
 
 export const EXECUTE_KIND = 'send.execute'
 
@@ -186,6 +187,8 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
       jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
+    // a recipient the relay refused for good (5xx) is a hard bounce
+    if (result.refusals?.length) await recordRelayRefusals(ctx, final ?? now, result.refusals)
     log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
     return final ?? null
   } catch (error) {
@@ -203,6 +206,7 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
       jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
+    if (error.refusals.length) await recordRelayRefusals(ctx, final ?? now, error.refusals)
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
     return final ?? null
   }

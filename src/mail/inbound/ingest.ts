@@ -20,6 +20,7 @@ import { countStored, reserveStorage, storeEmail, type StorageCounts, type Store
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
+import { isReport, parseReport, type MailReport } from './report'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
@@ -48,6 +49,8 @@ interface PreparedMessage {
   mail: ParsedMail
   auth: AuthVerdicts
   eventType: EmailEventType
+  /** the report part of a bounce or an abuse report, else null */
+  report: MailReport | null
   /** each accepting organization with its envelope recipients and its storage limit (bytes; null = none) */
   copies: { orgId: string; rcptTo: string[]; storageLimit: number | null }[]
 }
@@ -60,7 +63,18 @@ export type InboundCommits = GroupCommit<PreparedMessage, IngestResult>
  * read), then called for each copy in the batch's transaction, after its store: what it writes
  * commits with the mail or not at all, and the changes it returns go to the feed with the mail's.
  */
-export type ReceivedMailConsumer = (ctx: AppContext) => (tx: Tx, email: StoredEmail, mail: ParsedMail) => Promise<ChangeInput[] | void>
+export type ReceivedMailConsumer = (ctx: AppContext) => (tx: Tx, email: StoredEmail, mail: ParsedMail, copy: ReceivedCopy) => Promise<ChangeInput[] | void>
+
+/** What the consumers of one copy know and tell each other beyond the stored message. */
+export interface ReceivedCopy {
+  /** the report part of a bounce or an abuse report (report.ts), else null */
+  readonly report: MailReport | null
+  /**
+   * Fields a consumer adds to the copy's webhook event (the send a bounce is about): consumers
+   * run in the order of `receivedMail`, so those listed before the webhooks' add them.
+   */
+  readonly eventFields: Record<string, unknown>
+}
 
 declare module '../../context' {
   interface Plugins {
@@ -92,7 +106,9 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
     if (copies.has(r.orgId)) copies.get(r.orgId)!.rcptTo.push(r.address)
     else copies.set(r.orgId, { orgId: r.orgId, rcptTo: [r.address], storageLimit: r.storageLimit })
   }
-  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), copies: [...copies.values()] }
+  // a report that cannot be read is stored as the machine mail it is, unmatched
+  const report = isReport(mail.contentType) ? await parseReport(msg.raw).catch(() => null) : null
+  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom, report), report, copies: [...copies.values()] }
 }
 
 /** Stores a batch of prepared messages in one transaction; returns what became of each message's copies. */
@@ -183,7 +199,8 @@ async function storeCopies(
     }
     changes.push(receivedChange(email, p))
     // what the features do with received mail (webhook deliveries, x402 steps), in this transaction
-    for (const received of consumers) changes.push(...((await received(tx, email, p.mail)) ?? []))
+    const copy: ReceivedCopy = { report: p.report, eventFields: {} }
+    for (const received of consumers) changes.push(...((await received(tx, email, p.mail, copy)) ?? []))
     out.stored.push(email)
   }
   return out
