@@ -15,6 +15,7 @@ import { until } from '../helpers/until'
 import { startWorker, type Worker } from '../../src/jobs/worker'
 import { JOB_KINDS } from '../../src/job-kinds'
 import { relayOf } from '../../src/sending/relay'
+import { gqlData } from '../graphql/helpers'
 import { deliver, report } from './reports'
 
 let relay: TestRelay
@@ -142,6 +143,15 @@ describe('a delivery status notification for a message we sent', () => {
         docs_url: expect.stringMatching(/\/docs#suppressions$/),
       },
     ])
+
+    // GraphQL reads the same
+    const g = await gqlData(
+      h,
+      `query($id: ID!) { sentEmail(id: $id) { recipients { address status bounceType statusCode } } suppressions(first: 5) { edges { node { address reason sendId } } } }`,
+      { key: s.org.key, variables: { id: sendId } },
+    )
+    expect(g.sentEmail.recipients).toEqual([{ address: to, status: 'bounced', bounceType: 'hard', statusCode: '5.1.1' }])
+    expect(g.suppressions.edges).toEqual([{ node: { address: to, reason: 'hard_bounce', sendId } }])
 
     // the feed tells the send's and the list's story
     const feed = (await h.request('GET', '/v1/changes?cursor=earliest&types=send.bounced,suppression.created', { key: s.org.key })).body
