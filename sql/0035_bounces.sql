@@ -19,3 +19,8 @@ create table suppressions (
   unique (org_id, address)
 );
 create index suppressions_org_idx on suppressions (org_id, id desc);
+
+-- A report names the message it is about; these find its send: the send whose last message it
+-- is, or the repeating send whose thread it is in (an earlier tick).
+create index sends_last_email_idx on sends (last_email_id);
+create index sends_repeat_thread_idx on sends (thread_id) where repeat_every_minutes is not null;

@@ -27,15 +27,20 @@ export interface SentMessage {
 /**
  * The send whose message has this Message-ID, in this organization only: the send whose last
  * message it is, else the repeating send whose thread (and sender) it is in (an earlier tick).
+ * Each lookup is an index scan (sql/0035), however many sends the organization has.
  */
 export async function findSentMessage(tx: Tx, orgId: string, messageId: string): Promise<SentMessage | null> {
   const [row] = await tx<SentMessage[]>`
     select s.id as send_id, s.from_address, e.id as email_id, array(select lower(r) from unnest(e.rcpt_to) r) as rcpt_to
       from emails e
-      join sends s on s.org_id = e.org_id
-       and (s.last_email_id = e.id or (s.repeat_every_minutes is not null and s.thread_id = e.thread_id and s.from_address = lower(e.mail_from)))
+     cross join lateral (
+       (select id, from_address, 0 as preference from sends where last_email_id = e.id)
+       union all
+       (select id, from_address, 1 from sends
+         where thread_id = e.thread_id and repeat_every_minutes is not null and org_id = e.org_id and from_address = lower(e.mail_from)
+         order by id desc limit 1)
+       order by preference limit 1) s
      where e.org_id = ${orgId} and e.message_id = ${messageId} and e.direction = 'outbound'
-     order by s.last_email_id = e.id desc, s.id desc
      limit 1`
   return row ?? null
 }
