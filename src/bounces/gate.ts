@@ -35,6 +35,10 @@ export const suppressedColumn = (tx: Tx, org: postgres.Fragment, addresses: stri
   (select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason, 'detail', s.detail, 'send_id', s.send_id)), '[]')
      from suppressions s where s.org_id = ${org} and s.address = any(${addresses.map(a => a.toLowerCase())}::text[])) as suppressed`
 
+/** The addresses among `addresses` on the organization's list, lowercased. */
+export const suppressedOf = async (tx: Tx, orgId: string, addresses: string[]) =>
+  (await suppressedAmong(tx, orgId, [...new Set(addresses.map(a => a.toLowerCase()))])).map(s => s.address)
+
 /**
  * Throws 403 recipient_not_allowed when a recipient is on the list. `read`: the entries already
  * read for the addresses in `checked` (suppressedColumn); the others are looked up here.

@@ -338,6 +338,30 @@ describe('the suppression list', () => {
     expectError(await h.request('DELETE', `/v1/suppressions/${to}`, { key: s.org.key }), 404, 'not_found')
   })
 
+  test('a scheduled send leaves out the addresses suppressed since it was made; with none left it fails', async () => {
+    const s = await sender()
+    const [kept, gone, alone] = [rcpt('kept'), rcpt('gone'), rcpt('alone')]
+    const at = () => new Date(Date.now() + 1500).toISOString()
+    const both = await h.request('POST', '/v1/send-mail', {
+      key: s.org.key,
+      body: { from: s.address, to: [kept, gone], subject: 'Later', body_text: 'x', scheduled_at: at() },
+    })
+    const single = await h.request('POST', '/v1/send-mail', {
+      key: s.org.key,
+      body: { from: s.address, to: alone, subject: 'Later', body_text: 'y', scheduled_at: at() },
+    })
+    expect([both.body.data.status, single.body.data.status]).toEqual(['scheduled', 'scheduled'])
+    for (const address of [gone, alone]) await h.request('POST', '/v1/suppressions', { key: s.org.key, body: { address } })
+    const done = await until(
+      async () => [await sentEmail(s, both.body.data.id), await sentEmail(s, single.body.data.id)],
+      ([a, b]) => a.status === 'executed' && b.status === 'failed',
+    )
+    expect(done[0]).toMatchObject({ accepted: [kept], rejected: [gone] })
+    expect(done[1].error).toEqual({ code: 'recipient_not_allowed', message: `every recipient is on the suppression list: ${alone}` })
+    const relayed = relay.messages.filter(m => m.to.includes(kept) || m.to.includes(gone) || m.to.includes(alone))
+    expect(relayed.map(m => m.to)).toEqual([[kept]])
+  })
+
   test('bad input is a validation_error naming the field', async () => {
     const s = await sender()
     expectError(await h.request('POST', '/v1/suppressions', { key: s.org.key, body: { address: 'not-an-address' } }), 400, 'validation_error', /^address: /)
