@@ -51,12 +51,12 @@ interface Sender {
 }
 
 /** An organization with an inbox to send from and an org-wide webhook endpoint on the receiver. */
-async function sender(): Promise<Sender> {
+async function sender(rules: Record<string, unknown> = {}): Promise<Sender> {
   const org = await createOrg()
   const address = await managedAddress(h.ctx, org.orgId)
   const sql = await testSql()
   const id = randomUUIDv7()
-  await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${id}, ${org.orgId}, 'http', ${receiver.url(`/${id}`)}, true, '{}')`
+  await sql`insert into endpoints (id, org_id, kind, url, enabled, rules) values (${id}, ${org.orgId}, 'http', ${receiver.url(`/${id}`)}, true, ${sql.json(rules as never)})`
   return { org, address, hook: `/${id}` }
 }
 
@@ -304,6 +304,17 @@ describe("a relay's permanent refusal at delivery", () => {
     })
     expect((await suppressions(s)).data).toMatchObject([{ address: gone, reason: 'hard_bounce' }])
     expectError((await send(s, gone)).res, 403, 'recipient_not_allowed')
+  })
+
+  test('an endpoint whose event_types leave out email.bounced gets no relay bounce; the bounce is recorded all the same', async () => {
+    const s = await sender({ event_types: ['email.received'] })
+    const gone = rcpt('refused')
+    relay.refuse.set(gone, `550 5.1.1 <${gone}>: User unknown`)
+    const { res } = await send(s, [rcpt('fine'), gone])
+    expect(res.status).toBe(200)
+    expect((await suppressions(s)).data).toMatchObject([{ address: gone, reason: 'hard_bounce' }])
+    const deliveries = (await h.request('GET', '/v1/webhooks/deliveries', { key: s.org.key })).body.data
+    expect(deliveries).toEqual([])
   })
 
   test('every recipient refused: the send fails, and the 5xx is still a hard bounce; a 4xx is not', async () => {
