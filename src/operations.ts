@@ -4,6 +4,7 @@
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
 import { accountOperations } from './account/operations'
+import { suppressionOperations } from './bounces/operations'
 import { contactOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
 import { emailOperations } from './emails/operations'
@@ -25,6 +26,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...inboxOperations,
   ...emailOperations,
   ...sendingOperations,
+  ...suppressionOperations,
   ...endpointOperations,
   ...deliveryOperations,
   ...templateOperations,

@@ -11,6 +11,7 @@ import { CliError, EXIT } from './api'
 import { accountCommands } from './commands/account'
 import { functionCommands } from './commands/functions'
 import { mailCommands } from './commands/mail'
+import { suppressionCommands } from './commands/suppressions'
 import { webhookCommands } from './commands/webhooks'
 import { printError } from './output'
 
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   accountCommands(program)
   mailCommands(program)
   webhookCommands(program)
+  suppressionCommands(program)
   functionCommands(program)
   // every subcommand reports usage errors the same way (exit 2), and stops on them
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)]
