@@ -6,10 +6,16 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 # The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: dev test test-unit lint format bench start typecheck install clean cli
+.PHONY: dev reset test test-unit lint format bench start typecheck install clean cli
 
 dev: install
 	$(BUN) run src/dev.ts
+
+# Deletes what `make dev` keeps (the embedded database, the development organization and its
+# credentials) and nothing else: stop `make dev` first. DATA_DIR as make dev was given it.
+DATA_DIR ?= .data
+reset:
+	rm -rf -- "$(DATA_DIR)"
 
 test: install
 	$(BUN) test --timeout 30000

@@ -73,13 +73,14 @@ export class Api {
     private readonly env = process.env,
   ) {
     this.credentials = options.apiKey || env.AGENT_MAIL_API_KEY ? null : readCredentials(env)
-    this.baseUrl = (options.url ?? env.AGENT_MAIL_URL ?? this.credentials?.base_url ?? DEFAULT_URL).replace(/\/+$/, '')
+    // an empty option or variable counts as not given
+    this.baseUrl = (options.url || env.AGENT_MAIL_URL || this.credentials?.base_url || DEFAULT_URL).replace(/\/+$/, '')
     this.sdk = new AgentMail({ baseUrl: this.baseUrl, apiKey: () => this.bearer(), headers: { 'user-agent': `agent-mail-cli/${pkg.version}` } })
   }
 
   /** The bearer to send: an explicit API key, else the saved login (refreshed when due). */
   async bearer(): Promise<string> {
-    const key = this.options.apiKey ?? this.env.AGENT_MAIL_API_KEY
+    const key = this.options.apiKey || this.env.AGENT_MAIL_API_KEY
     if (key) return key
     const c = this.credentials
     if (!c) throw new CliError('not logged in: run `agent-mail login`, or pass --api-key (or set AGENT_MAIL_API_KEY)', EXIT.auth)

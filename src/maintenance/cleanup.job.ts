@@ -42,7 +42,7 @@ export async function cleanup(ctx: AppContext) {
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
-  log.info('cleanup', {
+  const deleted = {
     idempotency_keys: idempotency.count,
     rate_limit_windows: windows.count,
     send_counts: sendCounts.count,
@@ -50,7 +50,9 @@ export async function cleanup(ctx: AppContext) {
     ...identity,
     expired_memories: memories,
     pruned_changes: changes,
-  })
+  }
+  // a round that deleted nothing is routine: a person's log (LOG_FORMAT=text) leaves it out
+  ;(Object.values(deleted).some(n => n > 0) ? log.info : log.routine)('cleanup', deleted)
 }
 
 export const cleanupJob: JobKind<Record<string, never>> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }
