@@ -6,8 +6,8 @@
  */
 import createFetchClient, { type Client, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch'
 import type { PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers'
-import { AgentMailError } from './errors'
-import type { paths } from './schema'
+import { AgentMailError } from './errors.ts'
+import type { paths } from './schema.ts'
 
 export type Paths = paths
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete'

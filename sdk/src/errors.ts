@@ -4,7 +4,7 @@
  * client's own for answers that never carried an envelope (the service unreachable, or
  * something else answering).
  */
-import type { components } from './schema'
+import type { components } from './schema.ts'
 
 /** Every code the service answers with (its closed list, from the OpenAPI document). */
 export type ServiceErrorCode = components['schemas']['Error']['error']['code']

@@ -10,7 +10,7 @@
  * Either one passes; the timestamp must be within the tolerance of now (both ways), and the
  * comparison is constant-time (crypto.subtle.verify).
  */
-import type { webhooks } from './schema'
+import type { webhooks } from './schema.ts'
 
 export type WebhookEventName = keyof webhooks
 /** The JSON body of a delivery, by event name (the OpenAPI document's `webhooks`). */
