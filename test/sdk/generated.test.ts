@@ -15,7 +15,7 @@ test('sdk/src/schema.ts is generated from the running service', async () => {
   const fresh = await generate(res.body)
   const committed = readFileSync(SCHEMA_FILE, 'utf8')
   if (fresh !== committed) {
-    throw new Error('sdk/src/schema.ts is out of date: start `make dev` and run `bun sdk/scripts/generate.ts` (or see docs/sdk.md)')
+    throw new Error('sdk/src/schema.ts is out of date: start `make dev` and run `make sdk` (docs/sdk.md)')
   }
   // the error codes are a closed union, so a caller's `switch (error.code)` is checked
   expect(committed).toContain('"not_found"')
