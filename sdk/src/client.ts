@@ -148,15 +148,22 @@ export class AgentMail {
 
   /**
    * New mail as it arrives, oldest first, for as long as you iterate: the long-poll of
-   * GET /v1/emails (`wait`), from `since` (default now). Stop with `break` or the signal.
+   * GET /v1/emails (`wait`), from `since` (default now). A burst larger than a page is read
+   * whole, page after page, before the next wait. Stop with `break` or the signal.
    */
   async *watchEmails(query: Omit<EmailQuery, 'wait' | 'cursor'> = {}, opts: { waitSeconds?: number; signal?: AbortSignal } = {}): AsyncGenerator<EmailSummary> {
     let since = query.since ?? new Date().toISOString()
     const wait = Math.min(opts.waitSeconds ?? 30, MAX_WAIT_SECONDS)
     for (;;) {
-      const emails = await this.get('/v1/emails', { params: { query: { ...query, since, wait } }, signal: opts.signal })
+      const first = await this.request('get', '/v1/emails', { params: { query: { ...query, since, wait } }, signal: opts.signal })
+      const emails = [...first.data]
+      for (let cursor = first.meta?.cursor; cursor; ) {
+        const next = await this.request('get', '/v1/emails', { params: { query: { ...query, since, cursor } }, signal: opts.signal })
+        emails.push(...next.data)
+        cursor = next.meta?.cursor
+      }
       if (emails.length) since = emails[0]!.received_at
-      yield* [...emails].reverse()
+      yield* emails.reverse()
     }
   }
 

@@ -139,6 +139,21 @@ describe('the long-poll', () => {
     expect(emails.map(e => e.subject)).toEqual(['Wake up'])
   }, 30_000)
 
+  test('watchEmails reads a burst larger than its page whole, oldest first', async () => {
+    const inbox = await mail.post('/v1/inboxes', { body: {} })
+    const since = new Date(Date.now() - 1000).toISOString()
+    for (const subject of ['a', 'b', 'c']) {
+      await s.smtp({ from: 'you@example.com', to: inbox.address, subject, text: subject })
+      await Bun.sleep(5)
+    }
+    const subjects: string[] = []
+    for await (const email of mail.watchEmails({ address: inbox.address, since, limit: 2 }, { waitSeconds: 1 })) {
+      subjects.push(email.subject)
+      if (subjects.length === 3) break
+    }
+    expect(subjects).toEqual(['a', 'b', 'c'])
+  }, 30_000)
+
   test('watchEmails yields each new message, oldest first, until the loop stops', async () => {
     const inbox = await mail.post('/v1/inboxes', { body: {} })
     const subjects: string[] = []
