@@ -98,7 +98,9 @@ describe('make dev, the first hour', () => {
     // the wake scheduler runs every 10 s: wait past one round after the banner
     await Bun.sleep(Math.max(0, bannerAt + 11_000 - Date.now()))
     const log = out.text.split('\n').filter(l => /^\d\d:\d\d:\d\d /.test(l))
+    // the start (a dozen lines) and the login test's requests, one line each; the first run's log was 229 lines
     expect(log.length).toBeGreaterThan(3)
+    expect(log.length).toBeLessThan(40)
     expect(out.text).not.toMatch(/^\{/m)
     expect(out.text).toContain(' api listening port=')
     expect(out.text).not.toContain('wake.schedule done')
