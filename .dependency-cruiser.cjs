@@ -85,6 +85,6 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: false,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['bun', 'import', 'require', 'node', 'default', 'types'] },
   },
 }
