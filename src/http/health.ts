@@ -56,11 +56,12 @@ export async function health(ctx: AppContext): Promise<Static<typeof Health>> {
 
 /** A listener answering `GET /v1/health` alone (anything else: the envelope's 404), for a process without the api role. */
 export function serveHealth(ctx: AppContext, opts: { port: number; hostname: string }): Promise<HttpServer> {
+  // the hook before the route: Elysia applies a hook to the routes added after it
   const app = new Elysia({ normalize: false })
-    .get('/v1/health', async ({ set }) => envelope(await health(ctx), set, false))
     .onError(({ code, error, request, path }) => {
       const apiError = toApiError(code, error, request, path)
       return Response.json(apiError.toBody(ctx.config.siteUrl), { status: apiError.status, headers: apiError.headers })
     })
+    .get('/v1/health', async ({ set }) => envelope(await health(ctx), set, false))
   return serveHttp(app, { ...opts, maxBodyBytes: 1024 })
 }

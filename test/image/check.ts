@@ -23,6 +23,7 @@ import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import postgres from 'postgres'
 import { startTestRelay } from '../helpers/relay'
+import { freePort } from '../helpers/dev-process'
 
 const root = join(import.meta.dir, '../..')
 const startedAt = performance.now()
@@ -97,13 +98,6 @@ async function until<T>(what: string, read: () => Promise<T | undefined>, timeou
     check(Date.now() < deadline, `${what} within ${timeoutMs / 1000} s`)
     await Bun.sleep(500)
   }
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
 }
 
 /** podman from Debian's packages, with the runtime and the user-mode network this check uses. */
