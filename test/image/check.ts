@@ -133,7 +133,10 @@ async function baseImage() {
 
 async function build() {
   progress(`building ${IMAGE} (podman build --format docker -f Containerfile .)`)
+  const previous = (await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE], { allowFail: true })).stdout
   await podman(['build', '--format', 'docker', '--tag', IMAGE, '--file', 'Containerfile', ...machine.buildMounts, '.'])
+  // the image this build replaced, so that runs do not pile images up (its cached layers stay)
+  if (previous && previous !== (await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout) await podman(['rmi', previous], { allowFail: true })
   const [inspected] = JSON.parse((await podman(['image', 'inspect', IMAGE])).stdout)
   check(inspected.Healthcheck?.Test?.length, 'the image keeps its HEALTHCHECK')
   check(inspected.Config?.User === 'bun', `the image runs as the user bun (is ${JSON.stringify(inspected.Config?.User)})`)

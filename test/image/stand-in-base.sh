@@ -40,6 +40,7 @@ mmdebstrap --quiet --variant=minbase --format=tar --hook-dir=/usr/share/mmdebstr
   bookworm "$work/rootfs.tar" http://deb.debian.org/debian >"$work/mmdebstrap.log" 2>&1 \
   || { cat "$work/mmdebstrap.log"; exit 1; }
 
+previous="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 podman import --quiet \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/bun-node-fallback-bin' \
   --change 'WORKDIR /home/bun/app' \
@@ -47,4 +48,6 @@ podman import --quiet \
   --change "LABEL agent-mail.stand-in=$recipe_hash" \
   --change "LABEL org.opencontainers.image.description=\"STAND-IN for $image, built locally by test/image/stand-in-base.sh; not the published image\"" \
   "$work/rootfs.tar" "$image" >/dev/null
+# the stand-in this one replaces (an image built on it keeps it until that image goes too)
+[ -z "$previous" ] || podman rmi "$previous" >/dev/null 2>&1 || true
 echo "image-check: stand-in base $image built ($(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1/1e6}'))"
