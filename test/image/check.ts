@@ -243,7 +243,7 @@ async function main() {
       const alone = await start(role, { ...env, ROLES: role })
       await healthy(alone)
       progress(`healthy with ROLES=${role} (the same HEALTHCHECK, its health listener on PORT)`)
-      await podman(['rm', '--force', alone])
+      await podman(['rm', '--force', '--time', '0', alone])
     }
 
     const bare = await start('no-database', { SECRET_KEY: SECRET })
@@ -275,7 +275,7 @@ async function main() {
     check(answer.status === 200 && JSON.parse(answer.body).success === true, 'the open long-poll is answered (200, the envelope)')
   } finally {
     await relay.stop()
-    await podman(['rm', '--force', '--ignore', ...containers], { allowFail: true })
+    await podman(['rm', '--force', '--ignore', '--time', '0', ...containers], { allowFail: true })
     await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {})
     await admin.end()
   }
