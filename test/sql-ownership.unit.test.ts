@@ -157,17 +157,10 @@ function tableUses(): Use[] {
     const visit = (node: ts.Node) => {
       if (ts.isTaggedTemplateExpression(node) && isSqlTag(node.tag)) {
         const template = node.template
-        const literals = ts.isNoSubstitutionTemplateLiteral(template)
-          ? [template]
-          : [template.head, ...template.templateSpans.map(span => span.literal)]
+        const literals = ts.isNoSubstitutionTemplateLiteral(template) ? [template] : [template.head, ...template.templateSpans.map(span => span.literal)]
         for (const literal of literals) uses.push(...tablesIn(source, literal, file))
       }
-      if (
-        ts.isCallExpression(node) &&
-        ts.isPropertyAccessExpression(node.expression) &&
-        node.expression.name.text === 'unsafe' &&
-        node.arguments[0]
-      ) {
+      if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'unsafe' && node.arguments[0]) {
         uses.push(...tablesIn(source, node.arguments[0], file))
       }
       ts.forEachChild(node, visit)
@@ -212,9 +205,7 @@ describe('SQL ownership', () => {
   })
 
   test('PENDING holds feature tables only, and only uses that still exist', () => {
-    const core = Object.entries(PENDING).flatMap(([file, tables]) =>
-      tables.filter(t => CORE_FOLDERS.has(OWNERS[t] ?? '')).map(t => `${file} ${t}`),
-    )
+    const core = Object.entries(PENDING).flatMap(([file, tables]) => tables.filter(t => CORE_FOLDERS.has(OWNERS[t] ?? '')).map(t => `${file} ${t}`))
     expect(core).toEqual([])
     const stale = Object.entries(PENDING).flatMap(([file, tables]) =>
       tables.filter(t => !uses.some(u => u.file === file && u.table === t)).map(t => `${file} ${t}`),

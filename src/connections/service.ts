@@ -5,6 +5,7 @@
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */
+import { userEmail } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
@@ -57,11 +58,11 @@ export async function createInvitation(ctx: AppContext, auth: Auth, input: { add
   if (!(await ownsAddress(ctx.sql, auth.orgId, address))) {
     throw errors.validation('address', 'must be a managed inbox of this organization or an address at one of its verified domains')
   }
-  const [owner] = await ctx.sql<{ email: string }[]>`select email from users where id = ${auth.userId}`
+  const ownerEmail = await userEmail(ctx.sql, auth.userId)
   const code = randomToken(INVITATION_PREFIX)
   const [row] = await ctx.sql<{ id: string; expires_at: Date }[]>`
     insert into agent_connections (id, org_id, address, label, created_by, setup_owner_address, invitation_hash, invitation_expires_at)
-    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.label ?? null}, ${auth.userId}, ${owner!.email}, ${sha256(code)},
+    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.label ?? null}, ${auth.userId}, ${ownerEmail!}, ${sha256(code)},
             now() + make_interval(secs => ${INVITATION_TTL_SECONDS}))
     returning id, invitation_expires_at as expires_at`
   return {

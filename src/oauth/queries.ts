@@ -79,16 +79,6 @@ export async function completeAuthorizationRequest(sql: Tx, id: string): Promise
   return rows.length === 1
 }
 
-export interface Person {
-  id: string
-  password_hash: string | null
-}
-
-export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
-  const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
-  return row ?? null
-}
-
 export async function insertCode(
   sql: Tx,
   c: {

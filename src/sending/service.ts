@@ -4,6 +4,7 @@
  * stored, then relayed inline so the response can say what the relay answered; the job stays as
  * the safety net should this process die before the relay answered.
  */
+import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
 import { perProcess, type AppContext } from '../context'
@@ -124,7 +125,7 @@ async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: str
            (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
            ${countedSends(tx, tx`o.id`)},
            o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
-      from orgs o
+      from ${orgsAs(tx, 'o')}
      where o.id = ${orgId}`
   return facts!
 }
