@@ -5,6 +5,8 @@
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */
+import { isVerifiedDomainOf } from '../domains/queries'
+import { isInboxOf } from '../mail/inbox-queries'
 import { userEmail } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
@@ -37,8 +39,7 @@ export async function ownsAddress(sql: Tx, orgId: string, address: string): Prom
   const { local, domain } = splitAddress(address)
   if (!local || !domain) return false
   const [row] = await sql<{ ok: boolean }[]>`
-    select exists (select 1 from managed_inboxes where org_id = ${orgId} and address = ${address})
-        or exists (select 1 from domains where org_id = ${orgId} and name = ${domain} and status = 'verified') as ok`
+    select ${isInboxOf(sql, orgId, address)} or ${isVerifiedDomainOf(sql, orgId, domain)} as ok`
   return row!.ok
 }
 

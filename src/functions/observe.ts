@@ -3,6 +3,9 @@
  * series, outbound activity; the test run (a real email through the inbound path) with its
  * trace; and the dry run, which runs a stored email through a deployment with no side effects.
  */
+import { findEmail, findEmailWithRaw } from '../mail/email-queries'
+import { managedInboxesAs } from '../mail/inbox-queries'
+import { domainsAs } from '../domains/queries'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
@@ -189,12 +192,12 @@ async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionI
   >`
     select d.name as domain, e.is_route_target, e.enabled,
            (select r.pattern from recipient_routes r where r.endpoint_id = e.id and r.pattern not like '%*%' order by r.id limit 1) as route,
-           (select i.address from managed_inboxes i where i.org_id = e.org_id
+           (select i.address from ${managedInboxesAs(sql, 'i')} where i.org_id = e.org_id
               and not exists (select from recipient_routes r where r.org_id = e.org_id and r.pattern = i.address) order by i.id limit 1) as inbox,
-           (select v.name from domains v where v.org_id = e.org_id and v.status = 'verified'
+           (select v.name from ${domainsAs(sql, 'v')} where v.org_id = e.org_id and v.status = 'verified'
               and not exists (select from endpoints o where o.org_id = e.org_id and o.domain_id = v.id and o.enabled and o.deactivated_at is null and not o.is_route_target)
               order by v.id limit 1) as free_domain
-      from endpoints e left join domains d on d.id = e.domain_id
+      from endpoints e left join ${domainsAs(sql, 'd')} on d.id = e.domain_id
      where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
   const none = () =>
     errors.conflict(
@@ -256,7 +259,7 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
   const steps: { step: string; at: string; [k: string]: unknown }[] = [{ step: 'received', at: iso(run.created_at)!, recipient: run.recipient }]
   let done = false
   if (run.email_id) {
-    const [email] = await sql<{ received_at: Date }[]>`select received_at from emails where id = ${run.email_id}`
+    const email = await findEmail(sql, { id: run.email_id }, ['received_at'])
     if (email) steps.push({ step: 'stored', at: iso(email.received_at)!, email_id: run.email_id })
     const deliveries = await sql<{ id: string; status: string; created_at: Date; updated_at: Date; last_error_code: string | null; attempt_count: number }[]>`
       select d.id, d.status, d.created_at, d.updated_at, d.last_error_code, d.attempt_count from webhook_deliveries d
@@ -305,22 +308,16 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
  */
 export async function dryRun(ctx: AppContext, orgId: string, functionId: string, emailId: string, deploymentId?: string) {
   await getFunction(ctx.sql, orgId, functionId)
-  const [row] = await ctx.sql<
-    {
-      id: string
-      thread_id: string
-      event_type: string
-      rcpt_to: string[]
-      mail_from: string | null
-      size_bytes: number
-      received_at: Date
-      auth: never
-      raw: Buffer | null
-    }[]
-  >`
-    select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
-      from emails e left join email_contents c on c.email_id = e.id
-     where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
+  const row = await findEmailWithRaw(ctx.sql, { id: emailId, orgId }, [
+    'id',
+    'thread_id',
+    'event_type',
+    'rcpt_to',
+    'mail_from',
+    'size_bytes',
+    'received_at',
+    'auth',
+  ])
   if (!row?.raw) throw errors.notFound('email_id')
   if (deploymentId) {
     const [d] = await ctx.sql`select status from function_deployments where id = ${deploymentId} and function_id = ${functionId} and org_id = ${orgId}`

@@ -1,4 +1,5 @@
 /** Where a function receives mail: its one `kind: function` endpoint, and the topology read. */
+import { domainsAs } from '../domains/queries'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
@@ -43,7 +44,7 @@ export async function routingTopology(sql: Sql, orgId: string) {
            coalesce((select array_agg(r.pattern order by r.pattern) from recipient_routes r where r.endpoint_id = e.id), '{}') as recipient_routes
       from functions f
       left join endpoints e on e.org_id = f.org_id and e.function_id = f.id and e.deactivated_at is null
-      left join domains d on d.id = e.domain_id
+      left join ${domainsAs(sql, 'd')} on d.id = e.domain_id
      where f.org_id = ${orgId} and f.deleted_at is null
      order by f.name`
   return {

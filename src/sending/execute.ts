@@ -5,6 +5,7 @@
  * re-runs the relay with the message already stored, so nothing is built twice. (The first
  * message of an immediate send is built by the request, with the send: see service.ts.)
  */
+import { storedRaw } from '../mail/email-queries'
 import { mailEvents } from '../events'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
@@ -134,8 +135,7 @@ export function sentChange(send: Pick<SendRow, 'id' | 'org_id' | 'request'>, ema
 
 /** The message built before a crash, as stored. */
 async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
-  const [row] = await ctx.sql<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`
-  const raw = new Uint8Array(row!.raw)
+  const raw = new Uint8Array((await storedRaw(ctx.sql, emailId))!)
   return { emailId, raw, text: new TextDecoder().decode(raw) }
 }
 

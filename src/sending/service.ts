@@ -4,6 +4,9 @@
  * stored, then relayed inline so the response can say what the relay answered; the job stays as
  * the safety net should this process die before the relay answered.
  */
+import { emailsAs } from '../mail/email-queries'
+import { isVerifiedDomainOf } from '../domains/queries'
+import { inboxDisplayName, isInboxOf } from '../mail/inbox-queries'
 import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
@@ -120,9 +123,8 @@ async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: str
   const address = from.toLowerCase()
   const [facts] = await tx<SendFacts[]>`
     select exists (select 1 from idempotency_keys where scope = ${idem.scope} and key = ${idem.key} and expires_at > now()) as recorded,
-           exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
-             or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
-           (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
+           ${isInboxOf(tx, tx`o.id`, address)} or ${isVerifiedDomainOf(tx, tx`o.id`, splitAddress(address).domain)} as sender,
+           ${inboxDisplayName(tx, tx`o.id`, address)} as display_name,
            ${countedSends(tx, tx`o.id`)},
            o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
       from ${orgsAs(tx, 'o')}
@@ -238,7 +240,7 @@ function insertSends(tx: Tx, sends: { row: SendRow; emailId: string | null }[]) 
     select s.id, s.org_id, s.status, s.request, s.from_address, s.scheduled_at, s.repeat_every_minutes, coalesce(e.thread_id, s.thread_id), s.ticks, e.id, s.last_message_id
       from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
         as s(id uuid, org_id uuid, status text, request jsonb, from_address text, scheduled_at timestamptz, repeat_every_minutes int, thread_id uuid, ticks int, email_id uuid, last_message_id text)
-      left join emails e on e.id = s.email_id`
+      left join ${emailsAs(tx, 'e')} on e.id = s.email_id`
 }
 
 /** What an immediate send's request wrote, to run its job inline. */
