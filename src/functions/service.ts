@@ -9,7 +9,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
-import { createApiKey } from '../auth/api-keys'
+import { createApiKey, revokeKeyById } from '../auth/api-keys'
 import { deleteFunctionMemories } from '../memories/service'
 import { recordChanges } from '../changes/record'
 import { deploymentChange } from '../changes/sources'
@@ -272,7 +272,7 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
       update functions set deleted_at = now(), updated_at = now()
        where id = ${id} and org_id = ${orgId} and deleted_at is null returning id, runtime_key_id`
     if (!fn) throw errors.notFound('function')
-    await tx`update api_keys set revoked_at = coalesce(revoked_at, now()) where id = ${fn.runtime_key_id}`
+    await revokeKeyById(tx, fn.runtime_key_id)
     const endpoints = await tx<{ id: string }[]>`
       update endpoints set deactivated_at = now(), updated_at = now()
        where org_id = ${orgId} and function_id = ${id} and deactivated_at is null returning id`
