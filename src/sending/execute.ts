@@ -135,7 +135,9 @@ export function sentChange(send: Pick<SendRow, 'id' | 'org_id' | 'request'>, ema
 
 /** The message built before a crash, as stored. */
 async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
-  const raw = new Uint8Array((await storedRaw(ctx.sql, emailId))!)
+  const stored = await storedRaw(ctx.sql, emailId)
+  if (!stored) throw new Error(`email ${emailId}: its stored content is gone`)
+  const raw = new Uint8Array(stored)
   return { emailId, raw, text: new TextDecoder().decode(raw) }
 }
 
