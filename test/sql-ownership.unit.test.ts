@@ -36,6 +36,7 @@ const OWNERS: Record<string, string> = {
   outbox_messages: 'mail',
   managed_dkim_keys: 'mail',
   managed_inboxes: 'mail',
+  inbound_receipts: 'mail',
   idempotency_keys: 'http',
   rate_limit_windows: 'http',
   jobs: 'jobs',
@@ -54,10 +55,10 @@ const OWNERS: Record<string, string> = {
   recipient_routes: 'webhooks',
   registries: 'registries',
   registry_agents: 'registries',
-  published_agents: 'registries',
   networks: 'networks',
   network_members: 'networks',
   network_invitation_blocks: 'networks',
+  published_agents: 'networks',
   sends: 'sending',
   send_counts: 'sending',
   x402_challenges: 'x402',
@@ -93,23 +94,7 @@ const DROPPED = new Set(['inbound_queue'])
  * table never goes here.
  */
 const PENDING: Record<string, string[]> = {
-  'src/auth/credentials.ts': ['agent_connections'],
   'src/contacts/grants.ts': ['network_members', 'published_agents'],
-  'src/functions/observe.ts': ['endpoints', 'recipient_routes', 'webhook_deliveries'],
-  'src/functions/routing.ts': ['endpoints', 'recipient_routes'],
-  'src/functions/service.ts': ['endpoints', 'recipient_routes'],
-  'src/maintenance/cleanup.job.ts': ['agent_connections', 'cli_device_codes', 'cli_device_pages', 'send_counts', 'signups', 'x402_totals'],
-  'src/memories/operations.ts': ['functions'],
-  'src/memories/service.ts': ['functions'],
-  'src/networks/activity.ts': ['published_agents'],
-  'src/networks/publishing.ts': ['published_agents'],
-  'src/notes/service.ts': ['functions'],
-  'src/wake/run.job.ts': ['agent_connections', 'endpoints'],
-  'src/wake/service.ts': ['agent_connections', 'endpoints', 'functions'],
-  'src/x402/email/events.ts': ['endpoints', 'webhook_deliveries'],
-  'src/x402/email/inbound.ts': ['sends'],
-  'src/x402/email/service.ts': ['sends'],
-  'src/x402/events.ts': ['endpoints', 'webhook_deliveries'],
 }
 
 const CORE_FOLDERS = new Set(['account', 'auth', 'oauth', 'changes', 'domains', 'mail', 'http', 'jobs'])

@@ -1,6 +1,6 @@
 /**
  * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
- * x402 totals, and the expired rows of the identity flows (OAuth requests, codes and tokens,
+ * x402 totals, the receipts of received mail past their day, and the expired rows of the identity flows (OAuth requests, codes and tokens,
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
@@ -12,6 +12,12 @@ import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
 import { pruneChanges } from '../changes/feed'
+import { pruneReceipts } from '../mail/inbound/receipts'
+import { pruneExpiredDeviceLogins } from '../cli/queries'
+import { pruneUnclaimedInvitations } from '../connections/queries'
+import { pruneSendCounts } from '../sending/send-counts'
+import { pruneExpiredSignups } from '../signups/queries'
+import { pruneTotals } from '../x402/totals'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 
@@ -20,13 +26,11 @@ export const CLEANUP_KIND = 'maintenance.cleanup'
  * live 24 hours, as long as they count towards the per-address daily cap.
  */
 export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
-  const count = async (q: Promise<{ count: number }>) => (await q).count
   return {
     ...(await pruneExpiredOAuthRows(sql)),
-    cli_device_pages: await count(sql`delete from cli_device_pages where expires_at < now()`),
-    cli_device_codes: await count(sql`delete from cli_device_codes where expires_at < now()`),
-    signups: await count(sql`delete from signups where expires_at < now()`),
-    agent_invitations: await count(sql`delete from agent_connections where claimed_at is null and invitation_expires_at < now()`),
+    ...(await pruneExpiredDeviceLogins(sql)),
+    signups: await pruneExpiredSignups(sql),
+    agent_invitations: await pruneUnclaimedInvitations(sql),
   }
 }
 
@@ -35,20 +39,21 @@ export async function cleanup(ctx: AppContext) {
   const { sql } = ctx
   const idempotency = await pruneIdempotencyKeys(sql)
   const windows = await pruneRateLimitWindows(sql)
-  const sendCounts = await sql`delete from send_counts where start < now() - interval '2 days'`
-  const x402Totals = await sql`
-    delete from x402_totals where start < (now() at time zone 'utc')::date - case span when 'day' then 2 else 62 end`
+  const sendCounts = await pruneSendCounts(sql)
+  const x402Totals = await pruneTotals(sql)
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
+  const receipts = await pruneReceipts(sql)
   log.info('cleanup', {
     idempotency_keys: idempotency,
     rate_limit_windows: windows,
-    send_counts: sendCounts.count,
-    x402_totals: x402Totals.count,
+    send_counts: sendCounts,
+    x402_totals: x402Totals,
     ...identity,
     expired_memories: memories,
     pruned_changes: changes,
+    inbound_receipts: receipts,
   })
 }
 
