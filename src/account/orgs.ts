@@ -1,5 +1,10 @@
-/** Organizations and their people: created by the operator command, zero-touch agent signup and tests. */
+/**
+ * The statements of organizations and their people (`orgs`, `users`, `memberships`): no other
+ * folder names these tables. Organizations are created by the operator command, zero-touch
+ * agent signup and tests.
+ */
 import { randomUUIDv7 } from 'bun'
+import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import type { Role } from '../auth/principal'
 import { errors } from '../errors'
@@ -25,6 +30,64 @@ export async function ensureUser(tx: Tx, email: string): Promise<string> {
     returning id`
   return row!.id
 }
+
+/** Whether an organization has this id (compared as text, so a malformed id is simply unknown). */
+export async function orgExists(sql: Tx, orgId: string): Promise<boolean> {
+  const [org] = await sql`select 1 from orgs where id::text = ${orgId}`
+  return Boolean(org)
+}
+
+/** The user with this email, row-locked for the transaction, and whether they have a password. */
+export async function lockUserByEmail(tx: Tx, email: string): Promise<{ id: string; has_password: boolean } | null> {
+  const [row] = await tx<{ id: string; has_password: boolean }[]>`
+    select id, password_hash is not null as has_password from users where lower(email) = lower(${email}) for update`
+  return row ?? null
+}
+
+/** Creates a user (with a password hash, or none: they sign in later). */
+export async function insertUser(tx: Tx, user: { id: string; email: string; passwordHash?: string }): Promise<void> {
+  await tx`insert into users (id, email, password_hash) values (${user.id}, ${user.email}, ${user.passwordHash ?? null})`
+}
+
+export async function setPassword(tx: Tx, userId: string, passwordHash: string): Promise<void> {
+  await tx`update users set password_hash = ${passwordHash} where id = ${userId}`
+}
+
+/** A person who may sign in: their id and password hash (null until they set one). */
+export interface Person {
+  id: string
+  password_hash: string | null
+}
+
+export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
+  const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
+  return row ?? null
+}
+
+export async function userEmail(sql: Tx, userId: string | null): Promise<string | null> {
+  const [row] = await sql<{ email: string }[]>`select email from users where id = ${userId}`
+  return row?.email ?? null
+}
+
+/** Adds a member with the role `member`, leaving an existing membership's role as it is. */
+export async function addMemberUnlessPresent(tx: Tx, orgId: string, userId: string): Promise<void> {
+  await tx`insert into memberships (org_id, user_id, role) values (${orgId}, ${userId}, 'member') on conflict (org_id, user_id) do nothing`
+}
+
+/** The organization's first owner, or null. */
+export async function firstOwner(sql: Tx, orgId: string): Promise<string | null> {
+  const [owner] = await sql<{ user_id: string }[]>`select user_id from memberships where org_id = ${orgId} and role = 'owner' order by created_at limit 1`
+  return owner?.user_id ?? null
+}
+
+/**
+ * `orgs` under `alias`, for a statement of another folder that reads an organization's columns
+ * in its own round trip (a join on a hot path: credentials, recipients, a page's names).
+ */
+export const orgsAs = (sql: Tx, alias: string): postgres.Fragment => sql`orgs ${sql(alias)}`
+
+/** `memberships` under `alias`, for a statement of another folder that reads a role in its own round trip. */
+export const membershipsAs = (sql: Tx, alias: string): postgres.Fragment => sql`memberships ${sql(alias)}`
 
 export async function addMember(tx: Tx, orgId: string, userId: string, role: Role) {
   await tx`
@@ -107,3 +170,27 @@ export async function creditBalanceCents(sql: Tx, orgId: string): Promise<number
 export async function addCredit(tx: Tx, orgId: string, cents: number): Promise<void> {
   await tx`update orgs set credit_balance_cents = credit_balance_cents + ${cents} where id = ${orgId}`
 }
+
+/**
+ * Counts a message of `bytes` in the organization's storage if it fits under `limit`. The check
+ * and the count are one update, under the row lock the commit releases: concurrent mail cannot
+ * together overshoot the limit.
+ */
+export async function reserveStorage(tx: Tx, orgId: string, bytes: number, limit: number): Promise<boolean> {
+  const rows = await tx`
+    update orgs set storage_used_bytes = storage_used_bytes + ${bytes}, emails_count = emails_count + 1
+     where id = ${orgId} and storage_used_bytes + ${bytes} <= ${limit}
+    returning id`
+  return rows.length > 0
+}
+
+/** Adds bytes and emails to the storage counters of each organization (one update, in the order of their ids). */
+export const countStorage = (tx: Tx, orgIds: string[], bytes: number[], emails: number[]): postgres.Fragment => tx`
+  update orgs set storage_used_bytes = storage_used_bytes + c.bytes, emails_count = emails_count + c.emails
+    from (select * from unnest(${orgIds}::uuid[], ${bytes}::bigint[], ${emails}::int[]) as c(org_id, bytes, emails) order by org_id) c
+   where orgs.id = c.org_id`
+
+/** The update that counts one stored message of `bytes`, as a statement to join to the store's (skipped when `skip`). */
+export const countStoredMessage = (tx: Tx, orgId: string, bytes: number, skip: boolean): postgres.Fragment => tx`
+  update orgs set storage_used_bytes = storage_used_bytes + ${bytes}, emails_count = emails_count + 1
+   where id = ${orgId} and not ${skip}::boolean`

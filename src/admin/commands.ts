@@ -5,7 +5,21 @@
 import type { Config } from '../config'
 import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
-import { addMember, ensureUser, grantEntitlement, insertOrg, setApiLimit, setPlan, setSendLimits, setContentDiscard } from '../account/orgs'
+import {
+  addMember,
+  addMemberUnlessPresent,
+  ensureUser,
+  firstOwner,
+  grantEntitlement,
+  insertOrg,
+  orgExists,
+  setApiLimit,
+  setContentDiscard,
+  setPassword,
+  setPlan,
+  setSendLimits,
+} from '../account/orgs'
+import { currentRole } from '../account/roles'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'
 import { mintCreditCode } from '../credits/service'
@@ -51,16 +65,14 @@ export async function createUserCommand(sql: Sql, opts: { email?: string; passwo
   const hash = await hashPassword(opts.password)
   return sql.begin(async tx => {
     if (opts.org) {
-      const [org] = await tx`select 1 from orgs where id::text = ${opts.org}`
-      if (!org) throw new UsageError(`org_id: no organization ${opts.org}`)
+      if (!(await orgExists(tx, opts.org))) throw new UsageError(`org_id: no organization ${opts.org}`)
     }
     const userId = await ensureUser(tx, email)
-    await tx`update users set password_hash = ${hash} where id = ${userId}`
+    await setPassword(tx, userId, hash)
     if (!opts.org) return { user_id: userId, email }
     if (opts.role) await addMember(tx, opts.org, userId, opts.role as Role)
-    else await tx`insert into memberships (org_id, user_id, role) values (${opts.org}, ${userId}, 'member') on conflict (org_id, user_id) do nothing`
-    const [m] = await tx<{ role: Role }[]>`select role from memberships where org_id = ${opts.org} and user_id = ${userId}`
-    return { user_id: userId, email, org_id: opts.org, role: m!.role }
+    else await addMemberUnlessPresent(tx, opts.org, userId)
+    return { user_id: userId, email, org_id: opts.org, role: (await currentRole(tx, opts.org, userId))! }
   })
 }
 
@@ -103,8 +115,8 @@ export async function setSendLimitsCommand(sql: Sql, orgId: string | undefined, 
 
 export async function createKeyCommand(sql: Sql, orgId: string | undefined, name = 'operator') {
   if (!orgId) throw new UsageError('org_id: is required')
-  const [owner] = await sql<{ user_id: string }[]>`select user_id from memberships where org_id = ${orgId} and role = 'owner' order by created_at limit 1`
-  const key = await sql.begin(tx => createApiKey(tx, orgId, owner?.user_id ?? null, name))
+  const owner = await firstOwner(sql, orgId)
+  const key = await sql.begin(tx => createApiKey(tx, orgId, owner, name))
   return { org_id: orgId, key_id: key.id, api_key: key.key }
 }
 
@@ -125,8 +137,7 @@ export async function verifyDomainCommand(
 ) {
   if (!orgId) throw new UsageError('org_id: is required')
   if (!domain) throw new UsageError('domain: is required')
-  const [org] = await sql`select 1 from orgs where id::text = ${orgId}`
-  if (!org) throw new UsageError(`org_id: no organization ${orgId}`)
+  if (!(await orgExists(sql, orgId))) throw new UsageError(`org_id: no organization ${orgId}`)
   try {
     const row = await markDomainVerified(sql, keys, config.MANAGED_DOMAIN, orgId, domain)
     return { org_id: orgId, ...presentDomain(row, config.SMTP_HOSTNAME) }

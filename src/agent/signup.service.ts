@@ -9,7 +9,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { errors } from '../errors'
-import { addMember, insertOrg } from '../account/orgs'
+import { addMember, insertOrg, insertUser, lockUserByEmail } from '../account/orgs'
 import { completeSignup } from '../signups/service'
 import type { SignupRow } from '../signups/queries'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
@@ -18,14 +18,14 @@ import { membershipsOf } from '../account/roles'
 
 export async function completeAgentSignup(ctx: AppContext, tx: Tx, signup: SignupRow, orgId: string | undefined) {
   await completeSignup(tx, signup.id)
-  const [existing] = await tx<{ id: string }[]>`select id from users where lower(email) = lower(${signup.email}) for update`
+  const existing = await lockUserByEmail(tx, signup.email)
   let userId: string
   let chosen: string
   let inbox = null
   if (!existing) {
     if (orgId !== undefined) throw errors.forbidden('org_id: not a workspace of this account (the address has no account yet; omit org_id)')
     userId = randomUUIDv7()
-    await tx`insert into users (id, email) values (${userId}, ${signup.email})`
+    await insertUser(tx, { id: userId, email: signup.email })
     chosen = await insertOrg(tx, { name: `Agent workspace (${signup.device_name ?? signup.email})`, plan: 'agent' })
     await addMember(tx, chosen, userId, 'owner')
     inbox = presentInbox(await createManagedInbox(tx, chosen, ctx.config.MANAGED_DOMAIN))

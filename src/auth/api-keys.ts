@@ -57,3 +57,8 @@ export async function revokeApiKey(sql: Sql, orgId: string, keyId: string): Prom
   if (!row) throw errors.notFound('api key')
   return row
 }
+
+/** Revokes a key by id, whoever's it is (a function's runtime key when the function goes). */
+export async function revokeKeyById(tx: Tx, keyId: string): Promise<void> {
+  await tx`update api_keys set revoked_at = coalesce(revoked_at, now()) where id = ${keyId}`
+}

@@ -12,6 +12,7 @@
  * from the cache of the process that revoked it at once; other processes stop accepting it
  * within CACHE_TTL_MS.
  */
+import { membershipsAs, orgsAs } from '../account/orgs'
 import { LRUCache } from 'lru-cache'
 import { safeEqual } from '../crypto'
 import type { Sql } from '../db/client'
@@ -80,8 +81,8 @@ export class CredentialCache {
       const [row] = await this.sql<KeyRow[]>`
         select k.id, k.org_id, k.created_by, k.hash, k.function_id, o.plan, o.api_per_minute_override, m.role
           from api_keys k
-          join orgs o on o.id = k.org_id
-          left join memberships m on m.org_id = k.org_id and m.user_id = k.created_by
+          join ${orgsAs(this.sql, 'o')} on o.id = k.org_id
+          left join ${membershipsAs(this.sql, 'm')} on m.org_id = k.org_id and m.user_id = k.created_by
          where k.hash = ${hash} and k.revoked_at is null`
       if (!row || !safeEqual(row.hash, hash)) return null
       return {

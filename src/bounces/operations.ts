@@ -5,8 +5,8 @@
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
 import { Address } from '../http/schema'
-import { CreateSuppression, Suppression } from './model'
-import { addSuppression, deleteSuppression, listSuppressions, presentSuppression } from './suppressions'
+import { CreateSuppression, Suppression } from '../sending/recipient-reports'
+import { addSuppression, deleteSuppression, listSuppressions, presentSuppression } from '../sending/suppressions'
 
 const TAG = 'Suppressions'
 

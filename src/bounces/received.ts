@@ -11,9 +11,9 @@
 import type { ReceivedMailConsumer } from '../mail/inbound/ingest'
 import type { MailReport } from '../mail/inbound/report'
 import type { StoredEmail } from '../mail/store'
-import type { RecipientReport } from './model'
-import { findSentMessage, type SentMessage } from './queries'
-import { eventRecipients, recordReports, type ReportedRecipient } from './record'
+import type { RecipientReport } from '../sending/recipient-reports'
+import { findSentMessage, type SentMessage } from '../sending/report-queries'
+import { eventRecipients, recordReports, type ReportedRecipient } from '../sending/record-reports'
 
 /** Feedback types that are not a complaint about the mail (RFC 5965, RFC 6591). */
 const NOT_COMPLAINTS = new Set(['not-spam', 'auth-failure'])

@@ -9,7 +9,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { errors } from '../errors'
-import { addMember, insertOrg } from '../account/orgs'
+import { addMember, insertOrg, insertUser, lockUserByEmail, setPassword } from '../account/orgs'
 import { completeSignup } from '../signups/service'
 import type { SignupRow } from '../signups/queries'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
@@ -23,16 +23,15 @@ export function defaultOrgName(signup: Pick<SignupRow, 'email' | 'name' | 'org_n
 /** Finishes a verified CLI signup; `passwordHash` is the argon2id hash of the chosen password. */
 export async function completeCliSignup(ctx: AppContext, tx: Tx, signup: SignupRow, passwordHash: string) {
   await completeSignup(tx, signup.id)
-  const [existing] = await tx<{ id: string; has_password: boolean }[]>`
-    select id, password_hash is not null as has_password from users where lower(email) = lower(${signup.email}) for update`
+  const existing = await lockUserByEmail(tx, signup.email)
   if (existing?.has_password) {
     throw errors.conflict('email: an account with this address exists; sign in with `login` instead', { reason: 'account_exists' })
   }
   let userId = existing?.id
-  if (userId) await tx`update users set password_hash = ${passwordHash} where id = ${userId}`
+  if (userId) await setPassword(tx, userId, passwordHash)
   else {
     userId = randomUUIDv7()
-    await tx`insert into users (id, email, password_hash) values (${userId}, ${signup.email}, ${passwordHash})`
+    await insertUser(tx, { id: userId, email: signup.email, passwordHash })
   }
   const orgId = await insertOrg(tx, { name: defaultOrgName(signup), plan: 'free' })
   await addMember(tx, orgId, userId, 'owner')

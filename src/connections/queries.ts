@@ -2,12 +2,13 @@
 import { randomUUIDv7 } from 'bun'
 import type { ConnectionKeyFinder, ConnectionKeyRow } from '../auth/credentials'
 import type { Sql, Tx } from '../db/client'
+import { orgsAs } from '../account/orgs'
 
 /** A connection key by its SHA-256, for the credential resolver (the `findConnectionKey` seam, plugged in by src/plugins.ts). */
 export const findConnectionKey: ConnectionKeyFinder = async (sql, hash) => {
   const [row] = await sql<ConnectionKeyRow[]>`
     select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
-      from agent_connections c join orgs o on o.id = c.org_id
+      from agent_connections c join ${orgsAs(sql, 'o')} on o.id = c.org_id
      where c.key_hash = ${hash} and c.revoked_at is null`
   return row
 }

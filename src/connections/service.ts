@@ -5,6 +5,9 @@
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */
+import { isVerifiedDomainOf } from '../domains/queries'
+import { isInboxOf } from '../mail/inbox-queries'
+import { userEmail } from '../account/orgs'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
 import { currentRole } from '../account/roles'
@@ -36,8 +39,7 @@ export async function ownsAddress(sql: Tx, orgId: string, address: string): Prom
   const { local, domain } = splitAddress(address)
   if (!local || !domain) return false
   const [row] = await sql<{ ok: boolean }[]>`
-    select exists (select 1 from managed_inboxes where org_id = ${orgId} and address = ${address})
-        or exists (select 1 from domains where org_id = ${orgId} and name = ${domain} and status = 'verified') as ok`
+    select ${isInboxOf(sql, orgId, address)} or ${isVerifiedDomainOf(sql, orgId, domain)} as ok`
   return row!.ok
 }
 
@@ -57,14 +59,14 @@ export async function createInvitation(ctx: AppContext, auth: Auth, input: { add
   if (!(await ownsAddress(ctx.sql, auth.orgId, address))) {
     throw errors.validation('address', 'must be a managed inbox of this organization or an address at one of its verified domains')
   }
-  const [owner] = await ctx.sql<{ email: string }[]>`select email from users where id = ${auth.userId}`
+  const ownerEmail = await userEmail(ctx.sql, auth.userId)
   const code = randomToken(INVITATION_PREFIX)
   const row = await insertInvitation(ctx.sql, {
     orgId: auth.orgId,
     address,
     label: input.label ?? null,
     createdBy: auth.userId,
-    ownerAddress: owner!.email,
+    ownerAddress: ownerEmail!,
     invitationHash: sha256(code),
     ttlSeconds: INVITATION_TTL_SECONDS,
   })

@@ -27,16 +27,3 @@ export function contactCountsCte(tx: Tx, m: MessageActivity) {
       last_contacted_at = greatest(coalesce(last_contacted_at, ${m.at}), ${m.at})
      where org_id = ${m.orgId} and owner_address = any(${owners}) and address = any(${others}))`
 }
-
-/**
- * The counters of a new contact from the mail already stored: one scan of the organization's
- * mail between the two addresses, when the contact is created.
- */
-export const storedMailCounts = (tx: Tx, orgId: string, owner: string, address: string) => tx`
-  select count(*) filter (where direction = 'inbound')::bigint as received,
-         count(*) filter (where direction = 'outbound')::bigint as sent,
-         min(received_at) as first_seen_at, max(received_at) as last_contacted_at
-    from emails
-   where org_id = ${orgId} and (
-         (direction = 'inbound' and lower(from_address) = ${address} and exists (select 1 from unnest(rcpt_to) r where lower(r) = ${owner}))
-      or (direction = 'outbound' and lower(from_address) = ${owner} and exists (select 1 from unnest(rcpt_to) r where lower(r) = ${address})))`

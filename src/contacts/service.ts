@@ -6,6 +6,7 @@
  * a connection key only admits network agents as contacts of its own address
  * (src/networks/discovery.ts).
  */
+import { storedMailCounts } from '../mail/email-queries'
 import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
@@ -14,7 +15,6 @@ import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
-import { storedMailCounts } from './counters'
 import { grantState, type GrantState } from './grants'
 import type { Contact } from './model'
 import { containsPattern } from '../db/like'

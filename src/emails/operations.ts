@@ -13,23 +13,13 @@ import { mailEvents, pollMail } from '../events'
 import { listOperation, operation, TOOL_PAGE, type OperationCall } from '../http/operation'
 import { ADDRESS, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
-import { getInbox } from '../inboxes/service'
+import { getInbox } from '../mail/inbox-queries'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 import { SENT_EVENT_TYPES } from '../mail/store'
 import { EmailWithLinks, withLinks } from './links'
 import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
-import {
-  discardContent,
-  type EmailFilters,
-  getEmail,
-  getThread,
-  listEmails,
-  listThreads,
-  presentEmail,
-  presentSummary,
-  presentThread,
-  searchEmails,
-} from './service'
+import { discardContent, type EmailFilters, getEmail, listEmails, listThreads, searchEmails } from '../mail/email-queries'
+import { getThread, presentEmail, presentSummary, presentThread } from './service'
 
 const Id = (description?: string) => ({ id: t.String({ format: 'uuid', ...(description && { description }) }) })
 

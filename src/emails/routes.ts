@@ -11,7 +11,7 @@ import { IdParams } from '../http/schema'
 import { attachmentContents } from '../mail/inbound/parse'
 import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
-import { rawMessage } from './service'
+import { rawMessage } from '../mail/email-queries'
 
 const downloadDetail = (summary: string) => ({
   summary,

@@ -3,6 +3,7 @@
  * series, outbound activity; the test run (a real email through the inbound path) with its
  * trace; and the dry run, which runs a stored email through a deployment with no side effects.
  */
+import { findEmail, findEmailWithRaw } from '../mail/email-queries'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
@@ -246,7 +247,7 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
   const steps: { step: string; at: string; [k: string]: unknown }[] = [{ step: 'received', at: iso(run.created_at)!, recipient: run.recipient }]
   let done = false
   if (run.email_id) {
-    const [email] = await sql<{ received_at: Date }[]>`select received_at from emails where id = ${run.email_id}`
+    const email = await findEmail(sql, { id: run.email_id }, ['received_at'])
     if (email) steps.push({ step: 'stored', at: iso(email.received_at)!, email_id: run.email_id })
     const deliveries = await functionDeliveriesOf(sql, run.email_id, functionId)
     for (const d of deliveries) steps.push({ step: 'routed', at: iso(d.created_at)!, delivery_id: d.id })
@@ -292,22 +293,16 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
  */
 export async function dryRun(ctx: AppContext, orgId: string, functionId: string, emailId: string, deploymentId?: string) {
   await getFunction(ctx.sql, orgId, functionId)
-  const [row] = await ctx.sql<
-    {
-      id: string
-      thread_id: string
-      event_type: string
-      rcpt_to: string[]
-      mail_from: string | null
-      size_bytes: number
-      received_at: Date
-      auth: never
-      raw: Buffer | null
-    }[]
-  >`
-    select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
-      from emails e left join email_contents c on c.email_id = e.id
-     where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
+  const row = await findEmailWithRaw(ctx.sql, { id: emailId, orgId }, [
+    'id',
+    'thread_id',
+    'event_type',
+    'rcpt_to',
+    'mail_from',
+    'size_bytes',
+    'received_at',
+    'auth',
+  ])
   if (!row?.raw) throw errors.notFound('email_id')
   if (deploymentId) {
     const [d] = await ctx.sql`select status from function_deployments where id = ${deploymentId} and function_id = ${functionId} and org_id = ${orgId}`

@@ -1,4 +1,5 @@
 /** Where a function receives mail: its one `kind: function` endpoint, and the topology read. */
+import { domainsAs } from '../domains/queries'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
@@ -44,7 +45,7 @@ export async function routingTopology(sql: Sql, orgId: string) {
            ${routePatterns(sql, sql`e.id`)} as recipient_routes
       from functions f
       left join ${liveEndpoints(sql)} e on e.org_id = f.org_id and e.function_id = f.id
-      left join domains d on d.id = e.domain_id
+      left join ${domainsAs(sql, 'd')} on d.id = e.domain_id
      where f.org_id = ${orgId} and f.deleted_at is null
      order by f.name`
   return {

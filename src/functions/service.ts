@@ -9,7 +9,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
-import { createApiKey } from '../auth/api-keys'
+import { createApiKey, revokeKeyById } from '../auth/api-keys'
 import { deleteFunctionMemories } from '../memories/service'
 import { recordChanges } from '../changes/record'
 import { deploymentChange } from '../changes/sources'
@@ -273,7 +273,7 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
       update functions set deleted_at = now(), updated_at = now()
        where id = ${id} and org_id = ${orgId} and deleted_at is null returning id, runtime_key_id`
     if (!fn) throw errors.notFound('function')
-    await tx`update api_keys set revoked_at = coalesce(revoked_at, now()) where id = ${fn.runtime_key_id}`
+    await revokeKeyById(tx, fn.runtime_key_id)
     await deactivateFunctionEndpoints(tx, orgId, id)
     await deleteFunctionMemories(tx, orgId, id)
     return fn

@@ -4,6 +4,7 @@
  * result or performs the action for the first time. A transaction-scoped advisory lock on the
  * key makes a concurrent duplicate fail fast with `409 conflict` instead of waiting.
  */
+import type postgres from 'postgres'
 import type { Sql, Tx } from '../db/client'
 import { sha256, type ServerKeys } from '../crypto'
 import { errors } from '../errors'
@@ -118,4 +119,33 @@ export function applyOutcome<T>(
   if (key) set.headers['idempotency-key'] = key
   if (outcome.replayed) set.headers['idempotent-replayed'] = 'true'
   return outcome.data
+}
+
+/** Whether a live record of the key exists, as a condition of the enclosing statement. */
+export const isKeyRecorded = (sql: Tx, scope: string, key: string): postgres.Fragment =>
+  sql`exists (select 1 from idempotency_keys where scope = ${scope} and key = ${key} and expires_at > now())`
+
+/** The keys of `keys` (pairs of scope and key) that have a live record; not awaited, so it can go out with other statements. */
+export const recordedKeys = (sql: Tx, keys: { scope: string; key: string }[]) => sql<{ scope: string; key: string }[]>`
+  select scope, key from idempotency_keys
+   where (scope, key) in (select * from unnest(${keys.map(k => k.scope)}::text[], ${keys.map(k => k.key)}::text[])) and expires_at > now()`
+
+/** Records the 200 answers of several requests (sealed by the caller), replacing expired records; not awaited. */
+export const recordResponses = (sql: Tx, rows: { scope: string; key: string; requestHash: string; sealed: Buffer }[]) => sql`
+  insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
+  select scope, key, hash, 200, decode(sealed, 'hex'), now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+    from unnest(${rows.map(r => r.scope)}::text[], ${rows.map(r => r.key)}::text[], ${rows.map(r => r.requestHash)}::text[],
+                ${rows.map(r => r.sealed.toString('hex'))}::text[]) as k(scope, key, hash, sealed)
+  on conflict (scope, key) do update set
+    request_hash = excluded.request_hash, response_status = excluded.response_status,
+    response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`
+
+/** Forgets the record of a key, so that a retry performs the request anew (nothing was done). */
+export async function releaseKey(sql: Tx, scope: string, key: string): Promise<void> {
+  await sql`delete from idempotency_keys where scope = ${scope} and key = ${key}`
+}
+
+/** Deletes the expired records; returns how many. */
+export async function pruneIdempotencyKeys(sql: Sql): Promise<number> {
+  return (await sql`delete from idempotency_keys where expires_at < now()`).count
 }

@@ -142,3 +142,8 @@ export function rateLimitError(d: RateDecision, code: 'rate_limited' | 'rate_lim
 
 /** This process's leases of the shared rate-limit counters. */
 export const rateLimiter = perProcess(ctx => new RateLimiter(ctx.sql, ctx.config.RATE_LIMIT_LEASE))
+
+/** Deletes the windows older than two minutes, which no lease reads any more; returns how many. */
+export async function pruneRateLimitWindows(sql: Sql): Promise<number> {
+  return (await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`).count
+}

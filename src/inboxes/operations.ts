@@ -3,7 +3,8 @@ import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
 import { Deleted, IdParam } from '../http/schema'
 import { Inbox } from './model'
-import { createInbox, deleteInbox, getInbox, listInboxes, presentManagedInbox } from './service'
+import { deleteInbox, getInbox, listInboxes } from '../mail/inbox-queries'
+import { createInbox, presentManagedInbox } from './service'
 
 const TAG = 'Inbox'
 

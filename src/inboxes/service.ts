@@ -1,18 +1,9 @@
 /** Managed inbox addresses under the managed domain, owned by one organization each. */
-import { randomUUIDv7 } from 'bun'
 import { randomBytes } from 'node:crypto'
 import type { Sql, Tx } from '../db/client'
+import { type InboxRow, insertInbox } from '../mail/inbox-queries'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
-import { isUniqueViolation } from '../db/errors'
-
-export interface InboxRow {
-  id: string
-  address: string
-  display_name: string | null
-  created_at: Date
-}
 
 /** The inbox as the agent signup shows it. */
 export const presentInbox = (i: Pick<InboxRow, 'id' | 'address' | 'created_at'>) => ({ id: i.id, address: i.address, created_at: iso(i.created_at)! })
@@ -79,19 +70,6 @@ function normalizeDisplayName(input: string | undefined): string | null {
   return name
 }
 
-async function insertInbox(tx: Tx, orgId: string, address: string, displayName: string | null): Promise<InboxRow> {
-  try {
-    const [row] = await tx<InboxRow[]>`
-      insert into managed_inboxes (id, org_id, address, display_name)
-      values (${randomUUIDv7()}, ${orgId}, ${address.toLowerCase()}, ${displayName})
-      returning id, address, display_name, created_at`
-    return row!
-  } catch (error) {
-    if (isUniqueViolation(error)) throw errors.conflict(`local_part: ${address} is taken`)
-    throw error
-  }
-}
-
 /** A new managed address `<prefix><random>@<domain>` for the organization. */
 export async function createManagedInbox(tx: Tx, orgId: string, domain: string, prefix = 'agent-'): Promise<InboxRow> {
   return insertInbox(tx, orgId, `${randomLocalPart(prefix)}@${domain}`, null)
@@ -102,34 +80,4 @@ export async function createInbox(sql: Sql, orgId: string, domain: string, input
   const displayName = normalizeDisplayName(input.display_name)
   if (input.local_part === undefined) return insertInbox(sql, orgId, `${randomLocalPart('agent-')}@${domain}`, displayName)
   return insertInbox(sql, orgId, `${normalizeLocalPart(input.local_part)}@${domain}`, displayName)
-}
-
-export async function listInboxes(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<InboxRow>(sql, {
-    columns: sql`id, address, display_name, created_at`,
-    from: sql`managed_inboxes`,
-    where: sql`org_id = ${orgId}`,
-    page,
-  })
-}
-
-/** One inbox of the organization; another organization's is not_found. */
-export async function getInbox(sql: Sql, orgId: string, id: string): Promise<InboxRow> {
-  const [row] = await sql<InboxRow[]>`select id, address, display_name, created_at from managed_inboxes where id = ${id} and org_id = ${orgId}`
-  if (!row) throw errors.notFound('inbox')
-  return row
-}
-
-/** Deletes the inbox: mail to its address is refused from then on, and the address can be taken again. */
-export async function deleteInbox(sql: Sql, orgId: string, id: string): Promise<{ id: string }> {
-  const [row] = await sql<{ id: string }[]>`delete from managed_inboxes where id = ${id} and org_id = ${orgId} returning id`
-  if (!row) throw errors.notFound('inbox')
-  return row
-}
-
-/** The organization owning a managed address (any case), or null when no inbox has it. */
-export async function managedInboxOwner(sql: Sql, address: string): Promise<{ orgId: string; inboxId: string } | null> {
-  const [row] = await sql<{ id: string; org_id: string }[]>`
-    select id, org_id from managed_inboxes where address = ${address.trim().toLowerCase()}`
-  return row ? { orgId: row.org_id, inboxId: row.id } : null
 }

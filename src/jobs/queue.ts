@@ -213,3 +213,19 @@ export async function heartbeat(sql: Sql, holder: string, leaseSeconds: number):
     select (select count(*)::int from renewed) as renewed, (select count(*)::int from freed) as freed, ${notifyKinds(sql, 'freed')}`
   return { renewed: row!.renewed, freed: row!.freed }
 }
+
+/**
+ * Deletes the jobs of `kind` whose payload has `field` = `value` (only those no worker holds,
+ * when `unclaimed`), in the transaction that makes them pointless.
+ */
+export async function deleteJobsFor(tx: Tx, kind: string, field: string, value: string, opts: { unclaimed?: boolean } = {}): Promise<void> {
+  await tx`delete from jobs where kind = ${kind} and payload->>${field}::text = ${value} ${opts.unclaimed ? tx`and locked_by is null` : tx``}`
+}
+
+/** Moves the unclaimed jobs of `kind` whose payload has `field` = `value` to run at `at`. */
+export async function rescheduleUnclaimed(tx: Tx, kind: string, field: string, value: string, at: Date): Promise<void> {
+  await tx`update jobs set run_at = ${at} where kind = ${kind} and payload->>${field}::text = ${value} and locked_by is null`
+}
+
+/** The statement that deletes one job, to join as a common table expression to the write that finishes its work. */
+export const deleteJobStatement = (tx: Tx, id: string): postgres.Fragment => tx`delete from jobs where id = ${id}`

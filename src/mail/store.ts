@@ -8,6 +8,7 @@ import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
 import type { AppContext } from '../context'
 import { EMAILS_CHANNEL, mailSignal } from '../events'
+import { countStorage, countStoredMessage } from '../account/orgs'
 import { threadCtes } from './threads'
 import { searchVector } from './search-text'
 import type postgres from 'postgres'
@@ -80,20 +81,6 @@ export interface StoredEmail {
   auth: AuthVerdicts
 }
 
-/**
- * Counts a message of `bytes` in the organization's storage if it fits under `limit`, for a
- * `batched` store that follows in the same transaction. The check and the count are one update,
- * under the row lock the commit releases: concurrent mail, the messages of one batch included,
- * cannot together overshoot the limit.
- */
-export async function reserveStorage(tx: Tx, orgId: string, bytes: number, limit: number): Promise<boolean> {
-  const rows = await tx`
-    update orgs set storage_used_bytes = storage_used_bytes + ${bytes}, emails_count = emails_count + 1
-     where id = ${orgId} and storage_used_bytes + ${bytes} <= ${limit}
-    returning id`
-  return rows.length > 0
-}
-
 /** Bytes and emails to add to each organization's storage counters, by organization id. */
 export type StorageCounts = Map<string, { bytes: number; emails: number }>
 
@@ -108,11 +95,12 @@ export type StorageCounts = Map<string, { bytes: number; emails: number }>
 export async function countStored(tx: Tx, counts: StorageCounts, notified: Iterable<string>): Promise<void> {
   const orgs = [...counts.keys()].sort()
   await tx`
-    with counters as (
-      update orgs set storage_used_bytes = storage_used_bytes + c.bytes, emails_count = emails_count + c.emails
-        from (select * from unnest(${orgs}::uuid[], ${orgs.map(o => counts.get(o)!.bytes)}::bigint[], ${orgs.map(o => counts.get(o)!.emails)}::int[])
-                as c(org_id, bytes, emails) order by org_id) c
-       where orgs.id = c.org_id)
+    with counters as (${countStorage(
+      tx,
+      orgs,
+      orgs.map(o => counts.get(o)!.bytes),
+      orgs.map(o => counts.get(o)!.emails),
+    )})
     select pg_notify(${EMAILS_CHANNEL}, signal) from unnest(${[...notified]}::text[]) as signal`
 }
 
@@ -160,9 +148,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
               ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text })}::tsvector)
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
-    counters as (
-      update orgs set storage_used_bytes = storage_used_bytes + ${s.raw.byteLength}, emails_count = emails_count + 1
-       where id = ${s.orgId} and not ${batched}::boolean)${extensions}
+    counters as (${countStoredMessage(tx, s.orgId, s.raw.byteLength, batched)})${extensions}
     select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
   const threadId = row!.thread_id
   return {

@@ -4,6 +4,9 @@
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
+import { pruneRateLimitWindows } from '../http/rate-limit'
+import { pruneIdempotencyKeys } from '../http/idempotency'
+import { pruneExpiredOAuthRows } from '../oauth/queries'
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
@@ -19,17 +22,12 @@ import { pruneTotals } from '../x402/totals'
 export const CLEANUP_KIND = 'maintenance.cleanup'
 
 /**
- * Rows past their expiry that nothing reads any more. Codes are kept a day past expiry, because
- * a spent code presented again revokes the grant it produced (replay detection); tokens go
- * with their expiry (a grant ends with its last token, and its row stays for the record);
- * signups live 24 hours, as long as they count towards the per-address daily cap.
+ * Rows past their expiry that nothing reads any more (OAuth's: pruneExpiredOAuthRows); signups
+ * live 24 hours, as long as they count towards the per-address daily cap.
  */
 export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
-  const count = async (q: Promise<{ count: number }>) => (await q).count
   return {
-    oauth_authorization_requests: await count(sql`delete from oauth_authorization_requests where expires_at < now()`),
-    oauth_codes: await count(sql`delete from oauth_codes where expires_at < now() - interval '1 day'`),
-    oauth_tokens: await count(sql`delete from oauth_tokens where expires_at < now()`),
+    ...(await pruneExpiredOAuthRows(sql)),
     ...(await pruneExpiredDeviceLogins(sql)),
     signups: await pruneExpiredSignups(sql),
     agent_invitations: await pruneUnclaimedInvitations(sql),
@@ -39,8 +37,8 @@ export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
 /** One round of housekeeping. */
 export async function cleanup(ctx: AppContext) {
   const { sql } = ctx
-  const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
-  const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
+  const idempotency = await pruneIdempotencyKeys(sql)
+  const windows = await pruneRateLimitWindows(sql)
   const sendCounts = await pruneSendCounts(sql)
   const x402Totals = await pruneTotals(sql)
   const identity = await deleteExpiredIdentityRows(sql)
@@ -48,8 +46,8 @@ export async function cleanup(ctx: AppContext) {
   const changes = await pruneChanges(sql)
   const receipts = await pruneReceipts(sql)
   const deleted = {
-    idempotency_keys: idempotency.count,
-    rate_limit_windows: windows.count,
+    idempotency_keys: idempotency,
+    rate_limit_windows: windows,
     send_counts: sendCounts,
     x402_totals: x402Totals,
     ...identity,

@@ -4,6 +4,7 @@
  * feed. An organization's memory writes are serialized by its `memory_usage` row, locked
  * first: checks, versions and quota counts are exact under concurrent writers.
  */
+import { orgsAs } from '../account/orgs'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
@@ -142,7 +143,7 @@ export async function lockMemoryUsage(tx: Tx, orgId: string): Promise<{ plan: Pl
     with usage as (
       insert into memory_usage (org_id) values (${orgId})
       on conflict (org_id) do update set keys = memory_usage.keys returning org_id)
-    select o.plan from orgs o join usage u on u.org_id = o.id`
+    select o.plan from ${orgsAs(tx, 'o')} join usage u on u.org_id = o.id`
   return org ?? null
 }
 

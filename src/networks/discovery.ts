@@ -5,6 +5,7 @@
  * ("recipient-bound network contact admission"); the admission records the send grant that the
  * reply-only gate honours (src/contacts/grants.ts).
  */
+import { orgsAs } from '../account/orgs'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
 import { normalizeAddress } from '../connections/service'
@@ -62,7 +63,7 @@ export async function discoverAgents(sql: Sql, auth: Auth, networkId: string, fi
   return listPage<DiscoveredRow>(sql, {
     columns: sql`pa.id, pa.address, pa.display_name, pa.description, pa.skills, pa.accepts_contacts, pa.last_active_at, pa.org_id, o.name as org_name`,
     from: directory(sql, networkId),
-    join: sql`join orgs o on o.id = pa.org_id`,
+    join: sql`join ${orgsAs(sql, 'o')} on o.id = pa.org_id`,
     where: where.reduce((all, w) => sql`${all} and ${w}`),
     page,
     idColumn: 'pa.id',

@@ -10,6 +10,7 @@
  * invitations to it are then 404 like an unknown id (the inviter cannot tell a block from a
  * typo). A block stays until the blocking organization lifts it.
  */
+import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
@@ -145,7 +146,7 @@ export const presentMember = (row: MemberRow): Static<typeof NetworkMember> => (
 async function memberRow(sql: Tx, networkId: string, orgId: string): Promise<MemberRow | undefined> {
   const [row] = await sql<MemberRow[]>`
     select m.org_id, o.name as org_name, m.status, m.can_view, n.owner_org_id, m.invited_at, m.joined_at
-      from network_members m join orgs o on o.id = m.org_id join networks n on n.id = m.network_id
+      from network_members m join ${orgsAs(sql, 'o')} on o.id = m.org_id join networks n on n.id = m.network_id
      where m.network_id = ${networkId} and m.org_id = ${orgId}`
   return row
 }
@@ -157,7 +158,7 @@ export async function listMembers(sql: Sql, auth: Auth, networkId: string, page:
   return listPage<MemberRow & { id: string }>(sql, {
     columns: sql`m.org_id as id, m.org_id, o.name as org_name, m.status, m.can_view, n.owner_org_id, m.invited_at, m.joined_at`,
     from: sql`network_members m`,
-    join: sql`join orgs o on o.id = m.org_id join networks n on n.id = m.network_id`,
+    join: sql`join ${orgsAs(sql, 'o')} on o.id = m.org_id join networks n on n.id = m.network_id`,
     where: sql`m.network_id = ${networkId}`,
     page,
     idColumn: 'm.org_id',
@@ -180,7 +181,7 @@ export async function inviteMember(
   if (!decision.allowed) throw rateLimitError(decision, 'rate_limit_exceeded', 'network invitations')
   // an organization that blocked the inviter is not told apart from an unknown one
   const [org] = await sql`
-    select o.id from orgs o
+    select o.id from ${orgsAs(sql, 'o')}
      where o.id = ${input.org_id}
        and not exists (select 1 from network_invitation_blocks b where b.org_id = o.id and b.blocked_org_id = ${auth.orgId})`
   if (!org) throw errors.notFound('organization')

@@ -3,6 +3,7 @@
  * the role is the authorizing person's current one (rule 1), so demotion, removal from the
  * organization, expiry and revocation all take effect on the next request, in every process.
  */
+import { membershipsAs, orgsAs } from '../account/orgs'
 import type { Auth, Role } from '../auth/principal'
 import { planDefinition, type Plan } from '../account/plans'
 import { safeEqual, sha256 } from '../crypto'
@@ -26,8 +27,8 @@ export async function resolveAccessToken(sql: Sql, token: string): Promise<Auth 
     select t.hash, g.id as grant_id, g.org_id, g.user_id, m.role, o.plan, o.api_per_minute_override, g.resource, g.scope
       from oauth_tokens t
       join oauth_grants g on g.id = t.grant_id
-      join memberships m on m.org_id = g.org_id and m.user_id = g.user_id
-      join orgs o on o.id = g.org_id
+      join ${membershipsAs(sql, 'm')} on m.org_id = g.org_id and m.user_id = g.user_id
+      join ${orgsAs(sql, 'o')} on o.id = g.org_id
      where t.hash = ${hash} and t.kind = 'access' and t.expires_at > now() and g.revoked_at is null`
   if (!row || !safeEqual(row.hash, hash)) return null
   return {

@@ -79,16 +79,6 @@ export async function completeAuthorizationRequest(sql: Tx, id: string): Promise
   return rows.length === 1
 }
 
-export interface Person {
-  id: string
-  password_hash: string | null
-}
-
-export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
-  const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
-  return row ?? null
-}
-
 export async function insertCode(
   sql: Tx,
   c: {
@@ -183,4 +173,18 @@ export async function findToken(sql: Tx, hash: Buffer, opts: { lock?: boolean } 
 
 export async function markTokenUsed(sql: Tx, hash: Buffer) {
   await sql`update oauth_tokens set used_at = now() where hash = ${hash}`
+}
+
+/**
+ * Deletes what expired and nothing reads any more. Codes are kept a day past expiry, because a
+ * spent code presented again revokes the grant it produced (replay detection); tokens go with
+ * their expiry (a grant ends with its last token, and its row stays for the record).
+ */
+export async function pruneExpiredOAuthRows(sql: Tx) {
+  const count = async (q: Promise<{ count: number }>) => (await q).count
+  return {
+    oauth_authorization_requests: await count(sql`delete from oauth_authorization_requests where expires_at < now()`),
+    oauth_codes: await count(sql`delete from oauth_codes where expires_at < now() - interval '1 day'`),
+    oauth_tokens: await count(sql`delete from oauth_tokens where expires_at < now()`),
+  }
 }

@@ -1,6 +1,6 @@
 /** Checking a person's password on the authorization page (argon2id hashes in users.password_hash). */
+import { findPersonByEmail } from '../account/orgs'
 import type { Tx } from '../db/client'
-import { findPersonByEmail } from './queries'
 
 export const MAX_PASSWORD_LENGTH = 1024
 

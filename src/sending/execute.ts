@@ -5,6 +5,7 @@
  * re-runs the relay with the message already stored, so nothing is built twice. (The first
  * message of an immediate send is built by the request, with the send: see service.ts.)
  */
+import { storedRaw } from '../mail/email-queries'
 import { mailEvents } from '../events'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
@@ -25,8 +26,8 @@ import { RelayError } from '../mail/outbound/relay'
 import { relayOf } from './relay'
 import type { NormalizedRequest, SendRow } from './model'
 import { tickPart } from './repeat'
-import { recordRelayRefusals } from '../bounces/relay-refusals'
-import { suppressedOf } from '../bounces/gate'
+import { recordRelayRefusals } from './relay-refusals'
+import { suppressedOf } from './suppression-gate'
 
 export const EXECUTE_KIND = 'send.execute'
 
@@ -136,8 +137,9 @@ export function sentChange(send: Pick<SendRow, 'id' | 'org_id' | 'request'>, ema
 
 /** The message built before a crash, as stored. */
 async function storedMessage(ctx: AppContext, emailId: string): Promise<Built> {
-  const [row] = await ctx.sql<{ raw: Buffer }[]>`select raw from email_contents where email_id = ${emailId}`
-  const raw = new Uint8Array(row!.raw)
+  const stored = await storedRaw(ctx.sql, emailId)
+  if (!stored) throw new Error(`email ${emailId}: its stored content is gone`)
+  const raw = new Uint8Array(stored)
   return { emailId, raw, text: new TextDecoder().decode(raw) }
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
-import { getEmail, rawMessage } from '../emails/service'
+import { getEmail, rawMessage } from '../mail/email-queries'
 import { attachmentContents } from '../mail/inbound/parse'
 import type { SendMailRequest } from './model'
 

@@ -6,6 +6,7 @@
  * that also lets it through while the agent still accepts contacts there (src/contacts/grants.ts).
  * Each refused recipient becomes one entry of `error.gates[]`.
  */
+import { recentInboundFrom } from '../mail/email-queries'
 import type { Tx } from '../db/client'
 import { docsPath, errors, type Gate } from '../errors'
 import type { AuthVerdicts } from '../mail/inbound/authenticate'
@@ -52,10 +53,7 @@ function verdict(history: { event_type: string; auth: AuthVerdicts }[]): Reason 
 export async function enforceKnownRecipients(sql: Tx, orgId: string, from: string, recipients: string[]): Promise<void> {
   const refused = new Map<string, Reason>()
   for (const address of [...new Set(recipients.map(r => r.toLowerCase()))]) {
-    const history = await sql<{ event_type: string; auth: AuthVerdicts }[]>`
-      select event_type, auth from emails
-       where org_id = ${orgId} and direction = 'inbound' and from_address = ${address}
-       order by id desc limit 50`
+    const history = await recentInboundFrom(sql, orgId, address, 50)
     const reason = verdict(history)
     if (reason) refused.set(address, reason)
   }

@@ -7,7 +7,7 @@ import { t, type Static } from 'elysia'
 import { Address, Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
 import { TemplateRef } from '../templates/model'
-import { SendRecipient, type RecipientReport } from '../bounces/model'
+import { SendRecipient, type RecipientReport } from './recipient-reports'
 
 const SINGLE_LINE = '^[^\\r\\n]*$'
 const Addresses = (max: number, description: string) => t.Array(Address, { minItems: 1, maxItems: max, description })

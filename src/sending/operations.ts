@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
-import { getEmail } from '../emails/service'
+import { getEmail } from '../mail/email-queries'
 import { errors } from '../errors'
 import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Address } from '../http/schema'

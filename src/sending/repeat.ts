@@ -15,8 +15,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import { ApiError, errors } from '../errors'
-import type { AuthVerdicts } from '../mail/inbound/authenticate'
-import { rawMessage } from '../emails/service'
+import { findEmail, rawMessage } from '../mail/email-queries'
 import { splitAddress } from '../mail/inbound/recipients'
 import PostalMime from 'postal-mime'
 import type { SendRow } from './model'
@@ -57,8 +56,7 @@ async function repeatIdOf(raw: Uint8Array): Promise<string | null> {
 
 /** A recipient stops a repeat from the tick it received (its own email id). */
 export async function stopRepeatAsRecipient(ctx: AppContext, orgId: string, emailId: string) {
-  const [email] = await ctx.sql<{ direction: string; auth: AuthVerdicts; from_address: string | null }[]>`
-    select direction, auth, from_address from emails where id = ${emailId} and org_id = ${orgId}`
+  const email = await findEmail(ctx.sql, { id: emailId, orgId }, ['direction', 'auth', 'from_address'])
   if (!email) throw errors.notFound('email')
   const repeatId = email.direction === 'inbound' ? await repeatIdOf(await rawMessage(ctx.sql, orgId, emailId)) : null
   if (!repeatId) throw errors.conflict('email: is not a tick of a repeating send')

@@ -5,8 +5,7 @@
  */
 import type { Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
-import type { Mailbox } from '../mail/inbound/parse'
-import { ofAddress } from '../emails/service'
+import { findEmail } from '../mail/email-queries'
 
 const NO_REPLY = /^(no-?reply|do-?not-?reply|mailer-daemon|postmaster|bounces?)([+._-].*)?@/i
 
@@ -20,19 +19,16 @@ export interface ReplyContext {
 
 /** `address`: a connection key's bound address, which may answer only the mail it can read. */
 export async function replyContext(sql: Tx, orgId: string, emailId: string, address?: string): Promise<ReplyContext> {
-  const [email] = await sql<
-    {
-      thread_id: string
-      direction: string
-      event_type: string
-      from_address: string | null
-      reply_to: Mailbox[]
-      subject: string
-      message_id: string | null
-      references: string[]
-    }[]
-  >`
-    select thread_id, direction, event_type, from_address, reply_to, subject, message_id, "references" from emails where id = ${emailId} and org_id = ${orgId} ${ofAddress(sql, address)}`
+  const email = await findEmail(sql, { id: emailId, orgId, address }, [
+    'thread_id',
+    'direction',
+    'event_type',
+    'from_address',
+    'reply_to',
+    'subject',
+    'message_id',
+    'references',
+  ])
   if (!email) throw errors.notFound('in_reply_to_email_id')
   const refuse = (reason: string, message: string) => new ApiError('inbound_not_repliable', `in_reply_to_email_id: ${message}`, { reason })
   if (email.direction !== 'inbound') throw refuse('not_inbound', 'only received mail can be replied to')

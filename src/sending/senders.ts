@@ -1,4 +1,6 @@
 /** Who an organization may send as: its managed inboxes and any address at its verified domains. */
+import { verifiedDomainNames } from '../domains/queries'
+import { inboxAddresses } from '../mail/inbox-queries'
 import type { Tx } from '../db/client'
 import { ApiError } from '../errors'
 import { splitAddress } from '../mail/inbound/recipients'
@@ -9,11 +11,8 @@ export interface Senders {
 }
 
 export async function validSenders(sql: Tx, orgId: string): Promise<Senders> {
-  const [inboxes, domains] = await Promise.all([
-    sql<{ address: string }[]>`select address from managed_inboxes where org_id = ${orgId} order by address`,
-    sql<{ name: string }[]>`select name from domains where org_id = ${orgId} and status = 'verified' order by name`,
-  ])
-  return { inboxes: inboxes.map(i => i.address), domains: domains.map(d => d.name) }
+  const [inboxes, domains] = await Promise.all([inboxAddresses(sql, orgId), verifiedDomainNames(sql, orgId)])
+  return { inboxes, domains }
 }
 
 /** Throws 403 cannot_send_from_domain unless `from` is one of the organization's senders. */

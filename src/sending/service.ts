@@ -4,6 +4,10 @@
  * stored, then relayed inline so the response can say what the relay answered; the job stays as
  * the safety net should this process die before the relay answered.
  */
+import { emailsAs } from '../mail/email-queries'
+import { isVerifiedDomainOf } from '../domains/queries'
+import { inboxDisplayName, isInboxOf } from '../mail/inbox-queries'
+import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
@@ -13,10 +17,10 @@ import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
 import { sha256 } from '../crypto'
 import { ApiError, errors, type PlainCode } from '../errors'
-import { canonicalJson, IDEMPOTENCY_TTL_HOURS, idempotencyBusy, idempotent } from '../http/idempotency'
+import { canonicalJson, idempotencyBusy, idempotent, isKeyRecorded, recordedKeys, recordResponses, releaseKey } from '../http/idempotency'
 import { iso, parseTimestamp } from '../http/timestamps'
 import { listPage, type PageRequest } from '../http/pagination'
-import { enqueueEachWith } from '../jobs/queue'
+import { deleteJobsFor, enqueueEachWith, rescheduleUnclaimed } from '../jobs/queue'
 import { inlineHolderId, runClaimed } from '../jobs/run'
 import type { Job } from '../jobs/queue'
 import { recordChanges, type ChangeInput } from '../changes/record'
@@ -32,8 +36,8 @@ import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import { requireSender } from './senders'
 import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
-import { sendRecipients } from '../bounces/model'
-import { enforceNotSuppressed, suppressedColumn, type Suppressed } from '../bounces/gate'
+import { sendRecipients } from './recipient-reports'
+import { enforceNotSuppressed, suppressedColumn, type Suppressed } from './suppression-gate'
 
 /** How long an immediate send's job waits before a worker takes it over from a request that died. */
 const INLINE_GRACE_MS = 60_000
@@ -128,14 +132,13 @@ async function sendFacts(tx: Tx, orgId: string, request: NormalizedRequest, idem
   const address = from.toLowerCase()
   const checked = recipientsOf(request)
   const [facts] = await tx<SendFacts[]>`
-    select exists (select 1 from idempotency_keys where scope = ${idem.scope} and key = ${idem.key} and expires_at > now()) as recorded,
-           exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
-             or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
-           (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
+    select ${isKeyRecorded(tx, idem.scope, idem.key)} as recorded,
+           ${isInboxOf(tx, tx`o.id`, address)} or ${isVerifiedDomainOf(tx, tx`o.id`, splitAddress(address).domain)} as sender,
+           ${inboxDisplayName(tx, tx`o.id`, address)} as display_name,
            ${countedSends(tx, tx`o.id`)},
            o.send_per_hour_override as per_hour, o.send_per_day_override as per_day,
            ${suppressedColumn(tx, tx`o.id`, checked)}
-      from orgs o
+      from ${orgsAs(tx, 'o')}
      where o.id = ${orgId}`
   return { ...facts!, checked }
 }
@@ -251,7 +254,7 @@ function insertSends(tx: Tx, sends: { row: SendRow; emailId: string | null }[]) 
     select s.id, s.org_id, s.status, s.request, s.from_address, s.scheduled_at, s.repeat_every_minutes, coalesce(e.thread_id, s.thread_id), s.ticks, e.id, s.last_message_id
       from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
         as s(id uuid, org_id uuid, status text, request jsonb, from_address text, scheduled_at timestamptz, repeat_every_minutes int, thread_id uuid, ticks int, email_id uuid, last_message_id text)
-      left join emails e on e.id = s.email_id`
+      left join ${emailsAs(tx, 'e')} on e.id = s.email_id`
 }
 
 /** What an immediate send's request wrote, to run its job inline. */
@@ -382,9 +385,7 @@ const sendWrites = perProcess(
         // Two statements in one round trip, run in order: the lookups see what a holder of a key committed before its lock was taken.
         const locks = tx<{ locked: boolean }[]>`
           select pg_try_advisory_xact_lock(hashtextextended(k, 0)) as locked from unnest(${names}::text[]) with ordinality as u(k, n) order by n`.execute()
-        const lookup = tx<{ scope: string; key: string }[]>`
-          select scope, key from idempotency_keys
-           where (scope, key) in (select * from unnest(${items.map(p => p.scope)}::text[], ${items.map(p => p.key)}::text[])) and expires_at > now()`.execute()
+        const lookup = recordedKeys(tx, items).execute()
         const orgIds = items.map(p => p.row.org_id)
         const [locked, found, , counted] = await Promise.all([locks, lookup, lockSendCounts(tx, orgIds), readSendCounts(tx, orgIds)])
         const recorded = new Set(found.map(r => `${r.scope}\n${r.key}`))
@@ -399,14 +400,15 @@ const sendWrites = perProcess(
         const writing = items.filter((_, i) => verdicts[i] === 'write').sort((a, b) => (a.row.org_id < b.row.org_id ? -1 : a.row.org_id > b.row.org_id ? 1 : 0))
         const written = writing.length ? writeSends(tx, ctx, writing) : Promise.resolve([])
         const record = writing.length
-          ? tx`
-              insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
-              select scope, key, hash, 200, decode(sealed, 'hex'), now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
-                from unnest(${writing.map(p => p.scope)}::text[], ${writing.map(p => p.key)}::text[], ${writing.map(p => p.payloadHash.toString('hex'))}::text[],
-                            ${writing.map(p => ctx.keys.encrypt(JSON.stringify(p.data)).toString('hex'))}::text[]) as k(scope, key, hash, sealed)
-              on conflict (scope, key) do update set
-                request_hash = excluded.request_hash, response_status = excluded.response_status,
-                response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
+          ? recordResponses(
+              tx,
+              writing.map(p => ({
+                scope: p.scope,
+                key: p.key,
+                requestHash: p.payloadHash.toString('hex'),
+                sealed: ctx.keys.encrypt(JSON.stringify(p.data)),
+              })),
+            ).execute()
           : undefined
         const [results] = await Promise.all([written, record])
         // last in the transaction, as recordChanges must be
@@ -487,7 +489,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.
-    if (!outcome.replayed) await ctx.sql`delete from idempotency_keys where scope = ${scope} and key = ${key}`
+    if (!outcome.replayed) await releaseKey(ctx.sql, scope, key)
     throw relayFailure(send)
   }
   if (send.status === 'failed') throw relayFailure(send)
@@ -522,7 +524,7 @@ export async function updateSend(ctx: AppContext, orgId: string, id: string, pat
     if (at) {
       if (send.status !== 'scheduled') throw notScheduled(send)
       await tx`update sends set scheduled_at = ${at}, updated_at = now() where id = ${id}`
-      await tx`update jobs set run_at = ${at} where kind = ${EXECUTE_KIND} and payload->>'send_id' = ${id} and locked_by is null`
+      await rescheduleUnclaimed(tx, EXECUTE_KIND, 'send_id', id, at)
     }
     if (patch.repeat !== undefined) {
       if (!repeating && send.status !== 'scheduled') throw notScheduled(send)
@@ -543,7 +545,7 @@ export async function cancelSend(ctx: AppContext, orgId: string, id: string) {
     if (!send) throw errors.notFound('sent email')
     if (send.status === 'scheduled') {
       await tx`update sends set status = 'canceled', repeat_next_at = null, updated_at = now() where id = ${id}`
-      await tx`delete from jobs where kind = ${EXECUTE_KIND} and payload->>'send_id' = ${id} and locked_by is null`
+      await deleteJobsFor(tx, EXECUTE_KIND, 'send_id', id, { unclaimed: true })
     } else if (send.repeat_every_minutes !== null && !send.repeat_stopped_at) {
       await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
     } else throw notScheduled(send)

@@ -3,6 +3,7 @@
  * scheduler that turns due slots into runs. A run is a row and a `wake.run` job written in one
  * transaction; the job delivers it (run.job.ts) with the run's id, stable across retries.
  */
+import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
@@ -97,7 +98,7 @@ function checkCommand(command: { payload?: unknown }) {
 async function checkActiveCap(tx: Tx, orgId: string, except: string | null) {
   const [row] = await tx<{ plan: Plan; active: number }[]>`
     select o.plan, (select count(*)::int from wakes where org_id = o.id and enabled and next_run_at is not null and id is distinct from ${except}) as active
-      from orgs o where o.id = ${orgId}`
+      from ${orgsAs(tx, 'o')} where o.id = ${orgId}`
   const max = planDefinition(row!.plan).limits.wakes_active_max
   if (row!.active >= max) throw new ApiError('quota_exceeded', `wake: the ${row!.plan} plan allows ${max} enabled wakes`, { limit: 'wakes_active_max', max })
 }

@@ -4,6 +4,7 @@
  * are set-based: the deliveries claimed together are loaded and counted in one statement, and
  * the outcomes of attempts that finish together are recorded in one (group commit).
  */
+import { emailsAs } from '../mail/email-queries'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { recordChanges } from '../changes/record'
@@ -50,7 +51,7 @@ export async function beginAttempts(ctx: AppContext, ids: string[], opts: { repl
   const rows = await ctx.sql<DeliveryRow[]>`
     with d as (
       select d.id, d.org_id, d.event_id, d.status, d.endpoint_url, d.payload, em.content_discarded_at is not null as discarded
-        from webhook_deliveries d left join emails em on em.id = d.email_id
+        from webhook_deliveries d left join ${emailsAs(ctx.sql, 'em')} on em.id = d.email_id
        where d.id = any(${ids}::uuid[])),
     counted as (
       update webhook_deliveries w set attempt_count = w.attempt_count + 1, updated_at = now()

@@ -1,4 +1,5 @@
 /** The delivery history: list, read, replay. */
+import { emailsAs } from '../mail/email-queries'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
@@ -70,7 +71,7 @@ const deliveryColumns = (sql: Sql) => sql`
   d.duration_ms, d.response_status, d.last_error, d.last_error_code, d.created_at, d.updated_at,
   em.from_address as sender, em.rcpt_to as recipient, em.subject`
 
-const withEmail = (sql: Sql) => sql`left join emails em on em.id = d.email_id`
+const withEmail = (sql: Sql) => sql`left join ${emailsAs(sql, 'em')} on em.id = d.email_id`
 
 export async function listDeliveries(sql: Sql, orgId: string, page: PageRequest, f: DeliveryFilters) {
   const matching = sql`

@@ -7,6 +7,8 @@
  */
 import type { PendingQuery, Row } from 'postgres'
 import type { Tx } from '../db/client'
+import { domainsAs } from '../domains/queries'
+import { managedInboxesAs } from '../mail/inbox-queries'
 
 /** The endpoints not deactivated, as a relation to join (`left join ${liveEndpoints(sql)} e on ...`). */
 export const liveEndpoints = (sql: Tx) => sql`(select * from endpoints where deactivated_at is null)`
@@ -39,12 +41,12 @@ export async function functionAddressFacts(sql: Tx, orgId: string, functionId: s
   const [row] = await sql<FunctionAddressFacts[]>`
     select d.name as domain, e.is_route_target, e.enabled,
            (select r.pattern from recipient_routes r where r.endpoint_id = e.id and r.pattern not like '%*%' order by r.id limit 1) as route,
-           (select i.address from managed_inboxes i where i.org_id = e.org_id
+           (select i.address from ${managedInboxesAs(sql, 'i')} where i.org_id = e.org_id
               and not exists (select from recipient_routes r where r.org_id = e.org_id and r.pattern = i.address) order by i.id limit 1) as inbox,
-           (select v.name from domains v where v.org_id = e.org_id and v.status = 'verified'
+           (select v.name from ${domainsAs(sql, 'v')} where v.org_id = e.org_id and v.status = 'verified'
               and not exists (select from endpoints o where o.org_id = e.org_id and o.domain_id = v.id and o.enabled and o.deactivated_at is null and not o.is_route_target)
               order by v.id limit 1) as free_domain
-      from endpoints e left join domains d on d.id = e.domain_id
+      from endpoints e left join ${domainsAs(sql, 'd')} on d.id = e.domain_id
      where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
   return row
 }

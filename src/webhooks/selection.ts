@@ -14,6 +14,7 @@ import { enqueueWith } from '../jobs/queue'
 import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import type { ReceivedMailConsumer } from '../mail/inbound/ingest'
+import { domainsAs } from '../domains/queries'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
 import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
@@ -56,7 +57,7 @@ async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
               select id, type, pattern, domain_id from filters
                where exists (select from active) and org_id = ${orgId} and enabled) f) as filters,
            (select json_agg(d) from (
-              select id, name from domains
+              select id, name from ${domainsAs(tx, 'd')}
                where exists (select from active) and org_id = ${orgId} and status = 'verified') d) as domains`
   return {
     endpoints: row?.endpoints ?? [],

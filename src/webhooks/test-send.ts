@@ -3,6 +3,7 @@
  * delivery, sent now. Limits: 30 per hour per organization, and 4 per minute of the tests that
  * failed and did not target a URL on one of the organization's verified domains.
  */
+import { coveredByVerifiedDomain } from '../domains/queries'
 import { randomUUIDv7 } from 'bun'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
@@ -91,9 +92,7 @@ export function endpointTestRoutes(ctx: AppContext) {
       const body = JSON.stringify(syntheticEvent(eventId, `test@${ctx.config.MANAGED_DOMAIN}`))
       const headers = signedHeaders(await cachedSigningSecrets(ctx, auth.orgId), eventId, body)
       const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
-      const [verified] = await ctx.sql`
-          select 1 from domains where org_id = ${auth.orgId} and status = 'verified'
-             and (${target.url.hostname} = name or ${target.url.hostname} like '%.' || name)`
+      const verified = await coveredByVerifiedDomain(ctx.sql, auth.orgId, target.url.hostname)
       if (outcome.ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
       return {
         event_id: eventId,

@@ -13,6 +13,7 @@
  * sending and recording neither loses the transaction nor repeats it, and a front-run transfer
  * of exactly this payment still settles the challenge.
  */
+import { deleteJobStatement } from '../jobs/queue'
 import type { AppContext } from '../context'
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
@@ -243,7 +244,7 @@ function writeOutcome(tx: Tx, s: SettlementRow, o: { settled: string | null; rea
     with challenge as (update x402_challenges set ${challenge}, updated_at = now() where id = ${s.challenge_id} returning settled_at),
     settlement as (update x402_settlements set ${row}, updated_at = now() where id = ${s.id}),
     ledger as (update x402_ledger set ${ledger}, updated_at = now() where settlement_id = ${s.id})
-    ${o.jobId ? tx`, job as (delete from jobs where id = ${o.jobId})` : tx``}
+    ${o.jobId ? tx`, job as (${deleteJobStatement(tx, o.jobId)})` : tx``}
     select settled_at from challenge`.execute()
 }
 

@@ -13,7 +13,8 @@
  */
 import http from 'node:http'
 import { connectUrl } from '../../src/db/client'
-import { listEmails, presentSummary } from '../../src/emails/service'
+import { presentSummary } from '../../src/emails/service'
+import { listEmails } from '../../src/mail/email-queries'
 import { createInbox, presentManagedInbox } from '../../src/inboxes/service'
 
 const [mode, portArg] = process.argv.slice(2)

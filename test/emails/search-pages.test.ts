@@ -6,7 +6,7 @@
 import { beforeAll, expect, test } from 'bun:test'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { seedMailbox } from '../helpers/mailbox-seed'
-import { SEARCH_COUNT_CAP } from '../../src/emails/service'
+import { SEARCH_COUNT_CAP } from '../../src/mail/email-queries'
 
 // more than the window of 2,000 newest messages, so that rarer words continue from the index
 const SIZE = 2_600

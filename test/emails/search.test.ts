@@ -44,7 +44,7 @@ describe('search', () => {
       await held
     })
     await isLocked
-    const { searchEmails } = await import('../../src/emails/service')
+    const { searchEmails } = await import('../../src/mail/email-queries')
     const err = await searchEmails(sql, henry.orgId, 'x', { limit: 10, after: null }, 200).catch((e: { code: string; status: number }) => e)
     release()
     await tx

@@ -2,7 +2,8 @@
 import { describe, expect, test } from 'bun:test'
 import { createOrg, testApp } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
-import { managedInboxOwner, RESERVED_LOCAL_PARTS } from '../../src/inboxes/service'
+import { RESERVED_LOCAL_PARTS } from '../../src/inboxes/service'
+import { managedInboxOwner } from '../../src/mail/inbox-queries'
 
 const { ctx, request } = await testApp()
 const DOMAIN = 'agents.test.local'

@@ -2,7 +2,10 @@
  * Which organization an envelope recipient belongs to: a managed inbox under the managed
  * domain, or any address at a domain an organization has verified. Anything else is not ours.
  */
+import { managedInboxesAs } from '../inbox-queries'
+import { domainsAs } from '../../domains/queries'
 import type { AppContext } from '../../context'
+import { orgsAs } from '../../account/orgs'
 import { planDefinition, type Plan } from '../../account/plans'
 import type { SmtpReply } from '../../smtp/types'
 
@@ -61,11 +64,11 @@ export async function resolveRecipients(ctx: AppContext, addresses: string[]): P
   const rows = wanted.length
     ? await ctx.sql<OwnerRow[]>`
         select 'inbox' as kind, i.address as key, i.org_id, o.plan, o.storage_used_bytes as used
-          from managed_inboxes i left join orgs o on o.id = i.org_id
+          from ${managedInboxesAs(ctx.sql, 'i')} left join ${orgsAs(ctx.sql, 'o')} on o.id = i.org_id
          where i.address = any(${inboxes}::text[])
         union all
         select 'domain', d.name, d.org_id, o.plan, o.storage_used_bytes
-          from domains d left join orgs o on o.id = d.org_id
+          from ${domainsAs(ctx.sql, 'd')} left join ${orgsAs(ctx.sql, 'o')} on o.id = d.org_id
          where d.name = any(${domains}::text[]) and d.status = 'verified'`
     : []
   const owners = new Map(rows.map(r => [`${r.kind}:${r.key}`, r]))

@@ -4,6 +4,7 @@
  * locally delivered mail authenticates without anyone having published them; everything else
  * from the service's resolver.
  */
+import { dkimPublicKey } from '../../domains/queries'
 import type { AppContext } from '../../context'
 import { dkimValue } from '../../domains/dns-records'
 import type { Resolver } from '../../dns/resolver'
@@ -16,9 +17,7 @@ const txt = (value: string) => [value.match(/.{1,255}/g) ?? ['']]
 
 async function ownDkimKey(ctx: AppContext, selector: string, domain: string): Promise<string | null> {
   if (domain === ctx.config.MANAGED_DOMAIN.toLowerCase()) return managedDkimPublicKey(ctx.sql, domain, selector)
-  const [row] = await ctx.sql<{ dkim_public: string }[]>`
-    select dkim_public from domains where name = ${domain} and dkim_selector = ${selector} and status = 'verified'`
-  return row?.dkim_public ?? null
+  return dkimPublicKey(ctx.sql, domain, selector)
 }
 
 export function localResolver(ctx: AppContext): Resolver {

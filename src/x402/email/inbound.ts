@@ -7,6 +7,7 @@
  * with a `reject` notice to the pinned address, and changes nothing: otherwise anyone who can send
  * mail could end a genuine payment. Verification, caps and settlement are the API's pay.
  */
+import { findEmailWithRaw } from '../../mail/email-queries'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
@@ -73,18 +74,6 @@ export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_do
   return [...reasons]
 }
 
-interface InboundEmail {
-  id: string
-  org_id: string
-  direction: string
-  from_address: string | null
-  headers: Header[]
-  in_reply_to: string | null
-  references: string[]
-  auth: AuthVerdicts
-  raw: Uint8Array
-}
-
 async function recordReceived(
   sql: Sql | Tx,
   i: InteractionRow,
@@ -105,9 +94,7 @@ const rejectText = (reasons: string[]) =>
   `This message was not accepted as a payment: ${reasons.join(', ')}.\nThe attached interaction.json carries the reject step.`
 
 export async function handleInboundStep(ctx: AppContext, emailId: string): Promise<void> {
-  const [e] = await ctx.sql<InboundEmail[]>`
-    select e.id, e.org_id, e.direction, e.from_address, e.headers, e.in_reply_to, e."references", e.auth, c.raw
-      from emails e join email_contents c on c.email_id = e.id where e.id = ${emailId}`
+  const e = await findEmailWithRaw(ctx.sql, { id: emailId }, ['id', 'org_id', 'direction', 'from_address', 'headers', 'in_reply_to', 'references', 'auth'])
   if (e?.direction !== 'inbound') return
   const part = (await attachmentContents(new Uint8Array(e.raw))).find(a => a.filename?.toLowerCase() === STEP_FILENAME)
   if (!part) return

@@ -10,8 +10,8 @@ import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
 import type { Auth } from '../../auth/principal'
 import { ApiError, errors } from '../../errors'
-import { idempotent } from '../../http/idempotency'
-import { enqueue } from '../../jobs/queue'
+import { idempotent, releaseKey } from '../../http/idempotency'
+import { deleteJobsFor, enqueue } from '../../jobs/queue'
 import { splitAddress } from '../../mail/inbound/recipients'
 import { sendMail } from '../../sending/service'
 import { sendsWithMessageIds } from '../../sending/queries'
@@ -174,9 +174,9 @@ export async function createEmailChallenge(ctx: AppContext, auth: Auth, body: Ne
       }
       // Nothing went out: nothing of this request stays (a retry with the key creates it anew).
       await ctx.sql.begin(async tx => {
-        await tx`delete from jobs where kind = ${EXPIRE_KIND} and payload->>'interaction_id' = ${interactionId}`
+        await deleteJobsFor(tx, EXPIRE_KIND, 'interaction_id', interactionId)
         await tx`delete from x402_challenges where id = ${challengeId}`
-        if (key) await tx`delete from idempotency_keys where scope = ${scope} and key = ${key}`
+        if (key) await releaseKey(tx, scope, key)
       })
       throw error
     }

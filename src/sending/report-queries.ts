@@ -1,8 +1,9 @@
 /** The statements of bounces and suppressions: the suppressions table, and a send's recipient reports. */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
+import { emailsAs } from '../mail/email-queries'
 import { listPage, type PageRequest } from '../http/pagination'
-import type { RecipientReport, SuppressionReason } from './model'
+import type { RecipientReport, SuppressionReason } from './recipient-reports'
 
 export interface SuppressionRow {
   id: string
@@ -32,7 +33,7 @@ export interface SentMessage {
 export async function findSentMessage(tx: Tx, orgId: string, messageId: string): Promise<SentMessage | null> {
   const [row] = await tx<SentMessage[]>`
     select s.id as send_id, s.from_address, e.id as email_id, array(select lower(r) from unnest(e.rcpt_to) r) as rcpt_to
-      from emails e
+      from ${emailsAs(tx, 'e')}
      cross join lateral (
        (select id, from_address, 0 as preference from sends where last_email_id = e.id)
        union all

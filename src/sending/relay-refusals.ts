@@ -10,7 +10,7 @@ import { mailEvents } from '../events'
 import { log } from '../log'
 import type { Refusal } from '../mail/outbound/relay'
 import { enqueueAddressEvent } from '../webhooks/selection'
-import { eventRecipients, recordReports, type ReportedRecipient } from './record'
+import { eventRecipients, recordReports, type ReportedRecipient } from './record-reports'
 
 const PERMANENT = /^5\d\d\b/
 const ENHANCED = /\b([45]\.\d{1,3}\.\d{1,3})\b/

@@ -4,8 +4,8 @@ import { recordChanges } from '../changes/record'
 import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import type { PageRequest } from '../http/pagination'
-import { addSuppressions, deleteSuppressionRow, findSuppression, listSuppressionRows, type SuppressionRow } from './queries'
-import { suppressionChange } from './record'
+import { addSuppressions, deleteSuppressionRow, findSuppression, listSuppressionRows, type SuppressionRow } from './report-queries'
+import { suppressionChange } from './record-reports'
 
 export const presentSuppression = (r: SuppressionRow) => ({
   id: r.id,

@@ -6,8 +6,8 @@
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import { docsPath, errors, type Gate } from '../errors'
-import type { SuppressionReason } from './model'
-import { suppressedAmong } from './queries'
+import type { SuppressionReason } from './recipient-reports'
+import { suppressedAmong } from './report-queries'
 
 const GATE = 'suppression_list'
 const DOCS = docsPath('suppressions')

@@ -6,8 +6,8 @@
  */
 import type { Tx } from '../db/client'
 import type { ChangeInput } from '../changes/record'
-import type { RecipientReport } from './model'
-import { addSuppressions, recordRecipientReport, type SuppressionRow } from './queries'
+import type { RecipientReport } from './recipient-reports'
+import { addSuppressions, recordRecipientReport, type SuppressionRow } from './report-queries'
 
 export interface ReportedRecipient {
   /** lowercased */
