@@ -6,6 +6,7 @@
 import { accountOperations } from './account/operations'
 import { contactOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
+import { approvalPolicyOperations, draftOperations } from './drafts/operations'
 import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import type { Operation } from './http/operation'
@@ -25,6 +26,8 @@ export const OPERATIONS: readonly Operation[] = [
   ...inboxOperations,
   ...emailOperations,
   ...sendingOperations,
+  ...draftOperations,
+  ...approvalPolicyOperations,
   ...endpointOperations,
   ...deliveryOperations,
   ...templateOperations,

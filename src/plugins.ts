@@ -6,6 +6,7 @@
 import { resolveCredential } from './auth/credentials'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
+import { holdSend } from './drafts/service'
 import { invokeForDelivery } from './functions/delivery'
 import { agentActivityCte } from './networks/activity'
 import { webhookDeliveries } from './webhooks/selection'
@@ -17,4 +18,5 @@ export const PLUGINS: Plugins = {
   // in this order: a message's webhook deliveries are created before its x402 step's job
   receivedMail: [webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
+  holdSend,
 }

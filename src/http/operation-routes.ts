@@ -83,7 +83,7 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
   for (const op of operations) {
     if (op.rest === false) continue
     const status = isList(op) ? 200 : (op.status ?? 200)
-    const statuses = !isList(op) && op.mayFindExisting ? [status, 200] : [status]
+    const statuses = [status, ...(!isList(op) && op.mayFindExisting ? [200] : []), ...(!isList(op) && op.mayAccept ? [202] : [])]
     routes.route(
       op.method,
       op.path,
