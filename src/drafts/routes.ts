@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { requestFacts } from '../request-context'
+import { formRequestBody } from '../oauth/responses'
 import { approvalPage, approvalSubmit } from './approval-page'
 import { APPROVAL_PAGE_PATH } from './links'
 
@@ -28,23 +29,15 @@ export function draftApprovalRoutes(ctx: AppContext) {
           security: [],
           description:
             'Needs the cookie the page set and its csrf_token; uses the link up (a second post is 410). Approve sends the draft; reject keeps the reason.',
-          requestBody: {
-            required: true,
-            content: {
-              'application/x-www-form-urlencoded': {
-                schema: {
-                  type: 'object',
-                  required: ['token', 'csrf_token', 'action'],
-                  properties: {
-                    token: { type: 'string' },
-                    csrf_token: { type: 'string' },
-                    action: { type: 'string', enum: ['approve', 'reject'] },
-                    reason: { type: 'string', maxLength: 1000 },
-                  },
-                },
-              },
+          requestBody: formRequestBody(
+            {
+              token: { type: 'string' },
+              csrf_token: { type: 'string' },
+              action: { type: 'string', enum: ['approve', 'reject'] },
+              reason: { type: 'string', maxLength: 1000 },
             },
-          },
+            ['token', 'csrf_token', 'action'],
+          ),
         },
       })
   )
