@@ -68,6 +68,8 @@ export const listDrafts = (ctx: AppContext, auth: Auth, page: PageRequest, statu
 
 /** Changes the fields given (the others stay), while the draft is a draft. */
 export async function updateDraft(ctx: AppContext, auth: Auth, id: string, patch: Partial<SendMailRequest>): Promise<DraftRow> {
+  // REST's schema refuses an empty body; a tool's arguments are checked here
+  if (!Object.keys(patch).length) throw errors.validation('body', 'give at least one field of the draft to change')
   return ctx.sql.begin(async tx => {
     const d = await visible(tx, auth, id, true)
     if (d.status !== 'draft') throw wrongState(d, 'draft (only a draft not sent yet can change)')

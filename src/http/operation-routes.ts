@@ -16,6 +16,8 @@ import { isList, type ListOperation, type Operation, type OperationCall } from '
 import { cursors, pageQuery } from './pagination'
 import { Nullable } from './schema'
 
+const ACCEPTED = 'accepted: the action is only started or held (the description says when), not done'
+
 /** The schemas Elysia validates the request with, and documents. */
 function requestSchemas(op: Operation) {
   const params = op.params && { params: t.Object(op.params) }
@@ -119,7 +121,10 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
         }),
         ...requestSchemas(op),
         ...headerSchema(op),
-        response: Object.fromEntries(statuses.map(code => [code, responseSchema(op)])),
+        // a 202 besides the success (`mayAccept`) says what it means in its own description
+        response: Object.fromEntries(
+          statuses.map(code => [code, code === 202 && status !== 202 ? { ...responseSchema(op), description: ACCEPTED } : responseSchema(op)]),
+        ),
         detail: {
           tags: [op.tag],
           ...(op.bodyLimit && bodyLimit(op.bodyLimit)),

@@ -316,6 +316,24 @@ describe('an approval policy', () => {
 })
 
 describe('the other surfaces', () => {
+  test('the OpenAPI document lists the operations, and the 202 of a held send', async () => {
+    const paths = (await t.request('GET', '/v1/openapi')).body.paths
+    for (const path of [
+      '/v1/drafts',
+      '/v1/drafts/{id}',
+      '/v1/drafts/{id}/send',
+      '/v1/drafts/{id}/approve',
+      '/v1/drafts/{id}/reject',
+      '/v1/approval-policies/{address}',
+    ])
+      expect(paths[path]).toBeDefined()
+    for (const path of ['/v1/send-mail', '/v1/drafts/{id}/send']) {
+      expect(paths[path].post.responses['202'].description).toStartWith('accepted')
+      expect(paths[path].post.description).toContain('pending_approval')
+    }
+    expect(paths['/drafts/approval'].post.requestBody.content['application/x-www-form-urlencoded'].schema.required).toEqual(['token', 'csrf_token', 'action'])
+  })
+
   test('MCP: an agent held by a policy drafts and sends, sees pending_approval, and is not offered approval; an owner decides; GraphQL lists what waits', async () => {
     const { o, address } = await guardedSender()
     const inv = expectOk(await t.request('POST', '/v1/agent-connections', { key: o.key, body: { address } }), 201)

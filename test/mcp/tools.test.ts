@@ -306,6 +306,7 @@ for (const { era, version } of ERAS) {
       const subject = `draft ${era} ${unique()}`
       const draft = await ok('create_draft', { from: inbox, to: 'alice@example.com', subject: 'first', body_text: 'x' })
       expect((await ok('update_draft', { draft_id: draft.id, subject })).subject).toBe(subject)
+      expect((await fails('update_draft', { draft_id: draft.id })).message).toStartWith('body: ')
       expect((await ok('list_drafts', { status: 'draft' })).items.map((d: { id: string }) => d.id)).toContain(draft.id)
       expect((await ok('get_draft', { draft_id: draft.id })).status).toBe('draft')
       const before = relay.messages.length
