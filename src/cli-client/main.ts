@@ -9,6 +9,7 @@ import { Command, CommanderError, Option } from 'commander'
 import pkg from '../../package.json'
 import { CliError, EXIT } from './api'
 import { accountCommands } from './commands/account'
+import { draftCommands } from './commands/drafts'
 import { functionCommands } from './commands/functions'
 import { mailCommands } from './commands/mail'
 import { webhookCommands } from './commands/webhooks'
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   accountCommands(program)
   mailCommands(program)
   webhookCommands(program)
+  draftCommands(program)
   functionCommands(program)
   // every subcommand reports usage errors the same way (exit 2), and stops on them
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)]
