@@ -94,7 +94,9 @@ describe('drafts without a policy', () => {
     // sending again answers the draft as it is; it is no longer editable
     expect(expectOk(await t.request('POST', `/v1/drafts/${created.id}/send`, { key: org.key }))).toMatchObject({ status: 'sent', send_id: sent.send_id })
     expect(relayed(subject)).toHaveLength(1)
-    expectError(await t.request('PATCH', `/v1/drafts/${created.id}`, { key: org.key, body: { subject: 'late' } }), 409, 'conflict', /^draft: is sent/)
+    const late = await t.request('PATCH', `/v1/drafts/${created.id}`, { key: org.key, body: { subject: 'late' } })
+    expectError(late, 409, 'conflict', /^draft: is sent/)
+    expect(late.body.error.details).toEqual({ status: 'sent', reason: 'draft_state' })
     expect(expectOk(await t.request('DELETE', `/v1/drafts/${created.id}`, { key: org.key }))).toEqual({ id: created.id, deleted: true })
     expectError(await t.request('GET', `/v1/drafts/${created.id}`, { key: org.key }), 404, 'not_found')
   })
