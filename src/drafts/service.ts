@@ -22,6 +22,7 @@ import { enqueue } from '../jobs/queue'
 import { mailEvents } from '../events'
 import type { SendHold } from '../sending/hold'
 import type { SendMailRequest } from '../sending/model'
+import { replyContext } from '../sending/replies'
 import { requireSender } from '../sending/senders'
 import { sendMail, validateSendRequest } from '../sending/service'
 import { recordDraftEvent } from './events'
@@ -39,13 +40,18 @@ export interface Decider {
 const notFound = () => errors.notFound('draft')
 const wrongState = (d: DraftRow, wanted: string) => errors.conflict(`draft: is ${d.status}, not ${wanted}`, { status: d.status, reason: 'draft_state' })
 
-/** The checks a send would make first: the request's own, a connection key's address, the sender. */
+/**
+ * The checks a send would make first: the request's own, a connection key's address, the
+ * sender, and the message answered (one the caller may read, and may answer), so that whoever
+ * approves the draft later sends nothing its author could not have sent.
+ */
 async function checkRequest(sql: Tx, auth: Auth, body: SendMailRequest): Promise<void> {
   validateSendRequest(body)
   if (auth.boundAddress !== undefined && body.from.toLowerCase() !== auth.boundAddress) {
     throw errors.forbidden(`from: a connection key sends only as ${auth.boundAddress}`)
   }
   await requireSender(sql, auth.orgId, body.from)
+  if (body.in_reply_to_email_id) await replyContext(sql, auth.orgId, body.in_reply_to_email_id, auth.boundAddress)
 }
 
 /** A draft the caller may see (a connection key: only its address's), or 404. */

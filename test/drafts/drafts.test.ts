@@ -116,6 +116,7 @@ describe('drafts without a policy', () => {
     expectError(await bad(message({ scheduled_at: '2030-01-01T10:00:00' })), 400, 'validation_error', /^scheduled_at: /)
     expectError(await bad(message({ headers: { Bcc: 'x@example.com' } })), 400, 'validation_error', /^headers/)
     expectError(await bad(message({ from: 'someone@not-ours.example' })), 403, 'cannot_send_from_domain')
+    expectError(await bad(message({ in_reply_to_email_id: crypto.randomUUID() })), 404, 'not_found')
     const d = expectOk(await bad(message()), 201)
     expectError(await t.request('PATCH', `/v1/drafts/${d.id}`, { key: org.key, body: {} }), 400, 'validation_error')
     expectError(
