@@ -116,8 +116,10 @@ export function createApp(ctx: AppContext) {
       log.infoJson(
         'request',
         `"request_id":"${facts.id}","method":${JSON.stringify(request.method)},"path":${JSON.stringify(path)},"status":${status},"duration_ms":${durationMs}` +
-          (facts.orgId ? `,"org_id":${JSON.stringify(facts.orgId)}` : ''),
+          (facts.orgId ? `,"org_id":${JSON.stringify(facts.orgId)}` : '') +
+          (facts.onReplica ? ',"reads":"replica"' : ''),
       )
+      for (const finish of facts.finished ?? []) finish()
     })
     .use(discoveryRoutes(ctx, () => app))
     .use(accountRoutes(ctx))

@@ -16,6 +16,18 @@ export const ConfigSchema = T.Object({
   SMTP_PORT: Port(2525, 'port of the inbound SMTP listener'),
   HOST: T.Optional(T.String({ minLength: 1, description: 'address the HTTP and SMTP listeners bind to; unset = 0.0.0.0 in production, 127.0.0.1 otherwise' })),
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL; unset = embedded PGlite under DATA_DIR' })),
+  DATABASE_REPLICA_URL: T.Optional(
+    T.String({
+      pattern: '^postgres(ql)?://',
+      description:
+        'a streaming replica of DATABASE_URL for reads (lists, reads, search, threads, GraphQL queries, the changes feed); unset = every read on the primary',
+    }),
+  ),
+  REPLICA_MAX_LAG_MS: T.Integer({
+    minimum: 100,
+    default: 2000,
+    description: 'reads go to the replica only while it has replayed everything the primary had committed this long ago (and everything the caller wrote)',
+  }),
   DATA_DIR: T.String({ default: '.data', description: 'where the embedded database and development files live' }),
   EMBEDDED_PG_PORT: Port(0, 'loopback port of the embedded PGlite socket; 0 = any free port'),
   ROLES: T.String({
@@ -233,6 +245,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   // production keeps no generated secret on disk: found here, before the database is touched
   if (withDefaults.NODE_ENV === 'production' && !withDefaults.SECRET_KEY && !bad.has('SECRET_KEY')) {
     problems.push({ key: 'SECRET_KEY', value: 'nothing', allowed: `required when NODE_ENV is production: ${allowed(properties.SECRET_KEY!)}` })
+  }
+  if (withDefaults.DATABASE_REPLICA_URL && !withDefaults.DATABASE_URL) {
+    problems.push({
+      key: 'DATABASE_REPLICA_URL',
+      value: shown('DATABASE_REPLICA_URL', withDefaults.DATABASE_REPLICA_URL),
+      allowed: 'unset without DATABASE_URL: it is a replica of that primary',
+    })
   }
   if (problems.length) throw new ConfigError(problems)
   const roles = [...new Set(withDefaults.ROLES.split(','))] as Role[]

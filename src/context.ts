@@ -8,6 +8,7 @@
 import type { Config } from './config'
 import type { ServerKeys } from './crypto'
 import type { Sql } from './db/client'
+import type { Replica } from './db/replica'
 import { cachingResolver, systemResolver, type Resolver } from './dns/resolver'
 
 /**
@@ -27,6 +28,10 @@ export interface AppContext {
   readonly resolver: Resolver
   readonly plugins: Plugins
   readonly startedAt: number
+  /** the streaming replica reads may use (DATABASE_REPLICA_URL); http/read-routing.ts decides which reads do */
+  readonly replica?: Replica
+  /** set on a context that reads through the replica (`readingThrough`): the context it was made from, whose per-process state it shares */
+  readonly origin?: AppContext
 }
 
 /** The system's resolvers or DNS_SERVERS, behind a cache of DNS_CACHE_SECONDS (0: none). */
@@ -35,8 +40,18 @@ export function defaultResolver(config: Config): Resolver {
   return config.DNS_CACHE_SECONDS ? cachingResolver(system, config.DNS_CACHE_SECONDS * 1000) : system
 }
 
-export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { plugins: Plugins; resolver?: Resolver }): AppContext {
-  return { config, sql, keys, resolver: opts.resolver ?? defaultResolver(config), plugins: opts.plugins, startedAt: Date.now() }
+export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: { plugins: Plugins; resolver?: Resolver; replica?: Replica }): AppContext {
+  return { config, sql, keys, resolver: opts.resolver ?? defaultResolver(config), plugins: opts.plugins, replica: opts.replica, startedAt: Date.now() }
+}
+
+const readers = new WeakMap<AppContext, AppContext>()
+
+/** The same context with `sql` on the replica: one per context, sharing its per-process state (`perProcess` keys on the origin). */
+export function readingThrough(ctx: AppContext, replica: Replica): AppContext {
+  const origin = ctx.origin ?? ctx
+  let reader = readers.get(origin)
+  if (!reader) readers.set(origin, (reader = { ...origin, sql: replica.sql, origin }))
+  return reader
 }
 
 /**
@@ -50,7 +65,8 @@ export function createContext(config: Config, sql: Sql, keys: ServerKeys, opts: 
  */
 export function perProcess<T>(make: (ctx: AppContext) => T): (ctx: AppContext) => T {
   const made = new WeakMap<AppContext, T>()
-  return ctx => {
+  return context => {
+    const ctx = context.origin ?? context
     if (!made.has(ctx)) made.set(ctx, make(ctx))
     return made.get(ctx)!
   }

@@ -27,7 +27,7 @@ export async function startService(env = process.env): Promise<Service> {
     await db.close()
     throw error
   })
-  const ctx = createContext(config, db.sql, loadServerKeys(config), { plugins: PLUGINS })
+  const ctx = createContext(config, db.sql, loadServerKeys(config), { plugins: PLUGINS, replica: db.replica })
   const running = await startRoles(ctx, config.roles, { embedded: db.embedded })
   const smtpProcesses = running.smtpPort !== undefined && !config.SMTP_CHILD ? await startSmtpProcesses(config, env, running.smtpPort) : undefined
   log.info(config.SMTP_CHILD ? 'smtp process started' : 'service started', {

@@ -4,19 +4,23 @@
  * declares it (`Plugins` in src/context.ts says which module calls it).
  */
 import { resolveCredential } from './auth/credentials'
+import { findConnectionKey } from './connections/queries'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
 import { holdSend } from './drafts/service'
 import { invokeForDelivery } from './functions/delivery'
+import { memoryFunctions } from './functions/queries'
 import { agentActivityCte } from './networks/activity'
 import { webhookDeliveries } from './webhooks/selection'
 import { inboundSteps } from './x402/email/step-mail'
 
 export const PLUGINS: Plugins = {
   resolveCredential,
+  findConnectionKey,
   storeExtensions: [contactCountsCte, agentActivityCte],
   // in this order: a message's webhook deliveries are created before its x402 step's job
   receivedMail: [webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
+  memoryFunctions,
   holdSend,
 }

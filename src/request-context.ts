@@ -8,6 +8,10 @@ export interface RequestFacts {
   orgId?: string
   /** the handler returned a Page: its data and meta go into the envelope side by side */
   paged?: boolean
+  /** the request's reads went to the read replica (http/read-routing.ts); the request's log line says so */
+  onReplica?: boolean
+  /** run once the response is out, whatever it was (http/read-routing.ts notes there that a write ended) */
+  finished?: (() => void)[]
 }
 
 const facts = new WeakMap<Request, RequestFacts>()

@@ -68,6 +68,7 @@ export const accountOperations = [
     description: 'Generated on first read.',
     output: Secret,
     mcp: false,
+    writesOnRead: true,
     async handle({ ctx, auth, header }) {
       header?.('cache-control', 'no-store')
       return { secret: await readWebhookSecret(ctx.sql, ctx.keys, auth.orgId) }

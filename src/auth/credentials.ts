@@ -3,8 +3,10 @@
  * the hash is as unguessable as the key), and the stored hash is compared in constant time.
  *
  * OAuth access tokens (`svc_oat_`) are resolved by src/oauth/access-tokens.ts, uncached.
- * Agent connection keys (`conn_`) are looked up like API keys and carry the one address they
- * are bound to; what they may call is decided in src/http/credential-scope.ts (CONNECTION_KEY_ROUTES).
+ * Agent connection keys (`conn_`) are looked up like API keys, through the `findConnectionKey`
+ * seam (their table belongs to the connections feature, src/connections/queries.ts), and carry
+ * the one address they are bound to; what they may call is decided in
+ * src/http/credential-scope.ts (CONNECTION_KEY_ROUTES).
  *
  * Resolved API keys and connection keys are cached for CACHE_TTL_MS. Revoking one evicts it
  * from the cache of the process that revoked it at once; other processes stop accepting it
@@ -37,10 +39,32 @@ interface KeyRow {
   function_id: string | null
 }
 
+/** A connection key not revoked, by the SHA-256 of the key, with its organization's plan and API limit. */
+export interface ConnectionKeyRow {
+  id: string
+  org_id: string
+  address: string
+  key_hash: Buffer
+  plan: Plan
+  api_per_minute_override: number | null
+}
+
+export type ConnectionKeyFinder = (sql: Sql, hash: Buffer) => Promise<ConnectionKeyRow | undefined>
+
+declare module '../context' {
+  interface Plugins {
+    /** looks a connection key (`conn_`) up by its SHA-256, for the credential resolver */
+    readonly findConnectionKey: ConnectionKeyFinder
+  }
+}
+
 export class CredentialCache {
   private readonly cache = new LRUCache<string, Auth>({ max: 10_000, ttl: CACHE_TTL_MS })
 
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly findConnectionKey: ConnectionKeyFinder,
+  ) {}
 
   /** The credential a bearer token names, or null when it is unknown or revoked. */
   async resolve(token: string): Promise<Auth | null> {
@@ -75,10 +99,7 @@ export class CredentialCache {
 
   private resolveConnectionKey(token: string): Promise<Auth | null> {
     return this.cached(token, async hash => {
-      const [row] = await this.sql<{ id: string; org_id: string; address: string; key_hash: Buffer; plan: Plan; api_per_minute_override: number | null }[]>`
-        select c.id, c.org_id, c.address, c.key_hash, o.plan, o.api_per_minute_override
-          from agent_connections c join orgs o on o.id = c.org_id
-         where c.key_hash = ${hash} and c.revoked_at is null`
+      const row = await this.findConnectionKey(this.sql, hash)
       if (!row || !safeEqual(row.key_hash, hash)) return null
       return {
         orgId: row.org_id,
@@ -117,7 +138,7 @@ export class CredentialCache {
 
 /** This process's cache of resolved credentials. */
 export const credentialCache = perProcess(ctx => {
-  const cache = new CredentialCache(ctx.sql)
+  const cache = new CredentialCache(ctx.sql, ctx.plugins.findConnectionKey)
   // a credential carries its organization's plan and API limit: a change of them applies at once
   mailEvents(ctx).onOrgChanged(orgId => cache.evict({ orgId }))
   return cache

@@ -3,6 +3,7 @@ import { mailEvents } from '../events'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticated } from '../http/auth'
+import { onReadReplica } from '../http/read-routing'
 import { Page, Paged } from '../http/envelope'
 import { errors } from '../errors'
 import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
@@ -35,35 +36,40 @@ export function changesRoutes(ctx: AppContext) {
     .get(
       '/',
       async ({ auth, query, request }) => {
-        const types = parseTypes(query.types)
-        const address = query.address?.trim().toLowerCase() ?? null
-        if (auth.boundAddress && address !== null && address !== auth.boundAddress) throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
-        const filter = { ...types, address: auth.boundAddress ?? address }
-        const limit = query.limit ?? 100
-        // Without a cursor the feed starts now: at the committed head.
-        let after = query.cursor === undefined ? (await feedBounds(ctx.sql, auth.orgId)).head : decodeCursor(ctx, auth.orgId, query.cursor)
-        const deadline = Date.now() + (query.wait ?? 0) * 1000
-        const abort = new AbortController()
-        let page: FeedPage
-        try {
-          for (;;) {
-            // Subscribe before reading, so a change committed between the read and the wait still wakes us.
-            const remaining = deadline - Date.now()
-            // Without LISTEN (the embedded database) only writers of this process that signal
-            // after their commit wake the wait, so it also reads again every UNSIGNALLED_REREAD_MS.
-            const slice = mailEvents(ctx).listening ? remaining : Math.min(remaining, UNSIGNALLED_REREAD_MS)
-            const woken = remaining > 0 ? mailEvents(ctx).waitForChange(auth.orgId, slice, AbortSignal.any([abort.signal, request.signal])) : null
-            page = await readFeed(ctx, auth.orgId, after, limit, filter)
-            // A change that does not match the filters moves the cursor and the wait goes on.
-            after = page.next
-            if (page.changes.length || !woken) break
-            await woken
-            if (request.signal.aborted || mailEvents(ctx).ending) break
+        const read = async (ctx: AppContext) => {
+          const types = parseTypes(query.types)
+          const address = query.address?.trim().toLowerCase() ?? null
+          if (auth.boundAddress && address !== null && address !== auth.boundAddress)
+            throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
+          const filter = { ...types, address: auth.boundAddress ?? address }
+          const limit = query.limit ?? 100
+          // Without a cursor the feed starts now: at the committed head.
+          let after = query.cursor === undefined ? (await feedBounds(ctx.sql, auth.orgId)).head : decodeCursor(ctx, auth.orgId, query.cursor)
+          const deadline = Date.now() + (query.wait ?? 0) * 1000
+          const abort = new AbortController()
+          let page: FeedPage
+          try {
+            for (;;) {
+              // Subscribe before reading, so a change committed between the read and the wait still wakes us.
+              const remaining = deadline - Date.now()
+              // Without LISTEN (the embedded database) only writers of this process that signal
+              // after their commit wake the wait, so it also reads again every UNSIGNALLED_REREAD_MS.
+              const slice = mailEvents(ctx).listening ? remaining : Math.min(remaining, UNSIGNALLED_REREAD_MS)
+              const woken = remaining > 0 ? mailEvents(ctx).waitForChange(auth.orgId, slice, AbortSignal.any([abort.signal, request.signal])) : null
+              page = await readFeed(ctx, auth.orgId, after, limit, filter)
+              // A change that does not match the filters moves the cursor and the wait goes on.
+              after = page.next
+              if (page.changes.length || !woken) break
+              await woken
+              if (request.signal.aborted || mailEvents(ctx).ending) break
+            }
+          } finally {
+            abort.abort()
           }
-        } finally {
-          abort.abort()
+          return new Page(page.changes.map(presentChange), { total: page.total, limit, cursor: encodeCursor(ctx, auth.orgId, page.next) })
         }
-        return new Page(page.changes.map(presentChange), { total: page.total, limit, cursor: encodeCursor(ctx, auth.orgId, page.next) })
+        // a read that waits is woken by the primary's NOTIFY, and reads there; others may read on the replica
+        return query.wait ? read(ctx) : onReadReplica(ctx, auth, request, read)
       },
       {
         query: t.Object({

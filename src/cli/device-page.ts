@@ -20,21 +20,12 @@ import { browserCookie, html, htmlResponse, layout, orgChoice, tooManyAttempts }
 import { membershipsOf, type Membership } from '../account/roles'
 import { readForm, throttle, throttleKey, type Server } from '../oauth/responses'
 import { verifyPassword } from '../oauth/sign-in'
-import { decideDevice, displayUserCode, findPendingDevice, normalizeUserCode, type PendingDevice } from './login.service'
+import { displayUserCode, normalizeUserCode } from './login.service'
+import { completePage, decideDevice, findPendingDevice, insertPage, pageById, setPageUser, type PageRow, type PendingDevice } from './queries'
 
 const browserIds = browserCookie('cli_browser', '/cli')
 const PAGE_TTL_SECONDS = 15 * 60
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-interface PageRow {
-  id: string
-  csrf_hash: Buffer
-  browser_hash: Buffer
-  user_id: string | null
-  device_code_id: string | null
-  live: boolean
-  completed_at: Date | null
-}
 
 const respond = (body: string, status: number, headers: Record<string, string> = {}) => htmlResponse(body, status, headers)
 
@@ -108,10 +99,7 @@ function donePage(approved: boolean): string {
 
 async function findPage(sql: Tx, id: string): Promise<PageRow | null> {
   if (!UUID.test(id)) return null
-  const [row] = await sql<PageRow[]>`
-    select id, csrf_hash, browser_hash, user_id, device_code_id, expires_at > now() as live, completed_at
-      from cli_device_pages where id = ${id}`
-  return row ?? null
+  return (await pageById(sql, id)) ?? null
 }
 
 export async function devicePage(ctx: AppContext, request: Request, server: Server): Promise<Response> {
@@ -120,9 +108,7 @@ export async function devicePage(ctx: AppContext, request: Request, server: Serv
   const browser = browserIds.read(request) ?? randomToken('')
   const csrf = randomToken('')
   const id = randomUUIDv7()
-  await ctx.sql`
-    insert into cli_device_pages (id, csrf_hash, browser_hash, expires_at)
-    values (${id}, ${sha256(csrf)}, ${sha256(browser)}, now() + make_interval(secs => ${PAGE_TTL_SECONDS}))`
+  await insertPage(ctx.sql, { id, csrfHash: sha256(csrf), browserHash: sha256(browser), ttlSeconds: PAGE_TTL_SECONDS })
   const cookie = browserIds.header(browser, ctx.config.PUBLIC_URL.startsWith('https:'))
   const given = new URL(request.url).searchParams.get('user_code')
   const userCode = given ? normalizeUserCode(given) : null
@@ -159,7 +145,7 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
     const userCode = normalizeUserCode(typed)
     const device = userCode ? await findPendingDevice(ctx.sql, { userCode }) : null
     if (!device) return again('That code is unknown or has expired. Check your terminal, or run login again for a new code.', 400)
-    await ctx.sql`update cli_device_pages set user_id = ${userId}, device_code_id = ${device.id} where id = ${page.id} and completed_at is null`
+    await setPageUser(ctx.sql, page.id, userId, device.id)
     return respond(confirmPage({ ...view, device, orgs: await membershipsOf(ctx.sql, userId) }), 200)
   }
 
@@ -182,8 +168,7 @@ export async function deviceSubmit(ctx: AppContext, request: Request, body: unkn
   }
   const userId = page.user_id
   const decided = await ctx.sql.begin(async tx => {
-    const finished = await tx`update cli_device_pages set completed_at = now() where id = ${page.id} and completed_at is null returning id`
-    if (!finished.length) return false
+    if (!(await completePage(tx, page.id))) return false
     return decideDevice(tx, device.id, action === 'approve' ? { approve: true, userId, orgId: orgId! } : { approve: false, userId })
   })
   if (!decided) return refused(400, 'This login has expired', 'The login is no longer waiting for approval.')

@@ -6,7 +6,6 @@
  * expired_token (the code is used up), unless it repeats the successful request's
  * Idempotency-Key, which replays the stored answer to that client address.
  */
-import { randomUUIDv7 } from 'bun'
 import { randomInt } from 'node:crypto'
 import type { AppContext } from '../context'
 import { randomToken, sha256 } from '../crypto'
@@ -14,6 +13,7 @@ import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
 import { currentRole } from '../account/roles'
+import { insertDeviceCode, lockApproved, lockForPoll, markConsumed, recordPoll } from './queries'
 
 export const DEVICE_LOGIN = {
   ttlSeconds: 600,
@@ -59,12 +59,15 @@ export async function startDeviceLogin(ctx: AppContext, tx: Tx, input: { client_
   for (;;) {
     const userCode = newUserCode()
     // a clash with a live code is a 1 in 10^10 event; draw again rather than fail
-    const rows = await tx`
-      insert into cli_device_codes (id, device_code_hash, user_code, client_name, device_name, interval_seconds, expires_at)
-      values (${randomUUIDv7()}, ${sha256(deviceCode)}, ${userCode}, ${input.client_name ?? null}, ${input.device_name ?? null},
-              ${DEVICE_LOGIN.intervalSeconds}, now() + make_interval(secs => ${DEVICE_LOGIN.ttlSeconds}))
-      on conflict (user_code) do nothing returning id`
-    if (!rows.length) continue
+    const inserted = await insertDeviceCode(tx, {
+      deviceCodeHash: sha256(deviceCode),
+      userCode,
+      clientName: input.client_name ?? null,
+      deviceName: input.device_name ?? null,
+      intervalSeconds: DEVICE_LOGIN.intervalSeconds,
+      ttlSeconds: DEVICE_LOGIN.ttlSeconds,
+    })
+    if (!inserted) continue
     const uri = `${ctx.config.PUBLIC_URL}/cli/device`
     return {
       device_code: deviceCode,
@@ -79,15 +82,6 @@ export async function startDeviceLogin(ctx: AppContext, tx: Tx, input: { client_
 
 export type PollState = { kind: 'invalid' | 'expired' | 'consumed' | 'pending' | 'denied' | 'approved' } | { kind: 'slow_down'; interval: number }
 
-interface PollRow {
-  id: string
-  status: 'pending' | 'approved' | 'denied' | 'consumed'
-  live: boolean
-  interval_seconds: number
-  /** seconds since the previous poll; null on the first */
-  since_poll: number | null
-}
-
 /**
  * Where a device login stands for a poll, recording the poll (its own committed transaction:
  * the poll's time must count even though most polls answer with an error).
@@ -95,16 +89,13 @@ interface PollRow {
 export async function pollDeviceLogin(sql: Sql, deviceCode: string): Promise<PollState> {
   if (deviceCode.length > 200) return { kind: 'invalid' }
   return sql.begin(async tx => {
-    const [row] = await tx<PollRow[]>`
-      select id, status, expires_at > now() as live, interval_seconds,
-             extract(epoch from now() - last_polled_at)::float8 as since_poll
-        from cli_device_codes where device_code_hash = ${sha256(deviceCode)} for update`
+    const row = await lockForPoll(tx, sha256(deviceCode))
     if (!row) return { kind: 'invalid' as const }
     if (row.status === 'consumed') return { kind: 'consumed' as const }
     if (!row.live) return { kind: 'expired' as const }
     const early = row.since_poll !== null && row.since_poll < row.interval_seconds - DEVICE_LOGIN.slackSeconds
     const interval = early ? Math.min(DEVICE_LOGIN.maxIntervalSeconds, row.interval_seconds + DEVICE_LOGIN.slowDownStepSeconds) : row.interval_seconds
-    await tx`update cli_device_codes set last_polled_at = now(), interval_seconds = ${interval} where id = ${row.id}`
+    await recordPoll(tx, row.id, interval)
     if (early) return { kind: 'slow_down' as const, interval }
     return { kind: row.status }
   })
@@ -144,43 +135,11 @@ export interface LoginTokens {
 
 /** Exchanges an approved device login for its token set, once; throws the poll error otherwise. */
 export async function redeemDeviceLogin(tx: Tx, deviceCode: string): Promise<LoginTokens> {
-  const [row] = await tx<{ id: string; user_id: string; org_id: string }[]>`
-    select id, user_id, org_id from cli_device_codes
-     where device_code_hash = ${sha256(deviceCode)} and status = 'approved' and expires_at > now() for update`
+  const row = await lockApproved(tx, sha256(deviceCode))
   if (!row) throw pollError({ kind: 'consumed' })
   if (!(await currentRole(tx, row.org_id, row.user_id)))
     throw new ApiError('access_denied', 'the person who approved is no longer a member of the organization')
   const { grantId, ...tokens } = await issueFirstPartyTokens(tx, FIRST_PARTY_CLIENTS.cli, row.user_id, row.org_id)
-  await tx`update cli_device_codes set status = 'consumed', grant_id = ${grantId} where id = ${row.id}`
+  await markConsumed(tx, row.id, grantId)
   return { ...tokens, org_id: row.org_id, user_id: row.user_id }
-}
-
-export interface PendingDevice {
-  id: string
-  user_code: string
-  client_name: string | null
-  device_name: string | null
-  created_at: Date
-}
-
-/** A pending, unexpired device login by its user code. */
-export async function findPendingDevice(sql: Tx, by: { userCode: string } | { id: string }): Promise<PendingDevice | null> {
-  const [row] = await sql<PendingDevice[]>`
-    select id, user_code, client_name, device_name, created_at from cli_device_codes
-     where ${'userCode' in by ? sql`user_code = ${by.userCode}` : sql`id = ${by.id}`} and status = 'pending' and expires_at > now()`
-  return row ?? null
-}
-
-/** Records the person's decision; false when the login is no longer pending (expired, decided elsewhere). */
-export async function decideDevice(
-  sql: Tx,
-  id: string,
-  decision: { approve: true; userId: string; orgId: string } | { approve: false; userId: string },
-): Promise<boolean> {
-  const rows = await sql`
-    update cli_device_codes
-       set status = ${decision.approve ? 'approved' : 'denied'}, user_id = ${decision.userId},
-           org_id = ${decision.approve ? decision.orgId : null}, decided_at = now()
-     where id = ${id} and status = 'pending' and expires_at > now() returning id`
-  return rows.length === 1
 }

@@ -5,7 +5,6 @@
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */
-import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
 import { currentRole } from '../account/roles'
@@ -15,6 +14,7 @@ import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import { splitAddress } from '../mail/inbound/recipients'
+import { disconnectAddress, insertInvitation, lockInvitation, markClaimed, revokeClaimedConnections } from './queries'
 
 export const INVITATION_PREFIX = 'inv_'
 export const INVITATION_TTL_SECONDS = 24 * 60 * 60
@@ -59,17 +59,21 @@ export async function createInvitation(ctx: AppContext, auth: Auth, input: { add
   }
   const [owner] = await ctx.sql<{ email: string }[]>`select email from users where id = ${auth.userId}`
   const code = randomToken(INVITATION_PREFIX)
-  const [row] = await ctx.sql<{ id: string; expires_at: Date }[]>`
-    insert into agent_connections (id, org_id, address, label, created_by, setup_owner_address, invitation_hash, invitation_expires_at)
-    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.label ?? null}, ${auth.userId}, ${owner!.email}, ${sha256(code)},
-            now() + make_interval(secs => ${INVITATION_TTL_SECONDS}))
-    returning id, invitation_expires_at as expires_at`
+  const row = await insertInvitation(ctx.sql, {
+    orgId: auth.orgId,
+    address,
+    label: input.label ?? null,
+    createdBy: auth.userId,
+    ownerAddress: owner!.email,
+    invitationHash: sha256(code),
+    ttlSeconds: INVITATION_TTL_SECONDS,
+  })
   return {
-    id: row!.id,
+    id: row.id,
     address,
     label: input.label ?? null,
     invitation_code: code,
-    expires_at: iso(row!.expires_at)!,
+    expires_at: iso(row.expires_at)!,
     setup_url: `${ctx.config.PUBLIC_URL}/v1/agent-connections/setup`,
   }
 }
@@ -86,23 +90,18 @@ export interface Claimed {
  * the new key and the ids of the connections it replaced (their keys are revoked).
  */
 export async function claimInvitation(tx: Tx, code: string): Promise<{ claimed: Claimed; replaced: string[] }> {
-  const [row] = await tx<{ id: string; org_id: string; address: string; setup_owner_address: string; claimed: boolean; usable: boolean }[]>`
-    select id, org_id, address, setup_owner_address, claimed_at is not null as claimed,
-           revoked_at is null and invitation_expires_at > now() as usable
-      from agent_connections where invitation_hash = ${sha256(code)} for update`
+  const row = await lockInvitation(tx, sha256(code))
   if (row?.claimed) throw errors.conflict('invitation: already claimed; ask the owner for a new invitation', { reason: 'invitation_claimed' })
   if (!row?.usable) throw errors.notFound('invitation')
   if (!(await ownsAddress(tx, row.org_id, row.address))) {
     throw errors.conflict(`invitation: ${row.address} no longer belongs to the organization`, { reason: 'address_gone' })
   }
-  const replaced = await tx<{ id: string }[]>`
-    update agent_connections set revoked_at = now(), revoked_reason = 'reconnected'
-     where address = ${row.address} and claimed_at is not null and revoked_at is null returning id`
+  const replaced = await revokeClaimedConnections(tx, row.address)
   const key = randomToken(CONNECTION_KEY_PREFIX)
-  await tx`update agent_connections set claimed_at = now(), key_hash = ${sha256(key)} where id = ${row.id}`
+  await markClaimed(tx, row.id, sha256(key))
   return {
     claimed: { connection_id: row.id, connection_key: key, address: row.address, setup_owner_address: row.setup_owner_address },
-    replaced: replaced.map(r => r.id),
+    replaced,
   }
 }
 
@@ -119,11 +118,7 @@ export async function disconnect(ctx: AppContext, auth: Auth, rawAddress: string
     await requireConnectionManager(ctx.sql, auth, 'agent-connections')
   }
   // a runtime ends its own key only; an owner or admin also withdraws the address's open invitations
-  const which = auth.method === 'connection' ? ctx.sql`id = ${auth.keyId}` : ctx.sql`(claimed_at is not null or invitation_expires_at > now())`
-  const rows = await ctx.sql<{ id: string; at: Date }[]>`
-    update agent_connections set revoked_at = now(), revoked_reason = 'disconnected'
-     where org_id = ${auth.orgId} and address = ${address} and revoked_at is null and ${which}
-    returning id, revoked_at as at`
+  const rows = await disconnectAddress(ctx.sql, auth.orgId, address, auth.method === 'connection' ? { keyId: auth.keyId } : 'all')
   if (!rows.length) throw errors.notFound('agent connection')
   for (const r of rows) credentialCache(ctx).evict({ keyId: r.id })
   return { address, disconnected_at: iso(rows[0]!.at)!, revoked: rows.map(r => r.id) }

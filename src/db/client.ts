@@ -6,6 +6,7 @@ import postgres from 'postgres'
 import type { Config } from '../config'
 import { log } from '../log'
 import { startEmbeddedPostgres } from './embedded'
+import { Replica } from './replica'
 
 export type Sql = postgres.Sql
 /** A transaction handle passed down from `sql.begin`; usable wherever `Sql` queries are. */
@@ -15,12 +16,15 @@ export interface Database {
   sql: Sql
   url: string
   embedded: boolean
+  /** the streaming replica reads may use (DATABASE_REPLICA_URL) */
+  replica?: Replica
   close(): Promise<void>
 }
 
-export function connectUrl(url: string, max = 10): Sql {
+export function connectUrl(url: string, max = 10, options: { connect_timeout?: number } = {}): Sql {
   return postgres(url, {
     max,
+    ...options,
     onnotice: () => {},
     // Timestamps come back as Date; bigint counters (storage bytes) as JS numbers, which is exact up to 2^53.
     types: { bigint: postgres.BigInt },
@@ -33,7 +37,19 @@ export function connectUrl(url: string, max = 10): Sql {
 export async function openDatabase(config: Config): Promise<Database> {
   if (config.DATABASE_URL) {
     const sql = connectUrl(config.DATABASE_URL)
-    return { sql, url: config.DATABASE_URL, embedded: false, close: () => sql.end({ timeout: 5 }) }
+    const replica = config.DATABASE_REPLICA_URL
+      ? new Replica(sql, connectUrl(config.DATABASE_REPLICA_URL, 5, { connect_timeout: 2 }), config.REPLICA_MAX_LAG_MS).start()
+      : undefined
+    return {
+      sql,
+      url: config.DATABASE_URL,
+      embedded: false,
+      replica,
+      async close() {
+        await replica?.close()
+        await sql.end({ timeout: 5 })
+      },
+    }
   }
   const embedded = await startEmbeddedPostgres(`${config.DATA_DIR}/pglite`, config.EMBEDDED_PG_PORT)
   // PGlite runs one session: postgres.js must hold a single connection or concurrent queries hang.

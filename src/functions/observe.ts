@@ -13,6 +13,7 @@ import { ingest } from '../mail/inbound/ingest'
 import { parseMail } from '../mail/inbound/parse'
 import { emailEvent } from '../webhooks/payload'
 import { signedHeaders } from '../webhooks/signing'
+import { functionAddressFacts, functionDeliveriesOf } from '../webhooks/queries'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { deliveryUrl } from './delivery'
 import { invokeFunction } from './run'
@@ -184,18 +185,7 @@ export async function invocationSeries(sql: Sql, orgId: string, q: { functionId?
 
 /** An address whose mail reaches the function's endpoint, for its test email. */
 async function testRecipient(sql: Sql, ctx: AppContext, orgId: string, functionId: string): Promise<string> {
-  const [row] = await sql<
-    { domain: string | null; route: string | null; inbox: string | null; free_domain: string | null; is_route_target: boolean; enabled: boolean }[]
-  >`
-    select d.name as domain, e.is_route_target, e.enabled,
-           (select r.pattern from recipient_routes r where r.endpoint_id = e.id and r.pattern not like '%*%' order by r.id limit 1) as route,
-           (select i.address from managed_inboxes i where i.org_id = e.org_id
-              and not exists (select from recipient_routes r where r.org_id = e.org_id and r.pattern = i.address) order by i.id limit 1) as inbox,
-           (select v.name from domains v where v.org_id = e.org_id and v.status = 'verified'
-              and not exists (select from endpoints o where o.org_id = e.org_id and o.domain_id = v.id and o.enabled and o.deactivated_at is null and not o.is_route_target)
-              order by v.id limit 1) as free_domain
-      from endpoints e left join domains d on d.id = e.domain_id
-     where e.org_id = ${orgId} and e.function_id = ${functionId} and e.deactivated_at is null`
+  const row = await functionAddressFacts(sql, orgId, functionId)
   const none = () =>
     errors.conflict(
       'function: no address routes to it; route it first (PUT /v1/functions/{id}/route) to a domain, or to the fallback with a managed inbox or a verified domain without its own endpoint',
@@ -258,10 +248,7 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
   if (run.email_id) {
     const [email] = await sql<{ received_at: Date }[]>`select received_at from emails where id = ${run.email_id}`
     if (email) steps.push({ step: 'stored', at: iso(email.received_at)!, email_id: run.email_id })
-    const deliveries = await sql<{ id: string; status: string; created_at: Date; updated_at: Date; last_error_code: string | null; attempt_count: number }[]>`
-      select d.id, d.status, d.created_at, d.updated_at, d.last_error_code, d.attempt_count from webhook_deliveries d
-        join endpoints e on e.id = d.endpoint_id
-       where d.email_id = ${run.email_id} and e.function_id = ${functionId} order by d.id`
+    const deliveries = await functionDeliveriesOf(sql, run.email_id, functionId)
     for (const d of deliveries) steps.push({ step: 'routed', at: iso(d.created_at)!, delivery_id: d.id })
     const invocations = await sql<
       InvocationRow[]

@@ -3,6 +3,7 @@ import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
 import { createEndpoint, functionEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
+import { liveEndpoints, routePatterns } from '../webhooks/queries'
 import { getFunction, presentFunction } from './service'
 
 /**
@@ -40,9 +41,9 @@ export async function routingTopology(sql: Sql, orgId: string) {
     }[]
   >`
     select f.id as function_id, f.name, e.id as endpoint_id, e.enabled, e.domain_id, d.name as domain, e.is_route_target as route_target,
-           coalesce((select array_agg(r.pattern order by r.pattern) from recipient_routes r where r.endpoint_id = e.id), '{}') as recipient_routes
+           ${routePatterns(sql, sql`e.id`)} as recipient_routes
       from functions f
-      left join endpoints e on e.org_id = f.org_id and e.function_id = f.id and e.deactivated_at is null
+      left join ${liveEndpoints(sql)} e on e.org_id = f.org_id and e.function_id = f.id
       left join domains d on d.id = e.domain_id
      where f.org_id = ${orgId} and f.deleted_at is null
      order by f.name`

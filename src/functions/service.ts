@@ -19,6 +19,7 @@ import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
 import { planAccess, requireEntitlement } from '../account/access'
 import { lockOrgForWebhooks } from '../webhooks/org-lock'
+import { deactivateFunctionEndpoints, liveEndpoints } from '../webhooks/queries'
 import { bundleSources } from './build'
 import { credentialCache } from '../auth/credentials'
 import { CODE_GZIP_BYTES, CODE_RAW_BYTES, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
@@ -86,7 +87,7 @@ export function presentDeployment(row: DeploymentRow) {
 const functionColumns = (sql: Tx) => sql`
   f.id, f.org_id, f.name, f.tags, f.current_deployment_id, f.runtime_key_id, f.created_at, f.updated_at,
   e.id as endpoint_id, e.domain_id as endpoint_domain_id, e.enabled as endpoint_enabled, e.is_route_target as endpoint_route_target`
-const withEndpoint = (sql: Tx) => sql`left join endpoints e on e.org_id = f.org_id and e.function_id = f.id and e.deactivated_at is null`
+const withEndpoint = (sql: Tx) => sql`left join ${liveEndpoints(sql)} e on e.org_id = f.org_id and e.function_id = f.id`
 
 /** A live function of the organization; deleted ones and other organizations' are not_found. */
 export async function getFunction(sql: Tx, orgId: string, id: string): Promise<FunctionRow> {
@@ -273,10 +274,7 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
        where id = ${id} and org_id = ${orgId} and deleted_at is null returning id, runtime_key_id`
     if (!fn) throw errors.notFound('function')
     await tx`update api_keys set revoked_at = coalesce(revoked_at, now()) where id = ${fn.runtime_key_id}`
-    const endpoints = await tx<{ id: string }[]>`
-      update endpoints set deactivated_at = now(), updated_at = now()
-       where org_id = ${orgId} and function_id = ${id} and deactivated_at is null returning id`
-    if (endpoints.length) await tx`delete from recipient_routes where org_id = ${orgId} and endpoint_id = any(${endpoints.map(e => e.id)}::uuid[])`
+    await deactivateFunctionEndpoints(tx, orgId, id)
     await deleteFunctionMemories(tx, orgId, id)
     return fn
   })

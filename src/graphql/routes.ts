@@ -21,6 +21,8 @@ import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { apiResourceMetadataUrl, authenticateOptional } from '../http/auth'
 import { bodyLimit } from '../http/boundary'
+import { onReadReplica } from '../http/read-routing'
+import { isReplicaFailure } from '../db/replica'
 import { Bare } from '../http/envelope'
 import { errors } from '../errors'
 import { requestFacts } from '../request-context'
@@ -99,14 +101,20 @@ async function run(ctx: AppContext, request: Request, auth: Auth | null, params:
   const variables = params.variables ?? {}
   checkLimits(schema, operation, fragments, variables)
 
-  const g: GqlContext = { ctx, auth, request, loaders: makeLoaders(ctx, auth) }
-  const result = await execute({
-    schema,
-    document,
-    operationName: params.operationName ?? undefined,
-    variableValues: variables,
-    contextValue: g,
-    fieldResolver,
+  // a read-only endpoint: on the replica when it covers the caller (a resolver's failure for want of it runs the whole query again on the primary)
+  const result = await onReadReplica(ctx, auth, request, async ctx => {
+    const g: GqlContext = { ctx, auth, request, loaders: makeLoaders(ctx, auth) }
+    const result = await execute({
+      schema,
+      document,
+      operationName: params.operationName ?? undefined,
+      variableValues: variables,
+      contextValue: g,
+      fieldResolver,
+    })
+    const replicaFailure = result.errors?.find(e => isReplicaFailure(e.originalError))
+    if (replicaFailure) throw replicaFailure.originalError
+    return result
   })
   // no data at all: the variables did not fit the operation, nothing ran
   if (!('data' in result) || result.data === undefined) return requestError(request, result.errors ?? [])
@@ -155,7 +163,7 @@ export function graphqlRoutes(ctx: AppContext) {
   return new Elysia({ tags: ['GraphQL'] })
     .derive({ as: 'scoped' }, async ({ request, set, server }) => ({
       // connection keys are confined field by field (graphql/context.ts `allow`), not by this route
-      auth: await authenticateOptional(ctx, request, set, server, { routeScope: false }),
+      auth: await authenticateOptional(ctx, request, set, server, { routeScope: false, readOnly: true }),
     }))
     .get(
       GRAPHQL_PATH,

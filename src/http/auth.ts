@@ -11,6 +11,7 @@ import { checkCredentialScope } from './credential-scope'
 import { type ApiError, errors } from '../errors'
 import { rateLimitError, rateLimitHeaders, rateLimiter } from './rate-limit'
 import { clientSocketAddress, requestFacts } from '../request-context'
+import { noteWriting } from './read-routing'
 
 export const PUBLIC_PER_MINUTE = 120
 
@@ -75,6 +76,8 @@ export interface BearerOptions {
    * it stands for.
    */
   routeScope?: boolean
+  /** the endpoint only reads, whatever the request's method (GraphQL, which serves no mutation): its POSTs are no writes for read routing */
+  readOnly?: boolean
 }
 
 /** The audience of the REST API: what OAuth tokens issued without a `resource` are for. */
@@ -104,6 +107,7 @@ export async function authenticateRequest(
   requestFacts(request).orgId = auth.orgId
   await limit(ctx, set, `org:${auth.orgId}`, auth.apiPerMinute, 'organization')
   if (opts.routeScope !== false) checkCredentialScope(auth, request)
+  if (!opts.readOnly && request.method !== 'GET' && request.method !== 'HEAD') noteWriting(ctx, auth, request)
   return auth
 }
 

@@ -14,6 +14,7 @@ import { ENVELOPE, MetaSchema, Ok, Page, Paged } from './envelope'
 import { idempotencyKeyOf } from './idempotency'
 import { isList, type ListOperation, type Operation, type OperationCall } from './operation'
 import { cursors, pageQuery } from './pagination'
+import { onReadReplica } from './read-routing'
 import { Nullable } from './schema'
 
 const ACCEPTED = 'accepted: the action is only started or held (the description says when), not done'
@@ -91,28 +92,32 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
       op.path,
       // biome-ignore lint/suspicious/noExplicitAny: the declaration's schemas type the request; Elysia cannot see them through the loop
       async ({ auth, params, query, body, headers, set, request }: any) => {
-        const call: OperationCall = {
-          ctx,
-          auth,
-          signal: request.signal,
-          status: code => void (set.status = code),
-          header: (name, value) => void (set.headers[name] = value),
-          ...declaredHeaders(op, headers),
-          requestId: requestFacts(request).id,
-        }
-        if (op.idempotency) call.idempotencyKey = idempotencyKeyOfRequest(request)
         const input = op.method === 'GET' || op.queryInput ? query : op.bodyField ? { [op.bodyField]: body } : body
         const { limit: _limit, cursor: _cursor, ...filters } = input ?? {}
         const args = { ...filters, ...headerArgValues(op, request), ...params }
-        if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
-        set.status = status
-        if (!isList(op)) return op.onePage ? onePage((await op.handle(call, args)) as unknown[]) : op.handle(call, args)
-        const { scope, fetch, present, key, restData } = op.list
-        const prepared = await op.list.prepare?.(call, args as never)
-        const listScope = await scope(call, args)
-        if (key) return cursors(ctx).readKeyed(listScope, query, page => fetch(call, args, page, prepared), present, key)
-        const page = await cursors(ctx).read(listScope, query, page => fetch(call, args, page, prepared) as never, present)
-        return restData ? new Page({ [restData.items]: page.data, [restData.cursor]: page.meta.cursor } as never, page.meta) : page
+        const answer = async (ctx: AppContext) => {
+          const call: OperationCall = {
+            ctx,
+            auth,
+            signal: request.signal,
+            status: code => void (set.status = code),
+            header: (name, value) => void (set.headers[name] = value),
+            ...declaredHeaders(op, headers),
+            requestId: requestFacts(request).id,
+          }
+          if (op.idempotency) call.idempotencyKey = idempotencyKeyOfRequest(request)
+          if (op.alternative?.accept.test(request.headers.get('accept') ?? '')) return op.alternative.respond(call, args as never) as never
+          set.status = status
+          if (!isList(op)) return op.onePage ? onePage((await op.handle(call, args)) as unknown[]) : await op.handle(call, args)
+          const { scope, fetch, present, key, restData } = op.list
+          const prepared = await op.list.prepare?.(call, args as never)
+          const listScope = await scope(call, args)
+          if (key) return cursors(ctx).readKeyed(listScope, query, page => fetch(call, args, page, prepared), present, key)
+          const page = await cursors(ctx).read(listScope, query, page => fetch(call, args, page, prepared) as never, present)
+          return restData ? new Page({ [restData.items]: page.data, [restData.cursor]: page.meta.cursor } as never, page.meta) : page
+        }
+        // a read that waits for new mail or changes is woken by the primary's NOTIFY, and reads there
+        return op.method === 'GET' && !op.writesOnRead && !input?.wait ? onReadReplica(ctx, auth, request, answer) : answer(ctx)
       },
       {
         ...(op.guard && {

@@ -116,6 +116,8 @@ interface Declared<P extends TProperties, I extends TProperties> {
   headerArgs?: Record<string, string>
   /** REST reads a write's input from its query, not a body (the flags of a DELETE) */
   queryInput?: true
+  /** a GET that may write (it makes what it reads on first use): it reads on the primary, never on the read replica (http/read-routing.ts) */
+  writesOnRead?: true
 }
 
 /** What an MCP tool takes and answers where it differs from its REST operation. */

@@ -10,6 +10,13 @@
  * an organization with a raised limit serving thousands of requests a second makes a few round
  * trips a second, not one per 20 requests, and its requests do not all wait on a refill each
  * time the rate dips.
+ *
+ * The bound, with any number of processes: in each window of the database's clock, the requests
+ * allowed are at most the limit. A lease is counted in the window the database granted it in, so
+ * its tokens must not be spent after that window ends: a process dates its lease's end from the
+ * moment it asked (the database answered later, so the window ends no sooner than that), never
+ * from the answer's arrival, which a busy event loop may read long after the window ended. Only
+ * while the database cannot be reached does the limiter allow everything (fail open).
  */
 import { LRUCache } from 'lru-cache'
 import type { Sql } from '../db/client'
@@ -53,6 +60,8 @@ export class RateLimiter {
   constructor(
     private readonly sql: Sql,
     private readonly maxLease: number,
+    /** the width of a window; other than a minute in tests only */
+    private readonly windowSeconds = WINDOW_SECONDS,
   ) {}
 
   /** Spends one request of `bucket`, whose limit is `limit` per window. Fails open if the database is unavailable. */
@@ -68,7 +77,7 @@ export class RateLimiter {
         if (lease.exhausted) return { allowed: false, limit, remaining: 0, resetAt: lease.resetAt }
       }
       const fresh = await this.refill(bucket, limit, lease?.limit === limit && lease.resetAt > now ? lease : undefined)
-      if (!fresh) return { allowed: true, limit, resetAt: now + WINDOW_SECONDS * 1000 }
+      if (!fresh) return { allowed: true, limit, resetAt: now + this.windowSeconds * 1000 }
     }
   }
 
@@ -89,15 +98,17 @@ export class RateLimiter {
     const most = Math.max(base, Math.min(this.maxLease * 50, share))
     const age = spent ? Date.now() - spent.leasedAt : Infinity
     const want = age < FAST_LEASE_MS ? Math.min(most, spent!.asked * 2) : age < STEADY_LEASE_MS ? Math.min(most, spent!.asked) : base
+    const askedAt = Date.now()
     try {
       const [row] = await this.sql<{ granted: number; used: number; reset_ms: number }[]>`
-        select granted, used, reset_ms from rate_limit_take(${bucket}, ${WINDOW_SECONDS}, ${want}, ${limit})`
+        select granted, used, reset_ms from rate_limit_take(${bucket}, ${this.windowSeconds}, ${want}, ${limit})`
       if (!row) return null
       const lease: Lease = {
         limit,
         tokens: row.granted,
         used: row.used,
-        resetAt: Date.now() + row.reset_ms,
+        // from when it was asked, not when the answer was read: the window ends no sooner than that
+        resetAt: askedAt + row.reset_ms,
         exhausted: row.granted === 0,
         asked: want,
         leasedAt: Date.now(),
@@ -116,7 +127,7 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
   const headers: Record<string, string> = {
     'ratelimit-limit': String(d.limit),
     'ratelimit-policy': `${d.limit};w=${WINDOW_SECONDS}`,
-    // resetAt is the window end measured through a database round trip, a few ms late: round, not ceil
+    // resetAt is the window end dated from before a database round trip, a few ms early: round, not floor
     'ratelimit-reset': String(Math.round(d.resetAt / 1000)),
   }
   if (d.remaining !== undefined) headers['ratelimit-remaining'] = String(d.remaining)

@@ -1,6 +1,6 @@
 /**
  * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
- * x402 totals, and the expired rows of the identity flows (OAuth requests, codes and tokens,
+ * x402 totals, the receipts of received mail past their day, and the expired rows of the identity flows (OAuth requests, codes and tokens,
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
@@ -9,6 +9,12 @@ import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
 import { pruneChanges } from '../changes/feed'
+import { pruneReceipts } from '../mail/inbound/receipts'
+import { pruneExpiredDeviceLogins } from '../cli/queries'
+import { pruneUnclaimedInvitations } from '../connections/queries'
+import { pruneSendCounts } from '../sending/send-counts'
+import { pruneExpiredSignups } from '../signups/queries'
+import { pruneTotals } from '../x402/totals'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 
@@ -24,10 +30,9 @@ export async function deleteExpiredIdentityRows(sql: AppContext['sql']) {
     oauth_authorization_requests: await count(sql`delete from oauth_authorization_requests where expires_at < now()`),
     oauth_codes: await count(sql`delete from oauth_codes where expires_at < now() - interval '1 day'`),
     oauth_tokens: await count(sql`delete from oauth_tokens where expires_at < now()`),
-    cli_device_pages: await count(sql`delete from cli_device_pages where expires_at < now()`),
-    cli_device_codes: await count(sql`delete from cli_device_codes where expires_at < now()`),
-    signups: await count(sql`delete from signups where expires_at < now()`),
-    agent_invitations: await count(sql`delete from agent_connections where claimed_at is null and invitation_expires_at < now()`),
+    ...(await pruneExpiredDeviceLogins(sql)),
+    signups: await pruneExpiredSignups(sql),
+    agent_invitations: await pruneUnclaimedInvitations(sql),
   }
 }
 
@@ -36,20 +41,21 @@ export async function cleanup(ctx: AppContext) {
   const { sql } = ctx
   const idempotency = await sql`delete from idempotency_keys where expires_at < now()`
   const windows = await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`
-  const sendCounts = await sql`delete from send_counts where start < now() - interval '2 days'`
-  const x402Totals = await sql`
-    delete from x402_totals where start < (now() at time zone 'utc')::date - case span when 'day' then 2 else 62 end`
+  const sendCounts = await pruneSendCounts(sql)
+  const x402Totals = await pruneTotals(sql)
   const identity = await deleteExpiredIdentityRows(sql)
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
+  const receipts = await pruneReceipts(sql)
   log.info('cleanup', {
     idempotency_keys: idempotency.count,
     rate_limit_windows: windows.count,
-    send_counts: sendCounts.count,
-    x402_totals: x402Totals.count,
+    send_counts: sendCounts,
+    x402_totals: x402Totals,
     ...identity,
     expired_memories: memories,
     pruned_changes: changes,
+    inbound_receipts: receipts,
   })
 }
 

@@ -95,9 +95,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** A live function of the organization, as a scope; not_found otherwise. */
 async function functionScope(call: OperationCall, id: string): Promise<MemoryScope> {
-  const [fn] = await call.ctx.sql<{ id: string }[]>`select id from functions where org_id = ${call.auth.orgId} and id = ${id} and deleted_at is null`
-  if (!fn) throw errors.notFound('function')
-  return { orgId: call.auth.orgId, functionId: fn.id }
+  const functionId = await call.ctx.plugins.memoryFunctions.liveId(call.ctx.sql, call.auth.orgId, id)
+  if (!functionId) throw errors.notFound('function')
+  return { orgId: call.auth.orgId, functionId }
 }
 
 /**
@@ -107,7 +107,7 @@ async function functionScope(call: OperationCall, id: string): Promise<MemorySco
  */
 function orgOrRuntimeScope(call: OperationCall): Promise<MemoryScope> {
   const functionId = call.extra?.function_id
-  if (functionId === undefined) return defaultMemoryScope(call.ctx.sql, call.auth)
+  if (functionId === undefined) return defaultMemoryScope(call.ctx, call.auth)
   if (typeof functionId !== 'string' || !UUID.test(functionId)) throw errors.validation('function_id', 'must be a UUID')
   return functionScope(call, functionId.toLowerCase())
 }

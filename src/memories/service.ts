@@ -23,13 +23,32 @@ export interface MemoryScope {
 }
 
 /**
+ * What memories ask of the functions, whose table belongs to src/functions/: a seam, because
+ * functions stand above memories (deleting a function deletes its memories), so memories may
+ * not import them. Plugged in by src/plugins.ts (src/functions/queries.ts).
+ */
+export interface MemoryFunctions {
+  /** the function whose runtime key is `keyId`, deleted or not */
+  ofRuntimeKey(sql: Tx, orgId: string, keyId: string): Promise<{ id: string; deleted: boolean } | undefined>
+  /** the id of the organization's function `id` unless deleted */
+  liveId(sql: Tx, orgId: string, id: string): Promise<string | undefined>
+}
+
+declare module '../context' {
+  interface Plugins {
+    /** the functions a memory scope may name, for src/memories/ */
+    readonly memoryFunctions: MemoryFunctions
+  }
+}
+
+/**
  * Whose memories a credential reaches at /v1/memories and through the MCP tools: a function's
  * runtime key (SERVICE_API_KEY) its own function's, by default; any other credential the
  * organization's.
  */
-export async function defaultMemoryScope(sql: Tx, auth: Pick<Auth, 'orgId' | 'keyId'>): Promise<MemoryScope> {
-  const [fn] = await sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and runtime_key_id = ${auth.keyId} and deleted_at is null`
-  return { orgId: auth.orgId, functionId: fn?.id ?? null }
+export async function defaultMemoryScope(ctx: AppContext, auth: Pick<Auth, 'orgId' | 'keyId'>): Promise<MemoryScope> {
+  const fn = await ctx.plugins.memoryFunctions.ofRuntimeKey(ctx.sql, auth.orgId, auth.keyId)
+  return { orgId: auth.orgId, functionId: fn && !fn.deleted ? fn.id : null }
 }
 
 export interface MemoryRow {

@@ -15,20 +15,7 @@ import { requireOwnerOrAdmin } from '../account/roles'
 import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import type { PublishedAgent } from './model'
-
-export interface PublishedAgentRow {
-  id: string
-  org_id: string
-  address: string
-  display_name: string
-  description: string
-  skills: string[]
-  accepts_contacts: boolean
-  visibility: 'networks' | 'public'
-  last_active_at: Date | null
-  created_at: Date
-  updated_at: Date
-}
+import type { PublishedAgentRow } from './published-agents-queries'
 
 export interface PublishInput {
   display_name: string

@@ -15,6 +15,7 @@ import { ApiError, errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AddressNote } from './model'
+import { functionOfRuntimeKey } from '../functions/queries'
 
 interface NoteRow {
   id: string
@@ -41,7 +42,7 @@ export const presentNote = (row: NoteRow): Static<typeof AddressNote> => ({
 /** Who the credential writes as. */
 async function authorOf(sql: Tx, auth: Auth): Promise<Pick<NoteRow, 'author_kind' | 'author_id' | 'author_address'>> {
   if (auth.method === 'connection') return { author_kind: 'connection', author_id: auth.keyId, author_address: auth.boundAddress! }
-  const [fn] = await sql<{ id: string }[]>`select id from functions where org_id = ${auth.orgId} and runtime_key_id = ${auth.keyId}`
+  const fn = await functionOfRuntimeKey(sql, auth.orgId, auth.keyId)
   if (fn) return { author_kind: 'function', author_id: fn.id, author_address: null }
   return { author_kind: 'member', author_id: auth.userId ?? auth.keyId, author_address: null }
 }

@@ -5,7 +5,8 @@
  * NUL characters, which PostgreSQL's jsonb refuses) and returned only as data.
  */
 import type { Config } from '../config'
-import { agentCardUrl, type PublishedAgentRow } from '../networks/publishing'
+import { agentCardUrl } from '../networks/publishing'
+import type { PublishedAgentRow } from '../networks/published-agents-queries'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 

@@ -17,7 +17,7 @@ import { iso } from '../http/timestamps'
 import { enqueue } from '../jobs/queue'
 import type { Resolver } from '../dns/resolver'
 import { checkWebhookUrl } from '../egress/url-safety'
-import type { PublishedAgentRow } from '../networks/publishing'
+import { countPublicAgents, publicAgentByAddress, publicAgentById, publicAgents } from '../networks/published-agents-queries'
 import { agentCard } from './cards'
 import { documentUrl, fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
 import { BUILTIN_REGISTRY_ID, type Registry, type RegistryAgent, type RegistryAgentDetail } from './model'
@@ -53,7 +53,7 @@ const registryColumns = (sql: Tx) => sql`r.id, r.name, r.url, r.status, r.last_e
 
 /** The built-in registry first, then the organization's, newest first. */
 export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeof Registry>[]> {
-  const [builtin] = await sql<{ n: number }[]>`select count(*)::int as n from published_agents where visibility = 'public'`
+  const builtin = await countPublicAgents(sql)
   const rows = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${auth.orgId} order by r.id desc`
   return [
     {
@@ -64,7 +64,7 @@ export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeo
       status: 'ok',
       last_error: null,
       fetched_at: null,
-      agent_count: builtin!.n,
+      agent_count: builtin,
       created_at: null,
     },
     ...rows.map(presentRegistry),
@@ -174,14 +174,14 @@ export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filte
   const found = await requireRegistry(sql, auth.orgId, id)
   const builtin = found === 'builtin'
   const name = builtin ? sql`display_name` : sql`name`
-  const where = [builtin ? sql`visibility = 'public'` : sql`registry_id = ${id}`]
+  const where = [builtin ? sql`true` : sql`registry_id = ${id}`]
   if (filter.q) where.push(sql`(${name} ilike ${containsPattern(filter.q)} or description ilike ${containsPattern(filter.q)})`)
   if (filter.skill) where.push(sql`skills @> ${[filter.skill.toLowerCase()]}::text[]`)
   const result = await listPage<EntryRow>(sql, {
     columns: builtin
       ? sql`id, display_name as name, description, null as url, address, skills, null::timestamptz as fetched_at`
       : sql`id, name, description, url, null as address, skills, fetched_at`,
-    from: builtin ? sql`published_agents` : sql`registry_agents`,
+    from: builtin ? publicAgents(sql) : sql`registry_agents`,
     where: where.reduce((all, w) => sql`${all} and ${w}`),
     page,
   })
@@ -193,7 +193,7 @@ export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id:
   const found = await requireRegistry(sql, auth.orgId, id)
   if (!isUuid(agentId)) throw errors.notFound('agent')
   if (found === 'builtin') {
-    const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where id = ${agentId} and visibility = 'public'`
+    const agent = await publicAgentById(sql, agentId)
     if (!agent) throw errors.notFound('agent')
     const card = agentCard(config, agent)
     return {
@@ -217,8 +217,6 @@ export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id:
 
 /** The public agent card of an address, or null when it is not published publicly. */
 export async function publicAgentCard(sql: Sql, config: Config, address: string) {
-  const [agent] = await sql<
-    PublishedAgentRow[]
-  >`select * from published_agents where address = ${address.trim().toLowerCase()} and visibility = 'public' limit 1`
+  const agent = await publicAgentByAddress(sql, address.trim().toLowerCase())
   return agent ? agentCard(config, agent) : null
 }

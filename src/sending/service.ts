@@ -5,7 +5,6 @@
  * the safety net should this process die before the relay answered.
  */
 import { randomUUIDv7 } from 'bun'
-import type postgres from 'postgres'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { pipelinedTransaction } from '../db/transaction'
@@ -32,6 +31,7 @@ import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import { requireSender } from './senders'
+import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
 
 /** How long an immediate send's job waits before a worker takes it over from a request that died. */
 const INLINE_GRACE_MS = 60_000
@@ -252,38 +252,8 @@ function relayFailure(send: SendRow): ApiError {
   return new ApiError((send.error_code as PlainCode) ?? 'outbound_relay_failed', send.error_message ?? 'relay failed', { send_id: send.id })
 }
 
-/**
- * The send limits, enforced where the sends are written. `lockSendCounts` takes the rows of the
- * current minute and hour of each organization (created at 0 when missing) and holds them to the
- * commit; `readSendCounts`, sent behind it in the same round trip, then sees every send committed
- * before the lock was taken. So the transactions writing an organization's sends take turns,
- * each knows exactly what the others counted, and no two can together pass a limit. Then
- * `countSends` adds the sends written. The hour's window is the minute rows started within the
- * last hour, the day's the hour rows started within the last day: each misses less than a minute
- * (an hour) of its oldest sends.
- */
-function lockSendCounts(tx: Tx, orgIds: string[]) {
-  return tx`
-    insert into send_counts as c (org_id, span, start, sends)
-    select o.org_id, s.span, date_trunc(s.span, now()), 0
-      from (select distinct unnest(${orgIds}::uuid[]) as org_id) as o, (values ('minute'), ('hour')) as s(span)
-     order by 1, 2
-    on conflict (org_id, span, start) do update set sends = c.sends`.execute()
-}
-
-/** The `hour` and `day` columns of the sends counted for the organization `org` (a column of the statement). */
-const countedSends = (tx: Tx, org: postgres.Fragment) => tx`
-  (select coalesce(sum(sends), 0)::int from send_counts where org_id = ${org} and span = 'minute' and start > now() - interval '1 hour') as hour,
-  (select coalesce(sum(sends), 0)::int from send_counts where org_id = ${org} and span = 'hour' and start > now() - interval '1 day') as day`
-
-function readSendCounts(tx: Tx, orgIds: string[]) {
-  return tx<{ org_id: string; hour: number; day: number }[]>`
-    select o.org_id, ${countedSends(tx, tx`o.org_id`)}
-      from (select distinct unnest(${orgIds}::uuid[]) as org_id) as o`.execute()
-}
-
 /** Which of `sends` fit under their limits, in order, given what `readSendCounts` read: null, or the 429 of one that does not. */
-function admit(sends: Prepared[], counted: { org_id: string; hour: number; day: number }[]): (ApiError | null)[] {
+function admit(sends: Prepared[], counted: CountedSends[]): (ApiError | null)[] {
   const counts = new Map(counted.map(c => [c.org_id, { hour: c.hour, day: c.day }]))
   return sends.map(p => {
     const c = counts.get(p.row.org_id)!
@@ -291,14 +261,6 @@ function admit(sends: Prepared[], counted: { org_id: string; hour: number; day: 
     if (!over) c.hour++, c.day++
     return over
   })
-}
-
-/** Adds the sends written to the current minute's and hour's rows of their organizations (locked by `lockSendCounts`). */
-function countSends(tx: Tx, orgIds: string[]) {
-  return tx`
-    update send_counts as c set sends = c.sends + n.sends
-      from (select org_id, count(*)::int as sends from unnest(${orgIds}::uuid[]) as o(org_id) group by 1) as n, (values ('minute'), ('hour')) as s(span)
-     where c.org_id = n.org_id and c.span = s.span and c.start = date_trunc(s.span, now())`.execute()
 }
 
 /** A send checked and built, ready to be written. */

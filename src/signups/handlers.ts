@@ -7,7 +7,8 @@ import type { AppContext } from '../context'
 import { clientScope } from '../http/auth'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import type { Tx } from '../db/client'
-import { checkSignupCode, limitPerEmail, resendSignup, SIGNUP_LIMITS, startSignup, type SignupKind, type SignupRow } from './service'
+import { checkSignupCode, limitPerEmail, resendSignup, SIGNUP_LIMITS, startSignup } from './service'
+import type { SignupKind, SignupRow } from './queries'
 import { sendVerificationMailNow } from './verification-mail.job'
 
 type Headers = Record<string, string | number | string[]>

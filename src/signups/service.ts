@@ -13,6 +13,7 @@ import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { rateLimitError, rateLimiter } from '../http/rate-limit'
 import { enqueueVerificationMail } from './verification-mail.job'
+import { countFailedAttempt, countRecentSignups, insertSignup, markCompleted, replaceCode, signupByTokenHash, type SignupKind, type SignupRow } from './queries'
 
 export const SIGNUP_TOKEN_PREFIX = 'sgt_'
 export const SIGNUP_LIMITS = {
@@ -28,25 +29,6 @@ export const SIGNUP_LIMITS = {
   /** start, resend and verify requests per address and minute */
   perEmailPerMinute: 10,
 } as const
-
-export type SignupKind = 'cli' | 'agent'
-
-export interface SignupRow {
-  id: string
-  kind: SignupKind
-  email: string
-  name: string | null
-  org_name: string | null
-  device_name: string | null
-  code_hmac: Buffer
-  code_live: boolean
-  failed_attempts: number
-  sends: number
-  /** seconds since the last mail */
-  since_sent: number
-  live: boolean
-  completed_at: Date | null
-}
 
 function newCode(): string {
   return String(randomInt(0, 1_000_000)).padStart(6, '0')
@@ -87,32 +69,32 @@ export async function startSignup(
   s: { kind: SignupKind; email: string; name?: string; orgName?: string; deviceName?: string },
 ): Promise<{ token: string; jobId: string | null }> {
   const email = s.email.trim()
-  const [{ recent }] = (await tx`
-    select count(*)::int as recent from signups
-     where lower(email) = lower(${email}) and created_at > now() - interval '24 hours'`) as [{ recent: number }]
+  const recent = await countRecentSignups(tx, email)
   if (recent >= SIGNUP_LIMITS.perEmailPerDay) {
     throw tooSoon(3600, `email: at most ${SIGNUP_LIMITS.perEmailPerDay} signups per address in 24 hours`)
   }
   const id = randomUUIDv7()
   const token = randomToken(SIGNUP_TOKEN_PREFIX)
   const code = newCode()
-  await tx`
-    insert into signups (id, kind, token_hash, email, name, org_name, device_name, code_hmac, code_expires_at, expires_at)
-    values (${id}, ${s.kind}, ${sha256(token)}, ${email}, ${s.name ?? null}, ${s.orgName ?? null}, ${s.deviceName ?? null},
-            ${codeHmac(ctx, id, code)}, now() + make_interval(secs => ${SIGNUP_LIMITS.codeTtlSeconds}),
-            now() + make_interval(secs => ${SIGNUP_LIMITS.tokenTtlSeconds}))`
+  await insertSignup(tx, {
+    id,
+    kind: s.kind,
+    tokenHash: sha256(token),
+    email,
+    name: s.name ?? null,
+    orgName: s.orgName ?? null,
+    deviceName: s.deviceName ?? null,
+    codeHmac: codeHmac(ctx, id, code),
+    codeTtlSeconds: SIGNUP_LIMITS.codeTtlSeconds,
+    ttlSeconds: SIGNUP_LIMITS.tokenTtlSeconds,
+  })
   const jobId = await enqueueVerificationMail(ctx, tx, codeMail(email, code, s.kind))
   return { token, jobId }
 }
 
 async function findSignup(sql: Tx, kind: SignupKind, token: string, lock: boolean): Promise<SignupRow | null> {
   if (token.length > 200) return null
-  const [row] = await sql<SignupRow[]>`
-    select id, kind, email, name, org_name, device_name, code_hmac, code_expires_at > now() as code_live, failed_attempts, sends,
-           extract(epoch from now() - last_sent_at)::float8 as since_sent, expires_at > now() as live, completed_at
-      from signups where token_hash = ${sha256(token)} and kind = ${kind}
-    ${lock ? sql`for update` : sql``}`
-  return row ?? null
+  return (await signupByTokenHash(sql, kind, sha256(token), lock)) ?? null
 }
 
 const usable = (row: SignupRow | null): row is SignupRow => row?.live === true && !row.completed_at && row.failed_attempts < SIGNUP_LIMITS.maxFailedAttempts
@@ -129,10 +111,7 @@ export async function resendSignup(ctx: AppContext, tx: Tx, kind: SignupKind, to
   }
   if (row.sends >= SIGNUP_LIMITS.maxSends) throw tooSoon(3600, `signup_token: at most ${SIGNUP_LIMITS.maxSends} codes per signup; start again later`)
   const code = newCode()
-  await tx`
-    update signups set code_hmac = ${codeHmac(ctx, row.id, code)}, code_expires_at = now() + make_interval(secs => ${SIGNUP_LIMITS.codeTtlSeconds}),
-           sends = sends + 1, last_sent_at = now()
-     where id = ${row.id}`
+  await replaceCode(tx, row.id, codeHmac(ctx, row.id, code), SIGNUP_LIMITS.codeTtlSeconds)
   return { email: row.email, jobId: await enqueueVerificationMail(ctx, tx, codeMail(row.email, code, kind)) }
 }
 
@@ -149,7 +128,7 @@ export async function checkSignupCode(ctx: AppContext, sql: Sql, kind: SignupKin
     const right = safeEqual(codeHmac(ctx, row.id, code), row.code_hmac)
     if (right && row.code_live) return row
     if (!right) {
-      await tx`update signups set failed_attempts = failed_attempts + 1 where id = ${row.id}`
+      await countFailedAttempt(tx, row.id)
       const left = SIGNUP_LIMITS.maxFailedAttempts - row.failed_attempts - 1
       return left > 0
         ? errors.validation('verification_code', `is incorrect; ${left} attempt${left === 1 ? '' : 's'} left`, {
@@ -169,6 +148,5 @@ export async function checkSignupCode(ctx: AppContext, sql: Sql, kind: SignupKin
 
 /** Marks the signup completed inside the caller's transaction; throws when another request completed it first. */
 export async function completeSignup(tx: Tx, id: string) {
-  const rows = await tx`update signups set completed_at = now() where id = ${id} and completed_at is null returning id`
-  if (!rows.length) throw errors.conflict('signup_token: this signup was already completed', { reason: 'signup_completed' })
+  if (!(await markCompleted(tx, id))) throw errors.conflict('signup_token: this signup was already completed', { reason: 'signup_completed' })
 }

@@ -14,6 +14,8 @@ import { postWebhook } from '../egress/checked-fetch'
 import { signedHeaders } from '../webhooks/signing'
 import { checkWebhookUrl } from '../egress/url-safety'
 import { invokeFunction } from '../functions/run'
+import { liveConnections } from '../connections/queries'
+import { liveEndpoints } from '../webhooks/queries'
 import { WAKE_RUN_KIND, type RunRow, type WakeRow } from './service'
 
 type Loaded = RunRow & { wake: WakeRow; address: string | null; url: string | null; endpoint_kind: string | null; endpoint_function: string | null }
@@ -21,10 +23,10 @@ type Loaded = RunRow & { wake: WakeRow; address: string | null; url: string | nu
 async function load(ctx: AppContext, runId: string): Promise<Loaded | null> {
   const [row] = await ctx.sql<Loaded[]>`
     select r.*, to_jsonb(w) as wake,
-           (select address from agent_connections c where c.id = w.target_id and w.target_type = 'agent_connection' and c.revoked_at is null) as address,
+           (select address from ${liveConnections(ctx.sql)} c where c.id = w.target_id and w.target_type = 'agent_connection') as address,
            e.url, e.kind as endpoint_kind, e.function_id as endpoint_function
       from wake_runs r join wakes w on w.id = r.wake_id
-      left join endpoints e on w.target_type = 'endpoint' and e.id = w.target_id and e.deactivated_at is null
+      left join ${liveEndpoints(ctx.sql)} e on w.target_type = 'endpoint' and e.id = w.target_id
      where r.id = ${runId}`
   return row ?? null
 }

@@ -13,6 +13,9 @@ import { enqueue } from '../jobs/queue'
 import { planDefinition, type Plan } from '../account/plans'
 import { nextSlot, parseSchedule, type Schedule } from './schedule'
 import { WAKE_LATE_AFTER_SECONDS, WAKE_RUN_ATTEMPTS } from './model'
+import { liveConnectionExists } from '../connections/queries'
+import { functionExists } from '../functions/queries'
+import { liveEndpointExists } from '../webhooks/queries'
 
 export const WAKE_RUN_KIND = 'wake.run'
 
@@ -77,13 +80,13 @@ type Target = { type: WakeRow['target_type']; id: string }
 /** 404 unless the target exists in the organization (and can receive a run). */
 async function checkTarget(tx: Tx, orgId: string, target: Target) {
   const id = target.id.toLowerCase()
-  const rows =
+  const exists =
     target.type === 'endpoint'
-      ? await tx`select 1 from endpoints where org_id = ${orgId} and id = ${id} and deactivated_at is null`
+      ? await liveEndpointExists(tx, orgId, id)
       : target.type === 'agent_connection'
-        ? await tx`select 1 from agent_connections where org_id = ${orgId} and id = ${id} and revoked_at is null`
-        : await tx`select 1 from functions where org_id = ${orgId} and id = ${id}`
-  if (!rows.length) throw errors.notFound(`target.id: ${target.type}`)
+        ? await liveConnectionExists(tx, orgId, id)
+        : await functionExists(tx, orgId, id)
+  if (!exists) throw errors.notFound(`target.id: ${target.type}`)
 }
 
 function checkCommand(command: { payload?: unknown }) {

@@ -13,6 +13,7 @@ import { enqueueWith } from '../jobs/queue'
 import { eventId as newEventId, type ChangeInput } from '../changes/record'
 import { deliveryCreated } from '../changes/sources'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
+import { eventEndpoints, insertEventDelivery } from './queries'
 
 /**
  * Writes the deliveries (and their jobs) of the event `type` carrying `data`, in the caller's
@@ -27,16 +28,12 @@ export async function enqueueOrgEvent(
   data: Record<string, unknown>,
   eventId: string = newEventId(),
 ): Promise<ChangeInput[]> {
-  const endpoints = await tx<{ id: string; url: string }[]>`
-    select id, url from endpoints
-     where org_id = ${orgId} and kind = 'http' and enabled and deactivated_at is null and rules->'event_types' ? ${type}`
+  const endpoints = await eventEndpoints(tx, tx`select ${orgId}::uuid`, [type])
   const payload = { event: type, type, id: eventId, created_at: new Date().toISOString(), ...data }
   return Promise.all(
     endpoints.map(async endpoint => {
       const id = randomUUIDv7()
-      const delivery = tx`
-        insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
-        values (${id}, ${orgId}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${type}, 'pending', ${tx.json(payload as never)})`
+      const delivery = insertEventDelivery(tx, { id, orgId, endpoint, eventId, eventType: type, payload })
       await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
       return deliveryCreated({ id, orgId, endpointId: endpoint.id, eventId, eventType: type, emailId: null, status: 'pending' })
     }),

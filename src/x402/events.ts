@@ -12,6 +12,7 @@ import type { Tx } from '../db/client'
 import type { PendingQuery, Row } from 'postgres'
 import { enqueueWith } from '../jobs/queue'
 import { DELIVER_KIND, deliverAttempts } from '../webhooks/deliver.job'
+import { eventEndpoints, insertEventDelivery, type EventEndpoint } from '../webhooks/queries'
 import { recordChanges, type ChangeInput } from '../changes/record'
 import { deliveryCreated, paymentChanges, type PaymentFacts } from '../changes/sources'
 
@@ -40,23 +41,15 @@ function paymentEvent(eventId: string, o: PaymentOutcome, direction: 'received' 
   }
 }
 
-export interface PaymentEndpoint {
-  id: string
-  url: string
-  org_id: string
-  /** the endpoint's `rules.event_types` */
-  event_types: string[]
-}
+/** An endpoint that takes a payment event (src/webhooks/queries.ts). */
+export type PaymentEndpoint = EventEndpoint
 
 const PAYMENT_EVENT_TYPES: PaymentEventType[] = ['payment.settled', 'payment.failed']
 
 /** The active HTTP endpoints, of the organizations listed or selected by a subquery, that take either payment event. */
 export function paymentEndpoints(tx: Tx, orgIds: string[] | PendingQuery<Row[]>) {
   const orgs = Array.isArray(orgIds) ? tx`select unnest(${orgIds}::uuid[])` : orgIds
-  return tx<PaymentEndpoint[]>`
-    select id, url, org_id, rules->'event_types' as event_types from endpoints
-     where org_id in (${orgs}) and kind = 'http' and enabled and deactivated_at is null
-       and rules->'event_types' ?| ${PAYMENT_EVENT_TYPES}::text[]`
+  return eventEndpoints(tx, orgs, PAYMENT_EVENT_TYPES)
 }
 
 /**
@@ -75,10 +68,8 @@ export function writePaymentEvents(tx: Tx, ctx: AppContext, o: PaymentOutcome, e
   const writes = copies.map(({ endpoint, direction }) => {
     const id = randomUUIDv7()
     const eventId = `evt_${id.replaceAll('-', '')}`
-    const delivery = tx`
-      insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
-      values (${id}, ${endpoint.org_id}, null, ${endpoint.id}, ${endpoint.url}, ${eventId}, ${o.type}, 'pending',
-              ${tx.json(paymentEvent(eventId, o, direction) as never)})`
+    const payload = paymentEvent(eventId, o, direction)
+    const delivery = insertEventDelivery(tx, { id, orgId: endpoint.org_id, endpoint, eventId, eventType: o.type, payload })
     deliveries.push(deliveryCreated({ id, orgId: endpoint.org_id, endpointId: endpoint.id, eventId, eventType: o.type, emailId: null, status: 'pending' }))
     return enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
   })

@@ -182,6 +182,18 @@ function feeSource(client: PublicClient) {
   }
 }
 
+/** Sends of one settlement whose nonce another sender took first, before it fails. */
+const NONCE_ATTEMPTS = 5
+
+/**
+ * The node refused a transaction because its nonce is taken: mined already, or held in the pool by
+ * another transaction of the key (the node's words differ). Nothing of this transaction was
+ * accepted, so it may be sent again on a fresh nonce. ("already known" is not one: that is this
+ * very transaction, in the pool already.)
+ */
+const isNonceTaken = (error: unknown) =>
+  /nonce too low|nonce has already been used|replacement transaction underpriced|NonceTooLow/i.test(String((error as Error)?.message ?? error))
+
 /**
  * Transaction nonces of the settler key. The chain's pending count is read with the checks of
  * each settlement (another process may have sent with the key), and the nonce handed out is at
@@ -218,8 +230,8 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
   const key = config.X402_SETTLER_PRIVATE_KEY
   const info = networkInfo(network)
   // Concurrent settlements from one key need distinct transaction nonces (see nonceSource). Several
-  // processes settling with one key at the same moment could still collide: give each its own
-  // key, or use an HTTP facilitator.
+  // processes settling with one key may take the same nonce at the same moment: the node refuses the
+  // second transaction, which is sent again on the next nonce (isNonceTaken).
   const account = key ? signingAccount(key as Hex) : null
   const nonces = account ? nonceSource(client, account.address) : null
   const fees = feeSource(client)
@@ -296,16 +308,20 @@ export function rpcFacilitator(config: Config, network: Network, client: PublicC
         if (id !== info.chainId) return fail('settlement_misconfigured', `the JSON-RPC endpoint of ${network} serves chain ${id}, not ${info.chainId}`)
         // the transaction nonce is taken at the send, so a settlement prepared and then not sent leaves no gap
         const send = async (): Promise<SettleResult> => {
-          const nonce = nonces.take(count)
-          try {
-            const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
-            const receipt = await sendAndWait(serialized)
-            if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
-            return { ok: true, tx: receipt.transactionHash }
-          } catch (error) {
-            // the transaction may not be in the pool: the next send reads the nonce from the chain again
-            nonces.reset()
-            return classifyChainError(error)
+          for (let attempt = 1; ; attempt++) {
+            const nonce = nonces.take(attempt === 1 ? count : await nonces.pending())
+            try {
+              const serialized = await account.signTransaction({ type: 'eip1559', chainId: id, nonce, to: info.usdc, data, gas, ...fee })
+              const receipt = await sendAndWait(serialized)
+              if (receipt.status !== 'success') return fail('settlement_failed', `transaction ${receipt.transactionHash} reverted`)
+              return { ok: true, tx: receipt.transactionHash }
+            } catch (error) {
+              // the transaction may not be in the pool: the next send reads the nonce from the chain again
+              nonces.reset()
+              // another process sent with the key and took this nonce first: the chain refused this transaction, so send it again on the next
+              if (isNonceTaken(error) && attempt < NONCE_ATTEMPTS) continue
+              return classifyChainError(error)
+            }
           }
         }
         return { ok: true, send }

@@ -8,7 +8,7 @@
  * other in a cycle.
  */
 import type postgres from 'postgres'
-import type { Tx } from '../db/client'
+import type { Sql, Tx } from '../db/client'
 
 type Direction = 'received' | 'sent'
 type Span = 'day' | 'month'
@@ -91,4 +91,12 @@ export function takeFailureFromTotals(tx: Tx, s: { id: string; payee_org: string
        where s.id = ${s.id} and s.status = 'pending'
          and t.org_id = ${k.org} and t.direction = ${k.direction} and t.span = ${k.span} and t.start = ${periodOf(tx, k.span, tx`s.created_at`)}`.execute(),
   )
+}
+
+/** The cleanup job's part: periods no cap counts any more (days older than yesterday, months older than last month). */
+export async function pruneTotals(sql: Sql): Promise<number> {
+  return (
+    await sql`
+    delete from x402_totals where start < (now() at time zone 'utc')::date - case span when 'day' then 2 else 62 end`
+  ).count
 }

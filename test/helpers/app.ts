@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../../src/config'
 import { createContext, type AppContext } from '../../src/context'
 import { ServerKeys } from '../../src/crypto'
 import type { Sql } from '../../src/db/client'
+import type { Replica } from '../../src/db/replica'
 import type { Resolver } from '../../src/dns/resolver'
 import { createApiKey } from '../../src/auth/api-keys'
 import { addMember, ensureUser, insertOrg } from '../../src/account/orgs'
@@ -48,9 +49,13 @@ let ipCounter = 0
 /** A fresh client address per app, so the per-address limit of one test never throttles another. */
 const nextIp = () => `198.51.100.${(ipCounter = (ipCounter % 250) + 1)}.${Math.floor(Math.random() * 1e6)}`
 
-/** `opts.resolver` replaces DNS (e.g. `memoryResolver(records)`); by default the system resolver. */
-export async function testApp(env: Record<string, string> = {}, opts: { resolver?: Resolver } = {}): Promise<TestApp> {
-  const ctx = createContext(testConfig(env), await testSql(), new ServerKeys(TEST_SECRET), { plugins: PLUGINS, ...opts })
+/**
+ * `opts.resolver` replaces DNS (e.g. `memoryResolver(records)`); by default the system resolver.
+ * `opts.sql` is another database than the test database (with `opts.replica` reading from a replica of it).
+ */
+export async function testApp(env: Record<string, string> = {}, opts: { resolver?: Resolver; sql?: Sql; replica?: Replica } = {}): Promise<TestApp> {
+  const { sql = await testSql(), ...rest } = opts
+  const ctx = createContext(testConfig(env), sql, new ServerKeys(TEST_SECRET), { plugins: PLUGINS, ...rest })
   const app = createApp(ctx)
   serveApiCallsWith(ctx, async () => request => app.handle(request))
   const defaultIp = nextIp()
@@ -86,9 +91,9 @@ export interface TestOrg {
 
 let orgCounter = 0
 
-/** A new organization with one person of `role` and an API key created by that person. */
-export async function createOrg(opts: { plan?: Plan; role?: Role } = {}): Promise<TestOrg> {
-  const sql = await testSql()
+/** A new organization with one person of `role` and an API key created by that person (in the test database, or `opts.sql`). */
+export async function createOrg(opts: { plan?: Plan; role?: Role; sql?: Sql } = {}): Promise<TestOrg> {
+  const sql = opts.sql ?? (await testSql())
   return sql.begin(async tx => {
     const n = ++orgCounter
     const orgId = await insertOrg(tx, { name: `Test org ${n}`, plan: opts.plan ?? 'developer' })

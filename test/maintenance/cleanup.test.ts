@@ -58,3 +58,14 @@ test('x402 totals of past periods go (days after two days, months after two mont
   const left = await sql<{ amount: string }[]>`select amount::text from x402_totals where org_id = ${org.orgId} order by amount`
   expect(left.map(r => r.amount)).toEqual(['1', '2', '4'])
 })
+
+test('send counts older than two days go; those any window still counts stay', async () => {
+  const org = await createOrg()
+  await sql`
+    insert into send_counts (org_id, span, start, sends) values
+      (${org.orgId}, 'hour', date_trunc('hour', now()), 1), (${org.orgId}, 'hour', date_trunc('hour', now() - interval '1 day'), 2),
+      (${org.orgId}, 'hour', date_trunc('hour', now() - interval '3 days'), 3), (${org.orgId}, 'minute', now() - interval '2 days 1 minute', 4)`
+  await cleanup(t.ctx)
+  const left = await sql<{ sends: number }[]>`select sends from send_counts where org_id = ${org.orgId} order by sends`
+  expect(left.map(r => r.sends)).toEqual([1, 2])
+})

@@ -20,6 +20,7 @@ import { countStored, reserveStorage, storeEmail, type StorageCounts, type Store
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
+import { claimReceipts, releaseReceipt, resendDigest } from './receipts'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
@@ -40,6 +41,8 @@ export interface IngestResult {
   stored: StoredEmail[]
   /** organizations whose copy was refused because their storage is full */
   refused: string[]
+  /** the message was stored already (receipts.ts): sent again by a client that missed its 250; nothing was stored now */
+  resent?: true
 }
 
 /** A message parsed, authenticated and assigned to organizations: everything but the writes. */
@@ -48,6 +51,8 @@ interface PreparedMessage {
   mail: ParsedMail
   auth: AuthVerdicts
   eventType: EmailEventType
+  /** what recognizes the message when it is sent again (receipts.ts); null without a Message-ID */
+  digest: Buffer | null
   /** each accepting organization with its envelope recipients and its storage limit (bytes; null = none) */
   copies: { orgId: string; rcptTo: string[]; storageLimit: number | null }[]
 }
@@ -92,8 +97,11 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
     if (copies.has(r.orgId)) copies.get(r.orgId)!.rcptTo.push(r.address)
     else copies.set(r.orgId, { orgId: r.orgId, rcptTo: [r.address], storageLimit: r.storageLimit })
   }
-  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), copies: [...copies.values()] }
+  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), digest: resendDigest(msg, mail.messageId), copies: [...copies.values()] }
 }
+
+/** What a message sent again gets: nothing stored now (receipts.ts). */
+const RESENT: IngestResult = { stored: [], refused: [], resent: true }
 
 /** Stores a batch of prepared messages in one transaction; returns what became of each message's copies. */
 async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<IngestResult[]> {
@@ -106,11 +114,17 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     const changes: ChangeInput[] = []
     // sent now, so it is in force before the first store
     const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
+    // the messages sent again (receipts.ts) are known before any store is issued, so the stores keep the batch's order
+    const fresh = await claimReceipts(
+      tx,
+      batch.map(p => p.digest),
+    )
     // Every message's chain of statements settles before the transaction ends: with the first
     // failure postgres.js rolls back, and a statement a chain sent after that would run outside
     // the transaction and commit on its own. Once one statement failed, every later one of the
     // transaction fails too, so waiting for all of them is short.
-    const settled = await Promise.allSettled([lockTimeout, ...batch.map(p => storeCopies(tx, ctx, p, consumers, counted, changes))])
+    const store = (p: PreparedMessage, i: number) => (fresh[i] ? storeCopies(tx, ctx, p, consumers, counted, changes) : Promise.resolve(RESENT))
+    const settled = await Promise.allSettled([lockTimeout, ...batch.map(store)])
     const failed = settled.find(r => r.status === 'rejected')
     if (failed) throw failed.reason
     const results = settled.slice(1).map(r => (r as PromiseFulfilledResult<IngestResult>).value)
@@ -186,6 +200,8 @@ async function storeCopies(
     for (const received of consumers) changes.push(...((await received(tx, email, p.mail)) ?? []))
     out.stored.push(email)
   }
+  // every copy refused (storage full): the client is told to try again later, and that try must be taken
+  if (p.digest && !out.stored.length) await releaseReceipt(tx, p.digest)
   return out
 }
 
@@ -219,7 +235,8 @@ export const inboundCommits = perProcess((ctx): InboundCommits => new GroupCommi
 export async function ingest(ctx: AppContext, msg: InboundMessage, resolver = ctx.resolver): Promise<IngestResult> {
   const started = performance.now()
   const prepared = await prepare(ctx, msg, resolver)
-  const { stored, refused } = prepared.copies.length ? await inboundCommits(ctx).submit(prepared) : { stored: [], refused: [] }
+  const result: IngestResult = prepared.copies.length ? await inboundCommits(ctx).submit(prepared) : { stored: [], refused: [] }
+  const { stored, refused } = result
   const { auth } = prepared
   const fields = {
     event_type: prepared.eventType,
@@ -229,9 +246,10 @@ export async function ingest(ctx: AppContext, msg: InboundMessage, resolver = ct
     spf: auth.spf.result,
     dkim: auth.dkim.map(d => d.result),
     dmarc: auth.dmarc.result,
+    ...(result.resent && { resent: true }),
     duration_ms: Math.round(performance.now() - started),
   }
   if (refused.length) log.warn('inbound message', fields)
   else log.info('inbound message', fields)
-  return { stored, refused }
+  return result
 }

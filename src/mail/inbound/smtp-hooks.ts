@@ -18,7 +18,7 @@ export function inboundHooks(ctx: AppContext): SmtpHooks {
     },
     // Parsed, authenticated and committed with its deliveries before the 250 (a thrown error is a 451).
     async onData(session, envelope, message) {
-      const { stored, refused } = await ingest(ctx, {
+      const { stored, refused, resent } = await ingest(ctx, {
         raw: message,
         mailFrom: envelope.mailFrom,
         rcptTo: envelope.rcptTo,
@@ -27,7 +27,8 @@ export function inboundHooks(ctx: AppContext): SmtpHooks {
         tls: session.tls,
         recipients: envelope.rcptTo.map(rcpt => envelope.notes.get(rcpt) as ResolvedRecipient | undefined),
       })
-      if (stored.length) return
+      // stored now, or before: a client sending again a message whose 250 it missed gets its 250
+      if (stored.length || resent) return
       // Nothing stored: every organization's storage filled up since RCPT (the sender retries
       // later), or every mailbox went away meanwhile.
       return refused.length ? replies.mailboxFull : replies.unknownUser

@@ -73,7 +73,8 @@ export function createLocalRelay(ctx: AppContext): Relay {
         )
         const delivered = new Set(result.stored.flatMap(s => s.rcptTo.map(a => a.toLowerCase())))
         for (const { rcpt, orgId } of hosted) {
-          if (delivered.has(rcpt.toLowerCase())) continue
+          // a relay attempt repeated after a crash: the message was stored by the first
+          if (result.resent || delivered.has(rcpt.toLowerCase())) continue
           // its organization's storage is full, or the mailbox went away meanwhile
           rejected.push(rcpt)
           if (result.refused.includes(orgId)) full++

@@ -22,6 +22,7 @@ import { payChallenge } from '../pay.service'
 import { enqueueInteractionEvent } from './events'
 import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
 import { STEP_KIND } from './step-mail'
+import { lastMessageIdOf } from '../../sending/queries'
 import { EXPIRE_KIND, expireIfDue, findInteraction, findInteractionAnswered, sendStep, type InteractionRow } from './service'
 
 /** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
@@ -166,8 +167,8 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   }
   const s = parsed.step
   // A payment or a decline answers the challenge message: In-Reply-To or References names it.
-  const [challengeMail] = await ctx.sql<{ message_id: string | null }[]>`select last_message_id as message_id from sends where id = ${i.send_id}`
-  const threaded = Boolean(challengeMail?.message_id) && [e.in_reply_to, ...(e.references ?? [])].includes(challengeMail!.message_id)
+  const challengeMessageId = await lastMessageIdOf(ctx.sql, i.send_id)
+  const threaded = Boolean(challengeMessageId) && [e.in_reply_to, ...(e.references ?? [])].includes(challengeMessageId!)
   if (!threaded && !resuming && (s.step === 'payment' || s.step === 'decline')) {
     await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, ['not_in_thread'], s)
     const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: 'not_in_thread', reasons: ['not_in_thread'] })

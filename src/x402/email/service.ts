@@ -14,6 +14,7 @@ import { idempotent } from '../../http/idempotency'
 import { enqueue } from '../../jobs/queue'
 import { splitAddress } from '../../mail/inbound/recipients'
 import { sendMail } from '../../sending/service'
+import { sendsWithMessageIds } from '../../sending/queries'
 import { createChallenge, findChallenge, paymentRequirements, payUrl, presentChallenge, type ChallengeRow } from '../challenges.service'
 import type { Network } from '../networks'
 import { buildStep, STEP_FILENAME, type Step } from './steps'
@@ -201,8 +202,8 @@ export async function findInteraction(sql: Sql | Tx, id: string, opts: { lock?: 
 export async function findInteractionAnswered(sql: Sql | Tx, orgId: string, messageIds: string[]): Promise<InteractionRow | null> {
   if (!messageIds.length) return null
   const [row] = await sql<InteractionRow[]>`
-    select i.* from x402_interactions i join sends s on s.id = i.send_id
-     where i.org_id = ${orgId} and s.org_id = ${orgId} and s.last_message_id = any(${messageIds})
+    select i.* from x402_interactions i
+     where i.org_id = ${orgId} and i.send_id in ${sendsWithMessageIds(sql, orgId, messageIds)}
      order by i.created_at desc limit 1`
   return row ?? null
 }
