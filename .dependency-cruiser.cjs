@@ -18,7 +18,7 @@ const FLOORS = [
   [
     'features',
     [
-      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'drafts',
+      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts',
       'signups', 'credits', 'notes', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],
@@ -85,6 +85,6 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: false,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['bun', 'import', 'require', 'node', 'default', 'types'] },
   },
 }

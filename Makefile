@@ -6,10 +6,16 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 # The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: dev test test-unit lint format bench start typecheck install clean cli
+.PHONY: dev reset sdk test test-unit lint format bench start typecheck install clean cli
 
 dev: install
 	$(BUN) run src/dev.ts
+
+# Deletes what `make dev` keeps (the embedded database, the development organization and its
+# credentials) and nothing else: stop `make dev` first. DATA_DIR as make dev was given it.
+DATA_DIR ?= .data
+reset:
+	rm -rf -- "$(DATA_DIR)"
 
 test: install
 	$(BUN) test --timeout 30000
@@ -38,6 +44,10 @@ start: install
 CLI_OUT ?= dist/agent-mail
 cli: install
 	$(BUN) build --compile --minify src/cli-client/main.ts --outfile $(CLI_OUT)
+
+# The SDK's types (sdk/src/schema.ts) regenerated from a running `make dev` (on PORT, default 3000)
+sdk: install
+	$(BUN) sdk/scripts/generate.ts
 
 typecheck: install
 	$(BUN) x tsc --noEmit -p .

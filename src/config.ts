@@ -89,6 +89,10 @@ export const ConfigSchema = T.Object({
   }),
   TRUST_PROXY: T.Boolean({ default: false, description: 'take the client address from X-Forwarded-For (behind a load balancer)' }),
   LOG_LEVEL: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error'), T.Literal('silent')], { default: 'info' }),
+  LOG_FORMAT: T.Union([T.Literal('json'), T.Literal('text')], {
+    default: 'json',
+    description: 'json: one object per line, for machines; text: short lines for a person, without routine lines (make dev)',
+  }),
   MAX_BODY_BYTES: T.Integer({
     minimum: 1024,
     default: 1_048_576,

@@ -4,7 +4,7 @@ import { createContext } from './context'
 import { loadServerKeys } from './crypto'
 import { openDatabase } from './db/client'
 import { migrate } from './db/migrate'
-import { log, setLogLevel } from './log'
+import { log, setLogFormat, setLogLevel } from './log'
 import { startRoles, type RunningRoles } from './roles'
 import { serveParent, startSmtpProcesses, type SmtpProcesses } from './smtp-processes'
 import { explainStartupFailure, startupExitCode } from './startup-failure'
@@ -22,6 +22,7 @@ export interface Service {
 export async function startService(env = process.env): Promise<Service> {
   const config = loadConfig(env)
   setLogLevel(config.LOG_LEVEL)
+  setLogFormat(config.LOG_FORMAT)
   const db = await openDatabase(config)
   await migrate(db.sql).catch(async error => {
     await db.close()

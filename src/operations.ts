@@ -4,6 +4,7 @@
  * An operation lives in its feature (`<feature>/operations.ts`); add it here to have it served.
  */
 import { accountOperations } from './account/operations'
+import { suppressionOperations } from './bounces/operations'
 import { contactOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
 import { approvalPolicyOperations, draftOperations } from './drafts/operations'
@@ -28,6 +29,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...sendingOperations,
   ...draftOperations,
   ...approvalPolicyOperations,
+  ...suppressionOperations,
   ...endpointOperations,
   ...deliveryOperations,
   ...templateOperations,

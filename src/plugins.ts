@@ -5,6 +5,7 @@
  */
 import { resolveCredential } from './auth/credentials'
 import { findConnectionKey } from './connections/queries'
+import { bounceReports } from './bounces/received'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
 import { holdSend } from './drafts/service'
@@ -18,8 +19,9 @@ export const PLUGINS: Plugins = {
   resolveCredential,
   findConnectionKey,
   storeExtensions: [contactCountsCte, agentActivityCte],
-  // in this order: a message's webhook deliveries are created before its x402 step's job
-  receivedMail: [webhookDeliveries, inboundSteps],
+  // in this order: a report is matched to its send before the webhooks build its event (which
+  // then carries the send), and a message's webhook deliveries are created before its x402 step's job
+  receivedMail: [bounceReports, webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
   memoryFunctions,
   holdSend,

@@ -1,15 +1,19 @@
 /**
- * The CLI's HTTP client: the service URL and credential to use, the v1 envelope unwrapped, OAuth
- * tokens refreshed before they expire (the refresh token is single use, so the new pair is saved
- * at once), and failures turned into CliErrors carrying the service's code, message and docs_url
- * with an exit code that says what kind of failure it was.
+ * The CLI's connection to the service, through the typed SDK (sdk/, @agent-mail/sdk): the
+ * service URL and credential to use, OAuth tokens refreshed before they expire (the refresh
+ * token is single use, so the new pair is saved at once), and the SDK's errors turned into
+ * CliErrors with an exit code that says what kind of failure it was.
  */
+import { AgentMail, type AgentMailError } from '@agent-mail/sdk'
+import pkg from '../../package.json'
 import { readCredentials, writeCredentials, type Credentials } from './config'
 
 export const DEFAULT_URL = 'http://localhost:3000'
 /** The first-party OAuth client of the CLI login (src/cli on the service). */
 export const CLI_CLIENT_ID = 'cli'
 const REFRESH_MARGIN_MS = 60_000
+/** The OAuth endpoints take form-encoded bodies (openapi-fetch encodes the body by this header). */
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 
 /** Exit codes (docs/cli.md). */
 export const EXIT = {
@@ -40,31 +44,28 @@ export interface GlobalOptions {
   json?: boolean
 }
 
-interface ApiErrorBody {
-  success: false
-  error: { code: string; message: string; details?: Record<string, unknown>; gates?: { docs_url?: string; message?: string }[] }
-}
-
-function exitCodeFor(status: number): number {
-  if (status === 401) return EXIT.auth
-  if (status === 404) return EXIT.notFound
-  if (status === 429 || status === 503) return EXIT.retryLater
+function exitCodeFor(error: AgentMailError): number {
+  if (error.code === 'network_error') return EXIT.unreachable
+  if (error.status === 401) return EXIT.auth
+  if (error.status === 404) return EXIT.notFound
+  if (error.status === 429 || error.status === 503) return EXIT.retryLater
   return EXIT.error
 }
 
-export function errorFrom(status: number, body: unknown): CliError {
-  const e = (body as ApiErrorBody | null)?.error
-  if (!e || typeof e.code !== 'string') return new CliError(`the service answered HTTP ${status}`, exitCodeFor(status), undefined, undefined, body)
-  const docs = (e.details?.docs_url as string | undefined) ?? e.gates?.find(g => g.docs_url)?.docs_url
-  const gates = e.gates
-    ?.map(g => g.message)
+/** How the CLI reports a failure of the service: its message (with the gates' reasons), code and docs. */
+export function cliErrorOf(error: AgentMailError): CliError {
+  if (error.code === 'invalid_response') return new CliError(`the service answered HTTP ${error.status}`, exitCodeFor(error), undefined, undefined, error.body)
+  const gates = error.gates
+    .map(g => g.message)
     .filter(Boolean)
     .join('; ')
-  return new CliError(gates ? `${e.message} (${gates})` : e.message, exitCodeFor(status), e.code, docs, body)
+  return new CliError(gates ? `${error.message} (${gates})` : error.message, exitCodeFor(error), error.code, error.docsUrl, error.body)
 }
 
 export class Api {
   readonly baseUrl: string
+  /** the typed client; its calls send the bearer of `bearer()` unless told `auth: false` */
+  readonly sdk: AgentMail
   private credentials: Credentials | null
 
   constructor(
@@ -72,12 +73,14 @@ export class Api {
     private readonly env = process.env,
   ) {
     this.credentials = options.apiKey || env.AGENT_MAIL_API_KEY ? null : readCredentials(env)
-    this.baseUrl = (options.url ?? env.AGENT_MAIL_URL ?? this.credentials?.base_url ?? DEFAULT_URL).replace(/\/+$/, '')
+    // an empty option or variable counts as not given
+    this.baseUrl = (options.url || env.AGENT_MAIL_URL || this.credentials?.base_url || DEFAULT_URL).replace(/\/+$/, '')
+    this.sdk = new AgentMail({ baseUrl: this.baseUrl, apiKey: () => this.bearer(), headers: { 'user-agent': `agent-mail-cli/${pkg.version}` } })
   }
 
   /** The bearer to send: an explicit API key, else the saved login (refreshed when due). */
   async bearer(): Promise<string> {
-    const key = this.options.apiKey ?? this.env.AGENT_MAIL_API_KEY
+    const key = this.options.apiKey || this.env.AGENT_MAIL_API_KEY
     if (key) return key
     const c = this.credentials
     if (!c) throw new CliError('not logged in: run `agent-mail login`, or pass --api-key (or set AGENT_MAIL_API_KEY)', EXIT.auth)
@@ -88,53 +91,33 @@ export class Api {
   /** Exchanges the saved refresh token for a new pair and saves it. */
   async refresh(): Promise<Credentials> {
     const c = this.credentials!
-    const res = await this.fetch('/oauth/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: CLI_CLIENT_ID, refresh_token: c.refresh_token }),
-    })
-    const body = (await res.json().catch(() => null)) as {
-      access_token?: string
-      refresh_token?: string
-      expires_in?: number
-      error_description?: string
-    } | null
-    if (!res.ok || !body?.access_token) {
-      throw new CliError(
-        `the saved login could not be refreshed (${body?.error_description ?? `HTTP ${res.status}`}): run \`agent-mail login\` again`,
-        EXIT.auth,
-      )
+    const { data, error, response } = await this.oauth(() =>
+      this.sdk.raw.POST('/oauth/token', {
+        body: { grant_type: 'refresh_token', client_id: CLI_CLIENT_ID, refresh_token: c.refresh_token },
+        headers: FORM,
+      }),
+    )
+    const tokens = data as { access_token?: string; refresh_token?: string; expires_in?: number } | undefined
+    if (!response.ok || !tokens?.access_token) {
+      const reason = (error as { error_description?: string } | undefined)?.error_description ?? `HTTP ${response.status}`
+      throw new CliError(`the saved login could not be refreshed (${reason}): run \`agent-mail login\` again`, EXIT.auth)
     }
-    this.credentials = { ...c, access_token: body.access_token, refresh_token: body.refresh_token!, expires_at: Date.now() + body.expires_in! * 1000 }
+    this.credentials = { ...c, access_token: tokens.access_token, refresh_token: tokens.refresh_token!, expires_at: Date.now() + tokens.expires_in! * 1000 }
     writeCredentials(this.credentials, this.env)
     return this.credentials
   }
 
-  async fetch(path: string, init: RequestInit = {}): Promise<Response> {
+  /** Revokes a token (RFC 7009: the answer is 200 whatever the token was). */
+  async revoke(token: string): Promise<void> {
+    await this.oauth(() => this.sdk.raw.POST('/oauth/revoke', { body: { token }, headers: FORM }))
+  }
+
+  /** The OAuth endpoints answer RFC 6749's JSON, not the envelope: they go through the SDK's raw client. */
+  private async oauth<T>(call: () => Promise<T>): Promise<T> {
     try {
-      return await fetch(`${this.baseUrl}${path}`, init)
+      return await call()
     } catch (error) {
       throw new CliError(`cannot reach ${this.baseUrl} (${(error as Error).message})`, EXIT.unreachable)
     }
-  }
-
-  /** An API call: JSON in, the envelope's data (and meta) out; errors thrown as CliError. */
-  async call<T = any>(
-    method: string,
-    path: string,
-    opts: { body?: unknown; auth?: boolean; headers?: Record<string, string>; signal?: AbortSignal; rawBody?: string | ReadableStream<Uint8Array> } = {},
-  ): Promise<{ data: T; meta?: { total: number; limit: number; cursor: string | null }; headers: Headers }> {
-    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers }
-    if (opts.auth !== false) headers.authorization = `Bearer ${await this.bearer()}`
-    if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json'
-    const res = await this.fetch(path, {
-      method,
-      headers,
-      body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
-      signal: opts.signal,
-    })
-    const body = (await res.json().catch(() => null)) as { success?: boolean; data?: T; meta?: never } | null
-    if (!res.ok || !body?.success) throw errorFrom(res.status, body)
-    return { data: body.data as T, meta: body.meta, headers: res.headers }
   }
 }

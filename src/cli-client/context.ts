@@ -1,8 +1,15 @@
-/** The options every command shares (--url, --api-key, --json) and the API client they make. */
+/** The options every command shares (--url, --api-key, --json), the API client they make, and option parsing. */
 import type { Command } from 'commander'
-import { Api, type GlobalOptions } from './api'
+import { Api, CliError, EXIT, type GlobalOptions } from './api'
 
 export function globals(cmd: Command): { api: Api; json: boolean; options: GlobalOptions } {
   const options = cmd.optsWithGlobals() as GlobalOptions
   return { api: new Api(options), json: Boolean(options.json), options }
+}
+
+/** A whole number of at least 1 given to an option such as --limit (a usage error otherwise). */
+export function count(option: string, value: string): number {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${option}: must be a whole number of at least 1`, EXIT.usage)
+  return n
 }

@@ -7,11 +7,13 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import pkg from '../../package.json'
-import { CliError, EXIT } from './api'
+import { AgentMailError } from '@agent-mail/sdk'
+import { CliError, cliErrorOf, EXIT } from './api'
 import { accountCommands } from './commands/account'
 import { draftCommands } from './commands/drafts'
 import { functionCommands } from './commands/functions'
 import { mailCommands } from './commands/mail'
+import { suppressionCommands } from './commands/suppressions'
 import { webhookCommands } from './commands/webhooks'
 import { printError } from './output'
 
@@ -29,6 +31,7 @@ export function buildProgram(): Command {
   mailCommands(program)
   webhookCommands(program)
   draftCommands(program)
+  suppressionCommands(program)
   functionCommands(program)
   // every subcommand reports usage errors the same way (exit 2), and stops on them
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)]
@@ -46,8 +49,9 @@ export async function run(argv: string[]): Promise<number> {
       // help and version are successes; everything else commander throws is a usage error it already printed
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage
     }
-    printError(error, process.argv.includes('--json'))
-    return error instanceof CliError ? error.exitCode : EXIT.error
+    const failure = error instanceof AgentMailError ? cliErrorOf(error) : error
+    printError(failure, process.argv.includes('--json'))
+    return failure instanceof CliError ? failure.exitCode : EXIT.error
   }
 }
 

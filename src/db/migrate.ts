@@ -62,7 +62,8 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]>
     }
     return pending
   })
-  for (const name of applied) log.info('migration applied', { name })
+  for (const name of applied) log.routine('migration applied', { name })
+  if (applied.length) log.info('migrations applied', { count: applied.length, last: applied.at(-1) })
   // new indexes and columns get their statistics now, not at the first autovacuum (if any)
   if (applied.length) await analyzeFilledTables(sql)
   return applied

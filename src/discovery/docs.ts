@@ -6,7 +6,7 @@
  * The operations are drawn by Swagger UI (the `swagger-ui-dist` package: its prebuilt bundle
  * and stylesheet, no runtime dependencies) from `/v1/openapi`. Above it, a short guide with
  * the anchors that error `docs_url`s point at (#errors, #entitlements, #send-gates,
- * #deprecations), built from the same document and the same tables the code uses.
+ * #suppressions, #deprecations), built from the same document and the same tables the code uses.
  */
 import { Elysia } from 'elysia'
 import { dirname, join } from 'node:path'
@@ -85,6 +85,8 @@ ${table(
 )}
 <h2 id="send-gates">Send gates</h2>
 <p>On the reply-only agent plan, <code>send_to_known_addresses</code> allows a recipient only after that address wrote to the organization with authenticated mail (DMARC pass and a DKIM signature covering To). A refused send is <code>403 recipient_not_allowed</code> with one <code>error.gates[]</code> entry per recipient: <code>name, reason, message, subject, fix?, docs_url</code>. Branch on <code>reason</code>.</p>
+<h2 id="suppressions">Suppressions</h2>
+<p>Every plan: an address on the organization's suppression list (added by a hard bounce, a complaint, or by hand with <code>POST /v1/suppressions</code>) is refused by the <code>suppression_list</code> gate with <code>403 recipient_not_allowed</code>, one <code>error.gates[]</code> entry per address, reason <code>recipient_hard_bounced</code>, <code>recipient_complained</code> or <code>recipient_suppressed</code>, fix <code>delete_suppression</code>: <code>DELETE /v1/suppressions/{address}</code> sends to it again. Soft bounces never suppress.</p>
 <h2 id="deprecations">Deprecations</h2>
 ${deprecated.length ? table(['operation', 'what to use instead'], deprecated) : '<p>None.</p>'}
 </section>

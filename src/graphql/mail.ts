@@ -171,6 +171,8 @@ type SentEmail {
   threadId: ID
   accepted: [String!]!
   rejected: [String!]!
+  "each recipient with what became of it (bounces and complaints included)"
+  recipients: [SendRecipient!]!
   relayResponse: String
   error: SendError
   repeat: SendRepeat
@@ -181,7 +183,33 @@ type SentEmail {
   thread: Thread
 }
 
+type SendRecipient {
+  address: String!
+  "pending, accepted, rejected, bounced or complained"
+  status: String!
+  "hard or soft, when bounced"
+  bounceType: String
+  "the RFC 3463 status of the bounce, e.g. 5.1.1"
+  statusCode: String
+  diagnosticCode: String
+  "the abuse report's Feedback-Type, when complained"
+  feedbackType: String
+  reportedAt: DateTime
+}
+
+"an address the organization no longer sends to"
+type Suppression {
+  id: ID!
+  address: String!
+  "hard_bounce, complaint or manual"
+  reason: String!
+  detail: String
+  sendId: ID
+  createdAt: DateTime!
+}
+
 ${connectionTypes('Domain', 'domains')}
+${connectionTypes('Suppression', 'suppressed addresses')}
 ${connectionTypes('Inbox', 'inboxes')}
 ${connectionTypes('Email', 'messages')}
 ${connectionTypes('Thread', 'threads')}

@@ -5,6 +5,7 @@
  * the documented schemas the same way.
  */
 import { t, type TSchema } from 'elysia'
+import { ERROR_STATUS } from '../errors'
 
 export interface Meta {
   total: number
@@ -33,7 +34,11 @@ export const ErrorSchema = t.Object(
   {
     success: t.Literal(false),
     error: t.Object({
-      code: t.String({ description: 'stable machine-readable code; branch on this, never on message' }),
+      // the closed list of codes, so that generated clients type them
+      code: t.Union(
+        Object.keys(ERROR_STATUS).map(code => t.Literal(code)),
+        { description: 'stable machine-readable code; branch on this, never on message' },
+      ),
       message: t.String({ description: 'human-readable; validation errors read `field: reason`' }),
       details: t.Optional(t.Record(t.String(), t.Unknown())),
       gates: t.Optional(t.Array(t.Record(t.String(), t.Unknown()))),

@@ -34,8 +34,10 @@ export async function runJob(ctx: AppContext, kind: JobKind, job: Job, attempt?:
   const fields = () => ({ job_id: job.id, kind: job.kind, attempt: job.attempts, duration_ms: Math.round(performance.now() - started) })
   try {
     const deleted = await (attempt ?? kind.handle(ctx, job.payload, job))
-    if (deleted !== true) await completions(ctx).submit(job.id)
-    log.info('job', { ...fields(), outcome: 'done' })
+    if (deleted !== true)
+      await completions(ctx).submit(job.id)
+      // a periodic kind's round is routine: a person's log (LOG_FORMAT=text) leaves it out
+    ;(kind.everyMs ? log.routine : log.info)('job', { ...fields(), outcome: 'done' })
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     const dead = await fail(ctx.sql, job, message, kind.retryDelaySeconds?.(ctx, job.attempts)).catch(() => false)

@@ -47,7 +47,7 @@ export async function cleanup(ctx: AppContext) {
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
   const receipts = await pruneReceipts(sql)
-  log.info('cleanup', {
+  const deleted = {
     idempotency_keys: idempotency.count,
     rate_limit_windows: windows.count,
     send_counts: sendCounts,
@@ -56,7 +56,9 @@ export async function cleanup(ctx: AppContext) {
     expired_memories: memories,
     pruned_changes: changes,
     inbound_receipts: receipts,
-  })
+  }
+  // a round that deleted nothing is routine: a person's log (LOG_FORMAT=text) leaves it out
+  ;(Object.values(deleted).some(n => n > 0) ? log.info : log.routine)('cleanup', deleted)
 }
 
 export const cleanupJob: JobKind<Record<string, never>> = { kind: CLEANUP_KIND, everyMs: 10 * 60_000, handle: cleanup }

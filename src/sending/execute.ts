@@ -25,6 +25,8 @@ import { RelayError } from '../mail/outbound/relay'
 import { relayOf } from './relay'
 import type { NormalizedRequest, SendRow } from './model'
 import { tickPart } from './repeat'
+import { recordRelayRefusals } from '../bounces/relay-refusals'
+import { suppressedOf } from '../bounces/gate'
 
 export const EXECUTE_KIND = 'send.execute'
 
@@ -171,14 +173,36 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   const immediate = now.status === 'sending'
   const repeating = now.repeat_every_minutes !== null && !now.repeat_stopped_at
   const next = repeating ? nextTick(now) : null
+  // A scheduled send or a repeat's tick leaves out the addresses suppressed since it was created
+  // (an immediate send's request checked them a moment ago); with none left it fails, and a
+  // repeat stops.
+  const envelope = envelopeRecipients(send.request)
+  const suppressed = immediate ? new Set<string>() : new Set(await suppressedOf(ctx.sql, send.org_id, envelope))
+  const to = envelope.filter(a => !suppressed.has(a.toLowerCase()))
+  if (!to.length) {
+    const final = await outcomes(ctx).submit({
+      send: now,
+      status: 'failed',
+      accepted: null,
+      rejected: null,
+      relay_response: null,
+      error_code: 'recipient_not_allowed',
+      error_message: `every recipient is on the suppression list: ${[...suppressed].join(', ')}`,
+      repeat_next_at: null,
+      jobId,
+    })
+    mailEvents(ctx).emitChange(send.org_id)
+    log.info('send skipped: every recipient suppressed', { send_id: send.id })
+    return final ?? null
+  }
   try {
-    const result = await relayOf(ctx).send({ from: send.request.from, to: envelopeRecipients(send.request), orgId: send.org_id }, out.text)
+    const result = await relayOf(ctx).send({ from: send.request.from, to, orgId: send.org_id }, out.text)
     // the next tick is enqueued with the outcome
     const final = await outcomes(ctx).submit({
       send: now,
       status: immediate ? 'queued' : 'executed',
       accepted: result.accepted,
-      rejected: result.rejected,
+      rejected: [...result.rejected, ...envelope.filter(a => suppressed.has(a.toLowerCase()))],
       relay_response: result.response,
       error_code: null,
       error_message: null,
@@ -186,6 +210,8 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
       jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
+    // a recipient the relay refused for good (5xx) is a hard bounce
+    if (result.refusals?.length) await recordRelayRefusals(ctx, final ?? now, result.refusals)
     log.info('send relayed', { send_id: send.id, email_id: out.emailId, accepted: result.accepted.length, rejected: result.rejected.length })
     return final ?? null
   } catch (error) {
@@ -203,6 +229,7 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
       jobId,
     })
     mailEvents(ctx).emitChange(send.org_id)
+    if (error.refusals.length) await recordRelayRefusals(ctx, final ?? now, error.refusals)
     log.warn('send failed', { send_id: send.id, code: error.code, maybe_sent: error.maybeSent })
     return final ?? null
   }

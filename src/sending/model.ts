@@ -7,6 +7,7 @@ import { t, type Static } from 'elysia'
 import { Address, Nullable, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
 import { TemplateRef } from '../templates/model'
+import { SendRecipient, type RecipientReport } from '../bounces/model'
 
 const SINGLE_LINE = '^[^\\r\\n]*$'
 const Addresses = (max: number, description: string) => t.Array(Address, { minItems: 1, maxItems: max, description })
@@ -88,6 +89,9 @@ export const SentEmail = t.Object({
   thread_id: Nullable(t.String({ format: 'uuid' })),
   accepted: t.Array(t.String()),
   rejected: t.Array(t.String()),
+  recipients: t.Array(SendRecipient, {
+    description: 'each recipient (to, cc, bcc) with what became of it: pending, accepted or rejected by the relay, then bounced (hard or soft) or complained',
+  }),
   relay_response: Nullable(t.String({ description: "the relay's answer" })),
   error: Nullable(t.Object({ code: t.String(), message: t.String() })),
   repeat: Nullable(
@@ -121,6 +125,8 @@ export interface SendRow {
   last_message_id: string | null
   accepted: string[]
   rejected: string[]
+  /** bounces and complaints by lowercased recipient (src/bounces/) */
+  recipient_reports: Record<string, RecipientReport>
   relay_response: string | null
   error_code: string | null
   error_message: string | null

@@ -32,6 +32,8 @@ import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import { requireSender } from './senders'
 import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
+import { sendRecipients } from '../bounces/model'
+import { enforceNotSuppressed, suppressedColumn, type Suppressed } from '../bounces/gate'
 
 /** How long an immediate send's job waits before a worker takes it over from a request that died. */
 const INLINE_GRACE_MS = 60_000
@@ -73,6 +75,7 @@ export const presentSend = (s: SendRow) => ({
   thread_id: s.thread_id,
   accepted: s.accepted,
   rejected: s.rejected,
+  recipients: sendRecipients(s),
   relay_response: s.relay_response,
   error: s.error_code ? { code: s.error_code, message: s.error_message ?? '' } : null,
   repeat: s.repeat_every_minutes
@@ -113,20 +116,28 @@ interface SendFacts {
   day: number
   per_hour: number | null
   per_day: number | null
+  /** the recipients checked against the suppression list, and their entries on it */
+  checked: string[]
+  suppressed: Suppressed[]
 }
 
-async function sendFacts(tx: Tx, orgId: string, from: string, idem: { scope: string; key: string }): Promise<SendFacts> {
+const recipientsOf = (r: Pick<NormalizedRequest, 'to' | 'cc' | 'bcc'>) => [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])]
+
+async function sendFacts(tx: Tx, orgId: string, request: NormalizedRequest, idem: { scope: string; key: string }): Promise<SendFacts> {
+  const { from } = request
   const address = from.toLowerCase()
+  const checked = recipientsOf(request)
   const [facts] = await tx<SendFacts[]>`
     select exists (select 1 from idempotency_keys where scope = ${idem.scope} and key = ${idem.key} and expires_at > now()) as recorded,
            exists (select 1 from managed_inboxes where org_id = o.id and address = ${address})
              or exists (select 1 from domains where org_id = o.id and status = 'verified' and name = ${splitAddress(address).domain}) as sender,
            (select display_name from managed_inboxes where org_id = o.id and address = ${address}) as display_name,
            ${countedSends(tx, tx`o.id`)},
-           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day
+           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day,
+           ${suppressedColumn(tx, tx`o.id`, checked)}
       from orgs o
      where o.id = ${orgId}`
-  return facts!
+  return { ...facts!, checked }
 }
 
 /**
@@ -139,8 +150,10 @@ async function authorize(tx: Tx, auth: Auth, r: NormalizedRequest, facts: SendFa
     throw errors.forbidden(`from: a connection key sends only as ${auth.boundAddress}`)
   }
   if (!facts.sender) await requireSender(tx, auth.orgId, r.from)
+  // (a reply's recipient, filled in since the facts were read, is looked up here)
+  await enforceNotSuppressed(tx, auth.orgId, recipientsOf(r), facts)
   const plan = planDefinition(auth.plan)
-  if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, r.from, [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])])
+  if (plan.replyOnly) await enforceKnownRecipients(tx, auth.orgId, r.from, recipientsOf(r))
   // The plan's limits unless an operator set the organization's own (`admin org set-send-limits`).
   const limits = { hour: facts.per_hour ?? plan.limits.send_per_hour, day: facts.per_day ?? plan.limits.send_per_day }
   const over = overLimit(limits, facts)
@@ -205,6 +218,7 @@ function draft(
     last_message_id: null,
     accepted: [],
     rejected: [],
+    recipient_reports: {},
     relay_response: null,
     error_code: null,
     error_message: null,
@@ -426,7 +440,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   // and the send is checked and built outside any transaction, then written with the sends in
   // flight (group commit). A key already recorded, or recorded meanwhile, takes the transaction
   // of `idempotent`, which answers from the record.
-  const facts = await sendFacts(ctx.sql, auth.orgId, request.from, idem)
+  const facts = await sendFacts(ctx.sql, auth.orgId, request, idem)
   let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, scope, key, payloadHash)
   const batched = prepared && (await sendWrites(ctx).submit(prepared))
   if (batched === 'busy') throw idempotencyBusy()
@@ -435,17 +449,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     batched && batched !== 'recorded'
       ? { data: prepared!.data, replayed: false, local: batched }
       : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
-          prepared ??= await prepareSend(
-            tx,
-            auth,
-            request,
-            scheduledAt,
-            signingKey,
-            await sendFacts(tx, auth.orgId, request.from, idem),
-            scope,
-            key,
-            payloadHash,
-          )
+          prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request, idem), scope, key, payloadHash)
           const p = prepared
           // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
           const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])

@@ -9,6 +9,7 @@ import type { ParsedMail } from '../mail/inbound/parse'
 import { downloadUrls } from '../emails/download-token'
 import type { ServerKeys } from '../crypto'
 import { t } from 'elysia'
+import type { TSchema } from '@sinclair/typebox'
 import { Nullable } from '../http/schema'
 
 export function emailEvent(eventId: string, email: StoredEmail, mail: ParsedMail) {
@@ -67,53 +68,83 @@ const Str = t.String()
 const NullStr = Nullable(t.String())
 const Mailbox = t.Object({ address: t.String(), name: t.String() })
 
+/** What a bounce or a complaint event says of the send it is about (src/bounces/). */
+const SendReport = (what: string, recipient: TSchema) =>
+  t.Optional(
+    t.Object(
+      {
+        send_id: t.String({ format: 'uuid' }),
+        email_id: Nullable(t.String({ format: 'uuid', description: 'the sent message it is about' })),
+        source: t.String({ description: 'dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report)' }),
+        recipients: t.Array(recipient),
+      },
+      { description: `${what}: present when the report was matched to a send of the organization (by the original Message-ID and recipient)` },
+    ),
+  )
+
 /** The documented shape of an email event, published as `webhooks` in the OpenAPI document. */
 export const EmailEventSchema = t.Object(
   {
-    event: t.String({ description: 'email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure' }),
+    event: t.String({ description: 'email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure' }),
     id: t.String({ description: 'event id (evt_...): identical across retries and replays; dedupe on it' }),
     created_at: t.String({ format: 'date-time' }),
     delivery: t.Object({ attempt: t.Integer({ description: '1 for the first attempt; replays continue the count' }) }),
-    email: t.Object({
-      id: t.String({ format: 'uuid' }),
-      thread_id: t.String({ format: 'uuid' }),
-      received_at: t.String({ format: 'date-time' }),
-      size_bytes: t.Integer(),
-      headers: t.Object({
-        from: NullStr,
-        to: NullStr,
-        cc: NullStr,
-        reply_to: NullStr,
-        subject: Str,
-        date: Nullable(t.String({ format: 'date-time' })),
-        message_id: NullStr,
-        in_reply_to: NullStr,
-        references: t.Array(Str),
+    send_id: t.Optional(t.String({ format: 'uuid', description: 'email.bounced / email.complained matched to a send: the send' })),
+    bounce: SendReport(
+      'email.bounced',
+      t.Object({
+        address: Str,
+        type: t.String({ description: 'hard (5.x.x: the address is suppressed) or soft (4.x.x)' }),
+        status_code: NullStr,
+        diagnostic_code: NullStr,
       }),
-      parsed: t.Object({
-        from: Nullable(Mailbox),
-        to: t.Array(Mailbox),
-        cc: t.Array(Mailbox),
-        reply_to: t.Array(Mailbox),
-        body_text: NullStr,
-        body_html: NullStr,
-        attachments: t.Array(
-          t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr }),
+    ),
+    complaint: SendReport('email.complained', t.Object({ address: Str, feedback_type: NullStr })),
+    email: Nullable(
+      t.Object({
+        id: t.String({ format: 'uuid' }),
+        thread_id: t.String({ format: 'uuid' }),
+        received_at: t.String({ format: 'date-time' }),
+        size_bytes: t.Integer(),
+        headers: t.Object({
+          from: NullStr,
+          to: NullStr,
+          cc: NullStr,
+          reply_to: NullStr,
+          subject: Str,
+          date: Nullable(t.String({ format: 'date-time' })),
+          message_id: NullStr,
+          in_reply_to: NullStr,
+          references: t.Array(Str),
+        }),
+        parsed: t.Object({
+          from: Nullable(Mailbox),
+          to: t.Array(Mailbox),
+          cc: t.Array(Mailbox),
+          reply_to: t.Array(Mailbox),
+          body_text: NullStr,
+          body_html: NullStr,
+          attachments: t.Array(
+            t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr }),
+          ),
+        }),
+        envelope: t.Object({ mail_from: t.String({ description: "'' for a bounce" }), rcpt_to: t.Array(Str) }),
+        authentication: t.Object(
+          {
+            spf: t.Object({ result: Str }),
+            dkim: t.Array(t.Object({ result: Str, domain: Str })),
+            dmarc: t.Object({ result: Str }),
+            arc: t.Object({ result: Str }),
+          },
+          { description: 'only `pass` means authenticated' },
         ),
+        raw_url: t.String({ description: 'the exact message; the token parameter is valid 24 hours' }),
+        attachments_url: t.String({ description: 'a tar.gz of the attachments; the token parameter is valid 24 hours' }),
       }),
-      envelope: t.Object({ mail_from: t.String({ description: "'' for a bounce" }), rcpt_to: t.Array(Str) }),
-      authentication: t.Object(
-        {
-          spf: t.Object({ result: Str }),
-          dkim: t.Array(t.Object({ result: Str, domain: Str })),
-          dmarc: t.Object({ result: Str }),
-          arc: t.Object({ result: Str }),
-        },
-        { description: 'only `pass` means authenticated' },
-      ),
-      raw_url: t.String({ description: 'the exact message; the token parameter is valid 24 hours' }),
-      attachments_url: t.String({ description: 'a tar.gz of the attachments; the token parameter is valid 24 hours' }),
-    }),
+      {
+        description: 'the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists)',
+      },
+    ),
   },
   {
     description:

@@ -115,8 +115,9 @@ export function rulesVerdict(
 
 /**
  * Creates the deliveries of a stored message (and their jobs) in the storing transaction;
- * `routingOf` is the batch's routing cache. Returns their `delivery.created` changes, for the
- * caller to record with the message's own (the feed's counter is taken last).
+ * `routingOf` is the batch's routing cache; `eventFields` are added to the event (the send a
+ * bounce is about). Returns their `delivery.created` changes, for the caller to record with the
+ * message's own (the feed's counter is taken last).
  */
 export async function enqueueDeliveries(
   tx: Tx,
@@ -124,6 +125,7 @@ export async function enqueueDeliveries(
   email: StoredEmail,
   mail: ParsedMail,
   routingOf: ReturnType<typeof routingCache>,
+  eventFields: Record<string, unknown> = {},
 ): Promise<ChangeInput[]> {
   const routing = await routingOf(tx, email.orgId)
   if (!routing.endpoints.length) return []
@@ -153,7 +155,7 @@ export async function enqueueDeliveries(
     const delivery = tx`
       insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
       values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event},
-              ${email.eventType}, ${status}, ${skipped}, ${tx.json(emailEvent(event, email, mail) as never)})`
+              ${email.eventType}, ${status}, ${skipped}, ${tx.json({ ...emailEvent(event, email, mail), ...eventFields } as never)})`
     // HTTP and function endpoints alike: the attempt invokes a function in a sandbox (src/functions/delivery.ts).
     if (!skipped) await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery
@@ -176,5 +178,30 @@ export async function enqueueDeliveries(
 /** Received mail's webhook deliveries: a consumer of the inbound store (src/plugins.ts), one routing cache per batch. */
 export const webhookDeliveries: ReceivedMailConsumer = ctx => {
   const routing = routingCache()
-  return (tx, email, mail) => enqueueDeliveries(tx, ctx, email, mail, routing)
+  return (tx, email, mail, copy) => enqueueDeliveries(tx, ctx, email, mail, routing, copy.eventFields)
+}
+
+/**
+ * An event about an address of the organization that came with no message of its own (a bounce
+ * the relay answered at delivery, so no report mail will come): delivered to the endpoint mail
+ * to `address` goes to, if it is an HTTP endpoint and its `rules.event_types` take it, with its job, in the caller's
+ * transaction. `event` gets the event's id. Returns the `delivery.created` change, for the caller
+ * to record.
+ */
+export async function enqueueAddressEvent(
+  tx: Tx,
+  ctx: AppContext,
+  e: { orgId: string; address: string; eventType: string; event: (eventId: string) => Record<string, unknown> },
+): Promise<ChangeInput[]> {
+  const endpoint = endpointFor(await loadRouting(tx, e.orgId), e.address)
+  // a function's run is about a stored email (its activity refers to it): such events go to HTTP endpoints only
+  if (endpoint?.kind !== 'http') return []
+  if (endpoint.rules.event_types && !endpoint.rules.event_types.includes(e.eventType)) return []
+  const id = randomUUIDv7()
+  const event = eventId(id)
+  const delivery = tx`
+    insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
+    values (${id}, ${e.orgId}, null, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event}, ${e.eventType}, 'pending', ${tx.json(e.event(event) as never)})`
+  await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
+  return [deliveryCreated({ id, orgId: e.orgId, endpointId: endpoint.id, eventId: event, eventType: e.eventType, emailId: null, status: 'pending' })]
 }

@@ -48,7 +48,7 @@ describe('/docs', () => {
 
   test('the anchors that error docs_urls point at exist on the page, drawn from the same tables', async () => {
     const page = (await get('/docs')).text
-    for (const anchor of ['errors', 'entitlements', 'send-gates', 'deprecations']) expect(page).toContain(`id="${anchor}"`)
+    for (const anchor of ['errors', 'entitlements', 'send-gates', 'suppressions', 'deprecations']) expect(page).toContain(`id="${anchor}"`)
     expect(page).toContain('<td>database_unavailable</td><td>503</td>')
     expect(page).toContain('<td>x402_payments</td><td>power, platinum</td>')
     expect(page).toContain('GET /v1/me')

@@ -1,11 +1,12 @@
 /**
  * The README's walkthrough, run from the README text itself against a real `make dev` process,
  * so it cannot go stale: its `sh` blocks, in order, in one bash with `set -e`, in a directory
- * whose `.data/` is the process's data directory. Only the ports change (the test runs the
- * service on free ones); nothing else of the text is touched.
+ * whose `.data/` is the process's data directory. The text is run as written: the ports come
+ * from the variables it reads (PORT, SMTP_PORT, RECEIVER_PORT), as a person's shell would give
+ * them, and its scratch files must stay under `.data/`.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort, pathWithoutBun, REPO, startDev, type DevProcess } from '../helpers/dev-process'
 
@@ -34,14 +35,16 @@ describe('README walkthrough', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(4)
     const receiverPort = freePort()
     // the trap only cleans up after a failing run: a receiver still waiting, a long-poll still open
-    const script = ['set -euo pipefail', `trap 'status=$?; kill $(jobs -p) 2>/dev/null || true; exit $status' EXIT`, ...blocks]
-      .join('\n')
-      .replaceAll('localhost:3000', `localhost:${dev.apiPort}`)
-      .replaceAll('localhost:2525', `localhost:${dev.smtpPort}`)
-      .replaceAll('8787', String(receiverPort))
+    const script = ['set -euo pipefail', `trap 'status=$?; kill $(jobs -p) 2>/dev/null || true; exit $status' EXIT`, ...blocks].join('\n')
     const run = Bun.spawn(['bash', '-c', script], {
       cwd: dev.dir,
-      env: { PATH: pathWithoutBun(), HOME: process.env.HOME ?? dev.dir },
+      env: {
+        PATH: pathWithoutBun(),
+        HOME: process.env.HOME ?? dev.dir,
+        PORT: String(dev.apiPort),
+        SMTP_PORT: String(dev.smtpPort),
+        RECEIVER_PORT: String(receiverPort),
+      },
       stdout: 'pipe',
       stderr: 'pipe',
     })
@@ -58,5 +61,8 @@ describe('README walkthrough', () => {
       'queued', // the reply
       'Re: Hello agent', // the reply in the local outbox
     ])
+    // nothing left beside the data directory (the scratch files are in it)
+    expect(readdirSync(dev.dir)).toEqual(['.data'])
+    expect(readdirSync(dev.dataDir)).toEqual(expect.arrayContaining(['hello.eml', 'new-mail.json']))
   }, 60_000)
 })

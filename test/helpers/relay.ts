@@ -13,18 +13,26 @@ export interface TestRelay {
   messages: RelayMessage[]
   /** makes the server hold every DATA without answering (a relay that never answers) */
   hang: boolean
+  /** recipients the relay refuses at RCPT TO, with its reply (`550 5.1.1 user unknown`) */
+  refuse: Map<string, string>
   waitFor(count: number, timeoutMs?: number): Promise<RelayMessage[]>
   stop(): Promise<void>
 }
 
 export async function startTestRelay(): Promise<TestRelay> {
   const messages: RelayMessage[] = []
-  const relay: Partial<TestRelay> = { messages, hang: false }
+  const relay: Partial<TestRelay> = { messages, hang: false, refuse: new Map() }
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     disableReverseLookup: true,
     logger: false,
+    onRcptTo(address, _session, callback) {
+      const reply = relay.refuse!.get(address.address.toLowerCase())
+      if (!reply) return callback()
+      const [, code, text] = /^(\d{3}) (.*)$/.exec(reply)!
+      callback(Object.assign(new Error(text), { responseCode: Number(code) }))
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))

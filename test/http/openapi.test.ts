@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { testApp } from '../helpers/app'
+import { ERROR_STATUS } from '../../src/errors'
 
 const { app, request } = await testApp()
 const res = await request('GET', '/v1/openapi')
@@ -64,8 +65,10 @@ describe('GET /v1/openapi', () => {
     expect(JSON.stringify(doc)).not.toContain('"format":"numeric"')
   })
 
-  test('documents the error envelope', () => {
-    expect(doc.components.schemas.Error.properties.error.properties.code.type).toBe('string')
+  test('documents the error envelope, its code one of the closed list (so generated clients type it)', () => {
+    const code = doc.components.schemas.Error.properties.error.properties.code
+    expect(code.anyOf.map((c: { const: string }) => c.const)).toEqual(Object.keys(ERROR_STATUS))
+    expect(code.anyOf.every((c: { type: string }) => c.type === 'string')).toBe(true)
     expect(doc.info.description).toContain('validation_error (400)')
   })
 })

@@ -184,6 +184,9 @@ for (const { era, version } of ERAS) {
           'create_address_note',
           'update_address_note',
           'delete_address_note',
+          'list_suppressions',
+          'create_suppression',
+          'delete_suppression',
         ]),
       )
       for (const tool of tools) {
@@ -538,6 +541,17 @@ for (const { era, version } of ERAS) {
       expect((await ok('get_address_note', { note_id: note.id })).body).toBe('answers within an hour')
       expect(await ok('delete_address_note', { note_id: note.id, if_version: edited.version })).toEqual({ id: note.id, deleted: true })
       expect((await fails('get_address_note', { note_id: note.id })).code).toBe('not_found')
+    })
+
+    test('suppressions: added (created, then found), listed, deleted by address; a bad address names the field', async () => {
+      const address = `suppressed-${era}@example.com`
+      const added = await ok('create_suppression', { address, detail: 'asked to stop' })
+      expect(added).toMatchObject({ address, reason: 'manual', detail: 'asked to stop', send_id: null, created: true })
+      expect((await ok('create_suppression', { address })).created).toBe(false)
+      expect((await ok('list_suppressions', {})).items.map((r: { address: string }) => r.address)).toContain(address)
+      expect(await ok('delete_suppression', { address })).toEqual({ address, deleted: true })
+      expect((await fails('delete_suppression', { address })).code).toBe('not_found')
+      expect((await fails('create_suppression', { address: 'not an address' })).message).toStartWith('address: ')
     })
 
     test('payment challenges: the x402_payments entitlement gates them like the REST routes', async () => {

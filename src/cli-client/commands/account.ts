@@ -2,6 +2,7 @@
 import { hostname } from 'node:os'
 import type { Command } from 'commander'
 import pkg from '../../../package.json'
+import { AgentMailError } from '@agent-mail/sdk'
 import { type Api, CliError, EXIT } from '../api'
 import { credentialsPath, removeCredentials, writeCredentials } from '../config'
 import { ask, color, printJson, table } from '../output'
@@ -34,12 +35,10 @@ export function accountCommands(program: Command) {
     .description('log in through the browser (device flow); the token is kept in your config directory and refreshed')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const start = (
-        await api.call('POST', '/v1/cli/login/start', {
-          auth: false,
-          body: { client_name: `agent-mail CLI ${pkg.version}`, device_name: hostname().slice(0, 100) },
-        })
-      ).data
+      const start = await api.sdk.post('/v1/cli/login/start', {
+        auth: false,
+        body: { client_name: `agent-mail CLI ${pkg.version}`, device_name: hostname().slice(0, 100) },
+      })
       say(`To log in, open ${color.cyan(start.verification_uri_complete)}`)
       say(`and check that it shows the code ${color.bold(start.user_code)}. Waiting...`)
       let interval: number = start.interval
@@ -47,17 +46,16 @@ export function accountCommands(program: Command) {
       while (Date.now() < deadline) {
         await Bun.sleep(interval * 1000)
         try {
-          const tokens = (await api.call<TokenSet>('POST', '/v1/cli/login/poll', { auth: false, body: { device_code: start.device_code } })).data
+          const tokens = await api.sdk.post('/v1/cli/login/poll', { auth: false, body: { device_code: start.device_code } })
           save(api, tokens)
           if (json) printJson({ logged_in: true, org_id: tokens.org_id, user_id: tokens.user_id, credentials: credentialsPath() })
           else say(`${color.green('Logged in')} to organization ${tokens.org_id}. Credentials: ${credentialsPath()}`)
           return
         } catch (error) {
-          if (!(error instanceof CliError)) throw error
+          if (!(error instanceof AgentMailError)) throw error
           if (error.code === 'authorization_pending') continue
           if (error.code === 'slow_down') {
-            const details = (error.body as { error?: { details?: { interval?: number } } })?.error?.details
-            interval = details?.interval ?? interval + 5
+            interval = typeof error.details.interval === 'number' ? error.details.interval : interval + 5
             continue
           }
           if (error.code === 'access_denied') throw new CliError('the login was denied in the browser', EXIT.auth, error.code)
@@ -81,23 +79,19 @@ export function accountCommands(program: Command) {
     .action(async (opts: { email: string; name?: string; orgName?: string; acceptTerms?: boolean; code?: string; password?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
       if (!opts.acceptTerms) throw new CliError('signup needs --accept-terms', EXIT.usage)
-      const started = (
-        await api.call('POST', '/v1/cli/signup/start', {
-          auth: false,
-          body: { email: opts.email, name: opts.name, org_name: opts.orgName, terms_accepted: true },
-        })
-      ).data
+      const started = await api.sdk.post('/v1/cli/signup/start', {
+        auth: false,
+        body: { email: opts.email, name: opts.name, org_name: opts.orgName, terms_accepted: true },
+      })
       say(`A verification code was sent to ${opts.email}.`)
       // an empty option or variable counts as not given
       const code = opts.code || (await ask('Verification code:'))
       const password = opts.password || process.env.AGENT_MAIL_PASSWORD || (await ask('Choose a password (12+ characters):', { secret: true }))
       if (!code || !password) throw new CliError('signup needs the verification code and a password', EXIT.usage)
-      const tokens = (
-        await api.call<TokenSet & { inbox: { address: string } | null }>('POST', '/v1/cli/signup/verify', {
-          auth: false,
-          body: { signup_token: started.signup_token, verification_code: code, password },
-        })
-      ).data
+      const tokens = await api.sdk.post('/v1/cli/signup/verify', {
+        auth: false,
+        body: { signup_token: started.signup_token, verification_code: code, password },
+      })
       save(api, tokens)
       if (json) printJson({ org_id: tokens.org_id, user_id: tokens.user_id, inbox: tokens.inbox })
       else
@@ -111,7 +105,7 @@ export function accountCommands(program: Command) {
     .description('the organization and credential you are acting with')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const me = (await api.call('GET', '/v1/whoami')).data
+      const me = await api.sdk.get('/v1/whoami')
       if (json) return printJson(me)
       process.stdout.write(
         table(
@@ -127,10 +121,7 @@ export function accountCommands(program: Command) {
     .action(async (_opts, cmd: Command) => {
       const { api } = globals(cmd)
       const token = await api.bearer().catch(() => null)
-      if (token)
-        await api
-          .fetch('/oauth/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) })
-          .catch(() => {})
+      if (token) await api.revoke(token).catch(() => {})
       removeCredentials()
       say('Logged out.')
     })

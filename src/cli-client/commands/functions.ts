@@ -2,24 +2,16 @@
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Command } from 'commander'
+import type { Data } from '@agent-mail/sdk'
 import { CliError, EXIT, type Api } from '../api'
-import { globals } from '../context'
+import { count, globals } from '../context'
 import { ago, bytes, color, printJson, progressBar, table } from '../output'
 
 const FOLLOW_INTERVAL_MS = 2_000
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 async function findByName(api: Api, name: string): Promise<{ id: string; name: string } | null> {
-  let cursor: string | null = null
-  do {
-    const page: { data: { id: string; name: string }[]; meta?: { cursor: string | null } } = await api.call(
-      'GET',
-      `/v1/functions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-    )
-    const hit = page.data.find(f => f.name === name)
-    if (hit) return hit
-    cursor = page.meta?.cursor ?? null
-  } while (cursor)
+  for await (const fn of api.sdk.list('/v1/functions', { params: { query: { limit: 100 } } })) if (fn.name === name) return fn
   return null
 }
 
@@ -37,12 +29,12 @@ export function functionCommands(program: Command) {
     .description('list functions')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const { data } = await api.call('GET', '/v1/functions?limit=100')
+      const data = await api.sdk.get('/v1/functions', { params: { query: { limit: 100 } } })
       if (json) return printJson(data)
       process.stdout.write(
         table(
           ['name', 'status', 'routed', 'created', 'id'],
-          data.map((f: any) => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id]),
+          data.map(f => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id]),
         ) + '\n',
       )
     })
@@ -66,17 +58,18 @@ export function functionCommands(program: Command) {
       const existing = await findByName(api, name)
       const payload = JSON.stringify({ name, code })
       const bar = progressBar(Buffer.byteLength(payload), 'uploading')
-      let result: any
+      // the body is sent as serialized here, so its size is the one the bar counts
+      const bodySerializer = () => payload
+      let result: Data<'/v1/functions', 'post'>
       try {
         result = existing
-          ? (await api.call('PUT', `/v1/functions/${existing.id}`, { rawBody: payload })).data
-          : (await api.call('POST', '/v1/functions', { rawBody: payload })).data
+          ? await api.sdk.put('/v1/functions/{id}', { params: { path: { id: existing.id } }, body: { name, code }, bodySerializer })
+          : await api.sdk.post('/v1/functions', { body: { name, code }, bodySerializer })
         bar.update(Buffer.byteLength(payload))
       } finally {
         bar.stop()
       }
       if (json) return printJson(result)
-      const fn = result.function ?? result
       const deployment = result.deployment
       if (deployment?.status === 'failed') {
         const e = deployment.deploy_error
@@ -87,7 +80,7 @@ export function functionCommands(program: Command) {
         )
       }
       process.stdout.write(
-        `${color.green(existing ? 'Redeployed' : 'Deployed')} ${fn.name} (${fn.id})${deployment ? `, ${bytes(deployment.bundle_bytes)}` : ''}\n`,
+        `${color.green(existing ? 'Redeployed' : 'Deployed')} ${result.name} (${result.id})${deployment ? `, ${bytes(deployment.bundle_bytes)}` : ''}\n`,
       )
     })
   functions
@@ -109,11 +102,11 @@ export function functionCommands(program: Command) {
           last = line.id
         }
       }
-      print((await api.call('GET', `/v1/functions/${id}/logs?limit=${encodeURIComponent(opts.limit)}`)).data.logs)
+      print((await api.sdk.get('/v1/functions/{id}/logs', { params: { path: { id }, query: { limit: count('--limit', opts.limit) } } })).logs)
       if (opts.follow) process.stderr.write(color.dim('Following new lines (Ctrl-C to stop)...') + '\n')
       while (opts.follow) {
         await Bun.sleep(FOLLOW_INTERVAL_MS)
-        print((await api.call('GET', `/v1/functions/${id}/logs?limit=500`)).data.logs)
+        print((await api.sdk.get('/v1/functions/{id}/logs', { params: { path: { id }, query: { limit: 500 } } })).logs)
       }
     })
 }

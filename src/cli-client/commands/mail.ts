@@ -2,8 +2,9 @@
 import { readFileSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Command } from 'commander'
+import type { Item } from '@agent-mail/sdk'
 import { CliError, EXIT } from '../api'
-import { globals } from '../context'
+import { count, globals } from '../context'
 import { address, ago, bytes, color, printJson, progressBar, table } from '../output'
 
 const collect = (value: string, previous: string[] = []) => [...previous, value]
@@ -45,14 +46,13 @@ function streamed(text: string, onProgress: (sent: number) => void): ReadableStr
   })
 }
 
-interface Summary {
-  id: string
-  direction: string
-  from: { address: string; name: string } | null
-  to: { address: string; name: string }[]
-  subject: string
-  received_at: string
-  attachment_count: number
+type Summary = Item<'/v1/emails'>
+
+/** One message on one line: when, who, subject, attachments, id. */
+function line(email: Summary): string {
+  const clip = email.attachment_count ? color.dim(` +${email.attachment_count} attachment${email.attachment_count > 1 ? 's' : ''}`) : ''
+  const who = email.direction === 'outbound' ? `→ ${email.to.map(address).join(', ')}` : address(email.from)
+  return `${color.dim(new Date(email.received_at).toLocaleString())}  ${color.bold(who)}  ${email.subject}${clip}  ${color.dim(email.id)}`
 }
 
 export function mailCommands(program: Command) {
@@ -63,16 +63,16 @@ export function mailCommands(program: Command) {
     .option('--limit <n>', 'how many', '50')
     .action(async (opts: { limit: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const { data, meta } = await api.call('GET', `/v1/inboxes?limit=${encodeURIComponent(opts.limit)}`)
+      const { items: data, total } = await api.sdk.page('/v1/inboxes', { params: { query: { limit: count('--limit', opts.limit) } } })
       if (json) return printJson(data)
       if (!data.length) return void process.stdout.write('No inboxes yet: create one with `agent-mail inboxes create`.\n')
       process.stdout.write(
         table(
           ['address', 'name', 'created', 'id'],
-          data.map((i: any) => [i.address, i.display_name, ago(i.created_at), i.id]),
+          data.map(i => [i.address, i.display_name, ago(i.created_at), i.id]),
         ) + '\n',
       )
-      if (meta && meta.total > data.length) process.stdout.write(color.dim(`${data.length} of ${meta.total}\n`))
+      if (total > data.length) process.stdout.write(color.dim(`${data.length} of ${total}\n`))
     })
   inboxes
     .command('create [local-part]')
@@ -80,9 +80,7 @@ export function mailCommands(program: Command) {
     .option('--name <display-name>', 'the name shown in From')
     .action(async (localPart: string | undefined, opts: { name?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const inbox = (
-        await api.call('POST', '/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })
-      ).data
+      const inbox = await api.sdk.post('/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })
       if (json) return printJson(inbox)
       process.stdout.write(`${color.green('Created')} ${color.bold(inbox.address)}\n`)
     })
@@ -149,10 +147,11 @@ export function mailCommands(program: Command) {
         const key = opts.idempotencyKey ?? crypto.randomUUID()
         const payload = JSON.stringify(body)
         const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
-        const rawBody = bar ? streamed(payload, n => bar.update(n)) : payload
-        let result: any
+        let result: Awaited<ReturnType<typeof send>>
+        const send = () =>
+          api.sdk.post('/v1/send-mail', { body, bodySerializer: () => (bar ? streamed(payload, n => bar.update(n)) : payload), idempotencyKey: key })
         try {
-          result = (await api.call('POST', '/v1/send-mail', { rawBody, headers: { 'idempotency-key': key } })).data
+          result = await send()
         } finally {
           bar?.stop()
         }
@@ -170,6 +169,36 @@ export function mailCommands(program: Command) {
       },
     )
 
+  const mail = program.command('mail').description('the mail of your inboxes')
+  mail
+    .command('list', { isDefault: true })
+    .description('list mail, newest first, received and sent')
+    .option('--address <address>', 'only mail received at or sent from this address')
+    .option('--inbox <id>', 'only the mail of this inbox (its id)')
+    .option('--direction <direction>', 'inbound or outbound')
+    .option('--thread <id>', 'only this thread')
+    .option('--since <time>', 'only mail after this ISO 8601 instant, such as 2026-12-01T09:00:00Z')
+    .option('--limit <n>', 'how many at most', '20')
+    .action(async (opts: { address?: string; inbox?: string; direction?: string; thread?: string; since?: string; limit: string }, cmd: Command) => {
+      const { api, json } = globals(cmd)
+      const limit = count('--limit', opts.limit)
+      if (opts.direction !== undefined && opts.direction !== 'inbound' && opts.direction !== 'outbound')
+        throw new CliError('--direction: must be inbound or outbound', EXIT.usage)
+      const query = {
+        limit: Math.min(limit, 100),
+        ...(opts.address && { address: opts.address }),
+        ...(opts.inbox && { inbox_id: opts.inbox }),
+        ...(opts.direction && { direction: opts.direction as 'inbound' | 'outbound' }),
+        ...(opts.thread && { thread_id: opts.thread }),
+        ...(opts.since && { since: opts.since }),
+      }
+      const emails: Summary[] = []
+      for await (const email of api.sdk.list('/v1/emails', { params: { query } })) if (emails.push(email) >= limit) break
+      if (json) return printJson(emails)
+      if (!emails.length) return void process.stdout.write('No mail.\n')
+      process.stdout.write(emails.map(line).join('\n') + '\n')
+    })
+
   program
     .command('tail')
     .description('follow new mail as it arrives (long-poll), like tail -f')
@@ -178,27 +207,16 @@ export function mailCommands(program: Command) {
     .option('-n, --max <count>', 'stop after this many messages')
     .action(async (opts: { address?: string; since?: string; max?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      let since = opts.since ?? new Date().toISOString()
       const max = opts.max ? Number(opts.max) : Infinity
       if (!(max > 0)) throw new CliError('--max: must be a positive number', EXIT.usage)
       const wanted = opts.address?.toLowerCase()
       let shown = 0
       process.stderr.write(color.dim(`Waiting for mail${wanted ? ` to ${wanted}` : ''}... (Ctrl-C to stop)\n`))
-      for (;;) {
-        const query = new URLSearchParams({ direction: 'inbound', since, wait: String(WAIT_SECONDS), limit: '50' })
-        const { data } = await api.call<Summary[]>('GET', `/v1/emails?${query}`)
-        if (data.length) since = data[0]!.received_at
-        for (const email of [...data].reverse()) {
-          if (wanted && !email.to.some(t => t.address.toLowerCase() === wanted)) continue
-          if (json) process.stdout.write(JSON.stringify(email) + '\n')
-          else {
-            const clip = email.attachment_count ? color.dim(` +${email.attachment_count} attachment${email.attachment_count > 1 ? 's' : ''}`) : ''
-            process.stdout.write(
-              `${color.dim(new Date(email.received_at).toLocaleTimeString())}  ${color.bold(address(email.from))}  ${email.subject}${clip}  ${color.dim(email.id)}\n`,
-            )
-          }
-          if (++shown >= max) return
-        }
+      for await (const email of api.sdk.watchEmails({ direction: 'inbound', since: opts.since, limit: 50 }, { waitSeconds: WAIT_SECONDS })) {
+        if (wanted && !email.to.some(t => t.address.toLowerCase() === wanted)) continue
+        if (json) process.stdout.write(JSON.stringify(email) + '\n')
+        else process.stdout.write(line(email) + '\n')
+        if (++shown >= max) return
       }
     })
 
@@ -207,7 +225,7 @@ export function mailCommands(program: Command) {
     .description('show one email: headers, attachments, text')
     .action(async (id: string, _opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const email = (await api.call('GET', `/v1/emails/${encodeURIComponent(id)}`)).data
+      const email = await api.sdk.get('/v1/emails/{id}', { params: { path: { id } } })
       if (json) return printJson(email)
       const lines = [
         `${color.bold('From:')}    ${address(email.from)}`,
@@ -215,7 +233,7 @@ export function mailCommands(program: Command) {
         ...(email.cc.length ? [`${color.bold('Cc:')}      ${email.cc.map(address).join(', ')}`] : []),
         `${color.bold('Subject:')} ${email.subject}`,
         `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
-        ...email.attachments.map((a: any) => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
+        ...email.attachments.map(a => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
         '',
         email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)'),
       ]

@@ -10,13 +10,13 @@ export function webhookCommands(program: Command) {
     .description('list active endpoints')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const { data } = await api.call('GET', '/v1/endpoints?limit=100')
+      const data = await api.sdk.get('/v1/endpoints', { params: { query: { limit: 100 } } })
       if (json) return printJson(data)
       if (!data.length) return void process.stdout.write('No webhook endpoints: add one with `agent-mail webhooks create <url>`.\n')
       process.stdout.write(
         table(
           ['url', 'enabled', 'domain', 'created', 'id'],
-          data.map((e: any) => [e.url, e.enabled ? 'yes' : 'no', e.domain_id ?? 'all (fallback)', ago(e.created_at), e.id]),
+          data.map(e => [e.url, e.enabled ? 'yes' : 'no', e.domain_id ?? 'all (fallback)', ago(e.created_at), e.id]),
         ) + '\n',
       )
     })
@@ -27,9 +27,9 @@ export function webhookCommands(program: Command) {
     .option('--disabled', 'create it disabled')
     .action(async (url: string, opts: { domainId?: string; disabled?: boolean }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const endpoint = (
-        await api.call('POST', '/v1/endpoints', { body: { url, ...(opts.domainId && { domain_id: opts.domainId }), ...(opts.disabled && { enabled: false }) } })
-      ).data
+      const endpoint = await api.sdk.post('/v1/endpoints', {
+        body: { url, ...(opts.domainId && { domain_id: opts.domainId }), ...(opts.disabled && { enabled: false }) },
+      })
       if (json) return printJson(endpoint)
       process.stdout.write(`${color.green('Created')} ${endpoint.id} → ${endpoint.url}\n`)
     })
@@ -38,7 +38,7 @@ export function webhookCommands(program: Command) {
     .description('deactivate an endpoint for good')
     .action(async (id: string, _opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const endpoint = (await api.call('DELETE', `/v1/endpoints/${encodeURIComponent(id)}`)).data
+      const endpoint = await api.sdk.delete('/v1/endpoints/{id}', { params: { path: { id } } })
       if (json) return printJson(endpoint)
       process.stdout.write(`Deactivated ${endpoint.id}\n`)
     })
@@ -47,7 +47,7 @@ export function webhookCommands(program: Command) {
     .description('send a signed test event to an endpoint and show its answer')
     .action(async (id: string, _opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const result = (await api.call('POST', `/v1/endpoints/${encodeURIComponent(id)}/test`)).data
+      const result = await api.sdk.post('/v1/endpoints/{id}/test', { params: { path: { id } } })
       if (json) return printJson(result)
       process.stdout.write(
         table(

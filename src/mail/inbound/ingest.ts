@@ -21,6 +21,7 @@ import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { parseMail, type ParsedMail } from './parse'
 import { claimReceipts, releaseReceipt, resendDigest } from './receipts'
+import { isReport, parseReport, type MailReport } from './report'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
 import { eventId, recordChanges, type ChangeInput } from '../../changes/record'
@@ -53,6 +54,8 @@ interface PreparedMessage {
   eventType: EmailEventType
   /** what recognizes the message when it is sent again (receipts.ts); null without a Message-ID */
   digest: Buffer | null
+  /** the report part of a bounce or an abuse report, else null */
+  report: MailReport | null
   /** each accepting organization with its envelope recipients and its storage limit (bytes; null = none) */
   copies: { orgId: string; rcptTo: string[]; storageLimit: number | null }[]
 }
@@ -65,7 +68,18 @@ export type InboundCommits = GroupCommit<PreparedMessage, IngestResult>
  * read), then called for each copy in the batch's transaction, after its store: what it writes
  * commits with the mail or not at all, and the changes it returns go to the feed with the mail's.
  */
-export type ReceivedMailConsumer = (ctx: AppContext) => (tx: Tx, email: StoredEmail, mail: ParsedMail) => Promise<ChangeInput[] | void>
+export type ReceivedMailConsumer = (ctx: AppContext) => (tx: Tx, email: StoredEmail, mail: ParsedMail, copy: ReceivedCopy) => Promise<ChangeInput[] | void>
+
+/** What the consumers of one copy know and tell each other beyond the stored message. */
+export interface ReceivedCopy {
+  /** the report part of a bounce or an abuse report (report.ts), else null */
+  readonly report: MailReport | null
+  /**
+   * Fields a consumer adds to the copy's webhook event (the send a bounce is about): consumers
+   * run in the order of `receivedMail`, so those listed before the webhooks' add them.
+   */
+  readonly eventFields: Record<string, unknown>
+}
 
 declare module '../../context' {
   interface Plugins {
@@ -97,7 +111,10 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
     if (copies.has(r.orgId)) copies.get(r.orgId)!.rcptTo.push(r.address)
     else copies.set(r.orgId, { orgId: r.orgId, rcptTo: [r.address], storageLimit: r.storageLimit })
   }
-  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), digest: resendDigest(msg, mail.messageId), copies: [...copies.values()] }
+  // a report that cannot be read is stored as the machine mail it is, unmatched
+  const report = isReport(mail.contentType) ? await parseReport(msg.raw).catch(() => null) : null
+  const eventType = classify(mail, msg.mailFrom, report)
+  return { msg, mail, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
 }
 
 /** What a message sent again gets: nothing stored now (receipts.ts). */
@@ -197,7 +214,8 @@ async function storeCopies(
     }
     changes.push(receivedChange(email, p))
     // what the features do with received mail (webhook deliveries, x402 steps), in this transaction
-    for (const received of consumers) changes.push(...((await received(tx, email, p.mail)) ?? []))
+    const copy: ReceivedCopy = { report: p.report, eventFields: {} }
+    for (const received of consumers) changes.push(...((await received(tx, email, p.mail, copy)) ?? []))
     out.stored.push(email)
   }
   // every copy refused (storage full): the client is told to try again later, and that try must be taken

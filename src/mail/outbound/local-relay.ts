@@ -82,13 +82,16 @@ export function createLocalRelay(ctx: AppContext): Relay {
       }
 
       const accepted = envelope.to.filter(r => !rejected.includes(r))
+      // what our SMTP listener answers a managed address with no inbox: a hard bounce
+      const { code, enhanced, message } = replies.unknownUser
+      const refusals = unknown.map(address => ({ address, reply: `${code} ${enhanced} <${address}>: ${message}` }))
       if (!accepted.length) {
-        // what our SMTP listener would answer: 452 4.2.2 for a full mailbox, 550 5.1.1 for no mailbox
-        if (full) throw new RelayError('outbound_capacity_exhausted', `local delivery refused: ${replies.mailboxFull.message}`, false)
-        throw new RelayError('outbound_relay_failed', `local delivery refused: ${replies.unknownUser.message}: ${rejected.join(', ')}`, false)
+        // and 452 4.2.2 for a full mailbox
+        if (full) throw new RelayError('outbound_capacity_exhausted', `local delivery refused: ${replies.mailboxFull.message}`, false, refusals)
+        throw new RelayError('outbound_relay_failed', `local delivery refused: ${message}: ${rejected.join(', ')}`, false, refusals)
       }
       const stored = accepted.length - outside.length
-      return { accepted, rejected, response: `250 2.0.0 local delivery: ${stored} stored here, ${outside.length} kept in the outbox` }
+      return { accepted, rejected, response: `250 2.0.0 local delivery: ${stored} stored here, ${outside.length} kept in the outbox`, refusals }
     },
     async close() {},
   }

@@ -16,6 +16,14 @@ export interface RelayResult {
   rejected: string[]
   /** the relay's final reply, e.g. `250 2.0.0 Ok: queued as ...` */
   response: string
+  /** the reply to each refused recipient, where the relay gave one */
+  refusals?: Refusal[]
+}
+
+/** A recipient the relay refused, with its reply (`550 5.1.1 <x@example.com>: user unknown`): a 5xx is a hard bounce. */
+export interface Refusal {
+  address: string
+  reply: string
 }
 
 export type RelayErrorCode =
@@ -36,6 +44,8 @@ export class RelayError extends Error {
     readonly code: RelayErrorCode,
     message: string,
     readonly maybeSent: boolean,
+    /** the reply to each recipient, when the relay refused them all */
+    readonly refusals: Refusal[] = [],
   ) {
     super(message)
     this.name = 'RelayError'

@@ -8,7 +8,7 @@ import { createLocalRelay } from './local-relay'
 import type { Relay } from './relay-types'
 import { createSmtpRelay, smtpRelayOptions } from './smtp-relay'
 
-export { RelayError, type Relay, type RelayEnvelope, type RelayErrorCode, type RelayResult } from './relay-types'
+export { RelayError, type Refusal, type Relay, type RelayEnvelope, type RelayErrorCode, type RelayResult } from './relay-types'
 
 export function createRelay(ctx: AppContext): Relay {
   return ctx.config.SMTP_RELAY_URL ? createSmtpRelay(smtpRelayOptions(ctx.config)) : createLocalRelay(ctx)

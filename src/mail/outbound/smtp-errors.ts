@@ -18,7 +18,7 @@
  * | TLS handshake or certificate failure                              | outbound_relay_failed        | no             |
  */
 import type { NodemailerError } from 'nodemailer/lib/errors'
-import { RelayError, type RelayErrorCode } from './relay-types'
+import { RelayError, type Refusal, type RelayErrorCode } from './relay-types'
 
 /** Where the transaction was when it failed. */
 export type SmtpPhase = 'connect' | 'auth' | 'transaction'
@@ -52,9 +52,13 @@ const summary = (e: NodemailerError) => `${e.message}${e.command ? ` (${e.comman
 /** A TLS handshake or certificate failure: nodemailer reports some as ETLS, others as a socket error with the TLS code kept. */
 const isTlsFailure = (e: NodemailerError) => e.code === 'ETLS' || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET/.test(e.originalCode ?? '')
 
+/** The reply to each recipient the relay refused at RCPT TO (nodemailer's `rejectedErrors`). */
+export const refusalsOf = (errors: NodemailerError[] | undefined): Refusal[] =>
+  (errors ?? []).flatMap(r => (r.recipient && r.response ? [{ address: r.recipient, reply: r.response }] : []))
+
 /** The contract's error for a failure of the relay, given the phase and whether the message data started to go out. */
 export function classifySmtpError(e: NodemailerError, phase: SmtpPhase, dataStarted: boolean): RelayError {
-  const fail = (code: RelayErrorCode, maybeSent: boolean, why: string) => new RelayError(code, `${why}: ${summary(e)}`, maybeSent)
+  const fail = (code: RelayErrorCode, maybeSent: boolean, why: string) => new RelayError(code, `${why}: ${summary(e)}`, maybeSent, refusalsOf(e.rejectedErrors))
   const replies = repliesOf(e)
 
   // the relay answered something that is not an SMTP reply, a reply nobody asked for, or a

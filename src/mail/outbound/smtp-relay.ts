@@ -16,7 +16,7 @@ import SMTPConnection, { type SMTPConnectionOptions, type SMTPConnectionSendInfo
 import type { NodemailerError } from 'nodemailer/lib/errors'
 import type { Config } from '../../config'
 import { log } from '../../log'
-import { classifySmtpError, isDroppedConnection } from './smtp-errors'
+import { classifySmtpError, isDroppedConnection, refusalsOf } from './smtp-errors'
 import { RelayError, type Relay, type RelayEnvelope, type RelayResult } from './relay-types'
 
 export interface SmtpRelayOptions {
@@ -190,7 +190,12 @@ export function createSmtpRelay(options: SmtpRelayOptions): Relay {
         try {
           const info = await t.done
           pool.release(p)
-          return { accepted: info.accepted, rejected: info.rejected, response: info.response }
+          return {
+            accepted: info.accepted,
+            rejected: info.rejected,
+            response: info.response,
+            refusals: refusalsOf(info.rejectedErrors as NodemailerError[] | undefined),
+          }
         } catch (error) {
           const e = error as NodemailerError
           // a refusal leaves the session usable after RSET; anything else ends it

@@ -105,13 +105,29 @@ describe('refused recipients', () => {
     const { result } = await send(a.orgId, await managedAddress(ctx, a.orgId), [to, nobody, 'outside@example.com'])
     expect(result.accepted).toEqual([to, 'outside@example.com'])
     expect(result.rejected).toEqual([nobody])
+    // the reply our listener gives it, which makes it a hard bounce of the send
+    expect(result.refusals).toEqual([{ address: nobody, reply: `550 5.1.1 <${nobody}>: no such mailbox here` }])
+  })
+
+  test('through the API: the missing inbox is a hard bounce of the send, and suppressed', async () => {
+    const a = await createOrg()
+    const nobody = `${unique('nobody')}@${managed}`
+    const from = await managedAddress(ctx, a.orgId)
+    const sent = await request('POST', '/v1/send-mail', { key: a.key, body: { from, to: [nobody, 'outside@example.com'], subject: 'Hi', body_text: 'Hi.' } })
+    expect(sent.status).toBe(200)
+    const state = await request('GET', `/v1/sent-emails/${sent.body.data.id}`, { key: a.key })
+    expect(state.body.data.recipients).toMatchObject([
+      { address: nobody, status: 'bounced', bounce_type: 'hard', status_code: '5.1.1' },
+      { address: 'outside@example.com', status: 'accepted' },
+    ])
+    expect((await request('GET', '/v1/suppressions', { key: a.key })).body.data).toMatchObject([{ address: nobody, reason: 'hard_bounce' }])
   })
 
   test('only unknown managed addresses: outbound_relay_failed, nothing sent', async () => {
     const a = await createOrg()
     const error = await send(a.orgId, await managedAddress(ctx, a.orgId), [`${unique('nobody')}@${managed}`]).catch(e => e)
     expect(error).toBeInstanceOf(RelayError)
-    expect(error).toMatchObject({ code: 'outbound_relay_failed', maybeSent: false })
+    expect(error).toMatchObject({ code: 'outbound_relay_failed', maybeSent: false, refusals: [{ reply: expect.stringMatching(/^550 5\.1\.1 /) }] })
   })
 
   test('a recipient organization whose storage is full: outbound_capacity_exhausted', async () => {
