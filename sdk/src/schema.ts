@@ -2358,6 +2358,50 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List suppressed addresses
+         * @description The addresses the organization no longer sends to, newest first: hard bounces and complaints add them automatically (soft bounces never do), people add them by hand. A send to a listed address is refused with 403 recipient_not_allowed and a gate suppression_list in error.gates[] naming the address (reason recipient_hard_bounced, recipient_complained or recipient_suppressed).
+         */
+        get: operations["getV1Suppressions"];
+        put?: never;
+        /**
+         * Suppress an address
+         * @description Adds an address to the suppression list by hand (reason manual), with an optional note. An address already listed is answered as it is, with 200 instead of 201. A send to a listed address is refused with 403 recipient_not_allowed and a gate suppression_list in error.gates[] naming the address (reason recipient_hard_bounced, recipient_complained or recipient_suppressed).
+         */
+        post: operations["postV1Suppressions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/suppressions/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Stop suppressing an address
+         * @description Deletes an address from the suppression list, whatever put it there, so sends to it go out again. An address not listed is 404.
+         */
+        delete: operations["deleteV1SuppressionsAddress"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/templates": {
         parameters: {
             query?: never;
@@ -2919,12 +2963,40 @@ export type webhooks = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         delivery: {
                             /** @description 1 for the first attempt; replays continue the count */
                             attempt: number;
                         };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
                         email: {
                             /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
                             attachments_url: string;
@@ -2997,11 +3069,171 @@ export type webhooks = {
                             size_bytes: number;
                             /** Format: uuid */
                             thread_id: string;
-                        };
-                        /** @description email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
                         event: string;
                         /** @description event id (evt_...): identical across retries and replays; dedupe on it */
                         id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description any 2xx accepts the event */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.complained": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** email.complained event delivered to your endpoint */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        delivery: {
+                            /** @description 1 for the first attempt; replays continue the count */
+                            attempt: number;
+                        };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
+                        email: {
+                            /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
+                            attachments_url: string;
+                            /** @description only `pass` means authenticated */
+                            authentication: {
+                                arc: {
+                                    result: string;
+                                };
+                                dkim: {
+                                    domain: string;
+                                    result: string;
+                                }[];
+                                dmarc: {
+                                    result: string;
+                                };
+                                spf: {
+                                    result: string;
+                                };
+                            };
+                            envelope: {
+                                /** @description '' for a bounce */
+                                mail_from: string;
+                                rcpt_to: string[];
+                            };
+                            headers: {
+                                cc: string | null;
+                                date: string | null;
+                                from: string | null;
+                                in_reply_to: string | null;
+                                message_id: string | null;
+                                references: string[];
+                                reply_to: string | null;
+                                subject: string;
+                                to: string | null;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            parsed: {
+                                attachments: {
+                                    content_id: string | null;
+                                    content_type: string;
+                                    disposition: string | null;
+                                    filename: string | null;
+                                    index: number;
+                                    size_bytes: number;
+                                }[];
+                                body_html: string | null;
+                                body_text: string | null;
+                                cc: {
+                                    address: string;
+                                    name: string;
+                                }[];
+                                from: {
+                                    address: string;
+                                    name: string;
+                                } | null;
+                                reply_to: {
+                                    address: string;
+                                    name: string;
+                                }[];
+                                to: {
+                                    address: string;
+                                    name: string;
+                                }[];
+                            };
+                            /** @description the exact message; the token parameter is valid 24 hours */
+                            raw_url: string;
+                            /** Format: date-time */
+                            received_at: string;
+                            size_bytes: number;
+                            /** Format: uuid */
+                            thread_id: string;
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        event: string;
+                        /** @description event id (evt_...): identical across retries and replays; dedupe on it */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
                     };
                 };
             };
@@ -3041,12 +3273,40 @@ export type webhooks = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         delivery: {
                             /** @description 1 for the first attempt; replays continue the count */
                             attempt: number;
                         };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
                         email: {
                             /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
                             attachments_url: string;
@@ -3119,11 +3379,16 @@ export type webhooks = {
                             size_bytes: number;
                             /** Format: uuid */
                             thread_id: string;
-                        };
-                        /** @description email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
                         event: string;
                         /** @description event id (evt_...): identical across retries and replays; dedupe on it */
                         id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
                     };
                 };
             };
@@ -3163,12 +3428,40 @@ export type webhooks = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         delivery: {
                             /** @description 1 for the first attempt; replays continue the count */
                             attempt: number;
                         };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
                         email: {
                             /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
                             attachments_url: string;
@@ -3241,11 +3534,16 @@ export type webhooks = {
                             size_bytes: number;
                             /** Format: uuid */
                             thread_id: string;
-                        };
-                        /** @description email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
                         event: string;
                         /** @description event id (evt_...): identical across retries and replays; dedupe on it */
                         id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
                     };
                 };
             };
@@ -3285,12 +3583,40 @@ export type webhooks = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         delivery: {
                             /** @description 1 for the first attempt; replays continue the count */
                             attempt: number;
                         };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
                         email: {
                             /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
                             attachments_url: string;
@@ -3363,11 +3689,16 @@ export type webhooks = {
                             size_bytes: number;
                             /** Format: uuid */
                             thread_id: string;
-                        };
-                        /** @description email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
                         event: string;
                         /** @description event id (evt_...): identical across retries and replays; dedupe on it */
                         id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
                     };
                 };
             };
@@ -3407,12 +3738,40 @@ export type webhooks = {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description email.bounced: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        bounce?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                diagnostic_code: string | null;
+                                status_code: string | null;
+                                /** @description hard (5.x.x: the address is suppressed) or soft (4.x.x) */
+                                type: string;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
+                        /** @description email.complained: present when the report was matched to a send of the organization (by the original Message-ID and recipient) */
+                        complaint?: {
+                            email_id: string | null;
+                            recipients: {
+                                address: string;
+                                feedback_type: string | null;
+                            }[];
+                            /** Format: uuid */
+                            send_id: string;
+                            /** @description dsn (a delivery status notification), relay (the relay refused it at delivery), arf (an abuse report) */
+                            source: string;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         delivery: {
                             /** @description 1 for the first attempt; replays continue the count */
                             attempt: number;
                         };
+                        /** @description the received message; null only for an email.bounced of bounce.source relay (the relay refused the recipient, so no report mail exists) */
                         email: {
                             /** @description a tar.gz of the attachments; the token parameter is valid 24 hours */
                             attachments_url: string;
@@ -3485,11 +3844,16 @@ export type webhooks = {
                             size_bytes: number;
                             /** Format: uuid */
                             thread_id: string;
-                        };
-                        /** @description email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure */
+                        } | null;
+                        /** @description email.received, or email.bounced / email.complained / email.tls_report / email.dmarc_report / email.dmarc_failure */
                         event: string;
                         /** @description event id (evt_...): identical across retries and replays; dedupe on it */
                         id: string;
+                        /**
+                         * Format: uuid
+                         * @description email.bounced / email.complained matched to a send: the send
+                         */
+                        send_id?: string;
                     };
                 };
             };
@@ -6679,12 +7043,12 @@ export interface operations {
                             occurred_at: string;
                             resource: {
                                 id: string;
-                                /** @description email, send, delivery, domain, memory, deployment, invocation, challenge, wake_run */
+                                /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run */
                                 type: string;
                             };
                             /** @description position in the organization's total order; increases by one per change */
                             seq: number;
-                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command (see docs/agent-state.md) */
+                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command (see docs/agent-state.md) */
                             type: string;
                         }[];
                         meta: {
@@ -8850,7 +9214,7 @@ export interface operations {
                 /** @description the `meta.cursor` of the previous page */
                 cursor?: string;
                 direction?: "inbound" | "outbound";
-                event_type?: "email.received" | "email.bounced" | "email.tls_report" | "email.dmarc_report" | "email.dmarc_failure" | "email.sent" | "email.replied";
+                event_type?: "email.received" | "email.bounced" | "email.complained" | "email.tls_report" | "email.dmarc_report" | "email.dmarc_failure" | "email.sent" | "email.replied";
                 /** @description only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's) */
                 inbox_id?: string;
                 /** @description page size, 1 to 100 */
@@ -18633,6 +18997,17 @@ export interface operations {
                             from: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description each recipient (to, cc, bcc) with what became of it: pending, accepted or rejected by the relay, then bounced (hard or soft) or complained */
+                            recipients: {
+                                address: string;
+                                /** @description bounced: hard (a 5.x.x status, permanent) or soft (4.x.x, transient) */
+                                bounce_type: ("hard" | "soft") | null;
+                                diagnostic_code: string | null;
+                                feedback_type: string | null;
+                                reported_at: string | null;
+                                status: "pending" | "accepted" | "rejected" | "bounced" | "complained";
+                                status_code: string | null;
+                            }[];
                             rejected: string[];
                             relay_response: string | null;
                             repeat: {
@@ -18744,6 +19119,17 @@ export interface operations {
                             from: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description each recipient (to, cc, bcc) with what became of it: pending, accepted or rejected by the relay, then bounced (hard or soft) or complained */
+                            recipients: {
+                                address: string;
+                                /** @description bounced: hard (a 5.x.x status, permanent) or soft (4.x.x, transient) */
+                                bounce_type: ("hard" | "soft") | null;
+                                diagnostic_code: string | null;
+                                feedback_type: string | null;
+                                reported_at: string | null;
+                                status: "pending" | "accepted" | "rejected" | "bounced" | "complained";
+                                status_code: string | null;
+                            }[];
                             rejected: string[];
                             relay_response: string | null;
                             repeat: {
@@ -18861,6 +19247,17 @@ export interface operations {
                             from: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description each recipient (to, cc, bcc) with what became of it: pending, accepted or rejected by the relay, then bounced (hard or soft) or complained */
+                            recipients: {
+                                address: string;
+                                /** @description bounced: hard (a 5.x.x status, permanent) or soft (4.x.x, transient) */
+                                bounce_type: ("hard" | "soft") | null;
+                                diagnostic_code: string | null;
+                                feedback_type: string | null;
+                                reported_at: string | null;
+                                status: "pending" | "accepted" | "rejected" | "bounced" | "complained";
+                                status_code: string | null;
+                            }[];
                             rejected: string[];
                             relay_response: string | null;
                             repeat: {
@@ -18982,6 +19379,17 @@ export interface operations {
                             from: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description each recipient (to, cc, bcc) with what became of it: pending, accepted or rejected by the relay, then bounced (hard or soft) or complained */
+                            recipients: {
+                                address: string;
+                                /** @description bounced: hard (a 5.x.x status, permanent) or soft (4.x.x, transient) */
+                                bounce_type: ("hard" | "soft") | null;
+                                diagnostic_code: string | null;
+                                feedback_type: string | null;
+                                reported_at: string | null;
+                                status: "pending" | "accepted" | "rejected" | "bounced" | "complained";
+                                status_code: string | null;
+                            }[];
                             rejected: string[];
                             relay_response: string | null;
                             repeat: {
@@ -18998,6 +19406,306 @@ export interface operations {
                             to: string[];
                             /** Format: date-time */
                             updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1Suppressions: {
+        parameters: {
+            query?: {
+                /** @description the `meta.cursor` of the previous page */
+                cursor?: string;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description lowercased */
+                            address: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            detail: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description hard_bounce and complaint are added by the service; manual by POST /v1/suppressions */
+                            reason: "hard_bounce" | "complaint" | "manual";
+                            send_id: string | null;
+                        }[];
+                        meta: {
+                            /** @description pass as `cursor` to fetch the next page; null when there are no more */
+                            cursor: string | null;
+                            /** @description page size */
+                            limit: number;
+                            /** @description total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 100 */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1Suppressions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the address to stop sending to */
+                    address: string;
+                    /** @description why, for the people reading the list (one line) */
+                    detail?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description lowercased */
+                            address: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            detail: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description hard_bounce and complaint are added by the service; manual by POST /v1/suppressions */
+                            reason: "hard_bounce" | "complaint" | "manual";
+                            send_id: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description lowercased */
+                            address: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            detail: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description hard_bounce and complaint are added by the service; manual by POST /v1/suppressions */
+                            reason: "hard_bounce" | "complaint" | "manual";
+                            send_id: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteV1SuppressionsAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the suppressed address (case does not matter) */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            address: string;
+                            /** @constant */
+                            deleted: true;
                         };
                         /** @constant */
                         success: true;
