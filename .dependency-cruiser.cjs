@@ -74,6 +74,21 @@ module.exports = {
       to: {},
     },
     {
+      name: 'no-dev-dependency-at-runtime',
+      comment:
+        'the production image installs no devDependencies (bun install --production): only development code (dev.ts, the embedded database, loaded lazily by db/client.ts) may import one',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/dev[.]ts$|^src/db/embedded[.]ts$' },
+      to: { dependencyTypes: ['npm-dev'] },
+    },
+    {
+      name: 'embedded-database-lazily',
+      comment: 'the embedded database (PGlite, a devDependency) is loaded with import() where it is used, never on the way to start the service',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/dev[.]ts$' },
+      to: { path: '^src/db/embedded[.]ts$', dynamic: false },
+    },
+    {
       name: 'cli-client-apart',
       comment: 'the command-line client is a program of its own: it talks to the service over HTTP only',
       severity: 'error',

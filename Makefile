@@ -6,7 +6,7 @@ BUN := $(shell command -v bun 2>/dev/null || echo $(CURDIR)/.tools/node_modules/
 # The recipes, and the processes they start (tests spawn `bun`), find that Bun on the PATH.
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: dev reset sdk test test-unit lint format bench start typecheck install clean cli
+.PHONY: dev reset sdk test test-unit lint format bench start typecheck install clean cli image-check
 
 dev: install
 	$(BUN) run src/dev.ts
@@ -39,6 +39,11 @@ bench: install
 
 start: install
 	$(BUN) run src/index.ts
+
+# The production image built from the Containerfile and run against the machine's PostgreSQL
+# (test/image/check.ts; docs/operations.md, "Checking the image"). Installs podman when missing.
+image-check: install
+	$(BUN) run test/image/check.ts
 
 # The command-line client as one executable (Bun's runtime inside): dist/agent-mail, or CLI_OUT
 CLI_OUT ?= dist/agent-mail

@@ -12,7 +12,7 @@ export type Role = (typeof Roles)[number]
 
 export const ConfigSchema = T.Object({
   NODE_ENV: T.Union([T.Literal('development'), T.Literal('production'), T.Literal('test')], { default: 'development' }),
-  PORT: Port(3000, 'HTTP port of the api role'),
+  PORT: Port(3000, 'HTTP port of the api role; without it, of the health listener (GET /v1/health)'),
   SMTP_PORT: Port(2525, 'port of the inbound SMTP listener'),
   HOST: T.Optional(T.String({ minLength: 1, description: 'address the HTTP and SMTP listeners bind to; unset = 0.0.0.0 in production, 127.0.0.1 otherwise' })),
   DATABASE_URL: T.Optional(T.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL; unset = embedded PGlite under DATA_DIR' })),

@@ -9,6 +9,7 @@ import { serveApiCallsWith } from './functions/guest-fetch'
 import { largestBodyLimit } from './http/boundary'
 import { releaseInline } from './jobs/run'
 import { serveHttp, type HttpServer } from './http/serve'
+import { serveHealth } from './http/health'
 import { MAX_WAIT_SECONDS } from './emails/model'
 import { MAX_CHANGES_WAIT_SECONDS } from './changes/model'
 import { startWorker, type Worker } from './jobs/worker'
@@ -52,6 +53,8 @@ const REQUEST_TIMEOUT_MARGIN_MS = 30_000
 export interface RunningRoles {
   apiPort?: number
   api?: HttpServer
+  /** the port of the health listener of a process without the api role (GET /v1/health) */
+  healthPort?: number
   smtpPort?: number
   worker?: Worker
   stop(): Promise<void>
@@ -113,6 +116,15 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
       const released = await releaseInline(ctx)
       if (released > 0) log.info('inline jobs handed back', { released_jobs: released })
     })
+  }
+  if (!roles.includes('api') && !ctx.config.SMTP_CHILD) {
+    // A process without the api role answers its health on PORT all the same, so that one
+    // healthcheck (the container's) fits every role. The extra smtp processes do not: the one
+    // that started them answers for them, and they share its ports.
+    const server = await serveHealth(ctx, { port: ctx.config.PORT, hostname: ctx.config.HOST })
+    running.healthPort = server.port
+    log.info('health listening', { port: server.port })
+    stops.push(() => server.stop(true))
   }
   // In parallel, not one role after another: the SMTP listener must not accept sessions, nor the
   // worker claim jobs, while HTTP requests drain; and the whole stop takes one grace period.

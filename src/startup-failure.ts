@@ -5,7 +5,7 @@
  * is unexpected and is logged with its stack by the caller.
  */
 import { ConfigError, loadConfig, type Config } from './config'
-import { EmbeddedDatabaseInUse, embeddedDatabaseHolder } from './db/embedded'
+import { EmbeddedDatabaseInUse, embeddedDatabaseHolder } from './db/embedded-lock'
 import { MigrationError } from './db/migrate'
 
 interface PortSetting {
@@ -17,7 +17,8 @@ interface PortSetting {
 /** The fixed ports this configuration listens on (0 = any free port, never taken). */
 function portSettings(config: Config): PortSetting[] {
   const ports: PortSetting[] = []
-  if (config.roles.includes('api') && config.PORT) ports.push({ key: 'PORT', port: config.PORT, host: config.HOST })
+  // PORT: the api role's, or the health listener of a process without it (not the extra smtp processes')
+  if (!config.SMTP_CHILD && config.PORT) ports.push({ key: 'PORT', port: config.PORT, host: config.HOST })
   if (config.roles.includes('smtp') && config.SMTP_PORT) ports.push({ key: 'SMTP_PORT', port: config.SMTP_PORT, host: config.HOST })
   if (!config.DATABASE_URL && config.EMBEDDED_PG_PORT) ports.push({ key: 'EMBEDDED_PG_PORT', port: config.EMBEDDED_PG_PORT, host: '127.0.0.1' })
   return ports

@@ -14,6 +14,8 @@ import { ConfigError } from '../src/config'
 import { createOrg, TEST_SECRET } from './helpers/app'
 import { mailEvents } from '../src/events'
 import { testDatabase } from './helpers/database'
+import { freePort } from './helpers/dev-process'
+import { tcpProxy } from './helpers/tcp-proxy'
 
 const db = await testDatabase()
 // The embedded fallback serves one connection: a second service cannot share it.
@@ -101,6 +103,61 @@ describe.skipIf(!onServer)('startup and shutdown', () => {
     expect(((await res.json()) as { success: boolean }).success).toBe(true)
     await stopping
     expect(await fetch(`${base}/v1/health`).catch(() => 'refused')).toBe('refused')
+  })
+
+  test('ROLES=worker and ROLES=smtp answer GET /v1/health on PORT (the image HEALTHCHECK asks there), and nothing else; the extra smtp processes leave PORT alone', async () => {
+    const port = freePort()
+    for (const ROLES of ['worker', 'smtp']) {
+      const service = await startService({
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        SMTP_PORT: '0',
+        HOST: '127.0.0.1',
+        ROLES,
+        SMTP_PROCESSES: '2',
+        SECRET_KEY: TEST_SECRET,
+        LOG_LEVEL: 'silent',
+      })
+      const base = `http://127.0.0.1:${port}`
+      try {
+        expect(service.running.apiPort).toBeUndefined()
+        expect(service.running.healthPort).toBe(port)
+        // the extra smtp process started (it would not, had it tried to listen on PORT too)
+        if (ROLES === 'smtp') expect(service.smtpProcesses?.pids()).toHaveLength(1)
+        const res = await fetch(`${base}/v1/health`)
+        expect(res.status).toBe(200)
+        expect(await res.json()).toMatchObject({ success: true, data: { status: 'ok', dependencies: { database: { status: 'up' } } } })
+        const other = await fetch(`${base}/v1/whoami`)
+        expect(other.status).toBe(404)
+        expect(await other.json()).toMatchObject({ success: false, error: { code: 'not_found' } })
+      } finally {
+        await service.shutdown('SIGTERM')
+      }
+      expect(await fetch(`${base}/v1/health`).catch(() => 'refused')).toBe('refused')
+    }
+  })
+
+  test('the health listener of a process without the api role says 503 database_unavailable while the database does not answer', async () => {
+    const target = new URL(db.url)
+    const proxy = tcpProxy({ hostname: target.hostname, port: Number(target.port || 5432) })
+    proxy.open()
+    const through = Object.assign(new URL(db.url), { hostname: '127.0.0.1', port: String(proxy.port) }).toString()
+    const service = await startService({ DATABASE_URL: through, PORT: '0', HOST: '127.0.0.1', ROLES: 'worker', SECRET_KEY: TEST_SECRET, LOG_LEVEL: 'silent' })
+    try {
+      proxy.cut()
+      const res = await fetch(`http://127.0.0.1:${service.running.healthPort}/v1/health`)
+      expect(res.status).toBe(503)
+      expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+      expect(await res.json()).toMatchObject({
+        success: false,
+        error: { code: 'database_unavailable', details: { status: 'unavailable', dependencies: { database: { status: 'down' } } } },
+      })
+      proxy.open()
+      expect((await fetch(`http://127.0.0.1:${service.running.healthPort}/v1/health`)).status).toBe(200)
+    } finally {
+      await service.shutdown('SIGTERM')
+      proxy.cut()
+    }
   })
 
   test('all roles: the SMTP listener answers and the worker runs', async () => {

@@ -15,8 +15,11 @@ import type { webhooks } from './schema.ts'
 export type WebhookEventName = keyof webhooks
 /** The JSON body of a delivery, by event name (the OpenAPI document's `webhooks`). */
 export type WebhookEvent<N extends WebhookEventName = WebhookEventName> = {
-  [K in N]: webhooks[K] extends { post: { requestBody?: { content: { 'application/json': infer B } } } } ? B : never
+  [K in N]: webhooks[K] extends { post: { requestBody?: { content: { 'application/json': infer B } } } } ? WithEmail<K, B> : never
 }[N]
+
+/** Every event but email.bounced carries its email; a bounce a relay gave at delivery has none (docs/bounces.md). */
+type WithEmail<K, B> = K extends 'email.bounced' ? B : B extends { email: infer E } ? Omit<B, 'email'> & { email: NonNullable<E> } : B
 
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError'

@@ -7,7 +7,7 @@
 import { ConfigError, loadConfig } from '../config'
 import { loadServerKeys } from '../crypto'
 import { openDatabase } from '../db/client'
-import { EmbeddedDatabaseInUse } from '../db/embedded'
+import { EmbeddedDatabaseInUse } from '../db/embedded-lock'
 import { migrate } from '../db/migrate'
 import { setLogLevel } from '../log'
 import { runAdmin, USAGE, type AdminOutcome } from './run'

@@ -3,9 +3,8 @@
  * served on loopback when no URL is configured.
  */
 import postgres from 'postgres'
-import type { Config } from '../config'
+import { ConfigError, type Config } from '../config'
 import { log } from '../log'
-import { startEmbeddedPostgres } from './embedded'
 import { Replica } from './replica'
 
 export type Sql = postgres.Sql
@@ -51,7 +50,7 @@ export async function openDatabase(config: Config): Promise<Database> {
       },
     }
   }
-  const embedded = await startEmbeddedPostgres(`${config.DATA_DIR}/pglite`, config.EMBEDDED_PG_PORT)
+  const embedded = await (await loadEmbedded()).startEmbeddedPostgres(`${config.DATA_DIR}/pglite`, config.EMBEDDED_PG_PORT)
   // PGlite runs one session: postgres.js must hold a single connection or concurrent queries hang.
   const sql = connectUrl(embedded.url, 1)
   log.info('embedded database ready', { data_dir: `${config.DATA_DIR}/pglite` })
@@ -63,5 +62,24 @@ export async function openDatabase(config: Config): Promise<Database> {
       await sql.end({ timeout: 5 })
       await embedded.stop()
     },
+  }
+}
+
+/**
+ * The embedded database's module, loaded only when it is used: PGlite is a development
+ * dependency, absent where the service was installed for production (the container image).
+ */
+async function loadEmbedded(): Promise<typeof import('./embedded')> {
+  try {
+    return await import('./embedded')
+  } catch (error) {
+    if (!/@electric-sql\/pglite/.test(String(error))) throw error
+    throw new ConfigError([
+      {
+        key: 'DATABASE_URL',
+        value: 'nothing',
+        allowed: 'a postgres:// URL: the embedded database (development only) is not installed here (bun install --production)',
+      },
+    ])
   }
 }

@@ -4,39 +4,13 @@ import pkg from '../../package.json'
 import type { AppContext } from '../context'
 import { publicAccess } from '../http/auth'
 import { Bare, Ok } from '../http/envelope'
-import { errors } from '../errors'
 import { buildOpenApi } from '../http/openapi'
 import { docsRoutes } from './docs'
-import { DATABASE_RETRY_SECONDS } from '../http/render-error'
+import { Health, health } from '../http/health'
 import { EmailEventSchema } from '../webhooks/payload'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 
 const WEBHOOKS = Object.fromEntries(EMAIL_EVENT_TYPES.map(e => [e, { summary: `${e} event delivered to your endpoint`, schema: EmailEventSchema }]))
-
-const HEALTH_TIMEOUT_MS = 2_000
-
-const Dependency = t.Object({
-  status: t.Union([t.Literal('up'), t.Literal('down')]),
-  latency_ms: t.Number(),
-  error: t.Optional(t.String()),
-})
-const Health = t.Object({
-  status: t.Union([t.Literal('ok'), t.Literal('unavailable')]),
-  version: t.String(),
-  uptime_s: t.Integer(),
-  dependencies: t.Object({ database: Dependency }),
-})
-
-async function checkDatabase(ctx: AppContext) {
-  const started = performance.now()
-  const latency = () => Math.round((performance.now() - started) * 100) / 100
-  try {
-    await Promise.race([ctx.sql`select 1`, new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS))])
-    return { status: 'up' as const, latency_ms: latency() }
-  } catch (error) {
-    return { status: 'down' as const, latency_ms: latency(), error: error instanceof Error && error.message === 'timed out' ? 'timed out' : 'unreachable' }
-  }
-}
 
 export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
   const base = ctx.config.PUBLIC_URL
@@ -71,36 +45,18 @@ export function discoveryRoutes(ctx: AppContext, app: () => AnyElysia) {
           detail: { summary: 'API discovery', security: [] },
         },
       )
-      .get(
-        '/v1/health',
-        async () => {
-          const database = await checkDatabase(ctx)
-          const ok = database.status === 'up'
-          const data = {
-            status: ok ? ('ok' as const) : ('unavailable' as const),
-            version: pkg.version,
-            uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000),
-            dependencies: { database },
-          }
-          if (ok) return data
-          throw errors.retryLater('database_unavailable', `database: ${database.error ?? 'unreachable'}`, DATABASE_RETRY_SECONDS, {
-            details: data,
-            headers: { 'cache-control': 'no-store' },
-          })
-        },
-        {
-          response: {
-            200: Ok(Health),
-            503: Bare(
-              t.Object(
-                { success: t.Literal(false), error: t.Object({ code: t.Literal('database_unavailable'), message: t.String(), details: Health }) },
-                { description: 'a dependency is unreachable: the error envelope, with Retry-After; error.details is the health payload and says which' },
-              ),
+      .get('/v1/health', () => health(ctx), {
+        response: {
+          200: Ok(Health),
+          503: Bare(
+            t.Object(
+              { success: t.Literal(false), error: t.Object({ code: t.Literal('database_unavailable'), message: t.String(), details: Health }) },
+              { description: 'a dependency is unreachable: the error envelope, with Retry-After; error.details is the health payload and says which' },
             ),
-          },
-          detail: { summary: 'Health check', security: [] },
+          ),
         },
-      )
+        detail: { summary: 'Health check', security: [] },
+      })
       .use(docsRoutes(ctx, document))
       .get('/v1/openapi', () => Response.json(document()), { detail: { summary: 'The OpenAPI 3.1 document of this API', security: [] } })
       .get('/.well-known/oauth-protected-resource', () => Response.json(resourceMetadata), {

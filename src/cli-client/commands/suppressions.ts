@@ -10,13 +10,13 @@ export function suppressionCommands(program: Command) {
     .description('list suppressed addresses, newest first')
     .action(async (_opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const { data } = await api.call('GET', '/v1/suppressions?limit=100')
+      const data = await api.sdk.get('/v1/suppressions', { params: { query: { limit: 100 } } })
       if (json) return printJson(data)
       if (!data.length) return void process.stdout.write('No suppressed addresses.\n')
       process.stdout.write(
         table(
           ['address', 'reason', 'detail', 'added'],
-          data.map((s: any) => [s.address, s.reason, s.detail ?? '', ago(s.created_at)]),
+          data.map(s => [s.address, s.reason, s.detail ?? '', ago(s.created_at)]),
         ) + '\n',
       )
     })
@@ -26,7 +26,7 @@ export function suppressionCommands(program: Command) {
     .option('--note <text>', 'why, for whoever reads the list')
     .action(async (address: string, opts: { note?: string }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const entry = (await api.call('POST', '/v1/suppressions', { body: { address, ...(opts.note && { detail: opts.note }) } })).data
+      const entry = await api.sdk.post('/v1/suppressions', { body: { address, ...(opts.note && { detail: opts.note }) } })
       if (json) return printJson(entry)
       process.stdout.write(`${color.green('Suppressed')} ${entry.address} (${entry.reason})\n`)
     })
@@ -35,7 +35,7 @@ export function suppressionCommands(program: Command) {
     .description('send to an address again, whatever suppressed it')
     .action(async (address: string, _opts, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const result = (await api.call('DELETE', `/v1/suppressions/${encodeURIComponent(address)}`)).data
+      const result = await api.sdk.delete('/v1/suppressions/{address}', { params: { path: { address } } })
       if (json) return printJson(result)
       process.stdout.write(`Removed ${result.address} from the suppression list\n`)
     })
