@@ -18,7 +18,7 @@ const FLOORS = [
   [
     'features',
     [
-      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces',
+      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts',
       'signups', 'credits', 'notes', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],

@@ -21,6 +21,7 @@ import { agentAccountRoutes } from './agent/routes'
 import { discoveryRoutes } from './discovery/routes'
 import { emailRoutes } from './emails/routes'
 import { sendingRoutes } from './sending/routes'
+import { draftApprovalRoutes } from './drafts/routes'
 import { oauthRoutes } from './oauth/routes'
 import { filterRoutes } from './webhooks/filters.routes'
 import { recipientRouteRoutes } from './webhooks/recipient-routes.routes'
@@ -128,6 +129,7 @@ export function createApp(ctx: AppContext) {
     .use(operationRoutes(ctx, OPERATIONS))
     .use(emailRoutes(ctx))
     .use(sendingRoutes(ctx))
+    .use(draftApprovalRoutes(ctx))
     .use(oauthRoutes(ctx))
     .use(filterRoutes(ctx))
     .use(recipientRouteRoutes(ctx))

@@ -7,6 +7,7 @@ import type { JobKind } from './jobs/kind'
 import { cleanupJob } from './maintenance/cleanup.job'
 import { plannerJob } from './maintenance/planner.job'
 import { executeJob } from './sending/execute'
+import { notifyJob } from './drafts/links'
 import { deliverJob } from './webhooks/deliver.job'
 import { settleJob } from './x402/settle.job'
 import { wakeRunJob } from './wake/run.job'
@@ -20,6 +21,7 @@ export const JOB_KINDS: JobKind[] = [
   plannerJob,
   deliverJob,
   executeJob,
+  notifyJob,
   verificationMailJob,
   settleJob,
   wakeSchedulerJob,

@@ -7,6 +7,7 @@ import { accountOperations } from './account/operations'
 import { suppressionOperations } from './bounces/operations'
 import { contactOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
+import { approvalPolicyOperations, draftOperations } from './drafts/operations'
 import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import type { Operation } from './http/operation'
@@ -26,6 +27,8 @@ export const OPERATIONS: readonly Operation[] = [
   ...inboxOperations,
   ...emailOperations,
   ...sendingOperations,
+  ...draftOperations,
+  ...approvalPolicyOperations,
   ...suppressionOperations,
   ...endpointOperations,
   ...deliveryOperations,

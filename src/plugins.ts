@@ -8,6 +8,7 @@ import { findConnectionKey } from './connections/queries'
 import { bounceReports } from './bounces/received'
 import { contactCountsCte } from './contacts/counters'
 import type { Plugins } from './context'
+import { holdSend } from './drafts/service'
 import { invokeForDelivery } from './functions/delivery'
 import { memoryFunctions } from './functions/queries'
 import { agentActivityCte } from './networks/activity'
@@ -23,4 +24,5 @@ export const PLUGINS: Plugins = {
   receivedMail: [bounceReports, webhookDeliveries, inboundSteps],
   deliverToFunction: invokeForDelivery,
   memoryFunctions,
+  holdSend,
 }

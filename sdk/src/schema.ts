@@ -113,6 +113,30 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/drafts/approval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Approval page of a draft (HTML)
+         * @description The page of a one-time approval link (POST /v1/drafts/{id}/approval-link): the draft and a form to approve or reject it. 410 for a used, expired or unknown link.
+         */
+        get: operations["getDraftsApproval"];
+        put?: never;
+        /**
+         * Submit the approval page of a draft (HTML form)
+         * @description Needs the cookie the page set and its csrf_token; uses the link up (a second post is 410). Approve sends the draft; reject keeps the reason.
+         */
+        post: operations["postDraftsApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/graphql": {
         parameters: {
             query?: never;
@@ -568,6 +592,50 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/approval-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List approval policies
+         * @description The sender addresses whose sends wait for approval.
+         */
+        get: operations["getV1ApprovalPolicies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approval-policies/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The approval policy of a sender address
+         * @description approval_required false when the address has none.
+         */
+        get: operations["getV1ApprovalPoliciesAddress"];
+        /**
+         * Require approval for the sends of a sender address, or stop requiring it
+         * @description With approval_required true, every send from the address (POST /v1/send-mail, the send of a draft, a connection key bound to it) becomes a draft pending approval, and notify_email, if given, is mailed a one-time approval link for each. The address must be a sender of the organization (403 cannot_send_from_domain). Needs an API key or OAuth token of a person who is an owner or admin now (403 forbidden otherwise): an agent's connection key cannot, nor a function's runtime key.
+         */
+        put: operations["putV1ApprovalPoliciesAddress"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/changes": {
         parameters: {
             query?: never;
@@ -863,6 +931,135 @@ export type paths = {
          * @description Looks up the records now and stores the results in checks (ok, missing, mismatch, or error when DNS failed). The domain becomes verified when the verification TXT record matches; MX, SPF, DKIM and DMARC are reported so you know what else to fix. Answers 200 whether or not the domain verified: read status. 409 conflict while another organization holds the name verified. At most 10 per minute per domain (429 rate_limit_exceeded).
          */
         post: operations["postV1DomainsIdVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/drafts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List drafts
+         * @description The drafts of the organization (a connection key: of its address), newest first; `status=pending_approval` lists what waits for approval.
+         */
+        get: operations["getV1Drafts"];
+        put?: never;
+        /**
+         * Create a draft
+         * @description Keeps a message to send later: the body of POST /v1/send-mail, validated the same way (scheduled_at and repeat apply when it is sent). Nothing is sent until POST /v1/drafts/{id}/send.
+         */
+        post: operations["postV1Drafts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/drafts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a draft */
+        get: operations["getV1DraftsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a draft
+         * @description Also withdraws a draft pending approval. 409 conflict while its send is being made.
+         */
+        delete: operations["deleteV1DraftsId"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a draft
+         * @description The fields given replace the draft's; the result is validated as a send. Only while its status is draft (409 conflict after it was sent or submitted for approval).
+         */
+        patch: operations["patchV1DraftsId"];
+        trace?: never;
+    };
+    "/v1/drafts/{id}/approval-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A one-time link to approve or reject a draft in a browser
+         * @description A page of the service shows the draft with two buttons (no sign-in, no JavaScript); the link acts with your authority, works once and expires. With send_to, the service mails it to that person. 409 conflict unless the draft is pending approval. Needs an API key or OAuth token of a person who is an owner or admin now (403 forbidden otherwise): an agent's connection key cannot, nor a function's runtime key.
+         */
+        post: operations["postV1DraftsIdApprovalLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/drafts/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a draft pending approval: it is sent
+         * @description Sends it at once (status sent, send_id), under its own Idempotency-Key: approving again never sends twice. 409 conflict when it was rejected or not submitted. Needs an API key or OAuth token of a person who is an owner or admin now (403 forbidden otherwise): an agent's connection key cannot, nor a function's runtime key.
+         */
+        post: operations["postV1DraftsIdApprove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/drafts/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a draft pending approval
+         * @description Nothing is sent; the draft keeps the reason (rejection_reason). 409 conflict when it was sent or not submitted. Needs an API key or OAuth token of a person who is an owner or admin now (403 forbidden otherwise): an agent's connection key cannot, nor a function's runtime key.
+         */
+        post: operations["postV1DraftsIdReject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/drafts/{id}/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a draft
+         * @description Sends the draft as POST /v1/send-mail would (status sent, send_id), once: sending it again answers it as it is. When its sender address has an approval policy, nothing is sent: 202 with status pending_approval, until an owner or admin approves or rejects it. A failed send keeps status sending with send_error, answers the send's error, and is tried again by sending again.
+         */
+        post: operations["postV1DraftsIdSend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2271,7 +2468,7 @@ export type paths = {
         put?: never;
         /**
          * Send an email
-         * @description Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid.
+         * @description Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.
          */
         post: operations["postV1SendMail"];
         delete?: never;
@@ -4182,6 +4379,104 @@ export interface operations {
                     page_id: string;
                     password?: string;
                     user_code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDraftsApproval: {
+        parameters: {
+            query?: {
+                /** @description the token of the link */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDraftsApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @enum {string} */
+                    action: "approve" | "reject";
+                    csrf_token: string;
+                    reason?: string;
+                    token: string;
                 };
             };
         };
@@ -7005,6 +7300,279 @@ export interface operations {
             };
         };
     };
+    getV1ApprovalPolicies: {
+        parameters: {
+            query?: {
+                /** @description the `meta.cursor` of the previous page */
+                cursor?: string;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the sender address (lowercase) whose sends wait for approval */
+                            address: string;
+                            approval_required: boolean;
+                            created_at: string | null;
+                            notify_email: string | null;
+                            updated_at: string | null;
+                        }[];
+                        meta: {
+                            /** @description pass as `cursor` to fetch the next page; null when there are no more */
+                            cursor: string | null;
+                            /** @description page size */
+                            limit: number;
+                            /** @description total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 100 */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1ApprovalPoliciesAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a sender address of the organization */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the sender address (lowercase) whose sends wait for approval */
+                            address: string;
+                            approval_required: boolean;
+                            created_at: string | null;
+                            notify_email: string | null;
+                            updated_at: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putV1ApprovalPoliciesAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a sender address of the organization */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true: sends from this address become drafts pending approval; false removes the policy */
+                    approval_required: boolean;
+                    notify_email?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the sender address (lowercase) whose sends wait for approval */
+                            address: string;
+                            approval_required: boolean;
+                            created_at: string | null;
+                            notify_email: string | null;
+                            updated_at: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getV1Changes: {
         parameters: {
             query?: {
@@ -7043,12 +7611,12 @@ export interface operations {
                             occurred_at: string;
                             resource: {
                                 id: string;
-                                /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run */
+                                /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft */
                                 type: string;
                             };
                             /** @description position in the organization's total order; increases by one per change */
                             seq: number;
-                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command (see docs/agent-state.md) */
+                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected (see docs/agent-state.md) */
                             type: string;
                         }[];
                         meta: {
@@ -9206,6 +9774,1283 @@ export interface operations {
             };
         };
     };
+    getV1Drafts: {
+        parameters: {
+            query?: {
+                /** @description the `meta.cursor` of the previous page */
+                cursor?: string;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                /** @description only drafts in this state */
+                status?: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        meta: {
+                            /** @description pass as `cursor` to fetch the next page; null when there are no more */
+                            cursor: string | null;
+                            /** @description page size */
+                            limit: number;
+                            /** @description total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 100 */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1Drafts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description at most 20 files, 10 MB in total */
+                    attachments?: {
+                        /** @description base64 */
+                        content: string;
+                        /** @default application/octet-stream */
+                        content_type: string;
+                        filename: string;
+                    }[];
+                    /** @description blind recipients: in the envelope, never in the headers */
+                    bcc?: string[];
+                    body_html?: string;
+                    /** @description required unless template is given */
+                    body_text?: string;
+                    /** @description carbon-copy recipients */
+                    cc?: string[];
+                    /** @description an email address such as agent@example.com */
+                    from: string;
+                    /** @description display name for From */
+                    from_name?: string;
+                    /** @description custom headers; names must match ^(X-[A-Za-z0-9-]+|List-Unsubscribe|List-Unsubscribe-Post|List-Id|Auto-Submitted|Precedence|Keywords|Comments)$ */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Format: uuid
+                     * @description reply to this stored email: sets In-Reply-To and References, keeps the thread, and defaults to, subject
+                     */
+                    in_reply_to_email_id?: string;
+                    /** @description send now, then again every every_minutes in the same thread */
+                    repeat?: {
+                        every_minutes: number;
+                    };
+                    reply_to?: string | string[];
+                    /**
+                     * @description send at this instant instead of now. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z
+                     * @example 2026-11-22T09:30:00Z
+                     */
+                    scheduled_at?: string;
+                    /** @description a single line; required unless template is given */
+                    subject?: string;
+                    /** @description a stored template by id or alias (one of them) and its data; replaces subject, body_text and body_html */
+                    template?: {
+                        alias?: string;
+                        /** @description values of the declared variables */
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: uuid */
+                        id?: string;
+                    };
+                    /** @description required, unless in_reply_to_email_id names the message to answer */
+                    to?: string | string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1DraftsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteV1DraftsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            /** Format: uuid */
+                            id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchV1DraftsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description at most 20 files, 10 MB in total */
+                    attachments?: {
+                        /** @description base64 */
+                        content: string;
+                        /** @default application/octet-stream */
+                        content_type: string;
+                        filename: string;
+                    }[];
+                    /** @description blind recipients: in the envelope, never in the headers */
+                    bcc?: string[];
+                    body_html?: string;
+                    /** @description required unless template is given */
+                    body_text?: string;
+                    /** @description carbon-copy recipients */
+                    cc?: string[];
+                    /** @description an email address such as agent@example.com */
+                    from?: string;
+                    /** @description display name for From */
+                    from_name?: string;
+                    /** @description custom headers; names must match ^(X-[A-Za-z0-9-]+|List-Unsubscribe|List-Unsubscribe-Post|List-Id|Auto-Submitted|Precedence|Keywords|Comments)$ */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Format: uuid
+                     * @description reply to this stored email: sets In-Reply-To and References, keeps the thread, and defaults to, subject
+                     */
+                    in_reply_to_email_id?: string;
+                    /** @description send now, then again every every_minutes in the same thread */
+                    repeat?: {
+                        every_minutes: number;
+                    };
+                    reply_to?: string | string[];
+                    /**
+                     * @description send at this instant instead of now. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z
+                     * @example 2026-11-22T09:30:00Z
+                     */
+                    scheduled_at?: string;
+                    /** @description a single line; required unless template is given */
+                    subject?: string;
+                    /** @description a stored template by id or alias (one of them) and its data; replaces subject, body_text and body_html */
+                    template?: {
+                        alias?: string;
+                        /** @description values of the declared variables */
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: uuid */
+                        id?: string;
+                    };
+                    /** @description required, unless in_reply_to_email_id names the message to answer */
+                    to?: string | string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1DraftsIdApprovalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description seconds the link works, 60 to 604800 (default 86400) */
+                    expires_in?: number;
+                    /** @description an email address such as agent@example.com */
+                    send_to?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            expires_at: string;
+                            sent_to: string | null;
+                            /** @description the page where a person approves or rejects the draft; works once, no sign-in, no JavaScript */
+                            url: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1DraftsIdApprove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1DraftsIdReject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description why; kept on the draft and shown to its sender */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1DraftsIdSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description accepted: the action is only started or held (the description says when), not done */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description accepted: the action is only started or held (the description says when), not done */
+                        data: {
+                            /** @description the files it carries (their content is kept, not shown) */
+                            attachments: {
+                                content_type: string;
+                                filename: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description blind recipients */
+                            bcc: string[];
+                            body_html: string | null;
+                            body_text: string | null;
+                            /** @description carbon-copy recipients */
+                            cc: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: {
+                                user_id: string | null;
+                                via: "api" | "link";
+                            } | null;
+                            from: string;
+                            from_name: string | null;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            in_reply_to_email_id: string | null;
+                            rejection_reason: string | null;
+                            repeat: {
+                                every_minutes: number;
+                            } | null;
+                            /** @description Reply-To addresses */
+                            reply_to: string[];
+                            scheduled_at: string | null;
+                            send_error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            send_id: string | null;
+                            /** @description draft (editable), pending_approval (waits for an owner or admin), sending (its send is being made; after a failure, send_error says why and sending or approving again retries), sent (send_id), rejected (rejection_reason) */
+                            status: "draft" | "pending_approval" | "sending" | "sent" | "rejected";
+                            subject: string | null;
+                            template: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description the recipients, as a list */
+                            to: string[];
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getV1Emails: {
         parameters: {
             query?: {
@@ -9846,7 +11691,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -9955,7 +11800,7 @@ export interface operations {
                     rules?: {
                         /** @description largest total attachment size delivered, in MB */
                         attachment_limit_mb?: number;
-                        /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                        /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                         event_types?: string[];
                         /** @description true = deliver only messages without attachments */
                         exclude_attachments?: boolean;
@@ -9995,7 +11840,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -10039,7 +11884,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -10159,7 +12004,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -10263,7 +12108,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -10350,7 +12195,7 @@ export interface operations {
                     rules?: {
                         /** @description largest total attachment size delivered, in MB */
                         attachment_limit_mb?: number;
-                        /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                        /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                         event_types?: string[];
                         /** @description true = deliver only messages without attachments */
                         exclude_attachments?: boolean;
@@ -10390,7 +12235,7 @@ export interface operations {
                             rules: {
                                 /** @description largest total attachment size delivered, in MB */
                                 attachment_limit_mb?: number;
-                                /** @description the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names */
+                                /** @description the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names */
                                 event_types?: string[];
                                 /** @description true = deliver only messages without attachments */
                                 exclude_attachments?: boolean;
@@ -18733,13 +20578,48 @@ export interface operations {
                     "application/json": {
                         data: {
                             accepted: string[];
+                            /**
+                             * Format: uuid
+                             * @description pending_approval only: the draft that waits for approval
+                             */
+                            draft_id?: string;
                             from: string;
                             /** Format: uuid */
                             id: string;
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay) or scheduled */
+                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            status: string;
+                            thread_id?: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description accepted: the action is only started or held (the description says when), not done */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description accepted: the action is only started or held (the description says when), not done */
+                        data: {
+                            accepted: string[];
+                            /**
+                             * Format: uuid
+                             * @description pending_approval only: the draft that waits for approval
+                             */
+                            draft_id?: string;
+                            from: string;
+                            /** Format: uuid */
+                            id: string;
+                            idempotent_replay: boolean;
+                            rejected: string[];
+                            scheduled_at?: string | null;
+                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -18890,13 +20770,18 @@ export interface operations {
                             accepted: string[];
                             /** @constant */
                             demo: true;
+                            /**
+                             * Format: uuid
+                             * @description pending_approval only: the draft that waits for approval
+                             */
+                            draft_id?: string;
                             from: string;
                             /** Format: uuid */
                             id: string;
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay) or scheduled */
+                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };

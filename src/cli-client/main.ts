@@ -10,6 +10,7 @@ import pkg from '../../package.json'
 import { AgentMailError } from '@agent-mail/sdk'
 import { CliError, cliErrorOf, EXIT } from './api'
 import { accountCommands } from './commands/account'
+import { draftCommands } from './commands/drafts'
 import { functionCommands } from './commands/functions'
 import { mailCommands } from './commands/mail'
 import { suppressionCommands } from './commands/suppressions'
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   accountCommands(program)
   mailCommands(program)
   webhookCommands(program)
+  draftCommands(program)
   suppressionCommands(program)
   functionCommands(program)
   // every subcommand reports usage errors the same way (exit 2), and stops on them

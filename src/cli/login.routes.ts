@@ -5,6 +5,7 @@ import { clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'
 import { requestFacts } from '../request-context'
+import { formRequestBody } from '../oauth/responses'
 import { deviceSubmit, devicePage } from './device-page'
 import { LoginTokens } from './model'
 import { pollDeviceLogin, pollError, redeemDeviceLogin, startDeviceLogin } from './login.service'
@@ -96,26 +97,18 @@ export function cliLoginRoutes(ctx: AppContext) {
       detail: {
         summary: 'Submit the CLI login approval page (HTML form)',
         security: [],
-        requestBody: {
-          required: true,
-          content: {
-            'application/x-www-form-urlencoded': {
-              schema: {
-                type: 'object',
-                required: ['page_id', 'csrf_token'],
-                properties: {
-                  page_id: { type: 'string' },
-                  csrf_token: { type: 'string' },
-                  user_code: { type: 'string' },
-                  email: { type: 'string' },
-                  password: { type: 'string' },
-                  org_id: { type: 'string' },
-                  action: { type: 'string', enum: ['continue', 'approve', 'deny'] },
-                },
-              },
-            },
+        requestBody: formRequestBody(
+          {
+            page_id: { type: 'string' },
+            csrf_token: { type: 'string' },
+            user_code: { type: 'string' },
+            email: { type: 'string' },
+            password: { type: 'string' },
+            org_id: { type: 'string' },
+            action: { type: 'string', enum: ['continue', 'approve', 'deny'] },
           },
-        },
+          ['page_id', 'csrf_token'],
+        ),
       },
     })
 

@@ -9,6 +9,7 @@ import { assertValidSchema, buildSchema, type GraphQLFieldResolver, type GraphQL
 import { PAGE_INFO } from './connection'
 import { accountModule } from './account'
 import { mailModule } from './mail'
+import { draftsModule } from './drafts'
 import { webhooksModule } from './webhooks'
 import { functionsModule } from './functions'
 import { memoriesModule } from './memories'
@@ -27,6 +28,7 @@ const MODULES: SchemaModule[] = [
   operationFields(OPERATIONS),
   accountModule,
   mailModule,
+  draftsModule,
   webhooksModule,
   functionsModule,
   memoriesModule,

@@ -36,6 +36,12 @@ export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'GET', path: '/v1/emails', why: 'mail reads for the bound address' },
   { method: 'GET', path: '/v1/emails/:id', why: 'mail reads for the bound address' },
   { method: 'POST', path: '/v1/send-mail', why: 'sending as the bound address' },
+  { method: 'GET', path: '/v1/drafts', why: 'drafts of the bound address (the route filters by it)' },
+  { method: 'POST', path: '/v1/drafts', why: 'drafts from the bound address' },
+  { method: 'GET', path: '/v1/drafts/:id', why: 'drafts of the bound address (another is not_found)' },
+  { method: 'PATCH', path: '/v1/drafts/:id', why: 'drafts of the bound address (another is not_found)' },
+  { method: 'DELETE', path: '/v1/drafts/:id', why: 'drafts of the bound address (another is not_found)' },
+  { method: 'POST', path: '/v1/drafts/:id/send', why: 'sending a draft of the bound address (its approval, never: approve and reject are not listed)' },
   { method: 'GET', path: '/v1/changes', why: 'the changes of the bound address (the route filters by it)' },
   { method: 'GET', path: '/v1/changes/cursor', why: 'where the feed of the bound address starts now' },
   { method: 'DELETE', path: '/v1/agent-connections/:address', ownAddress: 'address', why: 'exact-address self-disconnect' },
@@ -129,6 +135,6 @@ export function checkCredentialScope(auth: Auth, request: Request): void {
     throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
   }
   throw errors.forbidden(
-    `connection key: may not call ${method} ${path}; it is limited to mail reads, sending, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`,
+    `connection key: may not call ${method} ${path}; it is limited to mail reads, sending and its own drafts, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`,
   )
 }

@@ -17,6 +17,8 @@ import { cursors, pageQuery } from './pagination'
 import { onReadReplica } from './read-routing'
 import { Nullable } from './schema'
 
+const ACCEPTED = 'accepted: the action is only started or held (the description says when), not done'
+
 /** The schemas Elysia validates the request with, and documents. */
 function requestSchemas(op: Operation) {
   const params = op.params && { params: t.Object(op.params) }
@@ -84,7 +86,7 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
   for (const op of operations) {
     if (op.rest === false) continue
     const status = isList(op) ? 200 : (op.status ?? 200)
-    const statuses = !isList(op) && op.mayFindExisting ? [status, 200] : [status]
+    const statuses = [status, ...(!isList(op) && op.mayFindExisting ? [200] : []), ...(!isList(op) && op.mayAccept ? [202] : [])]
     routes.route(
       op.method,
       op.path,
@@ -124,7 +126,10 @@ export function operationRoutes(ctx: AppContext, operations: readonly Operation[
         }),
         ...requestSchemas(op),
         ...headerSchema(op),
-        response: Object.fromEntries(statuses.map(code => [code, responseSchema(op)])),
+        // a 202 besides the success (`mayAccept`) says what it means in its own description
+        response: Object.fromEntries(
+          statuses.map(code => [code, code === 202 && status !== 202 ? { ...responseSchema(op), description: ACCEPTED } : responseSchema(op)]),
+        ),
         detail: {
           tags: [op.tag],
           ...(op.bodyLimit && bodyLimit(op.bodyLimit)),

@@ -29,8 +29,8 @@ export interface OperationCall {
   auth: Auth
   /** aborted when the client goes away */
   signal: AbortSignal
-  /** REST's status of this answer, where it depends on what happened (201 created, 200 found); other surfaces have none */
-  status?(code: 200 | 201): void
+  /** REST's status of this answer, where it depends on what happened (201 created, 200 found, 202 held); other surfaces have none */
+  status?(code: 200 | 201 | 202): void
   /** REST's response header (an ETag); other surfaces have none */
   header?(name: string, value: string): void
   /** REST's request headers the operation declares (`headers`), by their names; other surfaces have none */
@@ -161,6 +161,8 @@ export interface ResourceOperation<P extends TProperties = TProperties, I extend
   status?: 200 | 201 | 202
   /** a create that answers 200 with what already existed (the handler says so: `call.status(200)`) */
   mayFindExisting?: true
+  /** an action that may only be started: REST answers 202 when the handler says so (`call.status(202)`: a send held for approval) */
+  mayAccept?: true
   /** an array answered whole: REST renders it as one page of the envelope (total and limit its length, no cursor) */
   onePage?: true
   handle(call: OperationCall, args: Args<P, I>): Promise<Static<O>>

@@ -45,6 +45,15 @@ export function slowDown(retryAfter: number, status = 400): Response {
 
 const MAX_FORM_BYTES = 16 * 1024
 
+/** The OpenAPI `requestBody` of a route that takes a form: its fields (JSON schemas) and which are required. */
+export const formRequestBody = (
+  properties: Record<string, { type: 'string'; description?: string; enum?: string[]; maxLength?: number }>,
+  required: string[],
+) => ({
+  required: true,
+  content: { 'application/x-www-form-urlencoded': { schema: { type: 'object' as const, required, properties } } },
+})
+
 export type Form = Map<string, string>
 
 /**

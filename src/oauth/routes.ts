@@ -12,16 +12,12 @@ import { authorizePage, authorizeSubmit } from './authorize'
 import { registerEndpoint } from './clients'
 import { READ_SCOPE, SCOPE } from './constants'
 import { authorizationServerMetadata } from './metadata'
-import { CORS } from './responses'
+import { CORS, formRequestBody } from './responses'
 import { revokeEndpoint } from './revoke'
 import { tokenEndpoint } from './token'
 import { OAuthError, TokenSet, Registration } from './model'
 
-const form = (properties: Record<string, unknown>, required: string[]) => ({
-  required: true,
-  content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required, properties } } },
-})
-const str = (description: string) => ({ type: 'string', description })
+const str = (description: string) => ({ type: 'string' as const, description })
 
 // Repeated parameters arrive as arrays, so the handler can refuse them as OAuth errors (the
 // app's shared query hook would answer them with the v1 envelope).
@@ -97,7 +93,7 @@ export function oauthRoutes(ctx: AppContext) {
         parse: 'text',
         detail: doc('Sign in and choose an organization (HTML form)', {
           description: 'Answers with the next page, or a 303 to the redirect URI carrying code, state and iss.',
-          requestBody: form(
+          requestBody: formRequestBody(
             {
               request_id: str('from the page'),
               csrf_token: str('from the page'),
@@ -116,7 +112,7 @@ export function oauthRoutes(ctx: AppContext) {
         detail: doc('Token endpoint', {
           description:
             'grant_type authorization_code (PKCE S256) or refresh_token (rotated; reuse revokes the grant). Errors are OAuth bodies: 400 invalid_request, invalid_grant, invalid_scope, unsupported_grant_type, slow_down (with Retry-After, past 60 requests a minute per client address); 401 invalid_client for an unknown client or one sending credentials.',
-          requestBody: form(
+          requestBody: formRequestBody(
             {
               grant_type: { type: 'string', enum: ['authorization_code', 'refresh_token'] },
               client_id: str('the registered client'),
@@ -136,7 +132,7 @@ export function oauthRoutes(ctx: AppContext) {
         response: { 400: Bare(OAuthError) },
         detail: doc('Revoke a token and its grant (RFC 7009)', {
           description: 'token: an access or refresh token. 200 with an empty body, also for unknown tokens.',
-          requestBody: form({ token: str('access or refresh token'), token_type_hint: str('ignored'), client_id: str('optional') }, ['token']),
+          requestBody: formRequestBody({ token: str('access or refresh token'), token_type_hint: str('ignored'), client_id: str('optional') }, ['token']),
         }),
       })
       .options('/oauth/revoke', preflight, { detail: doc('CORS preflight') })

@@ -59,13 +59,17 @@ export type SendMailRequest = Static<typeof SendMailBody>
 
 export const SendResponse = t.Object({
   id: t.String({ format: 'uuid' }),
-  status: t.String({ description: 'queued (accepted by the relay) or scheduled' }),
+  status: t.String({
+    description:
+      'queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id})',
+  }),
   from: t.String(),
   accepted: t.Array(t.String()),
   rejected: t.Array(t.String()),
   idempotent_replay: t.Boolean(),
   scheduled_at: t.Optional(Nullable(t.String({ format: 'date-time' }))),
   thread_id: t.Optional(Nullable(t.String({ format: 'uuid' }))),
+  draft_id: t.Optional(t.String({ format: 'uuid', description: 'pending_approval only: the draft that waits for approval' })),
 })
 
 export const DemoSendResponse = t.Composite([SendResponse, t.Object({ demo: t.Literal(true) })])

@@ -32,8 +32,16 @@ const Recipients = Type.Union([Address, Type.Array(Address, { minItems: 1, maxIt
 const Scheduling = { scheduled_at: SendMailBody.properties.scheduled_at, repeat: SendMailBody.properties.repeat }
 const { in_reply_to_email_id: _reply, to: _to, ...composeFields } = SendMailBody.properties
 
-/** Sends `body` under the call's key; REST answers the key (derived from the payload without one) in its Idempotency-Key header. */
+/**
+ * Sends `body` under the call's key; REST answers the key (derived from the payload without one)
+ * in its Idempotency-Key header. A send held for approval (sending/hold.ts) answers 202 instead.
+ */
 async function send(call: OperationCall, body: SendMailRequest) {
+  const held = await call.ctx.plugins.holdSend(call, body)
+  if (held) {
+    call.status?.(202)
+    return held
+  }
   const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey)
   call.header?.('idempotency-key', result.key)
   return result.data
@@ -47,15 +55,18 @@ export const sendingOperations = [
     tag: TAG,
     summary: 'Send an email',
     description:
-      'Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid.',
+      'Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. ' +
+      'When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.',
     input: SendMailBody,
     bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
     idempotency: IDEMPOTENCY,
+    mayAccept: true,
     mcp: {
       // the tool's arguments are its own: `to` always, and no in_reply_to_email_id (reply_to_email answers an email)
       input: [],
       args: Type.Object({ ...composeFields, to: Recipients }),
-      description: 'Sends (or schedules, with scheduled_at) a new email from one of your addresses. Returns queued once the relay accepted it.',
+      description:
+        'Sends (or schedules, with scheduled_at) a new email from one of your addresses. Returns queued once the relay accepted it, or pending_approval when the address requires a person to approve its mail first (draft_id: the draft, get_draft shows its state).',
       hints: SEND_HINTS,
     },
     output: SendResponse,

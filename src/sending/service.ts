@@ -496,11 +496,17 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   return { key, data: response(send, outcome.replayed) }
 }
 
+/** The checks of a send-mail request that need no database (a draft is held to them too); returns it normalized. */
+export function validateSendRequest(body: SendMailRequest): NormalizedRequest {
+  const request = normalize(body)
+  if (request.scheduled_at) parseTimestamp('scheduled_at', request.scheduled_at)
+  return request
+}
+
 /** The synthetic answer of the sandbox: validated like a real send; nothing is sent, queued or stored. */
 export function demoSend(body: SendMailRequest) {
   if (body.template) throw errors.validation('template', 'the sandbox reads no stored templates: send subject and body_text')
-  const request = normalize(body)
-  if (request.scheduled_at) parseTimestamp('scheduled_at', request.scheduled_at)
+  const request = validateSendRequest(body)
   return {
     id: randomUUIDv7(),
     status: 'queued',

@@ -24,7 +24,8 @@ export const Rules = t.Object(
       t.Array(t.String({ minLength: 1, maxLength: 100 }), {
         minItems: 1,
         maxItems: 50,
-        description: 'the event types delivered (e.g. email.received, payment.settled); omitted = all. Matched exactly and not checked against known names',
+        description:
+          'the event types delivered (e.g. email.received, payment.settled, draft.pending_approval); omitted = all mail events; events that are not mail (payments, x402 interactions, drafts) only when listed. Matched exactly and not checked against known names',
       }),
     ),
   },

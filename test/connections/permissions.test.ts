@@ -179,11 +179,17 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, send-mail, the changes of the bound address, self-disconnect, network discovery and admission, contact reads, and address notes', () => {
+  test('the allow-list is exactly mail reads, send-mail, drafts of the bound address (never their approval), the changes of the bound address, self-disconnect, network discovery and admission, contact reads, and address notes', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
       'POST /v1/send-mail',
+      'GET /v1/drafts',
+      'POST /v1/drafts',
+      'GET /v1/drafts/:id',
+      'PATCH /v1/drafts/:id',
+      'DELETE /v1/drafts/:id',
+      'POST /v1/drafts/:id/send',
       'GET /v1/changes',
       'GET /v1/changes/cursor',
       'DELETE /v1/agent-connections/:address',

@@ -227,7 +227,8 @@ function checkAnswer(method: string, path: string, status: number, type: string,
   const where = `${method} ${path} -> ${status}: ${text.slice(0, 300)}`
   if (status >= 500) throw new Error(`5xx: ${where}`)
   if (status < 400) return
-  if (type.startsWith('text/html') && (path.startsWith('/oauth/') || path.startsWith('/cli/') || path.startsWith('/x402/pay/'))) return
+  if (type.startsWith('text/html') && (path.startsWith('/oauth/') || path.startsWith('/cli/') || path.startsWith('/x402/pay/') || path.startsWith('/drafts/')))
+    return
   let body: Json
   try {
     body = JSON.parse(text)

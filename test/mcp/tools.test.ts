@@ -305,6 +305,34 @@ for (const { era, version } of ERAS) {
       expect((await fails('cancel_scheduled_email', { send_id: scheduled.id })).code).toBe('not_scheduled')
     })
 
+    test('drafts: create, change, list, get, send, delete; an approval policy holds them until approved or rejected', async () => {
+      const subject = `draft ${era} ${unique()}`
+      const draft = await ok('create_draft', { from: inbox, to: 'alice@example.com', subject: 'first', body_text: 'x' })
+      expect((await ok('update_draft', { draft_id: draft.id, subject })).subject).toBe(subject)
+      expect((await fails('update_draft', { draft_id: draft.id })).message).toStartWith('body: ')
+      expect((await ok('list_drafts', { status: 'draft' })).items.map((d: { id: string }) => d.id)).toContain(draft.id)
+      expect((await ok('get_draft', { draft_id: draft.id })).status).toBe('draft')
+      const before = relay.messages.length
+      const sent = await ok('send_draft', { draft_id: draft.id })
+      expect(sent).toMatchObject({ status: 'sent', send_id: expect.any(String) })
+      expect(relay.messages.length - before).toBe(1)
+      expect(await ok('delete_draft', { draft_id: draft.id })).toEqual({ id: draft.id, deleted: true })
+
+      const guarded = await managedAddress(t.ctx, org.orgId)
+      expect(await ok('set_approval_policy', { address: guarded, approval_required: true })).toMatchObject({ address: guarded, approval_required: true })
+      expect((await ok('get_approval_policy', { address: guarded })).approval_required).toBe(true)
+      expect((await ok('list_approval_policies', {})).items.map((p: { address: string }) => p.address)).toContain(guarded)
+      const held = await ok('send_email', { from: guarded, to: 'bob@example.com', subject: `held ${subject}`, body_text: 'x', idempotency_key: unique() })
+      expect(held.status).toBe('pending_approval')
+      expect((await ok('create_draft_approval_link', { draft_id: held.draft_id })).url).toContain('/drafts/approval?token=')
+      expect(await ok('reject_draft', { draft_id: held.draft_id, reason: 'no' })).toMatchObject({ status: 'rejected', rejection_reason: 'no' })
+      const other = await ok('create_draft', { from: guarded, to: 'bob@example.com', subject: `other ${subject}`, body_text: 'x' })
+      expect((await ok('send_draft', { draft_id: other.id })).status).toBe('pending_approval')
+      expect((await ok('approve_draft', { draft_id: other.id })).status).toBe('sent')
+      expect(relay.messages.length - before).toBe(2)
+      await ok('set_approval_policy', { address: guarded, approval_required: false })
+    })
+
     test('webhook endpoints: create, list, get, update, delete; a private URL is validation_error', async () => {
       expect((await fails('create_webhook_endpoint', { url: 'https://10.0.0.1/hook' })).code).toBe('validation_error')
       const endpoint = await ok('create_webhook_endpoint', { url: `https://hooks.example.com/${era}`, is_route_target: true })

@@ -156,6 +156,12 @@ export function mailCommands(program: Command) {
           bar?.stop()
         }
         if (json) return printJson(result)
+        if (result.status === 'pending_approval') {
+          process.stdout.write(
+            `${color.yellow('Held for approval')}: draft ${result.draft_id}; an owner or admin runs \`agent-mail drafts approve ${result.draft_id}\`\n`,
+          )
+          return
+        }
         const what =
           result.status === 'scheduled' ? `Scheduled for ${result.scheduled_at}` : result.idempotent_replay ? 'Already sent (same idempotency key)' : 'Sent'
         process.stdout.write(`${color.green(what)}: ${result.id} to ${result.accepted.join(', ')}\n`)
