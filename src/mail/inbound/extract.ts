@@ -1,0 +1,68 @@
+/**
+ * The reply without its quotes: the new content of a received message, without the quoted
+ * earlier messages, the "On … wrote:" line (or Outlook's From:/Sent: block) and a trailing
+ * signature. Computed once per message at ingest and stored (`extracted_text`,
+ * `extracted_html`, sql/0034); the full bodies stay as they are. docs/extracted-text.md says
+ * what it does with each kind of reply.
+ *
+ * Two libraries, one per kind of body: email-reply-parser (Crisp's, maintained, about ten
+ * languages, signatures such as `-- `, "Sent from my iPhone", "Kind regards") reads the text
+ * part; @u22n/mailtools (cheerio) cuts the HTML part at its quote elements (gmail_quote,
+ * blockquote, moz-cite-prefix, Yahoo's, Outlook's border-top block; patched for Outlook on the
+ * web's rule and #divRplyFwdMsg, patches/) and its signature elements. A message with HTML only
+ * gets the text of its extracted HTML (html-to-text).
+ */
+import { parseMessage } from '@u22n/mailtools'
+import EmailReplyParser from 'email-reply-parser'
+import { convert } from 'html-to-text'
+import { log } from '../../log'
+import type { ParsedMail } from './parse'
+
+/** The new content of a message; null where the message has no such body (or it was too large to read). */
+export interface Extracted {
+  text: string | null
+  html: string | null
+}
+
+const NOT_EXTRACTED: Extracted = { text: null, html: null }
+
+/**
+ * Bodies longer than this are not read: the libraries' cost grows with the body, and a reply
+ * this long is a document, not a reply. Its extracted fields stay null.
+ */
+const MAX_BODY_CHARS = 512 * 1024
+
+const replies = new EmailReplyParser()
+
+/** The text of extracted HTML: line breaks for blocks (at most one empty line in a row), no link targets or images. */
+const htmlText = (html: string) =>
+  convert(html, {
+    wordwrap: false,
+    selectors: [
+      { selector: 'a', options: { ignoreHref: true } },
+      { selector: 'img', format: 'skip' },
+    ],
+  })
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
+
+async function extractHtml(html: string): Promise<string> {
+  const { parsedMessageHtml } = await parseMessage(html, { cleanQuotations: true, cleanSignatures: true })
+  return parsedMessageHtml
+}
+
+/** The new content of a received message's bodies (see the module's comment); null fields for bodies it cannot read. */
+export async function extractReply(mail: Pick<ParsedMail, 'text' | 'html'>): Promise<Extracted> {
+  const text = mail.text && mail.text.length <= MAX_BODY_CHARS ? mail.text : null
+  const html = mail.html && mail.html.length <= MAX_BODY_CHARS ? mail.html : null
+  try {
+    const extractedHtml = html === null ? null : await extractHtml(html)
+    if (text !== null) return { text: replies.read(text).getVisibleText().trim(), html: extractedHtml }
+    // a message with HTML only (or a text part too large to read): the text of its new HTML
+    return { text: extractedHtml === null || mail.text ? null : htmlText(extractedHtml), html: extractedHtml }
+  } catch (error) {
+    // the full bodies are stored either way; a message is never refused for this
+    log.warn('reply extraction failed', { error: String(error) })
+    return NOT_EXTRACTED
+  }
+}
