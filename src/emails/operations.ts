@@ -17,7 +17,7 @@ import { getInbox } from '../inboxes/service'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 import { SENT_EVENT_TYPES } from '../mail/store'
 import { EmailWithLinks, withLinks } from './links'
-import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
+import { Email, ListedEmail, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 import {
   discardContent,
   type EmailFilters,
@@ -26,6 +26,7 @@ import {
   listEmails,
   listThreads,
   presentEmail,
+  presentListed,
   presentSummary,
   presentThread,
   searchEmails,
@@ -60,6 +61,9 @@ const EmailQuery = t.Object({
       description: 'only mail received at this address (an envelope recipient) or sent from it',
     }),
   ),
+  include_extracted: t.Optional(
+    t.Boolean({ description: "add each message's extracted_text and extracted_html: the reply without its quotes (default false)" }),
+  ),
 })
 
 /** GraphQL's check of an address (REST's schema has a stricter one). */
@@ -91,9 +95,11 @@ export const emailOperations = [
     input: EmailQuery,
     mcp: {
       title: 'List emails',
-      description: 'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; read one with get_email.',
+      description:
+        'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; include_extracted adds each reply without its quotes. ' +
+        'Read one with get_email.',
       // a model waits with wait_for_email; the connection key's address is its filter
-      input: ['direction', 'thread_id', 'since'],
+      input: ['direction', 'thread_id', 'since', 'include_extracted'],
     },
     graphql: {
       field: 'emails',
@@ -103,18 +109,19 @@ export const emailOperations = [
       input: ['direction', 'thread_id', 'address', 'since'],
     },
     list: {
-      item: Summary,
-      // A cursor continues the list it came from: it is signed for these filters and refused with others.
+      item: ListedEmail,
+      // A cursor continues the list it came from: it is signed for these filters and refused with others
+      // (include_extracted is not a filter: a page may ask for the new content or not).
       scope: (_call, q) =>
         `emails?${JSON.stringify([q.since ?? null, q.direction ?? null, q.thread_id ?? null, q.event_type ?? null, q.inbox_id ?? null, q.address?.toLowerCase() ?? null])}`,
       prepare: emailFilters,
       fetch: ({ ctx, auth, signal }, q, page, filters: EmailFilters) => {
-        const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
+        const read = () => listEmails(ctx.sql, auth.orgId, page, filters, q.include_extracted ?? false)
         if (!q.wait || page.after) return read()
         // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
         return pollMail(mailEvents(ctx), { orgId: auth.orgId, address: filters.addresses[0], ms: q.wait * 1000, signal }, read, r => r.rows.length > 0)
       },
-      present: presentSummary,
+      present: presentListed,
     },
   }),
   operation({

@@ -44,7 +44,13 @@ interface SummaryRow {
   content_discarded_at: Date | null
 }
 
-interface EmailRow extends SummaryRow {
+/** The reply without its quotes, stored at ingest (sql/0034). */
+interface ExtractedRow {
+  extracted_text: string | null
+  extracted_html: string | null
+}
+
+interface EmailRow extends SummaryRow, ExtractedRow {
   message_id: string | null
   in_reply_to: string | null
   references: string[]
@@ -76,6 +82,10 @@ export const presentSummary = (r: SummaryRow) => ({
   content_discarded: r.content_discarded_at !== null,
 })
 
+/** A list's item: the summary, with the new content when the list read it (`listEmails`' `extracted`). */
+export const presentListed = (r: SummaryRow & Partial<ExtractedRow>) =>
+  r.extracted_text === undefined ? presentSummary(r) : { ...presentSummary(r), extracted_text: r.extracted_text, extracted_html: r.extracted_html ?? null }
+
 export const presentEmail = (r: EmailRow) => ({
   ...presentSummary(r),
   message_id: r.message_id,
@@ -85,6 +95,8 @@ export const presentEmail = (r: EmailRow) => ({
   sent_at: iso(r.sent_at),
   text: r.text_body,
   html: r.html_body,
+  extracted_text: r.extracted_text,
+  extracted_html: r.extracted_html,
   headers: r.headers,
   attachments: r.attachments,
   authentication: r.auth,
@@ -108,7 +120,8 @@ export function ofAddress(sql: Tx, address: string | undefined) {
   return sql`and ((direction = 'inbound' and ${a} = any(rcpt_to)) or (direction = 'outbound' and lower(from_address) = ${a}))`
 }
 
-export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
+/** A page of mail, newest first; `extracted` adds each message's new content (include_extracted=true). */
+export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters, extracted = false) {
   const matching = sql`
     org_id = ${orgId}
     ${f.addresses.reduce((all, a) => sql`${all} ${ofAddress(sql, a)}`, sql``)}
@@ -124,7 +137,8 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
     : f.threadId
       ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
       : storedEmailsCount(sql, orgId)
-  return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page, total })
+  const columns = extracted ? [...SUMMARY_COLUMNS, 'extracted_text', 'extracted_html'] : SUMMARY_COLUMNS
+  return listPage<SummaryRow & Partial<ExtractedRow>>(sql, { columns: sql(columns), from: sql`emails`, where: matching, page, total })
 }
 
 /** One message of the organization (of `address` only, when given); anything else is not_found. */
@@ -160,7 +174,7 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
     if (!email.content_discarded_at) {
       await tx`delete from email_contents where email_id = ${id}`
       await tx`
-        update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
+        update emails set text_body = null, html_body = null, extracted_text = null, extracted_html = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
                           search = ${searchVector({ subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
          where id = ${id}`
       await releaseStorage(tx, orgId, email.size_bytes)

@@ -315,10 +315,12 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
       size_bytes: number
       received_at: Date
       auth: never
+      extracted_text: string | null
+      extracted_html: string | null
       raw: Buffer | null
     }[]
   >`
-    select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, c.raw
+    select e.id, e.thread_id, e.event_type, e.rcpt_to, e.mail_from, e.size_bytes, e.received_at, e.auth, e.extracted_text, e.extracted_html, c.raw
       from emails e left join email_contents c on c.email_id = e.id
      where e.id = ${emailId} and e.org_id = ${orgId} and e.content_discarded_at is null`
   if (!row?.raw) throw errors.notFound('email_id')
@@ -341,6 +343,7 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
       sizeBytes: row.size_bytes,
       receivedAt: row.received_at,
       auth: row.auth,
+      extracted: { text: row.extracted_text, html: row.extracted_html },
     },
     mail,
   )

@@ -4,8 +4,9 @@
  * deliveries (with their jobs), all committed before `ingest` returns, so the caller's `250`
  * always follows the commit.
  *
- * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime,
- * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
+ * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime, the
+ * reply without its quotes (extract.ts), SPF/DKIM/DMARC/ARC with mailauth, the recipients'
+ * organizations); it runs in the SMTP session
  * that received the message, concurrently with the others. The writes go through the
  * process's group commit: the messages of concurrent sessions are stored in one transaction,
  * their statements pipelined, so the database sees one commit per batch instead of one per
@@ -19,6 +20,7 @@ import { log } from '../../log'
 import { countStored, reserveStorage, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
+import { type Extracted, extractReply } from './extract'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
@@ -46,6 +48,8 @@ export interface IngestResult {
 interface PreparedMessage {
   msg: InboundMessage
   mail: ParsedMail
+  /** its new content, without the quoted earlier messages (extract.ts): once per message, whatever its copies */
+  extracted: Extracted
   auth: AuthVerdicts
   eventType: EmailEventType
   /** each accepting organization with its envelope recipients and its storage limit (bytes; null = none) */
@@ -80,9 +84,9 @@ const LOCK_TIMEOUT = '5s'
 async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver): Promise<PreparedMessage> {
   // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
-  const [recipients, mail, auth] = await Promise.all([
+  const [recipients, { mail, extracted }, auth] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
-    parseMail(msg.raw),
+    parseMail(msg.raw).then(async mail => ({ mail, extracted: await extractReply(mail) })),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
   // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
@@ -92,7 +96,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
     if (copies.has(r.orgId)) copies.get(r.orgId)!.rcptTo.push(r.address)
     else copies.set(r.orgId, { orgId: r.orgId, rcptTo: [r.address], storageLimit: r.storageLimit })
   }
-  return { msg, mail, auth, eventType: classify(mail, msg.mailFrom), copies: [...copies.values()] }
+  return { msg, mail, extracted, auth, eventType: classify(mail, msg.mailFrom), copies: [...copies.values()] }
 }
 
 /** Stores a batch of prepared messages in one transaction; returns what became of each message's copies. */
@@ -174,6 +178,7 @@ async function storeCopies(
       mailFrom: p.msg.mailFrom,
       rcptTo,
       auth: p.auth,
+      extracted: p.extracted,
       session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
       batched: true,
     })
