@@ -46,9 +46,13 @@ const htmlText = (html: string) =>
     .replace(/\n{3,}/g, '\n\n')
     .trim()
 
+/**
+ * The HTML without its quotes and signature elements; '' when nothing else is left (mailtools
+ * then answers the whole message, and marks it by leaving didFindQuotation unset).
+ */
 async function extractHtml(html: string): Promise<string> {
-  const { parsedMessageHtml } = await parseMessage(html, { cleanQuotations: true, cleanSignatures: true })
-  return parsedMessageHtml
+  const { parsedMessageHtml, didFindQuotation } = await parseMessage(html, { cleanQuotations: true, cleanSignatures: true })
+  return didFindQuotation === null ? '' : parsedMessageHtml
 }
 
 /** The new content of a received message's bodies (see the module's comment); null fields for bodies it cannot read. */
@@ -56,9 +60,17 @@ export async function extractReply(mail: Pick<ParsedMail, 'text' | 'html'>): Pro
   const text = mail.text && mail.text.length <= MAX_BODY_CHARS ? mail.text : null
   const html = mail.html && mail.html.length <= MAX_BODY_CHARS ? mail.html : null
   try {
-    const extractedHtml = html === null ? null : await extractHtml(html)
-    if (text !== null) return { text: replies.read(text).getVisibleText().trim(), html: extractedHtml }
+    if (text !== null) {
+      const email = replies.read(text)
+      // A text part with neither quote nor signature is all new, and so is its HTML form: the HTML
+      // is kept whole, which spares the HTML library its cost (several times postal-mime's parse)
+      // on the mail that is no reply (first messages, notifications, newsletters), and keeps it
+      // from cutting a newsletter's element whose class merely contains "quote".
+      const cut = email.getFragments().some(f => f.isQuoted() || f.isSignature())
+      return { text: email.getVisibleText().trim(), html: html === null ? null : cut ? await extractHtml(html) : html }
+    }
     // a message with HTML only (or a text part too large to read): the text of its new HTML
+    const extractedHtml = html === null ? null : await extractHtml(html)
     return { text: extractedHtml === null || mail.text ? null : htmlText(extractedHtml), html: extractedHtml }
   } catch (error) {
     // the full bodies are stored either way; a message is never refused for this

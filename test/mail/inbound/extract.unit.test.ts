@@ -49,6 +49,20 @@ describe('extracted_html', () => {
   })
 })
 
+describe('mail that is no reply, and HTML that is all quote', () => {
+  test('a message without quote or signature keeps its bodies whole, HTML included', async () => {
+    const html = '<div class="testimonial-quote">Best product ever</div><p>Our news</p>'
+    expect(await extractReply({ text: 'Best product ever\n\nOur news', html })).toEqual({ text: 'Best product ever\n\nOur news', html })
+  })
+
+  test('an HTML-only reply that is all quote has nothing new: both fields are empty', async () => {
+    const html =
+      '<div class="gmail_quote"><div class="gmail_attr">On Mon, Nov 23, 2026 at 6:45 PM Alice &lt;alice@example.com&gt; wrote:</div>' +
+      '<blockquote class="gmail_quote">Bob, did you renew the parking permit?</blockquote></div>'
+    expect(await extractReply({ text: null, html })).toEqual({ text: '', html: '' })
+  })
+})
+
 describe('bodies it does not read', () => {
   test('a message with no body has nothing extracted', async () => {
     expect(await extractReply({ text: null, html: null })).toEqual({ text: null, html: null })
