@@ -103,6 +103,20 @@ describe('GET /v1/emails', () => {
   })
 })
 
+describe('the OpenAPI document', () => {
+  test('lists the flag, the fields of the message and the list, and those of the webhook payload', async () => {
+    const doc = (await h.request('GET', '/v1/openapi')).body
+    const list = doc.paths['/v1/emails'].get
+    expect(list.parameters.find((p: { name: string }) => p.name === 'include_extracted')).toMatchObject({ in: 'query', schema: { type: 'boolean' } })
+    const text = JSON.stringify(doc)
+    const email = doc.paths['/v1/emails/{id}'].get.responses['200'].content['application/json'].schema
+    expect(JSON.stringify(email)).toContain('extracted_text')
+    expect(JSON.stringify(list.responses['200'])).toContain('extracted_html')
+    expect(JSON.stringify(doc.webhooks)).toContain('extracted_text')
+    expect(text).toContain('the reply without its quotes')
+  })
+})
+
 describe('the webhook payload', () => {
   test('email.received carries extracted_text and extracted_html next to the bodies', async () => {
     const requests = await receiver.waitFor(FIXTURES.length, '/replies')
