@@ -5,8 +5,8 @@
  * always follows the commit.
  *
  * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime, the
- * reply without its quotes (extract.ts), SPF/DKIM/DMARC/ARC with mailauth, the recipients'
- * organizations); it runs in the SMTP session
+ * reply without its quotes (extract.ts, on a thread of its own: extraction.ts),
+ * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
  * that received the message, concurrently with the others. The writes go through the
  * process's group commit: the messages of concurrent sessions are stored in one transaction,
  * their statements pipelined, so the database sees one commit per batch instead of one per
@@ -20,7 +20,8 @@ import { log } from '../../log'
 import { countStored, reserveStorage, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
-import { type Extracted, extractReply } from './extract'
+import type { Extracted } from './extract'
+import { extractionThread } from './extraction'
 import { parseMail, type ParsedMail } from './parse'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
@@ -86,7 +87,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
   const known = msg.recipients
   const [recipients, { mail, extracted }, auth] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
-    parseMail(msg.raw).then(async mail => ({ mail, extracted: await extractReply(mail) })),
+    parseMail(msg.raw).then(async mail => ({ mail, extracted: await extractionThread(ctx).extract(mail) })),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
   // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
