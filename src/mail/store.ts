@@ -14,7 +14,7 @@ import type postgres from 'postgres'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
-import type { Extracted } from './inbound/extract'
+import { type Extracted, NOT_EXTRACTED } from './inbound/extraction'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound
@@ -135,7 +135,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
   const at = new Date()
   const { mail } = s
   const batched = s.batched ?? false
-  const extracted = s.extracted ?? { text: null, html: null }
+  const extracted = s.extracted ?? NOT_EXTRACTED
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
   const activity: MessageActivity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
   const extensions = ctx.plugins.storeExtensions.reduce((joined, extend) => tx`${joined}, ${extend(tx, activity)}`, tx``)

@@ -6,8 +6,8 @@
  * what it does with each kind of reply.
  *
  * Two libraries, one per kind of body: email-reply-parser (Crisp's, maintained, about ten
- * languages, signatures such as `-- `, "Sent from my iPhone", "Kind regards") reads the text
- * part; @u22n/mailtools (cheerio) cuts the HTML part at its quote elements (gmail_quote,
+ * languages, signatures such as `-- ` and "Sent from my iPhone"; patched to keep closings such
+ * as "Kind regards," and the name under them) reads the text part; @u22n/mailtools (cheerio) cuts the HTML part at its quote elements (gmail_quote,
  * blockquote, moz-cite-prefix, Yahoo's, Outlook's border-top block; patched for Outlook on the
  * web's rule and #divRplyFwdMsg, patches/) and its signature elements. A message with HTML only
  * gets the text of its extracted HTML (html-to-text).
@@ -16,15 +16,8 @@ import { parseMessage } from '@u22n/mailtools'
 import EmailReplyParser from 'email-reply-parser'
 import { convert } from 'html-to-text'
 import { log } from '../../log'
+import { type Extracted, NOT_EXTRACTED } from './extraction'
 import type { ParsedMail } from './parse'
-
-/** The new content of a message; null where the message has no such body (or it was too large to read). */
-export interface Extracted {
-  text: string | null
-  html: string | null
-}
-
-const NOT_EXTRACTED: Extracted = { text: null, html: null }
 
 /**
  * Bodies longer than this are not read: the libraries' cost grows with the body, and a reply

@@ -14,7 +14,14 @@
 import { perProcess } from '../../context'
 import { log } from '../../log'
 import type { ParsedMail } from './parse'
-import type { Extracted } from './extract'
+
+/** The new content of a message (extract.ts); null where the message has no such body, or it was not extracted. */
+export interface Extracted {
+  text: string | null
+  html: string | null
+}
+
+export const NOT_EXTRACTED: Extracted = { text: null, html: null }
 
 /** How long one message may take; replies take a few milliseconds (docs/extracted-text.md). */
 export const EXTRACT_DEADLINE_MS = 500
@@ -34,8 +41,6 @@ interface Pending {
   request: ExtractRequest
   resolve(extracted: Extracted): void
 }
-
-const NOT_EXTRACTED: Extracted = { text: null, html: null }
 
 export class ExtractionThread {
   private worker: Worker | null = null
