@@ -3246,6 +3246,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -3401,6 +3403,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -3556,6 +3560,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -3711,6 +3717,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -3866,6 +3874,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -4021,6 +4031,8 @@ export type webhooks = {
                                     address: string;
                                     name: string;
                                 }[];
+                                extracted_html: string | null;
+                                extracted_text: string | null;
                                 from: {
                                     address: string;
                                     name: string;
@@ -11062,6 +11074,8 @@ export interface operations {
                 event_type?: "email.received" | "email.bounced" | "email.complained" | "email.tls_report" | "email.dmarc_report" | "email.dmarc_failure" | "email.sent" | "email.replied";
                 /** @description only this inbox's mail: received at its address or sent from it (404 for an inbox that is not the organization's) */
                 inbox_id?: string;
+                /** @description add each message's extracted_text and extracted_html: the reply without its quotes (default false) */
+                include_extracted?: boolean;
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 /** @description only mail received after this instant. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z */
@@ -11094,6 +11108,10 @@ export interface operations {
                             direction: "inbound" | "outbound";
                             /** @description inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender's copy): email.sent, or email.replied for an answer (in_reply_to_email_id) */
                             event_type: string;
+                            /** @description the HTML body without its quotes and signature, as extracted_text; null when the message has no HTML body */
+                            extracted_html?: string | null;
+                            /** @description the new content of a received message: its text without the quoted earlier messages, the "On … wrote:" line (or From:/Sent: block) and a trailing signature (a forward keeps the forwarded message); '' when it is all quote; null for sent mail, mail stored before extraction existed, or discarded content */
+                            extracted_text?: string | null;
                             from: {
                                 address: string;
                                 name: string;
@@ -11238,6 +11256,10 @@ export interface operations {
                             };
                             /** @description inbound: email.received, or email.bounced / email.tls_report / email.dmarc_report / email.dmarc_failure for machine mail; outbound (the sender's copy): email.sent, or email.replied for an answer (in_reply_to_email_id) */
                             event_type: string;
+                            /** @description the HTML body without its quotes and signature, as extracted_text; null when the message has no HTML body */
+                            extracted_html: string | null;
+                            /** @description the new content of a received message: its text without the quoted earlier messages, the "On … wrote:" line (or From:/Sent: block) and a trailing signature (a forward keeps the forwarded message); '' when it is all quote; null for sent mail, mail stored before extraction existed, or discarded content */
+                            extracted_text: string | null;
                             from: {
                                 address: string;
                                 name: string;

@@ -24,6 +24,26 @@ export const Summary = t.Object({
   content_discarded: t.Boolean(),
 })
 
+export const EXTRACTED_TEXT =
+  'the new content of a received message: its text without the quoted earlier messages, the "On … wrote:" line (or From:/Sent: block) and a trailing signature ' +
+  "(a forward keeps the forwarded message); '' when it is all quote; null for sent mail, mail stored before extraction existed, or discarded content"
+export const EXTRACTED_HTML = 'the HTML body without its quotes and signature, as extracted_text; null when the message has no HTML body'
+
+/** The reply without its quotes (mail/inbound/extract.ts), on a message and, when asked for, in the list. */
+const ExtractedFields = {
+  extracted_text: t.Union([t.String(), t.Null()], { description: EXTRACTED_TEXT }),
+  extracted_html: t.Union([t.String(), t.Null()], { description: EXTRACTED_HTML }),
+}
+
+/** An item of GET /v1/emails: a summary, with the new content when include_extracted=true. */
+export const ListedEmail = t.Composite([
+  Summary,
+  t.Object({
+    extracted_text: t.Optional(ExtractedFields.extracted_text),
+    extracted_html: t.Optional(ExtractedFields.extracted_html),
+  }),
+])
+
 export const Verdict = t.Object({ result: t.String() }, { additionalProperties: true })
 
 export const Email = t.Composite([
@@ -36,6 +56,7 @@ export const Email = t.Composite([
     sent_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'the Date header' }),
     text: t.Union([t.String(), t.Null()]),
     html: t.Union([t.String(), t.Null()]),
+    ...ExtractedFields,
     headers: t.Array(t.Object({ name: t.String(), value: t.String() })),
     attachments: t.Array(
       t.Object({

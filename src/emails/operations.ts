@@ -17,9 +17,9 @@ import { getInbox } from '../mail/inbox-queries'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 import { SENT_EVENT_TYPES } from '../mail/store'
 import { EmailWithLinks, withLinks } from './links'
-import { Email, MAX_WAIT_SECONDS, Summary, Thread } from './model'
+import { Email, ListedEmail, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 import { discardContent, type EmailFilters, getEmail, listEmails, listThreads, searchEmails } from '../mail/email-queries'
-import { getThread, presentEmail, presentSummary, presentThread } from './service'
+import { getThread, presentEmail, presentListed, presentSummary, presentThread } from './service'
 
 const Id = (description?: string) => ({ id: t.String({ format: 'uuid', ...(description && { description }) }) })
 
@@ -49,6 +49,9 @@ const EmailQuery = t.Object({
       error: 'must be an email address',
       description: 'only mail received at this address (an envelope recipient) or sent from it',
     }),
+  ),
+  include_extracted: t.Optional(
+    t.Boolean({ description: "add each message's extracted_text and extracted_html: the reply without its quotes (default false)" }),
   ),
 })
 
@@ -81,9 +84,11 @@ export const emailOperations = [
     input: EmailQuery,
     mcp: {
       title: 'List emails',
-      description: 'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; read one with get_email.',
+      description:
+        'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; include_extracted adds each reply without its quotes. ' +
+        'Read one with get_email.',
       // a model waits with wait_for_email; the connection key's address is its filter
-      input: ['direction', 'thread_id', 'since'],
+      input: ['direction', 'thread_id', 'since', 'include_extracted'],
     },
     graphql: {
       field: 'emails',
@@ -93,18 +98,19 @@ export const emailOperations = [
       input: ['direction', 'thread_id', 'address', 'since'],
     },
     list: {
-      item: Summary,
-      // A cursor continues the list it came from: it is signed for these filters and refused with others.
+      item: ListedEmail,
+      // A cursor continues the list it came from: it is signed for these filters and refused with others
+      // (include_extracted is not a filter: a page may ask for the new content or not).
       scope: (_call, q) =>
         `emails?${JSON.stringify([q.since ?? null, q.direction ?? null, q.thread_id ?? null, q.event_type ?? null, q.inbox_id ?? null, q.address?.toLowerCase() ?? null])}`,
       prepare: emailFilters,
       fetch: ({ ctx, auth, signal }, q, page, filters: EmailFilters) => {
-        const read = () => listEmails(ctx.sql, auth.orgId, page, filters)
+        const read = () => listEmails(ctx.sql, auth.orgId, page, filters, q.include_extracted ?? false)
         if (!q.wait || page.after) return read()
         // A long-poll of an address (a connection key's, an inbox's, address=) wakes for that address's mail only.
         return pollMail(mailEvents(ctx), { orgId: auth.orgId, address: filters.addresses[0], ms: q.wait * 1000, signal }, read, r => r.rows.length > 0)
       },
-      present: presentSummary,
+      present: presentListed,
     },
   }),
   operation({

@@ -1,7 +1,7 @@
 /** Mail as the API shows it: messages, their summaries and threads (the statements are mail/email-queries.ts). */
 import type { Sql } from '../db/client'
 import { iso } from '../http/timestamps'
-import { type EmailRow, findThread, type SummaryRow, type ThreadRow } from '../mail/email-queries'
+import { type EmailRow, type ExtractedRow, findThread, type SummaryRow, type ThreadRow } from '../mail/email-queries'
 
 export const presentSummary = (r: SummaryRow) => ({
   id: r.id,
@@ -18,6 +18,10 @@ export const presentSummary = (r: SummaryRow) => ({
   content_discarded: r.content_discarded_at !== null,
 })
 
+/** A list's item: the summary, with the new content when the list read it (`listEmails`' `extracted`). */
+export const presentListed = (r: SummaryRow & Partial<ExtractedRow>) =>
+  r.extracted_text === undefined ? presentSummary(r) : { ...presentSummary(r), extracted_text: r.extracted_text, extracted_html: r.extracted_html ?? null }
+
 export const presentEmail = (r: EmailRow) => ({
   ...presentSummary(r),
   message_id: r.message_id,
@@ -27,6 +31,8 @@ export const presentEmail = (r: EmailRow) => ({
   sent_at: iso(r.sent_at),
   text: r.text_body,
   html: r.html_body,
+  extracted_text: r.extracted_text,
+  extracted_html: r.extracted_html,
   headers: r.headers,
   attachments: r.attachments,
   authentication: r.auth,

@@ -302,6 +302,8 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
     'size_bytes',
     'received_at',
     'auth',
+    'extracted_text',
+    'extracted_html',
   ])
   if (!row?.raw) throw errors.notFound('email_id')
   if (deploymentId) {
@@ -323,6 +325,7 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
       sizeBytes: row.size_bytes,
       receivedAt: row.received_at,
       auth: row.auth,
+      extracted: { text: row.extracted_text, html: row.extracted_html },
     },
     mail,
   )

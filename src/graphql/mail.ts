@@ -14,6 +14,8 @@ const FULL_FIELDS = [
   'sentAt',
   'text',
   'html',
+  'extractedText',
+  'extractedHtml',
   'headers',
   'attachments',
   'authentication',
@@ -123,6 +125,10 @@ type Email {
   sentAt: DateTime
   text: String
   html: String
+  "the new content of a received message: text without the quoted earlier messages, the 'On … wrote:' line and a trailing signature; '' when all quote; null for sent mail and mail stored before extraction"
+  extractedText: String
+  "the HTML body without its quotes and signature; null without an HTML body"
+  extractedHtml: String
   headers: [Header!]!
   attachments: [Attachment!]!
   "mailauth verdicts (spf, dkim, dmarc, arc); only pass means authenticated"

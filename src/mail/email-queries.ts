@@ -49,7 +49,13 @@ export interface SummaryRow {
   content_discarded_at: Date | null
 }
 
-export interface EmailRow extends SummaryRow {
+/** The reply without its quotes, stored at ingest (sql/0043). */
+export interface ExtractedRow {
+  extracted_text: string | null
+  extracted_html: string | null
+}
+
+export interface EmailRow extends SummaryRow, ExtractedRow {
   org_id: string
   message_id: string | null
   in_reply_to: string | null
@@ -92,7 +98,8 @@ export function ofAddress(sql: Tx, address: string | undefined) {
   return sql`and ((direction = 'inbound' and ${a} = any(rcpt_to)) or (direction = 'outbound' and lower(from_address) = ${a}))`
 }
 
-export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
+/** A page of mail, newest first; `extracted` adds each message's new content (include_extracted=true). */
+export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters, extracted = false) {
   const matching = sql`
     org_id = ${orgId}
     ${f.addresses.reduce((all, a) => sql`${all} ${ofAddress(sql, a)}`, sql``)}
@@ -108,7 +115,8 @@ export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: 
     : f.threadId
       ? sql`select message_count from threads where id = ${f.threadId} and org_id = ${orgId}`
       : storedEmailsCount(sql, orgId)
-  return listPage<SummaryRow>(sql, { columns: sql(SUMMARY_COLUMNS), from: sql`emails`, where: matching, page, total })
+  const columns = extracted ? [...SUMMARY_COLUMNS, 'extracted_text', 'extracted_html'] : SUMMARY_COLUMNS
+  return listPage<SummaryRow & Partial<ExtractedRow>>(sql, { columns: sql(columns), from: sql`emails`, where: matching, page, total })
 }
 
 /** One message of the organization (of `address` only, when given); anything else is not_found. */
@@ -144,7 +152,7 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
     if (!email.content_discarded_at) {
       await tx`delete from email_contents where email_id = ${id}`
       await tx`
-        update emails set text_body = null, html_body = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
+        update emails set text_body = null, html_body = null, extracted_text = null, extracted_html = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
                           search = ${searchVector({ subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
          where id = ${id}`
       await releaseStorage(tx, orgId, email.size_bytes)

@@ -10,6 +10,12 @@
  * PostgreSQL's 'simple' configuration does for plain words (no stemming, no stop words: mail
  * comes in every language). An address is indexed whole as well as by its words, so
  * `quinn@finder.example`, `quinn`, `finder` and `finder.example` all find it.
+ *
+ * The new content of a received message (its extracted text, without the quoted earlier
+ * messages: mail/inbound/extract.ts) is indexed first after the sender, with weight A; the
+ * whole body follows with the default weight D, so a search still finds words of the quotes,
+ * and ranking by weight (`ts_rank`, or a `word:A` query) sets the reply's own words first. A
+ * message with HTML only has no text body: its new content is then the only text indexed.
  */
 
 /** The part of a body that is indexed: a huge message stays under the 1 MB limit of a tsvector. */
@@ -50,25 +56,28 @@ export interface SearchFields {
   fromName: string | null
   fromAddress: string | null
   text: string | null
+  /** the new content of a received message, indexed with weight A */
+  newText?: string | null
 }
 
 /**
  * The `tsvector` literal of a message: subject, sender (the address whole and by its words),
- * body. Each word is listed once with its positions; PostgreSQL keeps up to 256 of them.
+ * new content (weight A), body. Each word is listed once with its positions; PostgreSQL keeps up to 256 of them.
  */
 export function searchVector(m: SearchFields): string {
   // a dictionary object of position arrays: on Bun the cheapest of the ways measured (a Map, or
   // one string per word grown at each position, cost up to half as much again)
-  const positions: Record<string, number[]> = Object.create(null)
+  const positions: Record<string, (number | string)[]> = Object.create(null)
   let position = 0
-  const addWords = (text: string | null) => {
+  const addWords = (text: string | null | undefined, weight = '') => {
     if (!text) return
     const found = words(text)
     for (let i = 0; i < found.length; i++) {
       if (position < MAX_POSITION) position++
+      const at = weight ? `${position}${weight}` : position
       const list = positions[found[i]!]
-      if (list === undefined) positions[found[i]!] = [position]
-      else list.push(position)
+      if (list === undefined) positions[found[i]!] = [at]
+      else list.push(at)
     }
   }
   addWords(m.subject)
@@ -79,6 +88,7 @@ export function searchVector(m: SearchFields): string {
     positions[address] = [Math.min(position + 1, MAX_POSITION)]
     addWords(address)
   }
+  addWords(indexedText(m.newText ?? null), 'A')
   addWords(indexedText(m.text))
   let literal = ''
   for (const lexeme in positions) literal += `${quote(lexeme)}:${positions[lexeme]!.join(',')} `

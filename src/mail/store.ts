@@ -15,6 +15,7 @@ import type postgres from 'postgres'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
+import { type Extracted, NOT_EXTRACTED } from './inbound/extraction'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound
@@ -61,6 +62,8 @@ export interface StoreInput {
   threadId?: string
   /** the email's id, for a caller that refers to it in a statement sent before this one returns */
   id?: string
+  /** the new content of a received message (inbound/extract.ts); none for sent mail */
+  extracted?: Extracted
   /**
    * The caller counts the message in its organization's storage and sends the new-mail
    * notification, once for many messages (inbound batches: reserveStorage, countStored).
@@ -79,6 +82,8 @@ export interface StoredEmail {
   sizeBytes: number
   receivedAt: Date
   auth: AuthVerdicts
+  /** the new content stored with it (all null for sent mail) */
+  extracted: Extracted
 }
 
 /** Bytes and emails to add to each organization's storage counters, by organization id. */
@@ -118,6 +123,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
   const at = new Date()
   const { mail } = s
   const batched = s.batched ?? false
+  const extracted = s.extracted ?? NOT_EXTRACTED
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
   const activity: MessageActivity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
   const extensions = ctx.plugins.storeExtensions.reduce((joined, extend) => tx`${joined}, ${extend(tx, activity)}`, tx``)
@@ -138,14 +144,15 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
       insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
                           from_address, from_name, to_addresses, cc_addresses, reply_to, subject, sent_at,
                           text_body, html_body, headers, attachments, mail_from, rcpt_to, remote_ip, helo, tls,
-                          auth, size_bytes, received_at, search)
+                          auth, size_bytes, received_at, search, extracted_text, extracted_html)
       values (${id}, ${s.orgId}, (select id from thread), ${s.direction}, ${s.eventType}, ${mail.messageId}, ${mail.inReplyTo}, ${mail.references},
               ${mail.from?.address ?? null}, ${mail.from?.name ?? null}, ${tx.json(mail.to as never)}, ${tx.json(mail.cc as never)},
               ${tx.json(mail.replyTo as never)}, ${mail.subject}, ${mail.date}, ${mail.text}, ${mail.html},
               ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
               ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
               ${s.raw.byteLength}, ${at},
-              ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text })}::tsvector)
+              ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
+              ${extracted.text}, ${extracted.html})
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (${countStoredMessage(tx, s.orgId, s.raw.byteLength, batched)})${extensions}
@@ -161,5 +168,6 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
     sizeBytes: s.raw.byteLength,
     receivedAt: at,
     auth: s.auth,
+    extracted,
   }
 }

@@ -11,6 +11,7 @@ import type { ServerKeys } from '../crypto'
 import { t } from 'elysia'
 import type { TSchema } from '@sinclair/typebox'
 import { Nullable } from '../http/schema'
+import { EXTRACTED_HTML, EXTRACTED_TEXT } from '../emails/model'
 
 export function emailEvent(eventId: string, email: StoredEmail, mail: ParsedMail) {
   const header = (name: string) => mail.headers.find(h => h.name === name)?.value ?? null
@@ -41,6 +42,8 @@ export function emailEvent(eventId: string, email: StoredEmail, mail: ParsedMail
         reply_to: mail.replyTo,
         body_text: mail.text,
         body_html: mail.html,
+        extracted_text: email.extracted.text,
+        extracted_html: email.extracted.html,
         attachments: mail.attachments,
       },
       envelope: { mail_from: email.mailFrom, rcpt_to: email.rcptTo },
@@ -124,6 +127,8 @@ export const EmailEventSchema = t.Object(
           reply_to: t.Array(Mailbox),
           body_text: NullStr,
           body_html: NullStr,
+          extracted_text: Nullable(t.String({ description: EXTRACTED_TEXT })),
+          extracted_html: Nullable(t.String({ description: EXTRACTED_HTML })),
           attachments: t.Array(
             t.Object({ index: t.Integer(), filename: NullStr, content_type: Str, size_bytes: t.Integer(), content_id: NullStr, disposition: NullStr }),
           ),

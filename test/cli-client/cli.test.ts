@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { testApp, type TestApp } from '../helpers/app'
+import { testApp, testSql, type TestApp } from '../helpers/app'
 import { managedAddress } from '../helpers/mail'
 import { decideInBrowser } from '../helpers/identity'
 import { person, type Person } from '../oauth/helpers'
@@ -113,6 +113,21 @@ describe('agent-mail CLI', () => {
     expect(read.code).toBe(0)
     expect(read.stdout).toContain('Subject: Over SMTP')
     expect(read.stdout).toContain('hello through the wire')
+  }, 30_000)
+
+  test('read --new shows the reply without its quoted history', async () => {
+    const quoted = 'Yes, Tuesday works.\n\nOn Mon, Nov 23, 2026 at 10:15 AM Alice <alice@example.com> wrote:\n> Can you make Tuesday?\n'
+    await s.smtp({ from: 'Sam <sam@sender.example>', to: inbox, subject: 'Re: Tuesday', text: quoted })
+    const sql = await testSql()
+    const [row] = await sql<{ id: string }[]>`select id from emails where org_id = ${who.orgId} and subject = 'Re: Tuesday'`
+    const id = row!.id
+    const full = await cli(['read', id])
+    expect(full.stdout).toContain('Can you make Tuesday?')
+    const fresh = await cli(['read', id, '--new'])
+    expect(fresh.code).toBe(0)
+    expect(fresh.stdout).toContain('Yes, Tuesday works.')
+    expect(fresh.stdout).not.toContain('Can you make Tuesday?')
+    expect(fresh.stdout).not.toContain('wrote:')
   }, 30_000)
 
   test("a bad API key: the service's message on stderr and exit code 3", async () => {

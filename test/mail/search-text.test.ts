@@ -39,6 +39,15 @@ describe('the literals in the database', () => {
     expect(row!.v).toBe(`'a':1,3 'b':2 'it':7 's':8 'x':4 'x@y.z':4 'y':5 'z':6`)
   })
 
+  test("a received message's new content comes after the sender with weight A; the body follows unweighted", async () => {
+    const [row] = await sql<{ v: string; a: boolean; quoted: boolean }[]>`
+      select v::text as v, v @@ 'yes:A'::tsquery as a, v @@ 'lunch:A'::tsquery as quoted
+        from (select ${searchVector({ subject: 's', fromName: null, fromAddress: null, text: 'Yes\n> lunch?', newText: 'Yes' })}::tsvector as v) x`
+    expect(row!.v).toBe(`'lunch':4 's':1 'yes':2A,3`)
+    expect(row!.a).toBe(true)
+    expect(row!.quoted).toBe(false)
+  })
+
   test('words, case, scripts and quotes in names match', async () => {
     for (const q of ['walrus', 'WALRUS', 'invoice', '100%', 'naïve', 'ÜNÏCODE', '日本語', "o'brien", 'quinn']) expect(await matches(q)).toBe(true)
     expect(await matches('penguin')).toBe(false)

@@ -223,7 +223,8 @@ export function mailCommands(program: Command) {
   program
     .command('read <email-id>')
     .description('show one email: headers, attachments, text')
-    .action(async (id: string, _opts, cmd: Command) => {
+    .option('--new', 'only what is new in it: the reply without its quoted history and signature (extracted_text)')
+    .action(async (id: string, opts: { new?: boolean }, cmd: Command) => {
       const { api, json } = globals(cmd)
       const email = await api.sdk.get('/v1/emails/{id}', { params: { path: { id } } })
       if (json) return printJson(email)
@@ -235,7 +236,9 @@ export function mailCommands(program: Command) {
         `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
         ...email.attachments.map(a => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
         '',
-        email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)'),
+        opts.new && email.extracted_text !== null
+          ? email.extracted_text || color.dim('(nothing new: all quote)')
+          : (email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)')),
       ]
       process.stdout.write(lines.join('\n') + '\n')
     })

@@ -4,7 +4,8 @@
  * deliveries (with their jobs), all committed before `ingest` returns, so the caller's `250`
  * always follows the commit.
  *
- * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime,
+ * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime, the
+ * reply without its quotes (extract.ts, on a thread of its own: extraction.ts),
  * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
  * that received the message, concurrently with the others. The writes go through the
  * process's group commit: the messages of concurrent sessions are stored in one transaction,
@@ -20,6 +21,7 @@ import { reserveStorage } from '../../account/orgs'
 import { countStored, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
+import { type Extracted, extractionThread } from './extraction'
 import { parseMail, type ParsedMail } from './parse'
 import { claimReceipts, releaseReceipt, resendDigest } from './receipts'
 import { isReport, parseReport, type MailReport } from './report'
@@ -51,6 +53,8 @@ export interface IngestResult {
 interface PreparedMessage {
   msg: InboundMessage
   mail: ParsedMail
+  /** its new content, without the quoted earlier messages (extract.ts): once per message, whatever its copies */
+  extracted: Extracted
   auth: AuthVerdicts
   eventType: EmailEventType
   /** what recognizes the message when it is sent again (receipts.ts); null without a Message-ID */
@@ -100,9 +104,9 @@ const LOCK_TIMEOUT = '5s'
 async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver): Promise<PreparedMessage> {
   // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
-  const [recipients, mail, auth] = await Promise.all([
+  const [recipients, { mail, extracted }, auth] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
-    parseMail(msg.raw),
+    parseMail(msg.raw).then(async mail => ({ mail, extracted: await extractionThread(ctx).extract(mail) })),
     authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
   // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
@@ -115,7 +119,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
   // a report that cannot be read is stored as the machine mail it is, unmatched
   const report = isReport(mail.contentType) ? await parseReport(msg.raw).catch(() => null) : null
   const eventType = classify(mail, msg.mailFrom, report)
-  return { msg, mail, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
+  return { msg, mail, extracted, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
 }
 
 /** What a message sent again gets: nothing stored now (receipts.ts). */
@@ -206,6 +210,7 @@ async function storeCopies(
       mailFrom: p.msg.mailFrom,
       rcptTo,
       auth: p.auth,
+      extracted: p.extracted,
       session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
       batched: true,
     })
