@@ -129,6 +129,24 @@ export async function startService(
   return service
 }
 
+/**
+ * Starts dns-stub.ts as one of `children` on a free loopback port, answering `records` (the
+ * MemoryRecords shape; anything else NXDOMAIN), and resolves its port once it listens: the
+ * value of the service's DNS_SERVERS is `127.0.0.1:<port>`.
+ */
+export async function startDnsStub(children: Bun.Subprocess[], records: Record<string, unknown> = {}): Promise<number> {
+  const port = await freePort()
+  const stub = Bun.spawn([process.execPath, `${import.meta.dir}/dns-stub.ts`, String(port)], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+    env: { ...process.env, BENCH_DNS: JSON.stringify(records) },
+  })
+  children.push(stub)
+  let said = ''
+  for await (const chunk of stub.stdout.pipeThrough(new TextDecoderStream())) if ((said += chunk).includes('ready')) return port
+  throw new Error(`the DNS stub exited before it listened: ${said}`)
+}
+
 /** Waits until an SMTP server on the loopback port sends its 220 greeting (30 s at most: a loaded machine starts it slowly). */
 export async function waitForSmtpGreeting(port: number): Promise<void> {
   for (let i = 0; i < 300; i++) {
