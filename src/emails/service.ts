@@ -101,11 +101,13 @@ export interface EmailFilters {
   addresses: string[]
 }
 
-/** Mail of one address: inbound copies it was an envelope recipient of, outbound mail it sent. */
+/**
+ * Mail of one address: inbound copies it was an envelope recipient of, outbound mail it sent.
+ * The expression is emails_address_idx's (sql/0038), so the address's mail is read by index.
+ */
 export function ofAddress(sql: Tx, address: string | undefined) {
   if (address === undefined) return sql``
-  const a = address.toLowerCase()
-  return sql`and ((direction = 'inbound' and ${a} = any(rcpt_to)) or (direction = 'outbound' and lower(from_address) = ${a}))`
+  return sql`and (case when direction = 'inbound' then rcpt_to else array[lower(from_address)] end) @> array[${address.toLowerCase()}::text]`
 }
 
 export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters) {
