@@ -27,6 +27,7 @@ import net from 'node:net'
 import type { Sql } from '../../src/db/client'
 import { createOrgCommand, setApiLimitCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
+import { report } from './guard'
 import {
   databaseCpu,
   databaseCpuSpent,
@@ -311,6 +312,18 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
       console.log(
         `${'PostgreSQL (the database backends)'.padEnd(34)}${col('')}${col('')}${col('')}${col('')}${col(core(rate.databaseCpuMs))}${col(perMessage(rate.databaseCpuMs))}`,
       )
+    report('waiters', {
+      unit: 'message',
+      cpu_ms_per_unit: rate.serviceCpuMs / Math.max(1, rate.acked),
+      ...(rate.databaseCpuMs !== null && { db_ms_per_unit: rate.databaseCpuMs / Math.max(1, rate.acked) }),
+      headline: {
+        p50_ms: rate.p50,
+        p99_ms: rate.p99,
+        peak_rss_mb: Math.round(rate.peakRssKb / 1024),
+        core_percent: Math.round((rate.serviceCpuMs / (rate.seconds * 1000)) * 100),
+        idle_core_percent: Math.round(idleCpuPercent * 10) / 10,
+      },
+    })
     const met = rate.p99 < 20 && rate.peakRssKb < 600 * 1024 && rate.serviceCpuMs < rate.seconds * 500 && rate.missing === 0
     console.log(`target: p99 < 20 ms, peak RSS < 600 MB, the service under 50% of a core, every wake answered: ${met ? 'met' : 'NOT met'}`)
   } finally {
