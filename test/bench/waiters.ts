@@ -12,8 +12,9 @@
  *   inboxes in turn: per message and waiter, the sender's 250 to the answer complete at the
  *   client (one epoch clock), p50/p99/max and nothing missing; the service's CPU (/proc, the
  *   process and its children) and PostgreSQL's (the database's backends) over the run, per
- *   message, and the service's peak RSS (VmHWM). Target: p99 < 20 ms, peak RSS < 600 MB, the
- *   service under 50% of a core;
+ *   message and per answer (the guard's unit: a loaded machine that falls behind lets polls run
+ *   out of time, and each of those answers too), and the service's peak RSS (VmHWM). Target:
+ *   p99 < 20 ms, peak RSS < 600 MB, the service under 50% of a core;
  * - then, in a fresh service process, 10,000 idle SMTP sessions (EHLO said, nothing more):
  *   memory per session.
  *
@@ -116,6 +117,8 @@ interface WakeRun {
   databaseCpuMs: number | null
   peakRssKb: number
   answered: number
+  /** answers that held no mail: a long-poll's 60 s ran out (the run outlasted it on a loaded machine) */
+  empty: number
   errors: number
 }
 
@@ -198,6 +201,7 @@ async function wakeRun(run: { sql: Sql; smtpPort: number; servicePid: number; po
       databaseCpuMs: database === null ? null : database / 1000,
       peakRssKb,
       answered: got.answered - counts0.answered,
+      empty: got.answered - counts0.answered - (got.with_mail - counts0.with_mail),
       errors: got.errors - counts0.errors,
     }
   } finally {
@@ -249,10 +253,15 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
 
     const polls = holder(['http', String(apiPort), String(WAITERS), org.api_key, inboxFile])
     const opened = await polls.next()
-    await Bun.sleep(3000)
+    // parked: what 10,000 waiting long-polls cost while nothing arrives, once the service has
+    // answered their first reads (on a loaded machine that takes a while after they connect)
+    for (let i = 0, at = processCpuMicros(service.pid)!; i < 30; i++) {
+      await Bun.sleep(1000)
+      const now = processCpuMicros(service.pid)!
+      if (now - at < 50_000) break
+      at = now
+    }
     const withWaiters = rssKb(service.pid)
-
-    // parked: what 10,000 waiting long-polls cost while nothing arrives
     const idleCpu0 = processCpuMicros(service.pid)!
     await Bun.sleep(IDLE_SECONDS * 1000)
     const idleCpuPercent = (processCpuMicros(service.pid)! - idleCpu0) / (IDLE_SECONDS * 1e4)
@@ -301,7 +310,9 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
     console.log(
       `\nwhile parked (${IDLE_SECONDS} s, nothing arriving): the service at ${idleCpuPercent.toFixed(1)}% of a core\n` +
         `mail at ${RATE} msg/s for ${SECONDS} s to the ${INBOXES} inboxes in turn (${rate.acked} of ${rate.sent} accepted, the sender at most ${rate.lagMs} ms behind its schedule): ` +
-        `${rate.wakes} wakes (${rate.missing} missing, ${rate.twice} twice), ${rate.answered} answers (${rate.errors} not 200)\n`,
+        `${rate.wakes} wakes (${rate.missing} missing, ${rate.twice} twice), ${rate.answered} answers (${rate.empty} of them empty: a poll's 60 s ran out; ${rate.errors} not 200); ` +
+        `per answer (and the poll that follows it) the service spent ${(rate.serviceCpuMs / Math.max(1, rate.answered)).toFixed(3)} ms of CPU` +
+        `${rate.databaseCpuMs === null ? '' : `, PostgreSQL ${(rate.databaseCpuMs / Math.max(1, rate.answered)).toFixed(3)} ms`}\n`,
     )
     const col = (v: string | number) => String(v).padStart(10)
     console.log(`${''.padEnd(34)}${col('p50 ms')}${col('p99 ms')}${col('max ms')}${col('peak MB')}${col('CPU')}${col('ms/msg')}`)
@@ -312,16 +323,18 @@ export async function waitersBench(sql: Sql, dbUrl: string): Promise<void> {
       console.log(
         `${'PostgreSQL (the database backends)'.padEnd(34)}${col('')}${col('')}${col('')}${col('')}${col(core(rate.databaseCpuMs))}${col(perMessage(rate.databaseCpuMs))}`,
       )
+    // per answer: a message's cost is 10 answers on a quiet machine, more where polls ran out of time meanwhile
     report('waiters', {
-      unit: 'message',
-      cpu_ms_per_unit: rate.serviceCpuMs / Math.max(1, rate.acked),
-      ...(rate.databaseCpuMs !== null && { db_ms_per_unit: rate.databaseCpuMs / Math.max(1, rate.acked) }),
+      unit: 'answer',
+      cpu_ms_per_unit: rate.serviceCpuMs / Math.max(1, rate.answered),
+      ...(rate.databaseCpuMs !== null && { db_ms_per_unit: rate.databaseCpuMs / Math.max(1, rate.answered) }),
       headline: {
         p50_ms: rate.p50,
         p99_ms: rate.p99,
         peak_rss_mb: Math.round(rate.peakRssKb / 1024),
         core_percent: Math.round((rate.serviceCpuMs / (rate.seconds * 1000)) * 100),
         idle_core_percent: Math.round(idleCpuPercent * 10) / 10,
+        service_ms_per_message: Math.round((rate.serviceCpuMs / Math.max(1, rate.acked)) * 100) / 100,
       },
     })
     const met = rate.p99 < 20 && rate.peakRssKb < 600 * 1024 && rate.serviceCpuMs < rate.seconds * 500 && rate.missing === 0

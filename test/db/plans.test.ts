@@ -181,4 +181,31 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await session.client.end({ timeout: 5 })
     }
   }, 180_000)
+
+  test("a list of one address, and a long-poll's read of it since an instant, read that address's mail by index, not the organization's", async () => {
+    await freshDatabase()
+    const big = await mailbox(SIZE)
+    // another inbox of the same organization, with no mail: its long-polls wait while the big one fills
+    const quiet = await sql.begin(tx => createManagedInbox(tx, big.orgId, config.MANAGED_DOMAIN))
+    await refreshStatistics(sql)
+    // planned as PostgreSQL plans a prepared statement: by value first, then generically when that costs no more
+    const session = explaining('auto')
+    try {
+      const read = (since: Date | null) => listEmails(session.client, big.orgId, { limit: 10, after: null }, { since, addresses: [quiet.address] })
+      for (let i = 0; i < 7; i++) await read(null)
+      for (let i = 0; i < 7; i++) await read(new Date(Date.now() - 60_000))
+      session.take()
+      expect((await read(null)).rows).toEqual([])
+      expect((await read(new Date(Date.now() - 60_000))).rows).toEqual([])
+      const plans = mailPlans(session.take()).join('\n')
+      expect(plans).toMatch(/emails_address_idx|emails_org_received_idx/)
+      expect(plans).not.toContain('emails_org_idx')
+      expect(scansOfMail([plans])).toEqual([])
+      // and the address's own mail comes back, in any case of the address
+      const own = await listEmails(session.client, big.orgId, { limit: 10, after: null }, { since: null, addresses: [big.address.toUpperCase()] })
+      expect(own.rows.length).toBe(11) // limit + 1: there is more
+    } finally {
+      await session.client.end({ timeout: 5 })
+    }
+  }, 180_000)
 })
