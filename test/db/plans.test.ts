@@ -187,18 +187,16 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
     const big = await mailbox(SIZE)
     // another inbox of the same organization, with no mail: its long-polls wait while the big one fills
     const quiet = await sql.begin(tx => createManagedInbox(tx, big.orgId, config.MANAGED_DOMAIN))
-    await refreshStatistics(sql)
-    // planned as PostgreSQL plans a prepared statement: by value first, then generically when that costs no more
-    const session = explaining('auto')
+    // statistics from before the mail came (the planner takes the organization for empty), and
+    // every plan generic, as a prepared statement's may be: only the address's index serves it
+    const session = explaining('force_generic_plan')
     try {
       const read = (since: Date | null) => listEmails(session.client, big.orgId, { limit: 10, after: null }, { since, addresses: [quiet.address] })
-      for (let i = 0; i < 7; i++) await read(null)
-      for (let i = 0; i < 7; i++) await read(new Date(Date.now() - 60_000))
       session.take()
       expect((await read(null)).rows).toEqual([])
       expect((await read(new Date(Date.now() - 60_000))).rows).toEqual([])
       const plans = mailPlans(session.take()).join('\n')
-      expect(plans).toMatch(/emails_address_idx|emails_org_received_idx/)
+      expect(plans).toContain('emails_address_idx')
       expect(plans).not.toContain('emails_org_idx')
       expect(scansOfMail([plans])).toEqual([])
       // and the address's own mail comes back, in any case of the address
