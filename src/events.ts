@@ -35,20 +35,59 @@ export function mailSignal(orgId: string, addresses: Iterable<string>): string {
   return payload.length > MAX_SIGNAL_BYTES || /[^\x21-\x7e ]/.test(payload) ? orgId : payload
 }
 
-type Wake = () => void
+/**
+ * One wait's registration, kept from its first read to its answer: a signal for it sets a flag
+ * and settles `next()`, so a long-poll that reads again after a wake needs no new registration,
+ * timer or abort signal, and a parked one costs its place in a set.
+ */
+export class Waiter {
+  private woken = false
+  private settle: (() => void) | undefined
+  /** set by `end()`: the wait is over (its time is up, or its client went away) */
+  ended = false
+
+  constructor(private readonly leave: (waiter: Waiter) => void) {}
+
+  wake() {
+    this.woken = true
+    this.settle?.()
+    this.settle = undefined
+  }
+
+  end() {
+    this.ended = true
+    this.wake()
+  }
+
+  /** Whether a signal came since the last call; clears it. */
+  take(): boolean {
+    const woken = this.woken
+    this.woken = false
+    return woken
+  }
+
+  /** Resolves at the next signal or `end()`, at once if one came since the last `take()`. */
+  next(): Promise<void> {
+    return this.woken ? Promise.resolve() : new Promise(resolve => (this.settle = resolve))
+  }
+
+  /** Unregisters it: no signal reaches it any more. */
+  close() {
+    this.leave(this)
+  }
+}
 
 /** The waiters of one organization on one channel: unfiltered, and by the address they wait for. */
 interface OrgWaiters {
-  any: Set<Wake>
-  byAddress: Map<string, Set<Wake>>
+  any: Set<Waiter>
+  byAddress: Map<string, Set<Waiter>>
 }
 
 /** Wakes an organization's waiters for mail of `addresses`: the unfiltered ones, and those of the addresses (all of them when none are named). */
 function wakeIn(org: OrgWaiters, addresses: string[]) {
-  const woken = [...org.any]
-  if (addresses.length === 0) for (const set of org.byAddress.values()) woken.push(...set)
-  else for (const address of addresses) woken.push(...(org.byAddress.get(address) ?? []))
-  for (const wake of woken) wake()
+  for (const waiter of org.any) waiter.wake()
+  if (addresses.length === 0) for (const set of org.byAddress.values()) for (const waiter of set) waiter.wake()
+  else for (const address of addresses) for (const waiter of org.byAddress.get(address) ?? []) waiter.wake()
 }
 
 export class MailEvents {
@@ -80,26 +119,39 @@ export class MailEvents {
     return n
   }
 
+  /** Registers a long-poll over mail for `orgId` (of `address`, when given) until its `close()`. */
+  subscribeMail(orgId: string, address?: string): Waiter {
+    return this.subscribe(`${EMAILS_CHANNEL}:${orgId}`, address?.toLowerCase())
+  }
+
+  private subscribe(name: string, address?: string): Waiter {
+    let org = this.waiters.get(name)
+    if (!org) this.waiters.set(name, (org = { any: new Set(), byAddress: new Map() }))
+    let set = address === undefined ? org.any : org.byAddress.get(address)
+    if (!set) org.byAddress.set(address!, (set = new Set()))
+    const registered = set
+    const waiter = new Waiter(w => {
+      registered.delete(w)
+      if (address !== undefined && !registered.size && org.byAddress.get(address) === registered) org.byAddress.delete(address)
+      if (!org.any.size && !org.byAddress.size && this.waiters.get(name) === org) this.waiters.delete(name)
+    })
+    registered.add(waiter)
+    return waiter
+  }
+
   private wait(name: string, ms: number, signal?: AbortSignal, address?: string): Promise<boolean> {
     if (signal?.aborted || this.ending) return Promise.resolve(false)
+    const waiter = this.subscribe(name, address)
     return new Promise(resolve => {
-      let org = this.waiters.get(name)
-      if (!org) this.waiters.set(name, (org = { any: new Set(), byAddress: new Map() }))
-      let set = address === undefined ? org.any : org.byAddress.get(address)
-      if (!set) org.byAddress.set(address!, (set = new Set()))
-      const done = (value: boolean) => {
-        clearTimeout(timer)
-        set.delete(wake)
-        if (address !== undefined && !set.size) org.byAddress.delete(address)
-        if (!org.any.size && !org.byAddress.size && this.waiters.get(name) === org) this.waiters.delete(name)
-        signal?.removeEventListener('abort', abort)
-        resolve(value)
-      }
-      const wake = () => done(true)
-      const abort = () => done(false)
-      const timer = setTimeout(() => done(false), ms)
-      set.add(wake)
+      const timer = setTimeout(() => waiter.end(), ms)
+      const abort = () => waiter.end()
       signal?.addEventListener('abort', abort)
+      void waiter.next().then(() => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', abort)
+        waiter.close()
+        resolve(!waiter.ended)
+      })
     })
   }
 
@@ -175,9 +227,10 @@ export class MailEvents {
 export const mailEvents = perProcess(() => new MailEvents())
 
 /**
- * A long-poll over mail: `read` until it finds something or `ms` pass. It subscribes before each
- * read, so mail stored between a read and the wait still wakes it; a wake whose read finds
- * nothing (mail that another filter of the list excludes) waits out the rest of the time.
+ * A long-poll over mail: `read` until it finds something or `ms` pass. It is registered before
+ * its first read, so mail stored between a read and the wait still wakes it; a wake whose read
+ * finds nothing (mail that another filter of the list excludes) waits on for the rest of the time.
+ * One registration, one timer and one abort listener serve the whole poll, however many wakes.
  */
 export async function pollMail<R>(
   events: MailEvents,
@@ -185,16 +238,24 @@ export async function pollMail<R>(
   read: () => Promise<R>,
   found: (result: R) => boolean,
 ): Promise<R> {
-  const deadline = Date.now() + wait.ms
-  for (;;) {
-    const stop = new AbortController()
-    const remaining = deadline - Date.now()
-    const woken = remaining > 0 ? events.waitForMail(wait.orgId, remaining, AbortSignal.any([stop.signal, wait.signal]), wait.address) : null
-    try {
+  if (wait.ms <= 0 || wait.signal.aborted) return read()
+  const waiter = events.subscribeMail(wait.orgId, wait.address)
+  const end = () => waiter.end()
+  const timer = setTimeout(end, wait.ms)
+  wait.signal.addEventListener('abort', end)
+  try {
+    for (;;) {
+      // a signal that came before this read began is for mail the read sees
+      waiter.take()
       const result = await read()
-      if (found(result) || !woken || !(await woken)) return result
-    } finally {
-      stop.abort()
+      // a stopping process answers with what it has (endWaits woke this wait for one more read)
+      if (found(result) || waiter.ended || events.ending) return result
+      await waiter.next()
+      if (waiter.ended) return result
     }
+  } finally {
+    clearTimeout(timer)
+    wait.signal.removeEventListener('abort', end)
+    waiter.close()
   }
 }

@@ -1,6 +1,6 @@
 /** New-mail signals (src/events.ts): a waiter filtered to an address wakes for its own mail only. */
 import { describe, expect, test } from 'bun:test'
-import { MailEvents, mailSignal } from '../src/events'
+import { MailEvents, mailSignal, pollMail } from '../src/events'
 
 const ORG = '0190f0f0-0000-7000-8000-000000000001'
 const settled = async (p: Promise<boolean>) => Promise.race([p, Bun.sleep(20).then(() => 'waiting' as const)])
@@ -48,5 +48,77 @@ describe('MailEvents', () => {
     abort.abort()
     expect(await waiting).toBe(false)
     expect(events.waiting).toBe(0)
+  })
+
+  describe('pollMail', () => {
+    const poll = (events: MailEvents, reads: (n: number) => string[], opts: { ms?: number; signal?: AbortSignal; address?: string } = {}) => {
+      let n = 0
+      const result = pollMail(
+        events,
+        { orgId: ORG, address: opts.address, ms: opts.ms ?? 10_000, signal: opts.signal ?? new AbortController().signal },
+        async () => reads(n++),
+        r => r.length > 0,
+      )
+      return { result, reads: () => n }
+    }
+
+    test('one registration for the whole poll: a wake whose read finds nothing waits on, the next wake answers after one more read', async () => {
+      const events = new MailEvents()
+      let mail: string[] = []
+      const p = poll(events, () => mail, { address: 'agent@agents.example' })
+      await Bun.sleep(5)
+      expect(p.reads()).toBe(1)
+      expect(events.waiting).toBe(1)
+      events.emit(ORG, ['agent@agents.example'])
+      await Bun.sleep(5)
+      expect(p.reads()).toBe(2)
+      expect(events.waiting).toBe(1)
+      mail = ['m1']
+      events.emit(ORG, ['other@agents.example'])
+      await Bun.sleep(5)
+      expect(p.reads()).toBe(2)
+      events.emit(ORG, ['agent@agents.example'])
+      expect(await p.result).toEqual(['m1'])
+      expect(p.reads()).toBe(3)
+      expect(events.waiting).toBe(0)
+    })
+
+    test('a signal that comes during a read that finds nothing makes it read again at once', async () => {
+      const events = new MailEvents()
+      const p = poll(events, n => {
+        // mail stored while the first read runs: its signal arrives before the poll parks
+        if (n === 0) events.emit(ORG)
+        return n === 0 ? [] : ['m1']
+      })
+      expect(await p.result).toEqual(['m1'])
+      expect(p.reads()).toBe(2)
+    })
+
+    test('its time up or its client gone, it answers what it read last, without reading again, and leaves no waiter', async () => {
+      const events = new MailEvents()
+      const timed = poll(events, () => [], { ms: 20 })
+      expect(await timed.result).toEqual([])
+      expect(timed.reads()).toBe(1)
+      const abort = new AbortController()
+      const aborted = poll(events, () => [], { signal: abort.signal })
+      await Bun.sleep(5)
+      abort.abort()
+      expect(await aborted.result).toEqual([])
+      expect(aborted.reads()).toBe(1)
+      expect(events.waiting).toBe(0)
+    })
+
+    test('a stopping process (endWaits) answers every poll after one more read, and a new one after its first', async () => {
+      const events = new MailEvents()
+      const parked = poll(events, () => [])
+      await Bun.sleep(5)
+      events.endWaits()
+      expect(await parked.result).toEqual([])
+      expect(parked.reads()).toBe(2)
+      const late = poll(events, () => [])
+      expect(await late.result).toEqual([])
+      expect(late.reads()).toBe(1)
+      expect(events.waiting).toBe(0)
+    })
   })
 })

@@ -53,7 +53,8 @@ export interface ListQuery {
 
 /**
  * Reads a page newest first: the rows below the cursor, `limit + 1` of them so `Cursors.page` can
- * tell whether there is more, and the total of the whole filtered list, regardless of the cursor.
+ * tell whether there is more, and the total of the whole filtered list, regardless of the cursor
+ * (counted by a second statement, unless the first page holds the whole list).
  * Takes a transaction handle too, so both statements can run under its settings.
  */
 export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise<{ rows: T[]; total: number }> {
@@ -70,6 +71,9 @@ export async function listPage<T extends object>(sql: Tx, q: ListQuery): Promise
     select ${q.columns} from ${q.from} ${q.join ?? sql``}
      where ${q.where} ${q.page.after ? sql`and ${id} < ${q.page.after}` : sql``}
      order by ${id} desc limit ${q.page.limit + 1}`
+  // A first page that holds every match is its own count (a long-poll's read, a small list): the
+  // count statement is not sent (postgres.js runs a query only once it is awaited).
+  if (q.page.after === null && rows.length <= q.page.limit && (total === 'exact' || total === 'capped')) return { rows, total: rows.length }
   const [count] = (await counted) as unknown as { total: number }[]
   return { rows, total: count!.total }
 }

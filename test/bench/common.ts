@@ -39,6 +39,8 @@ export interface WrkResult {
   p99_ms: number
   requests: number
   errors: number
+  /** with `cpuOf`: that process's CPU (and its children's) per request of the measured run, in ms */
+  cpu_ms_per_request?: number
 }
 
 /** The wrk figure `1.23ms`, `456.00us` or `1.20s` in ms. */
@@ -49,11 +51,12 @@ function wrkMs(value: string): number {
 
 /**
  * Drives `url` with wrk (the external load generator: 2 threads, `connections` connections,
- * `seconds` after 1 s of warm-up); `method` and `body` through a Lua script.
+ * `seconds` after 1 s of warm-up); `method` and `body` through a Lua script. With `cpuOf` (the
+ * serving process's pid), its CPU time over the measured run is read from /proc.
  */
 export async function wrk(
   url: string,
-  opts: { connections: number; seconds: number; headers?: Record<string, string>; method?: string; body?: string },
+  opts: { connections: number; seconds: number; headers?: Record<string, string>; method?: string; body?: string; cpuOf?: number },
 ): Promise<WrkResult> {
   const script = `${tmpdir()}/agent-mail-wrk-${crypto.randomUUID()}.lua`
   const lines = [`wrk.method = ${JSON.stringify(opts.method ?? 'GET')}`]
@@ -68,7 +71,9 @@ export async function wrk(
   }
   try {
     await run(1)
+    const cpuBefore = opts.cpuOf === undefined ? null : processTreeCpuMicros(opts.cpuOf)
     const out = await run(opts.seconds)
+    const cpuAfter = opts.cpuOf === undefined ? null : processTreeCpuMicros(opts.cpuOf)
     const field = (re: RegExp) => out.match(re)?.[1]
     const requests = Number(field(/(\d+) requests in/))
     const socketErrors = [...(field(/Socket errors: (.*)/) ?? '').matchAll(/\d+/g)].reduce((sum, m) => sum + Number(m[0]), 0)
@@ -78,6 +83,7 @@ export async function wrk(
       p99_ms: wrkMs(field(/\s99%\s+(\S+)/) ?? ''),
       requests,
       errors: Number(field(/Non-2xx or 3xx responses: (\d+)/) ?? 0) + socketErrors,
+      ...(cpuBefore !== null && cpuAfter !== null && requests > 0 && { cpu_ms_per_request: (cpuAfter - cpuBefore) / 1000 / requests }),
     }
   } finally {
     await rm(script, { force: true })
@@ -127,6 +133,24 @@ export async function startService(
   children.push(service)
   await waitForHttp(`http://127.0.0.1:${env.PORT}/v1/health`)
   return service
+}
+
+/**
+ * Starts dns-stub.ts as one of `children` on a free loopback port, answering `records` (the
+ * MemoryRecords shape; anything else NXDOMAIN), and resolves its port once it listens: the
+ * value of the service's DNS_SERVERS is `127.0.0.1:<port>`.
+ */
+export async function startDnsStub(children: Bun.Subprocess[], records: Record<string, unknown> = {}): Promise<number> {
+  const port = await freePort()
+  const stub = Bun.spawn([process.execPath, `${import.meta.dir}/dns-stub.ts`, String(port)], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+    env: { ...process.env, BENCH_DNS: JSON.stringify(records) },
+  })
+  children.push(stub)
+  let said = ''
+  for await (const chunk of stub.stdout.pipeThrough(new TextDecoderStream())) if ((said += chunk).includes('ready')) return port
+  throw new Error(`the DNS stub exited before it listened: ${said}`)
 }
 
 /** Waits until an SMTP server on the loopback port sends its 220 greeting (30 s at most: a loaded machine starts it slowly). */

@@ -20,6 +20,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { randomUUIDv7 } from 'bun'
+import { report } from './guard'
 import { dkimSign } from 'mailauth/lib/dkim/sign'
 import type { Sql } from '../../src/db/client'
 import { systemResolver, type MemoryRecords } from '../../src/dns/resolver'
@@ -397,6 +398,15 @@ export async function fanoutBench(
   const verdicts = await sql<{ n: number; spf: string; dkim: string; dmarc: string }[]>`
     select count(*)::int as n, auth->'spf'->>'result' as spf, auth->'dkim'->0->>'result' as dkim, auth->'dmarc'->>'result' as dmarc
       from emails where org_id = ${org.org_id} group by 2, 3, 4 order by 1 desc`
+  for (const r of runs) {
+    if (r.cpuUsPerMessage === null) continue
+    report(`fan-out ${target === 'function' ? 'function ' : ''}${layout === 'split' ? '2 processes ' : ''}${r.rate}/s`, {
+      unit: 'delivery',
+      cpu_ms_per_unit: r.cpuUsPerMessage / 1000,
+      ...(r.dbUsPerMessage !== null && { db_ms_per_unit: r.dbUsPerMessage / 1000 }),
+      headline: { deliveries_per_s: r.deliveriesPerSecond, p50_ms: r.p50, p99_ms: r.p99 },
+    })
+  }
   console.log(`deliveries recorded: ${statuses.map(s => `${s.n} ${s.status}`).join(', ') || 'none'}`)
   console.log(`stored: ${verdicts.map(v => `${v.n} emails with spf=${v.spf} dkim=${v.dkim} dmarc=${v.dmarc}`).join('; ') || 'nothing'}`)
   return runs.map(r => ({

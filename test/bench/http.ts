@@ -17,6 +17,7 @@ import { createOrgCommand, setApiLimitCommand } from '../../src/admin/commands'
 import { parseMail } from '../../src/mail/inbound/parse'
 import { NO_VERDICTS } from '../../src/mail/inbound/authenticate'
 import { storeEmail } from '../../src/mail/store'
+import { report } from './guard'
 import { benchContext, freePort, startService, stopAll, waitForHttp, wrk, type WrkResult } from './common'
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -62,7 +63,7 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
   try {
     const apiPort = await freePort()
     // the request log is part of the cost measured: one JSON line per request, to /dev/null
-    await startService(
+    const service = await startService(
       children,
       { DATABASE_URL: dbUrl, PORT: String(apiPort), HOST: '127.0.0.1', ROLES: 'api', SECRET_KEY, MANAGED_DOMAIN, LOG_LEVEL: 'info' },
       { profile: false },
@@ -85,7 +86,7 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
       bare[mode] = `http://127.0.0.1:${port}`
     }
 
-    const load = (url: string, opts: { method?: string; body?: string; headers?: Record<string, string> } = {}) =>
+    const load = (url: string, opts: { method?: string; body?: string; headers?: Record<string, string>; cpuOf?: number } = {}) =>
       wrk(url, { connections: CONNECTIONS, seconds: SECONDS, ...opts })
     const post = { method: 'POST', body: '{}', headers: { ...auth, 'content-type': 'application/json' } }
     // each pair taken back to back, baseline first, so background load drifts little between them
@@ -100,7 +101,7 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
       'GET /v1/whoami (API key)',
       'bare Bun.serve, same JSON',
       () => load(`${bare.bun}/v1/whoami`),
-      () => load(`${api}/v1/whoami`, { headers: auth }),
+      () => load(`${api}/v1/whoami`, { headers: auth, cpuOf: service.pid }),
     )
     const listener = await pair(
       'bare node:http, same JSON',
@@ -131,6 +132,13 @@ export async function httpBench(sql: Sql, dbUrl: string): Promise<void> {
         `GET /v1/emails?limit=50/bare: ${ratio(list)} (target >= 0.5); POST /v1/inboxes/bare: ${ratio(create)} (target >= 0.5); ` +
         `node:http/Bun.serve on the bare JSON: ${ratio(listener)}`,
     )
+    if (whoami.ours.cpu_ms_per_request !== undefined) {
+      report('http whoami', {
+        unit: 'request',
+        cpu_ms_per_unit: whoami.ours.cpu_ms_per_request,
+        headline: { requests_per_s: whoami.ours.rps, ratio: Math.round((whoami.ours.rps / whoami.base.rps) * 1000) / 1000, p99_ms: whoami.ours.p99_ms },
+      })
+    }
   } finally {
     await stopAll(children)
   }

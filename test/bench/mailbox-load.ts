@@ -7,7 +7,8 @@
  * file, one per line), `walk` (GET /v1/emails?limit=10 and its cursor, page after page to page
  * 100, then again from the first; each page counted), `search` (GET /v1/search?q=<word>&limit=50,
  * the word drawn as the seeded bodies draw theirs: from the most common to ones in a few
- * messages). After 1 s of warm-up, for `seconds`. Prints one JSON object: requests, errors,
+ * messages). After 1 s of warm-up, for `seconds`. Prints one JSON object: requests (measured),
+ * sends (the warm-up's too), errors,
  * p50/p99 ms, and for `walk` the p50 of a whole walk to page 100.
  */
 import { closedLoop, percentile } from './common'
@@ -59,6 +60,7 @@ walks.sort((a, b) => a - b)
 console.log(
   JSON.stringify({
     requests: latencies.length,
+    sends,
     errors: sends - ok,
     p50_ms: percentile(latencies, 50),
     p99_ms: percentile(latencies, 99),

@@ -37,6 +37,7 @@ import { createManagedInbox } from '../../src/inboxes/service'
 import { buildMime } from '../../src/mail/outbound/build'
 import { dkimSign } from '../../src/mail/outbound/dkim'
 import { managedDkimKey } from '../../src/mail/outbound/managed-key'
+import { report } from './guard'
 import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, runJson, startService, stopAll, waitForHttp, waitForSmtpGreeting } from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -216,6 +217,20 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       `accept latency p50 ${api.load.p50_ms.toFixed(2)} ms (target < 10), p99 ${api.load.p99_ms.toFixed(2)} ms (target < 50); ` +
       `send-mail/nodemailer direct (prebuilt, signed once): ${(apiRate / directRate).toFixed(3)}; send-mail/signing bound: ${(apiRate / bound).toFixed(3)}`,
   )
+
+  if (api.serverUs) {
+    report('outbound send', {
+      unit: 'send',
+      cpu_ms_per_unit: api.serverUs / 1000,
+      headline: {
+        sends_per_s: apiRate,
+        ratio: Math.round((apiRate / signingRate) * 1000) / 1000,
+        p50_ms: api.load.p50_ms,
+        p99_ms: api.load.p99_ms,
+      },
+      ...(api.dbUs && { db_ms_per_unit: api.dbUs / 1000 }),
+    })
+  }
 
   // Every accepted send was stored as an outbound email and reached the relay, DKIM-signed.
   const [stored] = await sql<{ emails: number; queued: number; other: number }[]>`

@@ -29,6 +29,10 @@
  * - waiters.ts: 10,000 long-polls over 1,000 inboxes and 10,000 idle SMTP sessions held by one
  *   process, memory per waiter and per session, and who wakes for one message.
  *
+ * At the end, guard.ts sets each path's CPU per unit of work (http whoami, smtp ingest, fan-out,
+ * outbound send, waiters, search) against the accepted figures in accepted.json and flags a path
+ * more than 20% slower; BENCH_ACCEPT=1 makes this run's figures the accepted ones.
+ *
  * Every server and every load generator runs in a process of its own. BENCH_ONLY=http, smtp,
  * fanout, outbound, functions, fairness, x402, changes, processes, waiters, mailbox, jobs or contacts runs one
  * section (several: separated by commas).
@@ -48,6 +52,7 @@ import { changesBench } from './changes'
 import { mailboxBench } from './mailbox'
 import { jobsBench } from './jobs'
 import { contactsBench } from './contacts'
+import { summarize } from './guard'
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 /** BENCH_ONLY: one section, or several separated by commas */
@@ -74,6 +79,7 @@ try {
   if (run('mailbox')) await mailboxBench(sql, dbUrl)
   if (run('jobs')) await jobsBench(sql)
   if (run('contacts')) await contactsBench(sql)
+  summarize()
 } finally {
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists ${dbName} with (force)`)

@@ -5,7 +5,8 @@
  * Message i (0 <= i < count) is due at start + i / rate. `sessions` connections (EHLO once)
  * take the next message in turn, wait until it is due and deliver it (RSET, MAIL FROM, RCPT TO,
  * DATA pipelined, then the message, then the end of data); when every session is busy the
- * messages go out late, and the lag says so. Each message is the template with `@@MARK@@`
+ * messages go out late, and the lag says so. `rcpt-to` is one address, or `@<file>`: a JSON array
+ * of addresses, message i going to the (i mod length)-th. Each message is the template with `@@MARK@@`
  * replaced by `<mark-prefix>-<i> t=<epoch ms>`, the time it was written, and `@@ID@@` (if
  * present, e.g. in the Message-ID) by `<mark-prefix>-<i>`, so every message is distinct and
  * the receiving end can tell which one it got. The 250 to each message is
@@ -27,6 +28,7 @@ const sessions = Number(sessionsArg)
 const rate = Number(rateArg)
 const count = Number(countArg)
 const REPLY_TIMEOUT_MS = 30_000
+const recipients = rcptTo.startsWith('@') ? ((await Bun.file(rcptTo.slice(1)).json()) as string[]) : [rcptTo]
 
 const encoder = new TextEncoder()
 const template = (await Bun.file(templateFile).text()).replace(/\r?\n/g, '\r\n')
@@ -69,7 +71,7 @@ async function session(): Promise<void> {
       const now = epochMs()
       maxLagMs = Math.max(maxLagMs, now - due)
       const body = encoder.encode(stuffed.replace('@@MARK@@', `${prefix}-${i} t=${now.toFixed(1)}`).replace('@@ID@@', `${prefix}-${i}`))
-      conn.write(encoder.encode(`RSET\r\nMAIL FROM:<${mailFrom}> SIZE=${body.length + 2}\r\nRCPT TO:<${rcptTo}>\r\nDATA\r\n`))
+      conn.write(encoder.encode(`RSET\r\nMAIL FROM:<${mailFrom}> SIZE=${body.length + 2}\r\nRCPT TO:<${recipients[i % recipients.length]}>\r\nDATA\r\n`))
       const replies = [
         await conn.next(REPLY_TIMEOUT_MS),
         await conn.next(REPLY_TIMEOUT_MS),

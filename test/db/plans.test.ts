@@ -182,4 +182,29 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await session.client.end({ timeout: 5 })
     }
   }, 180_000)
+
+  test("a list of one address, and a long-poll's read of it since an instant, read that address's mail by index, not the organization's", async () => {
+    await freshDatabase()
+    const big = await mailbox(SIZE)
+    // another inbox of the same organization, with no mail: its long-polls wait while the big one fills
+    const quiet = await sql.begin(tx => createManagedInbox(tx, big.orgId, config.MANAGED_DOMAIN))
+    // statistics from before the mail came (the planner takes the organization for empty), and
+    // every plan generic, as a prepared statement's may be: only the address's index serves it
+    const session = explaining('force_generic_plan')
+    try {
+      const read = (since: Date | null) => listEmails(session.client, big.orgId, { limit: 10, after: null }, { since, addresses: [quiet.address] })
+      session.take()
+      expect((await read(null)).rows).toEqual([])
+      expect((await read(new Date(Date.now() - 60_000))).rows).toEqual([])
+      const plans = mailPlans(session.take()).join('\n')
+      expect(plans).toContain('emails_address_idx')
+      expect(plans).not.toContain('emails_org_idx')
+      expect(scansOfMail([plans])).toEqual([])
+      // and the address's own mail comes back, in any case of the address
+      const own = await listEmails(session.client, big.orgId, { limit: 10, after: null }, { since: null, addresses: [big.address.toUpperCase()] })
+      expect(own.rows.length).toBe(11) // limit + 1: there is more
+    } finally {
+      await session.client.end({ timeout: 5 })
+    }
+  }, 180_000)
 })
