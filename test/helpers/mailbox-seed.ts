@@ -99,7 +99,7 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
                -- the store writes the vector of src/mail/search-text.ts; for these plain words
                -- PostgreSQL's parser finds the same ones (the sender whole, and by its words)
                to_tsvector('simple', subject || ' Sender ' || split_part(sender, '@', 1) || ' ' || sender || ' ' ||
-                                     translate(sender, '@.', '  ') || ' ' || body)
+                                     translate(sender, '@.', '  ') || ' ' || body) || ('org=' || ${o.orgId})::tsvector
           from r),
       new_contents as (insert into email_contents (email_id, raw) select id, raw from r)
       update orgs set storage_used_bytes = storage_used_bytes + (select sum(octet_length(raw)) from r), emails_count = emails_count + ${to - from}
