@@ -200,37 +200,41 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
     }
   }, 180_000)
 
-  test.skipIf(!ordered)('with RUM, the ordered index hands over the matches of a rarer and of a common word newest first, unsorted by the plan', async () => {
-    await freshDatabase()
-    const big = await mailbox(SIZE)
-    // another organization whose mail has every word: none of it is read
-    await mailbox(2_000)
-    const session = explaining('force_generic_plan')
-    try {
-      // w100 is in about one message in 17, w300 in one in 50, w45000 in a few
-      for (const word of ['w100', 'w300', 'w45000']) {
-        session.take()
-        const found = await searchEmails(session.client, big.orgId, word, { limit: 50, after: null })
-        const plan = mailPlans(session.take()).find(p => p.includes('emails_search_rum_idx'))
-        expect({ word, plan: plan ?? null }).not.toEqual({ word, plan: null })
-        // the index orders the matches (Order By), the plan sorts nothing and reads no other index of words
-        expect(plan).toMatch(/Index Scan using emails_search_rum_idx on emails[^\n]*\n\s+Index Cond: \(search @@ \$1\)/)
-        expect(plan).toContain('Order By: (received_at <=| ')
-        expect(plan).not.toContain('Sort Key')
-        expect(plan).not.toContain('emails_search_idx')
-        // newest first, and of this organization only
-        const truth = await sql<{ id: string }[]>`
+  test.skipIf(!ordered)(
+    'with RUM, the ordered index hands over the matches of a rarer and of a common word newest first, unsorted by the plan',
+    async () => {
+      await freshDatabase()
+      const big = await mailbox(SIZE)
+      // another organization whose mail has every word: none of it is read
+      await mailbox(2_000)
+      const session = explaining('force_generic_plan')
+      try {
+        // w100 is in about one message in 17, w300 in one in 50, w45000 in a few
+        for (const word of ['w100', 'w300', 'w45000']) {
+          session.take()
+          const found = await searchEmails(session.client, big.orgId, word, { limit: 50, after: null })
+          const plan = mailPlans(session.take()).find(p => p.includes('emails_search_rum_idx'))
+          expect({ word, plan: plan ?? null }).not.toEqual({ word, plan: null })
+          // the index orders the matches (Order By), the plan sorts nothing and reads no other index of words
+          expect(plan).toMatch(/Index Scan using emails_search_rum_idx on emails[^\n]*\n\s+Index Cond: \(search @@ \$1\)/)
+          expect(plan).toContain('Order By: (received_at <=| ')
+          expect(plan).not.toContain('Sort Key')
+          expect(plan).not.toContain('emails_search_idx')
+          // newest first, and of this organization only
+          const truth = await sql<{ id: string }[]>`
           select id from emails where org_id = ${big.orgId} and search @@ ${word}::tsquery order by received_at desc, id desc limit 51`
-        expect(found.rows.map(r => r.id)).toEqual(truth.map(r => r.id))
+          expect(found.rows.map(r => r.id)).toEqual(truth.map(r => r.id))
+        }
+        // a word of nearly every message fills its page from the newest messages: the index of words is not asked
+        session.take()
+        await searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null })
+        expect(mailPlans(session.take()).join('\n')).not.toContain('emails_search_rum_idx')
+      } finally {
+        await session.client.end({ timeout: 5 })
       }
-      // a word of nearly every message fills its page from the newest messages: the index of words is not asked
-      session.take()
-      await searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null })
-      expect(mailPlans(session.take()).join('\n')).not.toContain('emails_search_rum_idx')
-    } finally {
-      await session.client.end({ timeout: 5 })
-    }
-  }, 180_000)
+    },
+    180_000,
+  )
 
   test("a list of one address, and a long-poll's read of it since an instant, read that address's mail by index, not the organization's", async () => {
     await freshDatabase()
