@@ -122,7 +122,7 @@ export async function threadPage(v: Visit, id: string) {
   return render(
     v,
     thread.subject || '(no subject)',
-    html`<p class="muted">${thread.message_count} messages between ${thread.participants.join(', ')}.</p>
+    html`<p class="muted">${thread.message_count} ${thread.message_count === 1 ? 'message' : 'messages'} between ${thread.participants.join(', ')}.</p>
 ${emails.map(e => message(v, e))}`,
   )
 }
