@@ -6,7 +6,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import { currentRole } from '../account/roles'
-import { planOf } from '../account/orgs'
+import { planOf, userEmail } from '../account/orgs'
 import { planDefinition } from '../account/plans'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
@@ -56,10 +56,11 @@ export async function startSession(sql: Sql, userId: string, orgId: string): Pro
 
 /** The live session of this token, with the person's email address. */
 export async function findSession(sql: Sql, token: string): Promise<Session | null> {
-  const [row] = await sql<Omit<Session, 'token'>[]>`
-    select s.id, s.user_id, s.org_id, u.email from console_sessions s join users u on u.id = s.user_id
-     where s.token_hash = ${sha256(token)} and s.expires_at > now()`
-  return row ? { ...row, token } : null
+  const [row] = await sql<Omit<Session, 'token' | 'email'>[]>`
+    select id, user_id, org_id from console_sessions where token_hash = ${sha256(token)} and expires_at > now()`
+  if (!row) return null
+  // a person is deleted with their sessions (on delete cascade): the address is there
+  return { ...row, token, email: (await userEmail(sql, row.user_id)) ?? '' }
 }
 
 /** Looks at another organization of the person's (the caller checked the membership). */

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BrowserContext } from 'playwright-core'
 
-export const CHROMIUM = '/usr/bin/chromium'
+/** Debian's Chromium; CHROMIUM_PATH names another (or a missing one, to see what CI does without it). */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ARGS = [
   '--headless',
   '--no-sandbox',
