@@ -8,7 +8,7 @@ import { createApiKey } from '../../src/auth/api-keys'
 import { hiddenField, person, type Person } from '../oauth/helpers'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
-import { addMember } from '../../src/account/orgs'
+import { addMember, setPlan } from '../../src/account/orgs'
 
 let t: InboundHarness
 let owner: Person
@@ -62,6 +62,7 @@ function post(app: TestApp, b: Browser, path: string, fields: Record<string, str
 }
 
 let browser: Browser
+const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
 beforeAll(async () => {
   t = await inboundHarness()
@@ -173,6 +174,43 @@ describe('forms and pages', () => {
     expect(await (await get(t, m, '/console/inboxes')).text()).toContain('(member)')
     // an organization the person does not belong to cannot be chosen
     expect((await post(t, m, '/console/org', { csrf_token: m.csrf, org_id: other.orgId })).status).toBe(404)
+  })
+
+  test('every page renders for the organization: lists, a domain with its DNS records, a function', async () => {
+    const domain = await t.request('POST', '/v1/domains', { key: ownerKey, body: { domain: `console-${crypto.randomUUID().slice(0, 8)}.example` } })
+    expect(domain.status).toBe(201)
+    const fn = await t.request('POST', '/v1/functions', {
+      key: ownerKey,
+      body: { name: 'console-fn', code: 'export default { async fetch(request) { console.log("hi"); return new Response("ok") } }' },
+    })
+    expect(fn.status).toBe(201)
+    const pages: [string, string][] = [
+      ['/console/inboxes', 'Inboxes'],
+      ['/console/threads', 'Yours'],
+      ['/console/search?q=hello', 'Yours'],
+      ['/console/drafts', 'Nothing waits for approval.'],
+      ['/console/webhooks', 'No endpoints yet.'],
+      ['/console/functions', 'console-fn'],
+      [`/console/functions/${fn.body.data.id}`, 'No invocations yet.'],
+      ['/console/domains', domain.body.data.domain],
+      [`/console/domains/${domain.body.data.id}`, domain.body.data.dns_records[0].value],
+      ['/console/keys', 'setup'],
+    ]
+    for (const [path, shows] of pages) {
+      const res = await get(t, browser, path)
+      const html = await res.text()
+      expect({ path, status: res.status }).toEqual({ path, status: 200 })
+      expect(html).toContain(escape(shows))
+    }
+    // the ledger is a feature of plans with x402: on this plan the page says so, with the API's error
+    const payments = await get(t, browser, '/console/payments')
+    expect(payments.status).toBe(403)
+    expect(await payments.text()).toContain('feature_disabled</strong>')
+    await (await testSql()).begin(tx => setPlan(tx, owner.orgId, 'power'))
+    const ledger = await get(t, browser, '/console/payments')
+    expect([ledger.status, await ledger.text()]).toEqual([200, expect.stringContaining('No payments yet.')])
+    // a search finds only this organization's mail
+    expect(await (await get(t, browser, '/console/search?q=secret')).text()).toContain('Nothing matches.')
   })
 
   test('pages allow only the service’s own scripts, styles and frames; the thread shows the message', async () => {
