@@ -9,6 +9,7 @@ import { hiddenField, person, type Person } from '../oauth/helpers'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
 import { addMember, setPlan } from '../../src/account/orgs'
+import { escapeHtml } from '../../src/oauth/pages'
 
 let t: InboundHarness
 let owner: Person
@@ -62,7 +63,6 @@ function post(app: TestApp, b: Browser, path: string, fields: Record<string, str
 }
 
 let browser: Browser
-const escape = (text: string) => text.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
 beforeAll(async () => {
   t = await inboundHarness()
@@ -200,7 +200,7 @@ describe('forms and pages', () => {
       const res = await get(t, browser, path)
       const html = await res.text()
       expect({ path, status: res.status }).toEqual({ path, status: 200 })
-      expect(html).toContain(escape(shows))
+      expect(html).toContain(escapeHtml(shows))
     }
     // the ledger is a feature of plans with x402: on this plan the page says so, with the API's error
     const payments = await get(t, browser, '/console/payments')
