@@ -2,9 +2,11 @@
  * The console in a real browser (headless Chromium, test/helpers/chromium.ts) over real HTTP,
  * with real peers: mail arrives over SMTP, webhooks go to a loopback receiver, a held send goes
  * out to a loopback relay once approved, and an image server counts what the browser asks of it.
- * The screenshots of docs/console.md are taken here.
+ * The screenshots of docs/console.md are taken here (UPDATE_SCREENSHOTS=1 writes them to docs/).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import type { Page } from 'playwright-core'
@@ -23,7 +25,8 @@ import { startTestRelay, type TestRelay } from '../helpers/relay'
 import { until } from '../helpers/until'
 import { oauthServer, person, type OAuthServer, type Person } from '../oauth/helpers'
 
-const DOCS = join(import.meta.dir, '../../docs')
+/** The screenshots go to docs/ when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the work tree as it was. */
+const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(import.meta.dir, '../../docs') : mkdtempSync(join(tmpdir(), 'console-shots-'))
 const cleanups: (() => Promise<void> | void)[] = []
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c()
@@ -122,7 +125,7 @@ describe('the console in a real browser', () => {
       const [cookie] = (await context.cookies(`${s.origin}/console`)).filter(c => c.name === 'console_session')
       expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/console' })
       await page.waitForSelector(`text=${inbox}`)
-      await page.screenshot({ path: join(DOCS, 'console-inboxes.png'), fullPage: true })
+      await page.screenshot({ path: join(SHOTS, 'console-inboxes.png'), fullPage: true })
 
       // the inbox, then the thread: text, HTML in a sandboxed frame, attachment, verdicts
       await page.click(`a:text("${inbox}")`)
@@ -141,7 +144,7 @@ describe('the console in a real browser', () => {
       expect(await page.textContent('ul[aria-label="Authentication verdicts"]')).toContain('SPF')
       await Bun.sleep(300)
       expect(imageRequests).toEqual([])
-      await page.screenshot({ path: join(DOCS, 'console-thread.png'), fullPage: true })
+      await page.screenshot({ path: join(SHOTS, 'console-thread.png'), fullPage: true })
 
       // remote content only when asked: the frame reloads with the image allowed
       await page.click('a:text("Load remote content")')
@@ -166,7 +169,7 @@ describe('the console in a real browser', () => {
       await page.waitForSelector('text=Replayed: the endpoint accepted it.')
       expect(await page.textContent('#delivery-attempts')).toBe('2')
       expect(receiver.requests.filter(r => r.path === '/hook')).toHaveLength(2)
-      await page.screenshot({ path: join(DOCS, 'console-delivery.png'), fullPage: true })
+      await page.screenshot({ path: join(SHOTS, 'console-delivery.png'), fullPage: true })
 
       // a send held for approval, approved in the console: the relay receives it
       expect((await api('PUT', `/v1/approval-policies/${inbox}`, { approval_required: true })).status).toBe(200)
@@ -174,7 +177,7 @@ describe('the console in a real browser', () => {
       expect(held.status).toBe(202)
       await page.click('nav a:text("Drafts")')
       await page.waitForSelector('text=Offer to Alice')
-      await page.screenshot({ path: join(DOCS, 'console-drafts.png'), fullPage: true })
+      await page.screenshot({ path: join(SHOTS, 'console-drafts.png'), fullPage: true })
       await page.click('button[aria-label="Approve “Offer to Alice”"]')
       await page.waitForSelector('text=Approved;')
       expect(await page.locator('text=Offer to Alice').count()).toBe(0)
@@ -188,12 +191,12 @@ describe('the console in a real browser', () => {
       await page.waitForSelector('#new-key-secret')
       const secret = (await page.textContent('#new-key-secret'))!.trim()
       expect(secret).toStartWith('svc_')
-      await page.screenshot({ path: join(DOCS, 'console-keys.png'), fullPage: true })
+      await page.screenshot({ path: join(SHOTS, 'console-keys.png'), fullPage: true })
       const whoami = (k: string) => s.fetch('/v1/whoami', { headers: { authorization: `Bearer ${k}` } })
       expect((await whoami(secret)).status).toBe(200)
+      // the page loaded again no longer shows the secret
       await page.click('nav a:text("API keys")')
-      await page.waitForSelector('button[aria-label="Revoke browser key"]')
-      expect(await page.locator('#new-key-secret').count()).toBe(0)
+      await page.waitForSelector('#new-key-secret', { state: 'detached' })
       await page.click('button[aria-label="Revoke browser key"]')
       await page.waitForSelector('text=Revoked “browser key”.')
       expect((await whoami(secret)).status).toBe(401)
