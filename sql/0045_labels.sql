@@ -12,9 +12,10 @@ update emails set labels = case when direction = 'inbound' then '{inbound,read}'
 -- label=unread newest first, the read every inbox-style agent makes: the organization's unread
 -- mail in id order, however rare or common it is. The condition is a literal, and the list
 -- writes it as one (src/mail/label-queries.ts), so generic plans of prepared statements use it.
+-- The other system labels are common: a list by them walks emails_org_idx newest first.
 create index emails_unread_idx on emails (org_id, id desc) where labels @> '{unread}'::text[];
 
--- Any other label (a custom one, read, sent, inbound): the organization as text, as in
+-- A custom label: the organization as text, as in
 -- emails_address_idx (0044), so that this is the index the statement names.
 create index emails_labels_idx on emails using gin ((org_id::text), labels);
 

@@ -112,8 +112,8 @@ export function ofAddress(sql: Tx, address: string | undefined) {
 /** A page of mail, newest first; `extracted` adds each message's new content (include_extracted=true). */
 export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters, extracted = false) {
   // The organization as emails_address_idx and emails_labels_idx hold it when an address or a
-  // label other than unread filters the list: no other index serves it, whatever the statistics
-  // say of the organization (sql/0044, 0045); unread alone reads emails_unread_idx.
+  // custom label filters the list: no other index serves it, whatever the statistics say of the
+  // organization (sql/0044, 0045); system labels read emails_unread_idx or emails_org_idx.
   const labels = f.labels ?? []
   const matching = sql`
     ${f.addresses.length || needsLabelIndex(labels) ? sql`org_id::text = ${orgId}::text` : sql`org_id = ${orgId}`}

@@ -14,16 +14,30 @@ export const SYSTEM_LABELS = ['inbound', 'sent', 'unread', 'read'] as const
 export const arrivalLabels = (direction: 'inbound' | 'outbound'): string[] => (direction === 'inbound' ? ['inbound', 'unread'] : ['sent'])
 
 /**
- * A message has this label. `unread` is written as a literal, the predicate of emails_unread_idx
- * (sql/0045): a parameter would not match it in a prepared statement's generic plan.
+ * A message has this label. A system label is written as a literal, never a parameter: `unread`
+ * is the predicate of emails_unread_idx (sql/0045), which a parameter would not match in a
+ * prepared statement's generic plan, and the others are common enough that the planner, knowing
+ * which label it is, walks the organization's mail newest first (emails_org_idx) instead of
+ * sorting them all. A custom label is a parameter, read through emails_labels_idx.
  */
 export const hasLabel = (sql: Tx, label: string, alias = '') => {
   const column = sql(alias ? `${alias}.labels` : 'labels')
-  return label === 'unread' ? sql`${column} @> '{unread}'::text[]` : sql`${column} @> array[${label}::text]`
+  switch (label) {
+    case 'unread':
+      return sql`${column} @> '{unread}'::text[]`
+    case 'read':
+      return sql`${column} @> '{read}'::text[]`
+    case 'inbound':
+      return sql`${column} @> '{inbound}'::text[]`
+    case 'sent':
+      return sql`${column} @> '{sent}'::text[]`
+    default:
+      return sql`${column} @> array[${label}::text]`
+  }
 }
 
-/** Whether a list filtered by these labels reads emails_labels_idx, which holds the organization as text. */
-export const needsLabelIndex = (labels: readonly string[]) => labels.some(l => l !== 'unread')
+/** Whether a list filtered by these labels reads emails_labels_idx (a custom label), which holds the organization as text. */
+export const needsLabelIndex = (labels: readonly string[]) => labels.some(l => !(SYSTEM_LABELS as readonly string[]).includes(l))
 
 /** The organization's mail, written as the index that serves a filter by these labels holds the organization. */
 const ofOrg = (sql: Tx, orgId: string, labels: readonly string[], alias: string) =>
