@@ -82,7 +82,8 @@ async function planChange(tx: Tx, orgId: string, add: string[], remove: string[]
   if (both) throw errors.validation('remove', `${both} is also in add`)
   const custom = [...new Set([...add, ...remove])].filter(n => !isSystem(n))
   if (custom.length) {
-    const known = await tx<{ name: string }[]>`select name from labels where org_id = ${orgId} and name = any(${custom}::text[])`
+    // held to the commit, so a label deleted meanwhile waits, and then takes itself off these messages too
+    const known = await tx<{ name: string }[]>`select name from labels where org_id = ${orgId} and name = any(${custom}::text[]) for share`
     const missing = custom.find(n => !known.some(k => k.name === n))
     if (missing)
       throw errors.validation(add.includes(missing) ? 'add' : 'remove', `${missing} is not a label of the organization; create it with POST /v1/labels`)
