@@ -115,6 +115,36 @@ describe('one message', () => {
   })
 })
 
+describe('concurrency', () => {
+  test('concurrent relabels of the same messages each see the last one: the changes chain without a gap or a deadlock', async () => {
+    const a = await receive('Busy A')
+    const b = await receive('Busy B')
+    const start = await cursorNow()
+    // batches naming the two messages in opposite orders, marking read and unread in turn
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => post('/v1/emails/labels', { ids: i % 2 ? [a.id, b.id] : [b.id, a.id], add: [i % 3 ? 'read' : 'unread'] })),
+    )
+    for (const r of results) expectOk(r)
+    const changes = await changesSince(start)
+    for (const id of [a.id, b.id]) {
+      const mine = changes.filter(c => c.id === id).map(c => c.data)
+      // each change starts from the labels the one before left
+      let labels = ['inbound', 'unread']
+      for (const c of mine) {
+        expect(
+          labels
+            .filter(l => !c.removed.includes(l))
+            .concat(c.added)
+            .sort(),
+        ).toEqual(c.labels)
+        expect(c.added.some((l: string) => labels.includes(l))).toBe(false)
+        labels = c.labels
+      }
+      expect((await get(`/v1/emails/${id}`)).labels).toEqual(labels)
+    }
+  })
+})
+
 describe('validation', () => {
   test('names and changes are checked, each error naming its field', async () => {
     const m = await receive('Validate')
