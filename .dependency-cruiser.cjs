@@ -23,7 +23,7 @@ const FLOORS = [
     ],
   ],
   // the surfaces made from the features' operations (operations.ts lists them)
-  ['surfaces', ['operations.ts', 'graphql', 'mcp', 'admin']],
+  ['surfaces', ['operations.ts', 'graphql', 'mcp', 'admin', 'console']],
   // the composition root and the process roles
   ['composition', ['app.ts', 'plugins.ts', 'job-kinds.ts', 'roles.ts', 'index.ts', 'dev.ts']],
 ]

@@ -81,6 +81,7 @@ const OWNERS: Record<string, string> = {
   signups: 'signups',
   cli_device_codes: 'cli',
   cli_device_pages: 'cli',
+  console_sessions: 'console',
   contacts: 'contacts',
   address_notes: 'notes',
   wakes: 'wake',
