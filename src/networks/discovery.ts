@@ -1,15 +1,11 @@
 /**
  * A network's directory: the agents its active members publish, for the members allowed to
- * browse it (can_view; for a connection key this is its only way in), and the admission of a
- * discovered agent as a contact. A connection key admits only for its own bound address
- * ("recipient-bound network contact admission"); the admission records the send grant that the
- * reply-only gate honours (src/contacts/grants.ts).
+ * browse it (can_view; for a connection key this is its only way in). Admitting a discovered
+ * agent as a contact is contacts' (src/contacts/admission.ts), which reads the agent here.
  */
 import { orgsAs } from '../account/orgs'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
-import { normalizeAddress } from '../connections/service'
-import { saveContact, type ContactRow } from '../contacts/service'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { listPage, type PageRequest } from '../http/pagination'
@@ -71,29 +67,12 @@ export async function discoverAgents(sql: Sql, auth: Auth, networkId: string, fi
 }
 
 /**
- * Admits a discovered agent as a contact of `owner_address`: a connection key only of its own
- * address (403 otherwise), other credentials of any address of the organization. The agent must
- * accept contacts (409 otherwise). Returns the contact, and whether it is new.
+ * The agent `agentId` of the network's directory, for an organization allowed to browse it (404
+ * unless in the network, 403 unless active there with can_view); undefined if no such agent.
  */
-export async function admitAgent(
-  sql: Sql,
-  auth: Auth,
-  networkId: string,
-  agentId: string,
-  input: { owner_address: string; name?: string | null; tags?: string[] },
-): Promise<{ row: ContactRow; created: boolean }> {
-  if (auth.method === 'connection' && normalizeAddress(input.owner_address) !== auth.boundAddress) {
-    throw errors.forbidden(`owner_address: a connection key admits contacts only for its own address ${auth.boundAddress}`)
-  }
+export async function directoryAgent(sql: Tx, auth: Auth, networkId: string, agentId: string) {
   await requireViewer(sql, auth, networkId)
   const [agent] = await sql<{ id: string; address: string; display_name: string; accepts_contacts: boolean }[]>`
     select pa.id, pa.address, pa.display_name, pa.accepts_contacts from ${directory(sql, networkId)} where pa.id = ${agentId}`
-  if (!agent) throw errors.notFound('agent')
-  if (!agent.accepts_contacts) throw errors.conflict(`agent: ${agent.address} does not accept contacts`, { reason: 'not_accepting_contacts' })
-  return saveContact(
-    sql,
-    auth.orgId,
-    { owner_address: input.owner_address, address: agent.address, name: input.name, tags: input.tags },
-    { upsert: true, admission: { networkId, agentId: agent.id, displayName: agent.display_name } },
-  )
+  return agent
 }

@@ -1,7 +1,7 @@
 /**
  * The published_agents table (networks/ owns it: publishing writes it, and registries, a feature
  * above networks, shows the public ones as the built-in registry). Its row type, and the
- * statements other features call.
+ * statements other features call (registries; contacts for a contact's send grant).
  */
 import type { Tx } from '../db/client'
 
@@ -39,3 +39,15 @@ export async function publicAgentByAddress(sql: Tx, address: string): Promise<Pu
   const [agent] = await sql<PublishedAgentRow[]>`select * from published_agents where address = ${address} and visibility = 'public' limit 1`
   return agent
 }
+
+/**
+ * Whether the agent a contact was admitted from still consents, for the contact row aliased `c`
+ * (its network_id, agent_id, address, org_id): the agent is still published with accepts_contacts,
+ * and both organizations are still active members of the network (src/contacts/grants.ts).
+ */
+export const agentStillConsents = (sql: Tx) => sql`
+  exists (
+    select 1 from published_agents pa
+      join network_members theirs on theirs.network_id = c.network_id and theirs.org_id = pa.org_id and theirs.status = 'active'
+      join network_members ours on ours.network_id = c.network_id and ours.org_id = c.org_id and ours.status = 'active'
+     where pa.id = c.agent_id and pa.address = c.address and pa.accepts_contacts)`
