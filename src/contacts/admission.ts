@@ -9,7 +9,8 @@ import { normalizeAddress } from '../connections/service'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
 import { directoryAgent } from '../networks/discovery'
-import { type ContactRow, saveContact } from './service'
+import type { ContactRow } from './queries'
+import { saveContact } from './service'
 
 /**
  * Admits a discovered agent as a contact of `owner_address`: a connection key only of its own

@@ -7,20 +7,10 @@
  * address to be written to.
  */
 import type { Tx } from '../db/client'
-import { agentStillConsents } from '../networks/published-agents-queries'
-
-export type GrantState = 'none' | 'granted' | 'denied'
-
-/** The grant state of the contact row aliased `c`, as a SQL expression. */
-export const grantState = (sql: Tx) => sql`
-  case when c.grant_recorded_at is null then 'none'
-       when ${agentStillConsents(sql)} then 'granted'
-       else 'denied' end`
+import { contactGrants, type GrantState } from './queries'
 
 /** The grant state of each contact of `ownerAddress` among `addresses` (absent: no contact). */
 export async function grantsOf(sql: Tx, orgId: string, ownerAddress: string, addresses: string[]): Promise<Map<string, GrantState>> {
-  const rows = await sql<{ address: string; grant: GrantState }[]>`
-    select c.address, ${grantState(sql)} as grant from contacts c
-     where c.org_id = ${orgId} and c.owner_address = ${ownerAddress} and c.address = any(${addresses})`
+  const rows = await contactGrants(sql, orgId, ownerAddress, addresses)
   return new Map(rows.map(r => [r.address, r.grant]))
 }
