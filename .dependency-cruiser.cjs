@@ -19,7 +19,7 @@ const FLOORS = [
     'features',
     [
       'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts',
-      'signups', 'credits', 'notes', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
+      'signups', 'credits', 'notes', 'labels', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],
   // the surfaces made from the features' operations (operations.ts lists them)

@@ -87,6 +87,7 @@ const OWNERS: Record<string, string> = {
   wake_runs: 'wake',
   email_templates: 'templates',
   credit_codes: 'credits',
+  labels: 'labels',
 }
 
 /** Tables that a migration created and a later one dropped: no statement may name them. */
