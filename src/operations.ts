@@ -5,7 +5,7 @@
  */
 import { accountOperations } from './account/operations'
 import { suppressionOperations } from './bounces/operations'
-import { contactOperations } from './contacts/operations'
+import { contactOperations, networkAdmissionOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
 import { approvalPolicyOperations, draftOperations } from './drafts/operations'
 import { emailOperations } from './emails/operations'
@@ -41,6 +41,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...functionObserveOperations,
   ...functionSecretOperations,
   ...networkOperations,
+  ...networkAdmissionOperations,
   ...publishedAgentOperations,
   ...contactOperations,
   ...noteOperations,
