@@ -5,13 +5,14 @@
  */
 import { accountOperations } from './account/operations'
 import { suppressionOperations } from './bounces/operations'
-import { contactOperations } from './contacts/operations'
+import { contactOperations, networkAdmissionOperations } from './contacts/operations'
 import { domainOperations } from './domains/operations'
 import { approvalPolicyOperations, draftOperations } from './drafts/operations'
 import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
+import { labelOperations } from './labels/operations'
 import { functionMemoryOperations, orgMemoryOperations } from './memories/operations'
 import { networkOperations, publishedAgentOperations } from './networks/operations'
 import { noteOperations } from './notes/operations'
@@ -26,6 +27,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...domainOperations,
   ...inboxOperations,
   ...emailOperations,
+  ...labelOperations,
   ...sendingOperations,
   ...draftOperations,
   ...approvalPolicyOperations,
@@ -39,6 +41,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...functionObserveOperations,
   ...functionSecretOperations,
   ...networkOperations,
+  ...networkAdmissionOperations,
   ...publishedAgentOperations,
   ...contactOperations,
   ...noteOperations,

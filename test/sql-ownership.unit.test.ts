@@ -1,5 +1,5 @@
 /**
- * SQL lives with its table's owner (docs/architecture.md, "Who owns which table"): every table
+ * SQL lives with its table's owner (docs/architecture.md, "SQL: each table has one owner"): every table
  * is read and written by statements in one folder of src/, and other folders call that folder's
  * queries module. This test parses src/ with the TypeScript compiler, reads every SQL statement
  * (templates tagged `sql` or `tx`, nested fragments included, and `.unsafe(...)` strings), finds
@@ -81,12 +81,14 @@ const OWNERS: Record<string, string> = {
   signups: 'signups',
   cli_device_codes: 'cli',
   cli_device_pages: 'cli',
+  console_sessions: 'console',
   contacts: 'contacts',
   address_notes: 'notes',
   wakes: 'wake',
   wake_runs: 'wake',
   email_templates: 'templates',
   credit_codes: 'credits',
+  labels: 'labels',
 }
 
 /** Tables that a migration created and a later one dropped: no statement may name them. */
@@ -97,9 +99,16 @@ const DROPPED = new Set(['inbound_queue'])
  * (`file: tables`). The integrator empties this list once both branches are merged; a core
  * table never goes here.
  */
-const PENDING: Record<string, string[]> = {
-  'src/contacts/grants.ts': ['network_members', 'published_agents'],
-}
+const PENDING: Record<string, string[]> = {}
+
+/**
+ * Folders whose statements all sit in their queries modules (`queries.ts`, `<table>-queries.ts`),
+ * which the folder's services call; add a folder here once its statements are gathered.
+ */
+const GATHERED: string[] = ['credits', 'notes', 'templates', 'contacts', 'domains', 'memories', 'wake', 'registries', 'networks']
+
+/** Whether a file is a queries module: `queries.ts` or `<name>-queries.ts`. */
+const isQueriesModule = (file: string) => /(?:^|[/-])queries\.ts$/.test(file)
 
 const CORE_FOLDERS = new Set(['account', 'auth', 'oauth', 'changes', 'domains', 'mail', 'http', 'jobs'])
 
@@ -137,27 +146,47 @@ function tablesIn(source: ts.SourceFile, node: ts.Node, file: string): Use[] {
   })
 }
 
-/** The uses of tables by the statements of one source file (`file` relative to the repository). */
-function usesIn(file: string, text: string): Use[] {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)
-  const uses: Use[] = []
+/** The SQL text nodes of one source file: the literals of each `sql`/`tx` template, and `.unsafe(...)` arguments. */
+function sqlTexts(source: ts.SourceFile): ts.Node[] {
+  const texts: ts.Node[] = []
   const visit = (node: ts.Node) => {
     if (ts.isTaggedTemplateExpression(node) && isSqlTag(node.tag)) {
       const template = node.template
-      const literals = ts.isNoSubstitutionTemplateLiteral(template) ? [template] : [template.head, ...template.templateSpans.map(span => span.literal)]
-      for (const literal of literals) uses.push(...tablesIn(source, literal, file))
+      texts.push(...(ts.isNoSubstitutionTemplateLiteral(template) ? [template] : [template.head, ...template.templateSpans.map(span => span.literal)]))
     }
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'unsafe' && node.arguments[0]) {
-      uses.push(...tablesIn(source, node.arguments[0], file))
+      texts.push(node.arguments[0])
     }
     ts.forEachChild(node, visit)
   }
   visit(source)
-  return uses
+  return texts
+}
+
+const parse = (file: string, text: string) => ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)
+
+/** The uses of tables by the statements of one source file (`file` relative to the repository). */
+function usesIn(file: string, text: string): Use[] {
+  const source = parse(file, text)
+  return sqlTexts(source).flatMap(node => tablesIn(source, node, file))
+}
+
+/** The lines of one source file that hold SQL text (`file:line`). */
+function sqlLinesIn(file: string, text: string): string[] {
+  const source = parse(file, text)
+  const lines = sqlTexts(source).map(node => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1)
+  return [...new Set(lines)].map(line => `${file}:${line}`)
 }
 
 /** Every use of a table by a statement in src/. */
 const tableUses = (): Use[] => sourceFiles(SRC).flatMap(path => usesIn(relative(ROOT, path), readFileSync(path, 'utf8')))
+
+/** Every line of SQL in the files of a gathered folder that are not its queries modules. */
+const strayStatements = (): string[] =>
+  GATHERED.flatMap(folder => sourceFiles(join(SRC, folder)))
+    .map(path => relative(ROOT, path))
+    .filter(file => !isQueriesModule(file))
+    .flatMap(file => sqlLinesIn(file, readFileSync(join(ROOT, file), 'utf8')))
 
 const folderOf = (file: string) => file.split('/')[1]!.replace(/\.ts$/, '')
 
@@ -205,6 +234,23 @@ describe('SQL ownership', () => {
       .filter(u => !PENDING[u.file]?.includes(u.table))
       .map(u => `${u.file}:${u.line} uses ${u.table}, owned by ${OWNERS[u.table]}/`)
     expect(foreign).toEqual([])
+  })
+
+  test('in a gathered folder, SQL sits only in its queries modules', () => {
+    expect(strayStatements()).toEqual([])
+  })
+
+  test('the gathered check reads queries modules apart from services', () => {
+    expect(['src/notes/queries.ts', 'src/x402/email/step-queries.ts', 'src/notes/service.ts', 'src/notes/queries-cache.ts'].map(isQueriesModule)).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ])
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text of a template, as a file holds it
+    expect(sqlLinesIn('src/notes/service.ts', 'const a = 1\nconst b = sql`c.org_id = ${id}`\nconst c = html`<p>from notes</p>`')).toEqual([
+      'src/notes/service.ts:2',
+    ])
   })
 
   test('PENDING holds feature tables only, and only uses that still exist', () => {

@@ -7,6 +7,7 @@
  */
 import type { Tx } from '../db/client'
 import type { MessageActivity } from '../mail/store'
+import { contactCountsUpdate } from './queries'
 
 /** The owning and the other addresses of a message, lowercase. */
 export function correspondents(m: MessageActivity): { owners: string[]; others: string[] } {
@@ -18,12 +19,5 @@ export function correspondents(m: MessageActivity): { owners: string[]; others: 
 /** A `contact_counts as (update ...)` common table expression for the store's statement. */
 export function contactCountsCte(tx: Tx, m: MessageActivity) {
   const { owners, others } = correspondents(m)
-  const inbound = m.direction === 'inbound'
-  return tx`contact_counts as (
-    update contacts set
-      messages_received = messages_received + ${inbound ? 1 : 0},
-      messages_sent = messages_sent + ${inbound ? 0 : 1},
-      first_seen_at = least(coalesce(first_seen_at, ${m.at}), ${m.at}),
-      last_contacted_at = greatest(coalesce(last_contacted_at, ${m.at}), ${m.at})
-     where org_id = ${m.orgId} and owner_address = any(${owners}) and address = any(${others}))`
+  return contactCountsUpdate(tx, { orgId: m.orgId, owners, others, inbound: m.direction === 'inbound', at: m.at })
 }

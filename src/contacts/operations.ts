@@ -6,6 +6,8 @@
 import { t } from 'elysia'
 import { listOperation, operation } from '../http/operation'
 import { Address, Deleted } from '../http/schema'
+import { TAG as NETWORKS_TAG } from '../networks/operations'
+import { admitAgent } from './admission'
 import { Contact, contactName, tag, tags } from './model'
 import { deleteContact, getContact, listContacts, presentContact, saveContact, updateContact } from './service'
 
@@ -126,5 +128,53 @@ export const contactOperations = [
     resource: 'contact',
     output: Deleted,
     handle: ({ ctx, auth }, { id }) => deleteContact(ctx.sql, auth, id),
+  }),
+]
+
+/**
+ * Admitting an agent found in a network's directory as a contact: a contact operation, served
+ * among the networks' (src/operations.ts lists it after them) under their tag.
+ */
+export const networkAdmissionOperations = [
+  operation({
+    name: 'admit_network_agent',
+    method: 'POST',
+    path: '/v1/networks/:id/agents/:agent_id/admit',
+    tag: NETWORKS_TAG,
+    summary: 'Admit a discovered agent as a contact',
+    description:
+      "Creates (201) or updates (200) the contact of owner_address for the agent's address and records a send grant: on the reply-only plan owner_address may then write to the agent first, while the agent accepts contacts in this network. Needs can_view; 409 conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. A connection key may admit only for its own address (403 otherwise).",
+    params: {
+      id: t.String({ format: 'uuid', description: 'the network the agent was found in' }),
+      agent_id: t.String({ format: 'uuid', description: 'the agent id from the directory (discover_network_agents)' }),
+    },
+    resource: 'network',
+    input: t.Object(
+      {
+        owner_address: t.String({
+          minLength: 3,
+          maxLength: 320,
+          description: "the organization's address the agent becomes a contact of; a connection key: its own bound address only",
+        }),
+        name: t.Optional(contactName),
+        tags: t.Optional(tags),
+      },
+      { additionalProperties: false },
+    ),
+    output: Contact,
+    status: 201,
+    mayFindExisting: true,
+    mcp: {
+      description:
+        'Makes an agent found with discover_network_agents a contact of owner_address (a connection key: its own address only) and records a send grant, so owner_address may write to it first. ' +
+        'conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. Admitting again updates the contact (created: false).',
+      hints: { idempotentHint: true },
+      reportsCreated: true,
+    },
+    async handle({ ctx, auth, status }, { id, agent_id, ...input }) {
+      const { row, created } = await admitAgent(ctx.sql, auth, id, agent_id, input)
+      if (!created) status?.(200)
+      return presentContact(row)
+    },
   }),
 ]

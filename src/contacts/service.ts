@@ -6,36 +6,15 @@
  * a connection key only admits network agents as contacts of its own address
  * (src/networks/discovery.ts).
  */
-import { storedMailCounts } from '../mail/email-queries'
-import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
 import { normalizeAddress, ownsAddress } from '../connections/service'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
-import { grantState, type GrantState } from './grants'
 import type { Contact } from './model'
-import { containsPattern } from '../db/like'
-
-export interface ContactRow {
-  id: string
-  owner_address: string
-  address: string
-  name: string | null
-  tags: string[]
-  source: 'manual' | 'network'
-  network_id: string | null
-  agent_id: string | null
-  send_grant: GrantState
-  first_seen_at: Date | null
-  last_contacted_at: Date | null
-  messages_received: string
-  messages_sent: string
-  created_at: Date
-  updated_at: Date
-}
+import { type ContactRow, contactById as findContact, contactsPage, deleteContactById, insertContact, updateContactById, updateContactOf } from './queries'
 
 export interface ContactInput {
   owner_address: string
@@ -56,10 +35,6 @@ export interface Admission {
   /** the name of a new contact unless one is given: the agent's display name */
   displayName: string
 }
-
-const columns = (sql: Tx) => sql`
-  c.id, c.owner_address, c.address, c.name, c.tags, c.source, c.network_id, c.agent_id, ${grantState(sql)} as send_grant,
-  c.first_seen_at, c.last_contacted_at, c.messages_received, c.messages_sent, c.created_at, c.updated_at`
 
 export function presentContact(row: ContactRow): Static<typeof Contact> {
   return {
@@ -92,7 +67,7 @@ async function addressesOf(sql: Tx, orgId: string, input: { owner_address: strin
 }
 
 async function contactById(sql: Tx, orgId: string, id: string): Promise<ContactRow> {
-  const [row] = await sql<ContactRow[]>`select ${columns(sql)} from contacts c where c.org_id = ${orgId} and c.id = ${id}`
+  const row = await findContact(sql, orgId, id)
   if (!row) throw errors.notFound('contact')
   return row
 }
@@ -118,27 +93,12 @@ export async function saveContact(
   const tags = input.tags ? [...new Set(input.tags)] : null
   const a = opts.admission
   return sql.begin(async tx => {
-    const [inserted] = await tx<{ id: string }[]>`
-      with mail as (${storedMailCounts(tx, orgId, owner, address)})
-      insert into contacts (id, org_id, owner_address, address, name, tags, source, network_id, agent_id, grant_recorded_at,
-                            first_seen_at, last_contacted_at, messages_received, messages_sent)
-      select ${randomUUIDv7()}, ${orgId}, ${owner}, ${address}, ${input.name ?? a?.displayName ?? null}, ${tags ?? []}, ${a ? 'network' : 'manual'},
-             ${a?.networkId ?? null}, ${a?.agentId ?? null}, ${a ? tx`now()` : null},
-             mail.first_seen_at, mail.last_contacted_at, mail.received, mail.sent
-        from mail
-      on conflict (org_id, owner_address, address) do nothing
-      returning id`
-    if (inserted) return { row: await contactById(tx, orgId, inserted.id), created: true }
+    const admission = a && { networkId: a.networkId, agentId: a.agentId }
+    const inserted = await insertContact(tx, orgId, { owner, address, name: input.name ?? a?.displayName ?? null, tags: tags ?? [] }, admission)
+    if (inserted) return { row: await contactById(tx, orgId, inserted), created: true }
     if (!opts.upsert) throw errors.conflict(`address: ${address} is already a contact of ${owner}`, { reason: 'contact_exists' })
-    const [updated] = await tx<{ id: string }[]>`
-      update contacts set
-        name = ${input.name === undefined ? tx`name` : input.name},
-        tags = ${tags === null ? tx`tags` : tags},
-        ${a ? tx`source = 'network', network_id = ${a.networkId}, agent_id = ${a.agentId}, grant_recorded_at = now(),` : tx``}
-        updated_at = now()
-      where org_id = ${orgId} and owner_address = ${owner} and address = ${address}
-      returning id`
-    return { row: await contactById(tx, orgId, updated!.id), created: false }
+    const updated = await updateContactOf(tx, orgId, { owner, address, name: input.name, tags }, admission)
+    return { row: await contactById(tx, orgId, updated), created: false }
   })
 }
 
@@ -150,37 +110,28 @@ export interface ContactFilter {
 
 /** A page of contacts, newest first; `q` searches the address and the name, `tag` must be among the tags. */
 export async function listContacts(sql: Sql, auth: Auth, filter: ContactFilter, page: PageRequest) {
-  const where = [sql`c.org_id = ${auth.orgId}`]
-  // a connection key sees the contacts of its bound address only; the filter narrows within it
-  if (auth.boundAddress) where.push(sql`c.owner_address = ${normalizeAddress(auth.boundAddress)}`)
-  if (filter.owner_address) where.push(sql`c.owner_address = ${normalizeAddress(filter.owner_address)}`)
-  if (filter.q) where.push(sql`(c.address ilike ${containsPattern(filter.q)} or c.name ilike ${containsPattern(filter.q)})`)
-  if (filter.tag) where.push(sql`c.tags @> ${[filter.tag]}::text[]`)
-  return listPage<ContactRow>(sql, {
-    columns: columns(sql),
-    from: sql`contacts c`,
-    where: where.reduce((all, w) => sql`${all} and ${w}`),
+  return contactsPage(
+    sql,
+    {
+      orgId: auth.orgId,
+      // a connection key sees the contacts of its bound address only; the filter narrows within it
+      boundAddress: auth.boundAddress ? normalizeAddress(auth.boundAddress) : undefined,
+      ownerAddress: filter.owner_address ? normalizeAddress(filter.owner_address) : undefined,
+      q: filter.q,
+      tag: filter.tag,
+    },
     page,
-    idColumn: 'c.id',
-  })
+  )
 }
 
 export async function updateContact(sql: Sql, auth: Auth, id: string, changes: ContactChanges): Promise<ContactRow> {
   const tags = changes.tags ? [...new Set(changes.tags)] : null
-  const rows = await sql`
-    update contacts set
-      name = ${changes.name === undefined ? sql`name` : changes.name},
-      tags = ${tags === null ? sql`tags` : tags},
-      updated_at = now()
-    where org_id = ${auth.orgId} and id = ${id}
-    returning id`
-  if (!rows.length) throw errors.notFound('contact')
+  if (!(await updateContactById(sql, auth.orgId, id, changes.name, tags))) throw errors.notFound('contact')
   return contactById(sql, auth.orgId, id)
 }
 
 /** Deletes a contact, and with it any send grant it held. */
 export async function deleteContact(sql: Sql, auth: Auth, id: string): Promise<{ id: string; deleted: true }> {
-  const rows = await sql`delete from contacts where org_id = ${auth.orgId} and id = ${id} returning id`
-  if (!rows.length) throw errors.notFound('contact')
+  if (!(await deleteContactById(sql, auth.orgId, id))) throw errors.notFound('contact')
   return { id, deleted: true }
 }

@@ -4,13 +4,14 @@ import { randomToken, sha256 } from '../crypto'
 import { addCredit, creditBalanceCents } from '../account/orgs'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
+import { insertCreditCode, redeemCodeByHash } from './queries'
 
 export const CREDIT_CODE_PREFIX = 'CR-'
 
 export async function mintCreditCode(sql: Sql, amountCents: number): Promise<{ id: string; code: string }> {
   const code = randomToken(CREDIT_CODE_PREFIX, 15)
   const id = randomUUIDv7()
-  await sql`insert into credit_codes (id, code_hash, amount_cents) values (${id}, ${sha256(code)}, ${amountCents})`
+  await insertCreditCode(sql, id, sha256(code), amountCents)
   return { id, code }
 }
 
@@ -20,10 +21,7 @@ export async function creditBalance(sql: Sql | Tx, orgId: string) {
 
 /** Redeems a code for the organization; an unknown or already redeemed code is not_found. */
 export async function redeemCreditCode(tx: Tx, orgId: string, code: string) {
-  const [credit] = await tx<{ amount_cents: number }[]>`
-    update credit_codes set redeemed_by_org = ${orgId}, redeemed_at = now()
-     where code_hash = ${sha256(code.trim())} and redeemed_at is null
-     returning amount_cents`
+  const credit = await redeemCodeByHash(tx, orgId, sha256(code.trim()))
   if (!credit) throw errors.notFound('credit code')
   await addCredit(tx, orgId, credit.amount_cents)
   return { redeemed_cents: Number(credit.amount_cents), ...(await creditBalance(tx, orgId)) }

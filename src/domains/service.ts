@@ -3,7 +3,6 @@
  * and verifies it by DNS. Several organizations may claim a name; only one can hold it
  * verified, and that one receives its mail and may send from it.
  */
-import { randomUUIDv7 } from 'bun'
 import { generateKeyPair, randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import type { Config } from '../config'
@@ -12,26 +11,24 @@ import type { Sql, Tx } from '../db/client'
 import type { Resolver } from '../dns/resolver'
 import { recordChanges } from '../changes/record'
 import { ApiError, errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { log } from '../log'
 import { checkRecords, expectedRecords, foreignMx, lookupMx, normalizeDomain, PURPOSES, VERIFICATION_PREFIX, type Checks } from './dns-records'
 import { isUniqueViolation } from '../db/errors'
-
-export interface DomainRow {
-  id: string
-  org_id: string
-  name: string
-  status: 'pending' | 'verified'
-  verification_token: string
-  dkim_selector: string
-  dkim_public: string
-  created_at: Date
-  verified_at: Date | null
-  last_checked_at: Date | null
-  /** `{}` until the first verification */
-  checks: Partial<Checks>
-}
+import {
+  type DomainRow,
+  deleteDomainRow,
+  domainById,
+  domainByName,
+  domainsPage,
+  insertDomainRow,
+  recordVerification,
+  sealedDkimKey,
+  setVerified,
+  verifiedByAnotherOrg,
+  verifiedDomainByName,
+} from './queries'
 
 /** What the domain service needs from the application context. */
 export interface DomainDeps {
@@ -39,21 +36,6 @@ export interface DomainDeps {
   keys: ServerKeys
   resolver: Resolver
 }
-
-// every column but the sealed private key, which only dkimKeyFor reads
-const COLUMNS = [
-  'id',
-  'org_id',
-  'name',
-  'status',
-  'verification_token',
-  'dkim_selector',
-  'dkim_public',
-  'created_at',
-  'verified_at',
-  'last_checked_at',
-  'checks',
-]
 
 export function presentDomain(d: DomainRow, smtpHostname: string) {
   const checked = PURPOSES.every(p => d.checks[p])
@@ -91,26 +73,17 @@ const verifiedElsewhere = (name: string) => errors.conflict(`domain: ${name} is 
 async function insertDomain(tx: Tx, keys: ServerKeys, orgId: string, name: string): Promise<DomainRow> {
   const dkim = await generateDkimKey()
   try {
-    const [row] = await tx<DomainRow[]>`
-      insert into domains (id, org_id, name, verification_token, dkim_selector, dkim_private_sealed, dkim_public)
-      values (${randomUUIDv7()}, ${orgId}, ${name}, ${VERIFICATION_PREFIX + randomBytes(24).toString('base64url')},
-              ${dkimSelector()}, ${keys.encrypt(dkim.privateKeyPem)}, ${dkim.publicKey})
-      returning ${tx(COLUMNS)}`
-    return row!
+    return await insertDomainRow(tx, orgId, {
+      name,
+      verificationToken: VERIFICATION_PREFIX + randomBytes(24).toString('base64url'),
+      dkimSelector: dkimSelector(),
+      dkimPrivateSealed: keys.encrypt(dkim.privateKeyPem),
+      dkimPublic: dkim.publicKey,
+    })
   } catch (error) {
     if (isUniqueViolation(error, 'domains_org_name_key')) throw claimedTwice(name)
     throw error
   }
-}
-
-async function findByName(sql: Tx, orgId: string, name: string): Promise<DomainRow | undefined> {
-  const [row] = await sql<DomainRow[]>`select ${sql(COLUMNS)} from domains where org_id = ${orgId} and name = ${name}`
-  return row
-}
-
-async function verifiedByAnotherOrg(sql: Tx, orgId: string, name: string): Promise<boolean> {
-  const [row] = await sql`select 1 from domains where name = ${name} and status = 'verified' and org_id <> ${orgId}`
-  return !!row
 }
 
 /**
@@ -120,7 +93,7 @@ async function verifiedByAnotherOrg(sql: Tx, orgId: string, name: string): Promi
  */
 export async function claimDomain(sql: Sql, deps: DomainDeps, orgId: string, input: { domain: string; confirmed?: boolean }): Promise<DomainRow> {
   const name = normalizeDomain(input.domain, deps.config.MANAGED_DOMAIN)
-  if (await findByName(sql, orgId, name)) throw claimedTwice(name)
+  if (await domainByName(sql, orgId, name)) throw claimedTwice(name)
   if (!input.confirmed) {
     const mx = await lookupMx(deps.resolver, name)
     // The check protects people from themselves; when DNS cannot answer it is skipped rather than
@@ -142,21 +115,20 @@ export async function claimDomain(sql: Sql, deps: DomainDeps, orgId: string, inp
 }
 
 export async function listDomains(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<DomainRow>(sql, { columns: sql(COLUMNS), from: sql`domains`, where: sql`org_id = ${orgId}`, page })
+  return domainsPage(sql, orgId, page)
 }
 
 /** One domain of the organization; another organization's is not_found. */
 export async function getDomain(sql: Tx, orgId: string, id: string): Promise<DomainRow> {
-  const [row] = await sql<DomainRow[]>`select ${sql(COLUMNS)} from domains where id = ${id} and org_id = ${orgId}`
+  const row = await domainById(sql, orgId, id)
   if (!row) throw errors.notFound('domain')
   return row
 }
 
 /** Removes the claim, its DKIM key and, if it was verified, the organization's hold on the name. */
 export async function deleteDomain(sql: Sql, orgId: string, id: string): Promise<{ id: string }> {
-  const [row] = await sql<{ id: string }[]>`delete from domains where id = ${id} and org_id = ${orgId} returning id`
-  if (!row) throw errors.notFound('domain')
-  return row
+  if (!(await deleteDomainRow(sql, orgId, id))) throw errors.notFound('domain')
+  return { id }
 }
 
 /**
@@ -170,14 +142,7 @@ export async function verifyDomain(sql: Sql, deps: DomainDeps, row: DomainRow): 
   const passed = checks.verification.status === 'ok'
   try {
     return await sql.begin(async tx => {
-      const [updated] = await tx<DomainRow[]>`
-        update domains
-           set checks = ${tx.json(checks as never)},
-               last_checked_at = now(),
-               status = case when ${passed} then 'verified' else status end,
-               verified_at = case when ${passed} then coalesce(verified_at, now()) else verified_at end
-         where id = ${row.id} and org_id = ${row.org_id}
-         returning ${tx(COLUMNS)}`
+      const updated = await recordVerification(tx, row.org_id, row.id, checks, passed)
       if (!updated) throw errors.notFound('domain')
       // the feed hears of a domain becoming verified, and of each failed verification of a pending one
       if (updated.status !== 'verified' || row.status !== 'verified') {
@@ -206,16 +171,15 @@ export async function verifyDomain(sql: Sql, deps: DomainDeps, row: DomainRow): 
 export async function markDomainVerified(sql: Sql, keys: ServerKeys, managedDomain: string, orgId: string, domain: string): Promise<DomainRow> {
   const name = normalizeDomain(domain, managedDomain)
   return sql.begin(async tx => {
-    const row = (await findByName(tx, orgId, name)) ?? (await insertDomain(tx, keys, orgId, name))
+    const row = (await domainByName(tx, orgId, name)) ?? (await insertDomain(tx, keys, orgId, name))
     if (row.status === 'verified') return row
     if (await verifiedByAnotherOrg(tx, orgId, name)) throw verifiedElsewhere(name)
     try {
-      const [updated] = await tx<DomainRow[]>`
-        update domains set status = 'verified', verified_at = now() where id = ${row.id} returning ${tx(COLUMNS)}`
+      const updated = await setVerified(tx, row.id)
       await recordChanges(tx, [
         { orgId, type: 'domain.verified', resource: { type: 'domain', id: row.id }, data: { name, status: 'verified', by: 'operator' } },
       ])
-      return updated!
+      return updated
     } catch (error) {
       if (isUniqueViolation(error, 'domains_verified_name_key')) throw verifiedElsewhere(name)
       throw error
@@ -227,15 +191,12 @@ const canonical = (domain: string) => domain.trim().toLowerCase().replace(/\.$/,
 
 /** The organization holding `domain` verified (the one that receives its mail), or null. */
 export async function verifiedDomainOwner(sql: Sql, domain: string): Promise<{ orgId: string; domainId: string } | null> {
-  const [row] = await sql<{ id: string; org_id: string }[]>`
-    select id, org_id from domains where name = ${canonical(domain)} and status = 'verified'`
+  const row = await verifiedDomainByName(sql, canonical(domain))
   return row ? { orgId: row.org_id, domainId: row.id } : null
 }
 
 /** The DKIM signing key of a domain the organization holds verified, or null (pending, or not its domain). */
 export async function dkimKeyFor(sql: Sql, keys: ServerKeys, orgId: string, domain: string): Promise<{ selector: string; privateKeyPem: string } | null> {
-  const [row] = await sql<{ dkim_selector: string; dkim_private_sealed: Buffer }[]>`
-    select dkim_selector, dkim_private_sealed from domains
-     where org_id = ${orgId} and name = ${canonical(domain)} and status = 'verified'`
+  const row = await sealedDkimKey(sql, orgId, canonical(domain))
   return row ? { selector: row.dkim_selector, privateKeyPem: keys.decrypt(row.dkim_private_sealed) } : null
 }

@@ -24,6 +24,16 @@ function coercedName(request: Request, value: unknown): string {
   return names.length === 1 ? names[0]! : 'query'
 }
 
+/**
+ * Elysia decodes a repeated query parameter (`label=a&label=b`, an array) with a transform, and
+ * reports an item that fails its schema without the parameter's name: find the parameter that
+ * carried the value.
+ */
+function repeatedName(request: Request, value: unknown): string {
+  const names = [...new Set([...new URL(request.url).searchParams].filter(([, v]) => v === value).map(([k]) => k))]
+  return names.length === 1 ? names[0]! : 'query'
+}
+
 /** RFC 6749 section 5.2: the /oauth/* endpoints answer `{error, error_description}`, never the v1 envelope. */
 export function oauthErrorBody(e: ApiError) {
   const error =
@@ -50,6 +60,8 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   }
   if (code === 'VALIDATION') {
     const v = error as { type: string; all: Issue[]; value: unknown }
+    const item = (error as { error?: Issue & { value: unknown } }).error
+    if (v.type === undefined && item) return errors.validation(`${repeatedName(request, item.value)}${fieldName('', item.path)}`, reasonOf(item as never))
     const part =
       v.type === 'query'
         ? 'query'

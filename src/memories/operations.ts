@@ -13,17 +13,8 @@ import { t } from 'elysia'
 import { errors } from '../errors'
 import { keyedListOperation, type Operation, type OperationCall, operation, type ToolHints } from '../http/operation'
 import { Batch, BatchResult, DeletedMemory, Memory, MEMORY_BATCH_MAX, MEMORY_KEY_MAX_BYTES, MemoryListItem, PutMemory } from './model'
-import {
-  applyMemoryOps,
-  defaultMemoryScope,
-  getMemory,
-  listMemories,
-  type MemoryOp,
-  type MemoryRow,
-  type MemoryScope,
-  presentListItem,
-  presentMemory,
-} from './service'
+import { applyMemoryOps, defaultMemoryScope, getMemory, listMemories, type MemoryOp, presentListItem, presentMemory } from './service'
+import type { MemoryRow, MemoryScope } from './queries'
 
 const TAG = 'Memories'
 

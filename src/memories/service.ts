@@ -4,24 +4,30 @@
  * feed. An organization's memory writes are serialized by its `memory_usage` row, locked
  * first: checks, versions and quota counts are exact under concurrent writers.
  */
-import { orgsAs } from '../account/orgs'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { iso } from '../http/timestamps'
-import { planDefinition, type Plan } from '../account/plans'
+import { planDefinition } from '../account/plans'
 import { recordChanges, type ChangeInput } from '../changes/record'
 import { mergePatch } from './merge-patch'
 import { MEMORY_VALUE_MAX_BYTES } from '../account/plans'
 import { MEMORY_KEY_MAX_BYTES, MEMORY_METADATA_MAX_BYTES, type BatchOp } from './model'
 import { mailEvents } from '../events'
-
-/** Whose memories: an organization's own (functionId null) or one function's. */
-export interface MemoryScope {
-  orgId: string
-  functionId: string | null
-}
+import {
+  addMemoryUsage,
+  deleteExpiredOf,
+  deleteMemoryKeys,
+  liveMemoriesPage,
+  liveMemory,
+  lockMemoryUsage,
+  type MemoryRow,
+  type MemoryScope,
+  memoriesOfKeys,
+  orgsWithExpiredMemories,
+  upsertMemories,
+} from './queries'
 
 /**
  * What memories ask of the functions, whose table belongs to src/functions/: a seam, because
@@ -50,17 +56,6 @@ declare module '../context' {
 export async function defaultMemoryScope(ctx: AppContext, auth: Pick<Auth, 'orgId' | 'keyId'>): Promise<MemoryScope> {
   const fn = await ctx.plugins.memoryFunctions.ofRuntimeKey(ctx.sql, auth.orgId, auth.keyId)
   return { orgId: auth.orgId, functionId: fn && !fn.deleted ? fn.id : null }
-}
-
-export interface MemoryRow {
-  key: string
-  value: unknown
-  metadata: Record<string, unknown>
-  version: string | number
-  size_bytes: number
-  expires_at: Date | null
-  created_at: Date
-  updated_at: Date
 }
 
 /** An operation of the engine: the batch's three, plus a merge patch (PATCH). */
@@ -134,20 +129,6 @@ interface Pending {
 }
 
 /**
- * Takes the organization's memory lock, its `memory_usage` row (made on first use), and reads
- * its plan. Every memory write takes it first, before the changes feed's counter; a transaction
- * that records other changes before its memory writes (a catalog install) takes it at its start.
- */
-export async function lockMemoryUsage(tx: Tx, orgId: string): Promise<{ plan: Plan } | null> {
-  const [org] = await tx<{ plan: Plan }[]>`
-    with usage as (
-      insert into memory_usage (org_id) values (${orgId})
-      on conflict (org_id) do update set keys = memory_usage.keys returning org_id)
-    select o.plan from ${orgsAs(tx, 'o')} join usage u on u.org_id = o.id`
-  return org ?? null
-}
-
-/**
  * Applies `ops` in order, all or nothing (in `inTx` when given, as the last writes of that
  * transaction); later operations see earlier ones. In a `batch`,
  * errors name the operation (`operations[2].value`); otherwise the request's own fields
@@ -169,9 +150,7 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
     const org = await lockMemoryUsage(tx, scope.orgId)
     if (!org) throw errors.notFound('organization')
     const keys = [...new Set(ops.map(o => o.key))]
-    const existing = await tx<(MemoryRow & { expired: boolean })[]>`
-      select key, value, metadata, version, size_bytes, expires_at, created_at, updated_at, coalesce(expires_at <= now(), false) as expired
-        from memories where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = any(${keys})`
+    const existing = await memoriesOfKeys(tx, scope, keys)
     const state = new Map(existing.map(r => [r.key, r]))
     const current = new Map<string, { version: number; value: unknown } | null>(
       keys.map(k => [k, live(state.get(k)) ? { version: Number(state.get(k)!.version), value: state.get(k)!.value } : null]),
@@ -242,18 +221,9 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
         expires_at: w.expiresAt?.toISOString() ?? null,
         created_at: w.createdAt!.toISOString(),
       }))
-      written = await tx<MemoryRow[]>`
-        insert into memories as m (org_id, function_id, key, value, metadata, version, size_bytes, expires_at, created_at, updated_at)
-        select ${scope.orgId}, ${scope.functionId}::uuid, x.key, x.value::jsonb, x.metadata::jsonb, x.version, x.size_bytes, x.expires_at, x.created_at, now()
-          from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
-            as x(key text, value text, metadata text, version bigint, size_bytes int, expires_at timestamptz, created_at timestamptz)
-        on conflict on constraint memories_key do update set
-          value = excluded.value, metadata = excluded.metadata, version = excluded.version, size_bytes = excluded.size_bytes,
-          expires_at = excluded.expires_at, created_at = excluded.created_at, updated_at = now()
-        returning key, value, metadata, version, size_bytes, expires_at, created_at, updated_at`
+      written = await upsertMemories(tx, scope, rows)
     }
-    if (deletes.length)
-      await tx`delete from memories where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = any(${deletes})`
+    if (deletes.length) await deleteMemoryKeys(tx, scope, deletes)
     // Quota: expired rows still count until the cleanup job removes them (and moves the counts).
     const before = new Map(existing.map(r => [r.key, r.size_bytes]))
     let dKeys = 0
@@ -265,16 +235,15 @@ export async function applyMemoryOps(ctx: AppContext, scope: MemoryScope, ops: M
       dBytes += (size ?? 0) - (had ?? 0)
     }
     if (dKeys || dBytes) {
-      const [usage] = await tx<{ keys: string; bytes: string }[]>`
-        update memory_usage set keys = keys + ${dKeys}, bytes = bytes + ${dBytes} where org_id = ${scope.orgId} returning keys, bytes`
+      const usage = await addMemoryUsage(tx, scope.orgId, dKeys, dBytes)
       const limits = planDefinition(org.plan).limits
-      if (dKeys > 0 && Number(usage!.keys) > limits.memory_keys_max) {
+      if (dKeys > 0 && Number(usage.keys) > limits.memory_keys_max) {
         throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_keys_max} keys`, {
           limit: 'memory_keys_max',
           max: limits.memory_keys_max,
         })
       }
-      if (dBytes > 0 && Number(usage!.bytes) > limits.memory_storage_mb * 1024 * 1024) {
+      if (dBytes > 0 && Number(usage.bytes) > limits.memory_storage_mb * 1024 * 1024) {
         throw new ApiError('quota_exceeded', `memories: the ${org.plan} plan keeps at most ${limits.memory_storage_mb} MB`, {
           limit: 'memory_storage_mb',
           max: limits.memory_storage_mb,
@@ -298,29 +267,15 @@ function memoryChange(scope: MemoryScope, type: string, key: string): ChangeInpu
 /** One key, or 404 (expired keys are gone at once). */
 export async function getMemory(sql: Tx, scope: MemoryScope, key: string): Promise<MemoryRow> {
   checkKey('key', key)
-  const [row] = await sql<MemoryRow[]>`
-    select key, value, metadata, version, size_bytes, expires_at, created_at, updated_at from memories
-     where org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId} and key = ${key}
-       and (expires_at is null or expires_at > now())`
+  const row = await liveMemory(sql, scope, key)
   if (!row) throw errors.notFound(`memory ${JSON.stringify(key)}`)
   return row
 }
 
-const likePrefix = (prefix: string) => prefix.replace(/[\\%_]/g, c => `\\${c}`) + '%'
-
 /** Live keys in byte order, after `after`, with `prefix`; `limit + 1` rows and the total. */
 export async function listMemories(sql: Tx, scope: MemoryScope, q: { prefix?: string; after: string | null; limit: number; withValues: boolean }) {
   if (q.prefix) checkKey('prefix', q.prefix)
-  const where = sql`org_id = ${scope.orgId} and function_id is not distinct from ${scope.functionId}
-    and (expires_at is null or expires_at > now()) ${q.prefix ? sql`and key like ${likePrefix(q.prefix)}` : sql``}`
-  const [rows, [count]] = await Promise.all([
-    sql<MemoryRow[]>`
-      select key, ${q.withValues ? sql`value` : sql`null as value`}, metadata, version, size_bytes, expires_at, created_at, updated_at
-        from memories where ${where} ${q.after !== null ? sql`and key > ${q.after}` : sql``}
-       order by key limit ${q.limit + 1}`,
-    sql<{ total: number }[]>`select count(*)::int as total from memories where ${where}`,
-  ])
-  return { rows, total: count!.total }
+  return liveMemoriesPage(sql, scope, q)
 }
 
 /**
@@ -329,18 +284,11 @@ export async function listMemories(sql: Tx, scope: MemoryScope, q: { prefix?: st
  * every memory write does).
  */
 export async function deleteExpiredMemories(ctx: AppContext, max = 5000): Promise<number> {
-  const orgs = await ctx.sql<{ org_id: string }[]>`
-    select distinct org_id from memories where expires_at <= now() limit 100`
   let total = 0
-  for (const { org_id } of orgs) {
+  for (const org_id of await orgsWithExpiredMemories(ctx.sql)) {
     const gone = await ctx.sql.begin(async tx => {
-      await tx`select 1 from memory_usage where org_id = ${org_id} for update`
-      const rows = await tx<{ key: string; function_id: string | null; size_bytes: number }[]>`
-        delete from memories where ctid in (
-          select ctid from memories where org_id = ${org_id} and expires_at <= now() limit ${max})
-        returning key, function_id, size_bytes`
+      const rows = await deleteExpiredOf(tx, org_id, max)
       if (!rows.length) return 0
-      await tx`update memory_usage set keys = keys - ${rows.length}, bytes = bytes - ${rows.reduce((n, r) => n + r.size_bytes, 0)} where org_id = ${org_id}`
       await recordChanges(
         tx,
         rows.map(r => memoryChange({ orgId: org_id, functionId: r.function_id }, 'memory.expired', r.key)),
@@ -351,16 +299,4 @@ export async function deleteExpiredMemories(ctx: AppContext, max = 5000): Promis
     total += gone
   }
   return total
-}
-
-/** A deleted function's memories go with it, in the transaction that deletes it (quota counts moved). */
-export async function deleteFunctionMemories(tx: Tx, orgId: string, functionId: string): Promise<number> {
-  const [row] = await tx<{ keys: number; bytes: number }[]>`
-    with locked as (select 1 from memory_usage where org_id = ${orgId} for update),
-    -- referenced, so the usage row is locked before the rows go (no usage row: no memories either)
-    gone as (delete from memories where org_id = ${orgId} and function_id = ${functionId} and exists (select from locked) returning size_bytes),
-    counted as (select count(*)::int as keys, coalesce(sum(size_bytes), 0)::bigint as bytes from gone),
-    moved as (update memory_usage u set keys = u.keys - c.keys, bytes = u.bytes - c.bytes from counted c where u.org_id = ${orgId} and c.keys > 0)
-    select keys, bytes::float8 as bytes from counted`
-  return row!.keys
 }

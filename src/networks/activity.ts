@@ -5,10 +5,9 @@
  */
 import type { Tx } from '../db/client'
 import type { MessageActivity } from '../mail/store'
+import { agentActivityUpdate } from './published-agents-queries'
 
 export function agentActivityCte(tx: Tx, m: MessageActivity) {
   const senders = m.direction === 'outbound' && m.from ? [m.from.toLowerCase()] : []
-  return tx`agent_activity as (
-    update published_agents set last_active_at = greatest(coalesce(last_active_at, ${m.at}), ${m.at})
-     where org_id = ${m.orgId} and address = any(${senders}))`
+  return agentActivityUpdate(tx, m.orgId, senders, m.at)
 }

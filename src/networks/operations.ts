@@ -1,16 +1,14 @@
 /**
- * Agent networks (the networks, their members, the directory and contact admission) and the
- * publishing of the organization's addresses, declared once for REST, MCP and GraphQL
- * (src/http/operation.ts). Network management and publishing are REST only (no MCP tool). The
- * services check what a connection key may do (browse with can_view, admit only for its own
- * address). Removing a member takes `block` in the query of its DELETE (`queryInput`).
+ * Agent networks (the networks, their members and the directory) and the publishing of the
+ * organization's addresses, declared once for REST, MCP and GraphQL (src/http/operation.ts).
+ * Network management and publishing are REST only (no MCP tool). The services check what a
+ * connection key may do (browse with can_view). Admitting an agent of the directory as a contact
+ * is declared by contacts (src/contacts/operations.ts), under this tag. Removing a member takes `block` in the query of its DELETE (`queryInput`).
  */
 import { t } from 'elysia'
-import { Contact, contactName, tags } from '../contacts/model'
-import { presentContact } from '../contacts/service'
 import { listOperation, operation } from '../http/operation'
 import { Deleted, OneOf } from '../http/schema'
-import { admitAgent, discoverAgents, presentDiscovered } from './discovery'
+import { discoverAgents, presentDiscovered } from './discovery'
 import { DiscoveredAgent, Network, NetworkMember, PublishedAgent, SKILL_MAX, skill } from './model'
 import { listPublished, presentPublished, publishAddress, unpublishAddress } from './publishing'
 import {
@@ -31,7 +29,7 @@ import {
   updateNetwork,
 } from './service'
 
-const TAG = 'Agent Networks'
+export const TAG = 'Agent Networks'
 const Id = { id: t.String({ format: 'uuid', description: 'the network' }) }
 const MemberParams = { id: Id.id, org_id: t.String({ format: 'uuid', description: 'the member organization' }) }
 const name = t.String({ minLength: 1, maxLength: 100 })
@@ -264,47 +262,6 @@ export const networkOperations = [
       scope: (_call, { id, q, skill }) => `network-agents:${id}:${q ?? ''}:${skill ?? ''}`,
       fetch: ({ ctx, auth }, { id, q, skill }, page) => discoverAgents(ctx.sql, auth, id, { q, skill }, page),
       present: presentDiscovered,
-    },
-  }),
-  operation({
-    name: 'admit_network_agent',
-    method: 'POST',
-    path: '/v1/networks/:id/agents/:agent_id/admit',
-    tag: TAG,
-    summary: 'Admit a discovered agent as a contact',
-    description:
-      "Creates (201) or updates (200) the contact of owner_address for the agent's address and records a send grant: on the reply-only plan owner_address may then write to the agent first, while the agent accepts contacts in this network. Needs can_view; 409 conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. A connection key may admit only for its own address (403 otherwise).",
-    params: {
-      id: t.String({ format: 'uuid', description: 'the network the agent was found in' }),
-      agent_id: t.String({ format: 'uuid', description: 'the agent id from the directory (discover_network_agents)' }),
-    },
-    resource: 'network',
-    input: t.Object(
-      {
-        owner_address: t.String({
-          minLength: 3,
-          maxLength: 320,
-          description: "the organization's address the agent becomes a contact of; a connection key: its own bound address only",
-        }),
-        name: t.Optional(contactName),
-        tags: t.Optional(tags),
-      },
-      { additionalProperties: false },
-    ),
-    output: Contact,
-    status: 201,
-    mayFindExisting: true,
-    mcp: {
-      description:
-        'Makes an agent found with discover_network_agents a contact of owner_address (a connection key: its own address only) and records a send grant, so owner_address may write to it first. ' +
-        'conflict (details.reason not_accepting_contacts) when the agent does not accept contacts. Admitting again updates the contact (created: false).',
-      hints: { idempotentHint: true },
-      reportsCreated: true,
-    },
-    async handle({ ctx, auth, status }, { id, agent_id, ...input }) {
-      const { row, created } = await admitAgent(ctx.sql, auth, id, agent_id, input)
-      if (!created) status?.(200)
-      return presentContact(row)
     },
   }),
 ]

@@ -5,7 +5,6 @@
  * A2A agent card). Publishing exposes an address beyond the organization, so it needs an owner
  * or admin.
  */
-import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
 import type { Config } from '../config'
@@ -15,7 +14,7 @@ import { requireOwnerOrAdmin } from '../account/roles'
 import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import type { PublishedAgent } from './model'
-import type { PublishedAgentRow } from './published-agents-queries'
+import { deletePublishedAgent, type PublishedAgentRow, publishedAgentsOf, upsertPublishedAgent } from './published-agents-queries'
 
 export interface PublishInput {
   display_name: string
@@ -52,27 +51,23 @@ export async function publishAddress(sql: Sql, auth: Auth, rawAddress: string, i
     throw errors.validation('address', 'must be a managed inbox of this organization or an address at one of its verified domains')
   }
   const skills = [...new Set((input.skills ?? []).map(s => s.toLowerCase()))]
-  const [row] = await sql<(PublishedAgentRow & { created: boolean })[]>`
-    insert into published_agents (id, org_id, address, display_name, description, skills, accepts_contacts, visibility)
-    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.display_name}, ${input.description ?? ''}, ${skills},
-            ${input.accepts_contacts ?? true}, ${input.visibility ?? 'networks'})
-    on conflict (org_id, address) do update set
-      display_name = excluded.display_name, description = excluded.description, skills = excluded.skills,
-      accepts_contacts = excluded.accepts_contacts, visibility = excluded.visibility, updated_at = now()
-    returning *, (xmax = 0) as created`
-  const { created, ...published } = row!
-  return { row: published, created }
+  return upsertPublishedAgent(sql, auth.orgId, address, {
+    display_name: input.display_name,
+    description: input.description ?? '',
+    skills,
+    accepts_contacts: input.accepts_contacts ?? true,
+    visibility: input.visibility ?? 'networks',
+  })
 }
 
 export async function listPublished(sql: Sql, orgId: string): Promise<PublishedAgentRow[]> {
-  return sql<PublishedAgentRow[]>`select * from published_agents where org_id = ${orgId} order by address`
+  return publishedAgentsOf(sql, orgId)
 }
 
 /** Withdraws an address: it leaves every directory; contacts admitted through it lose their send grant. */
 export async function unpublishAddress(sql: Sql, auth: Auth, rawAddress: string): Promise<{ address: string; unpublished: true }> {
   await requireOwnerOrAdmin(sql, auth, 'published-agents')
   const address = normalizeAddress(rawAddress)
-  const rows = await sql`delete from published_agents where org_id = ${auth.orgId} and address = ${address} returning id`
-  if (!rows.length) throw errors.notFound('published agent')
+  if (!(await deletePublishedAgent(sql, auth.orgId, address))) throw errors.notFound('published agent')
   return { address, unpublished: true }
 }

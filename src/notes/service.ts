@@ -6,28 +6,16 @@
  * notes authored by its bound address (by any connection of that address, so a reconnected
  * runtime keeps its notes). Edits carry the version they change (If-Match): a stale one is 412.
  */
-import { randomUUIDv7 } from 'bun'
 import type { Static } from '@sinclair/typebox'
 import type { Auth } from '../auth/principal'
 import { normalizeAddress } from '../connections/service'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { AddressNote } from './model'
 import { functionOfRuntimeKey } from '../functions/queries'
-
-interface NoteRow {
-  id: string
-  address: string
-  body: string
-  author_kind: 'member' | 'function' | 'connection'
-  author_id: string
-  author_address: string | null
-  version: number
-  created_at: Date
-  updated_at: Date
-}
+import { deleteNoteById, insertNote, type NoteAuthor, type NoteRow, noteById, notesPage, updateNoteBody } from './queries'
 
 export const presentNote = (row: NoteRow): Static<typeof AddressNote> => ({
   id: row.id,
@@ -40,7 +28,7 @@ export const presentNote = (row: NoteRow): Static<typeof AddressNote> => ({
 })
 
 /** Who the credential writes as. */
-async function authorOf(sql: Tx, auth: Auth): Promise<Pick<NoteRow, 'author_kind' | 'author_id' | 'author_address'>> {
+async function authorOf(sql: Tx, auth: Auth): Promise<NoteAuthor> {
   if (auth.method === 'connection') return { author_kind: 'connection', author_id: auth.keyId, author_address: auth.boundAddress! }
   const fn = await functionOfRuntimeKey(sql, auth.orgId, auth.keyId)
   if (fn) return { author_kind: 'function', author_id: fn.id, author_address: null }
@@ -50,28 +38,23 @@ async function authorOf(sql: Tx, auth: Auth): Promise<Pick<NoteRow, 'author_kind
 export async function createNote(sql: Sql, auth: Auth, input: { address: string; body: string }): Promise<NoteRow> {
   const address = normalizeAddress(input.address)
   const author = await authorOf(sql, auth)
-  const [row] = await sql<NoteRow[]>`
-    insert into address_notes (id, org_id, address, body, author_kind, author_id, author_address)
-    values (${randomUUIDv7()}, ${auth.orgId}, ${address}, ${input.body}, ${author.author_kind}, ${author.author_id}, ${author.author_address})
-    returning *`
-  return row!
+  return insertNote(sql, auth.orgId, address, input.body, author)
 }
 
 export async function getNote(sql: Tx, auth: Auth, id: string): Promise<NoteRow> {
-  const [row] = await sql<NoteRow[]>`select * from address_notes where org_id = ${auth.orgId} and id = ${id}`
+  const row = await noteById(sql, auth.orgId, id)
   if (!row) throw errors.notFound('address note')
   return row
 }
 
 /** A page of the organization's notes, newest first, optionally about one address. */
 export async function listNotes(sql: Sql, auth: Auth, filter: { address?: string }, page: PageRequest) {
-  const where = filter.address ? sql`org_id = ${auth.orgId} and address = ${normalizeAddress(filter.address)}` : sql`org_id = ${auth.orgId}`
-  return listPage<NoteRow>(sql, { columns: sql`*`, from: sql`address_notes`, where, page })
+  return notesPage(sql, auth.orgId, filter.address ? normalizeAddress(filter.address) : undefined, page)
 }
 
 /** The note, locked, if the credential may change it: 403 for a connection key and another author's note. */
 async function writable(tx: Tx, auth: Auth, id: string, ifVersion: number | undefined): Promise<NoteRow> {
-  const [row] = await tx<NoteRow[]>`select * from address_notes where org_id = ${auth.orgId} and id = ${id} for update`
+  const row = await noteById(tx, auth.orgId, id, true)
   if (!row) throw errors.notFound('address note')
   if (auth.method === 'connection' && row.author_address !== auth.boundAddress) {
     throw errors.forbidden(`address note: a connection key changes only notes authored by its own address ${auth.boundAddress}`)
@@ -85,16 +68,14 @@ async function writable(tx: Tx, auth: Auth, id: string, ifVersion: number | unde
 export async function updateNote(sql: Sql, auth: Auth, id: string, ifVersion: number, body: string): Promise<NoteRow> {
   return sql.begin(async tx => {
     await writable(tx, auth, id, ifVersion)
-    const [row] = await tx<NoteRow[]>`
-      update address_notes set body = ${body}, version = version + 1, updated_at = now() where id = ${id} returning *`
-    return row!
+    return updateNoteBody(tx, id, body)
   })
 }
 
 export async function deleteNote(sql: Sql, auth: Auth, id: string, ifVersion: number | undefined): Promise<{ id: string; deleted: true }> {
   return sql.begin(async tx => {
     await writable(tx, auth, id, ifVersion)
-    await tx`delete from address_notes where id = ${id}`
+    await deleteNoteById(tx, id)
     return { id, deleted: true as const }
   })
 }

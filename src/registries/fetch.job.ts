@@ -13,6 +13,7 @@ import { log } from '../log'
 import { getChecked } from '../egress/checked-fetch'
 import { checkWebhookUrl } from '../egress/url-safety'
 import { readRegistryDocument } from './cards'
+import { recordFetchFailure, registryUrl, replaceCards } from './queries'
 
 export const REGISTRY_FETCH_KIND = 'registries.fetch'
 /** One pending fetch per registry, whoever asks for it. */
@@ -52,7 +53,7 @@ async function fetchCards(ctx: AppContext, url: string) {
 export const registryFetchJob: JobKind<{ registry_id: string }> = {
   kind: REGISTRY_FETCH_KIND,
   async handle(ctx, payload) {
-    const [registry] = await ctx.sql<{ id: string; url: string }[]>`select id, url from registries where id = ${payload.registry_id}`
+    const registry = await registryUrl(ctx.sql, payload.registry_id)
     if (!registry) return
     let cards: Awaited<ReturnType<typeof fetchCards>>
     try {
@@ -64,21 +65,10 @@ export const registryFetchJob: JobKind<{ registry_id: string }> = {
           : (error as Error).name === 'TimeoutError'
             ? `no answer within ${FETCH_TIMEOUT_MS} ms`
             : (error as Error).message
-      await ctx.sql`update registries set status = 'failed', last_error = ${reason.slice(0, 500)}, attempted_at = now() where id = ${registry.id}`
+      await recordFetchFailure(ctx.sql, registry.id, reason.slice(0, 500))
       log.info('registry fetch failed', { registry_id: registry.id, reason })
       return
     }
-    await ctx.sql.begin(async tx => {
-      const [kept] = await tx`select id from registries where id = ${registry.id} for update`
-      if (!kept) return
-      await tx`delete from registry_agents where registry_id = ${registry.id}`
-      const at = new Date()
-      for (const c of cards) {
-        await tx`
-          insert into registry_agents (id, registry_id, name, description, url, skills, card, fetched_at)
-          values (${randomUUIDv7()}, ${registry.id}, ${c.name}, ${c.description}, ${c.url}, ${c.skills}, ${tx.json(c.card as never)}, ${at})`
-      }
-      await tx`update registries set status = 'ok', last_error = null, fetched_at = ${at}, attempted_at = ${at} where id = ${registry.id}`
-    })
+    await ctx.sql.begin(tx => replaceCards(tx, registry.id, cards, new Date(), randomUUIDv7))
   },
 }

@@ -6,6 +6,7 @@
 import type { JobKind } from '../jobs/kind'
 import { enqueue } from '../jobs/queue'
 import { fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
+import { staleRegistries } from './queries'
 
 export const REFRESH_AFTER_HOURS = 6
 const BATCH = 500
@@ -14,10 +15,7 @@ export const registryRefreshJob: JobKind<Record<string, never>> = {
   kind: 'registries.refresh',
   everyMs: 15 * 60_000,
   async handle(ctx) {
-    const stale = await ctx.sql<{ id: string }[]>`
-      select id from registries
-       where coalesce(attempted_at, created_at) < now() - make_interval(hours => ${REFRESH_AFTER_HOURS})
-       order by coalesce(attempted_at, created_at) limit ${BATCH}`
-    for (const r of stale) await enqueue(ctx.sql, REGISTRY_FETCH_KIND, { registry_id: r.id }, { dedupeKey: fetchDedupeKey(r.id) })
+    for (const id of await staleRegistries(ctx.sql, REFRESH_AFTER_HOURS, BATCH))
+      await enqueue(ctx.sql, REGISTRY_FETCH_KIND, { registry_id: id }, { dedupeKey: fetchDedupeKey(id) })
   },
 }

@@ -12,29 +12,28 @@ import type { Sql, Tx } from '../db/client'
 import { isUniqueViolation } from '../db/errors'
 import { requireOwnerOrAdmin } from '../account/roles'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { enqueue } from '../jobs/queue'
 import type { Resolver } from '../dns/resolver'
 import { checkWebhookUrl } from '../egress/url-safety'
-import { countPublicAgents, publicAgentByAddress, publicAgentById, publicAgents } from '../networks/published-agents-queries'
+import { countPublicAgents, publicAgentByAddress, publicAgentById } from '../networks/published-agents-queries'
 import { agentCard } from './cards'
+import {
+  countRegistries,
+  deleteRegistryRow,
+  type EntryRow,
+  insertRegistry,
+  type RegistryRow,
+  registriesOf,
+  registryAgent,
+  registryAgentsPage,
+  registryById,
+} from './queries'
 import { documentUrl, fetchDedupeKey, REGISTRY_FETCH_KIND } from './fetch.job'
 import { BUILTIN_REGISTRY_ID, type Registry, type RegistryAgent, type RegistryAgentDetail } from './model'
-import { containsPattern } from '../db/like'
 
 export const MAX_REGISTRIES_PER_ORG = 20
-
-interface RegistryRow {
-  id: string
-  name: string
-  url: string
-  status: 'pending' | 'ok' | 'failed'
-  last_error: string | null
-  fetched_at: Date | null
-  created_at: Date
-  agent_count: number
-}
 
 const presentRegistry = (r: RegistryRow): Static<typeof Registry> => ({
   id: r.id,
@@ -48,13 +47,10 @@ const presentRegistry = (r: RegistryRow): Static<typeof Registry> => ({
   created_at: iso(r.created_at),
 })
 
-const registryColumns = (sql: Tx) => sql`r.id, r.name, r.url, r.status, r.last_error, r.fetched_at, r.created_at,
-  (select count(*)::int from registry_agents a where a.registry_id = r.id) as agent_count`
-
 /** The built-in registry first, then the organization's, newest first. */
 export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeof Registry>[]> {
   const builtin = await countPublicAgents(sql)
-  const rows = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${auth.orgId} order by r.id desc`
+  const rows = await registriesOf(sql, auth.orgId)
   return [
     {
       id: BUILTIN_REGISTRY_ID,
@@ -72,7 +68,7 @@ export async function listRegistries(sql: Sql, auth: Auth): Promise<Static<typeo
 }
 
 async function registryRow(sql: Tx, orgId: string, id: string): Promise<RegistryRow> {
-  const [row] = await sql<RegistryRow[]>`select ${registryColumns(sql)} from registries r where r.org_id = ${orgId} and r.id = ${id}`
+  const row = await registryById(sql, orgId, id)
   if (!row) throw errors.notFound('registry')
   return row
 }
@@ -108,10 +104,9 @@ export async function addRegistry(
   const id = randomUUIDv7()
   try {
     await sql.begin(async tx => {
-      const [count] = await tx<{ n: number }[]>`select count(*)::int as n from registries where org_id = ${auth.orgId}`
-      if (count!.n >= MAX_REGISTRIES_PER_ORG)
+      if ((await countRegistries(tx, auth.orgId)) >= MAX_REGISTRIES_PER_ORG)
         throw errors.conflict(`registries: at most ${MAX_REGISTRIES_PER_ORG} per organization`, { reason: 'limit_reached' })
-      await tx`insert into registries (id, org_id, name, url) values (${id}, ${auth.orgId}, ${input.name}, ${input.url})`
+      await insertRegistry(tx, id, auth.orgId, input.name, input.url)
       await enqueue(tx, REGISTRY_FETCH_KIND, { registry_id: id }, { dedupeKey: fetchDedupeKey(id) })
     })
   } catch (error) {
@@ -142,18 +137,8 @@ export async function deleteRegistry(sql: Sql, auth: Auth, id: string): Promise<
   await requireOwnerOrAdmin(sql, auth, 'registries')
   const found = await requireRegistry(sql, auth.orgId, id)
   if (found === 'builtin') throw errors.conflict('registry: the built-in registry cannot be removed', { reason: 'builtin_registry' })
-  await sql`delete from registries where org_id = ${auth.orgId} and id = ${id}`
+  await deleteRegistryRow(sql, auth.orgId, id)
   return { id, deleted: true }
-}
-
-interface EntryRow {
-  id: string
-  name: string
-  description: string
-  url: string | null
-  address: string | null
-  skills: string[]
-  fetched_at: Date | null
 }
 
 const presentEntry =
@@ -173,18 +158,7 @@ const presentEntry =
 export async function listRegistryAgents(sql: Sql, auth: Auth, id: string, filter: { q?: string; skill?: string }, page: PageRequest) {
   const found = await requireRegistry(sql, auth.orgId, id)
   const builtin = found === 'builtin'
-  const name = builtin ? sql`display_name` : sql`name`
-  const where = [builtin ? sql`true` : sql`registry_id = ${id}`]
-  if (filter.q) where.push(sql`(${name} ilike ${containsPattern(filter.q)} or description ilike ${containsPattern(filter.q)})`)
-  if (filter.skill) where.push(sql`skills @> ${[filter.skill.toLowerCase()]}::text[]`)
-  const result = await listPage<EntryRow>(sql, {
-    columns: builtin
-      ? sql`id, display_name as name, description, null as url, address, skills, null::timestamptz as fetched_at`
-      : sql`id, name, description, url, null as address, skills, fetched_at`,
-    from: builtin ? publicAgents(sql) : sql`registry_agents`,
-    where: where.reduce((all, w) => sql`${all} and ${w}`),
-    page,
-  })
+  const result = await registryAgentsPage(sql, builtin ? { builtin } : { id }, filter, page)
   return { ...result, present: presentEntry(builtin ? BUILTIN_REGISTRY_ID : id) }
 }
 
@@ -209,8 +183,7 @@ export async function getRegistryAgent(sql: Sql, config: Config, auth: Auth, id:
       card,
     }
   }
-  const [row] = await sql<(EntryRow & { card: Record<string, unknown> })[]>`
-    select id, name, description, url, null as address, skills, fetched_at, card from registry_agents where registry_id = ${id} and id = ${agentId}`
+  const row = await registryAgent(sql, id, agentId)
   if (!row) throw errors.notFound('agent')
   return { ...presentEntry(id)(row), card: row.card }
 }

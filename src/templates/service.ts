@@ -1,24 +1,11 @@
 /** Stored email templates: create, read, update, delete, validate, and rendering for send-mail. */
-import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { isUniqueViolation } from '../db/errors'
 import { ApiError, errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
+import { deleteTemplateRow, insertTemplateRow, type TemplateRow, templateWithAlias, templateById, templatesPage, updateTemplateRow } from './queries'
 import { checkTemplate, dataProblems, render, type Rendered, type TemplateSource, type Variable } from './render'
-
-export interface TemplateRow {
-  id: string
-  org_id: string
-  name: string
-  alias: string | null
-  subject: string
-  body_text: string
-  body_html: string | null
-  variables: Variable[]
-  created_at: Date
-  updated_at: Date
-}
 
 export interface TemplateInput {
   name: string
@@ -57,23 +44,17 @@ async function mapAlias<T>(alias: string | null | undefined, write: () => Promis
 export async function insertTemplate(sql: Tx, orgId: string, input: TemplateInput): Promise<TemplateRow> {
   const variables = input.variables ?? []
   checkTemplate({ ...input, variables })
-  return mapAlias(input.alias, async () => {
-    const [row] = await sql<TemplateRow[]>`
-      insert into email_templates (id, org_id, name, alias, subject, body_text, body_html, variables)
-      values (${randomUUIDv7()}, ${orgId}, ${input.name}, ${input.alias ?? null}, ${input.subject}, ${input.body_text}, ${input.body_html ?? null}, ${sql.json(variables as never)})
-      returning *`
-    return row!
-  })
+  return mapAlias(input.alias, () => insertTemplateRow(sql, orgId, { ...input, variables }))
 }
 
 export async function getTemplate(sql: Tx, orgId: string, id: string): Promise<TemplateRow> {
-  const [row] = await sql<TemplateRow[]>`select * from email_templates where org_id = ${orgId} and id = ${id}`
+  const row = await templateById(sql, orgId, id)
   if (!row) throw errors.notFound('template')
   return row
 }
 
 async function templateByAlias(sql: Tx, orgId: string, alias: string): Promise<TemplateRow> {
-  const [row] = await sql<TemplateRow[]>`select * from email_templates where org_id = ${orgId} and alias = ${alias}`
+  const row = await templateWithAlias(sql, orgId, alias)
   if (!row) throw errors.notFound(`template alias "${alias}"`)
   return row
 }
@@ -85,29 +66,21 @@ export async function findTemplate(sql: Tx, orgId: string, ref: { id?: string; a
 }
 
 export function listTemplates(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<TemplateRow>(sql, { columns: sql`*`, from: sql`email_templates`, where: sql`org_id = ${orgId}`, page })
+  return templatesPage(sql, orgId, page)
 }
 
 export async function updateTemplate(sql: Sql, orgId: string, id: string, patch: Partial<TemplateInput>): Promise<TemplateRow> {
   return sql.begin(async tx => {
-    const [current] = await tx<TemplateRow[]>`select * from email_templates where org_id = ${orgId} and id = ${id} for update`
+    const current = await templateById(tx, orgId, id, true)
     if (!current) throw errors.notFound('template')
     const next = { ...current, ...patch, variables: patch.variables ?? current.variables }
     checkTemplate(next)
-    return mapAlias(next.alias, async () => {
-      const [row] = await tx<TemplateRow[]>`
-        update email_templates set name = ${next.name}, alias = ${next.alias ?? null}, subject = ${next.subject}, body_text = ${next.body_text},
-               body_html = ${next.body_html ?? null}, variables = ${tx.json(next.variables as never)}, updated_at = now()
-         where id = ${id}
-        returning *`
-      return row!
-    })
+    return mapAlias(next.alias, () => updateTemplateRow(tx, id, next))
   })
 }
 
 export async function deleteTemplate(sql: Sql, orgId: string, id: string): Promise<{ id: string; deleted: true }> {
-  const rows = await sql`delete from email_templates where org_id = ${orgId} and id = ${id} returning id`
-  if (!rows.length) throw errors.notFound('template')
+  if (!(await deleteTemplateRow(sql, orgId, id))) throw errors.notFound('template')
   return { id, deleted: true }
 }
 

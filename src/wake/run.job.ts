@@ -14,22 +14,8 @@ import { postWebhook } from '../egress/checked-fetch'
 import { signedHeaders } from '../webhooks/signing'
 import { checkWebhookUrl } from '../egress/url-safety'
 import { invokeFunction } from '../functions/run'
-import { liveConnections } from '../connections/queries'
-import { liveEndpoints } from '../webhooks/queries'
-import { WAKE_RUN_KIND, type RunRow, type WakeRow } from './service'
-
-type Loaded = RunRow & { wake: WakeRow; address: string | null; url: string | null; endpoint_kind: string | null; endpoint_function: string | null }
-
-async function load(ctx: AppContext, runId: string): Promise<Loaded | null> {
-  const [row] = await ctx.sql<Loaded[]>`
-    select r.*, to_jsonb(w) as wake,
-           (select address from ${liveConnections(ctx.sql)} c where c.id = w.target_id and w.target_type = 'agent_connection') as address,
-           e.url, e.kind as endpoint_kind, e.function_id as endpoint_function
-      from wake_runs r join wakes w on w.id = r.wake_id
-      left join ${liveEndpoints(ctx.sql)} e on w.target_type = 'endpoint' and e.id = w.target_id
-     where r.id = ${runId}`
-  return row ?? null
-}
+import { disableWake, finishRun, type LoadedRun, loadRun, type RunRow, setRunAttempts, setRunError, type WakeRow } from './queries'
+import { WAKE_RUN_KIND } from './service'
 
 /** The body every target receives. */
 export function runBody(run: RunRow, wake: WakeRow, attempt: number) {
@@ -46,14 +32,11 @@ export function runBody(run: RunRow, wake: WakeRow, attempt: number) {
   }
 }
 
-async function finish(ctx: AppContext, run: Loaded, status: 'delivered' | 'failed', responseStatus: number | null, error: string | null) {
+async function finish(ctx: AppContext, run: LoadedRun, status: 'delivered' | 'failed', responseStatus: number | null, error: string | null) {
   await ctx.sql.begin(async tx => {
-    await tx`
-      update wake_runs set status = ${status}, response_status = ${responseStatus}, last_error = ${error}, finished_at = now()
-       where id = ${run.id}`
+    await finishRun(tx, run.id, status, responseStatus, error)
     // a one-shot wake is done once its run got through
-    if (status === 'delivered' && run.wake.schedule_type === 'at' && !run.manual)
-      await tx`update wakes set enabled = false, updated_at = now() where id = ${run.wake_id}`
+    if (status === 'delivered' && run.wake.schedule_type === 'at' && !run.manual) await disableWake(tx, run.wake_id)
     await recordChanges(tx, [
       {
         orgId: run.org_id,
@@ -74,7 +57,7 @@ async function finish(ctx: AppContext, run: Loaded, status: 'delivered' | 'faile
 }
 
 /** One attempt; throws to retry with the same run id. */
-async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status: number | null }> {
+async function attempt(ctx: AppContext, run: LoadedRun, job: Job): Promise<{ status: number | null }> {
   const wake = run.wake
   const body = JSON.stringify(runBody(run, wake, job.attempts))
   if (wake.target_type === 'agent_connection') {
@@ -125,9 +108,9 @@ async function attempt(ctx: AppContext, run: Loaded, job: Job): Promise<{ status
 export const wakeRunJob: JobKind<{ run_id: string }> = {
   kind: WAKE_RUN_KIND,
   async handle(ctx, payload, job) {
-    const run = await load(ctx, payload.run_id)
+    const run = await loadRun(ctx.sql, payload.run_id)
     if (run?.status !== 'pending') return
-    await ctx.sql`update wake_runs set attempts = ${job.attempts} where id = ${run.id}`
+    await setRunAttempts(ctx.sql, run.id, job.attempts)
     try {
       const { status } = await attempt(ctx, run, job)
       await finish(ctx, run, 'delivered', status, null)
@@ -135,7 +118,7 @@ export const wakeRunJob: JobKind<{ run_id: string }> = {
       const message = error instanceof Error ? error.message : String(error)
       const status = (error as { status?: number | null }).status ?? null
       if (job.attempts >= job.max_attempts) await finish(ctx, run, 'failed', status, message)
-      else await ctx.sql`update wake_runs set last_error = ${message}, response_status = ${status} where id = ${run.id}`
+      else await setRunError(ctx.sql, run.id, message, status)
       throw error
     }
   },

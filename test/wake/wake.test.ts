@@ -10,7 +10,8 @@ import { managedAddress } from '../helpers/mail'
 import { startReceiver, type Receiver } from '../helpers/receiver'
 import { startWorker, type Worker } from '../../src/jobs/worker'
 import { wakeRunJob } from '../../src/wake/run.job'
-import { createWake, scheduleDueWakes, type WakeRow } from '../../src/wake/service'
+import type { WakeRow } from '../../src/wake/queries'
+import { createWake, scheduleDueWakes } from '../../src/wake/service'
 
 let t: TestApp
 let org: TestOrg
