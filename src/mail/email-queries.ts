@@ -12,12 +12,8 @@ import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from './inbound/parse'
 import type { AuthVerdicts } from './inbound/authenticate'
 import { isQueryCanceled } from '../db/errors'
-<<<<<<< HEAD
 import { scopedQuery, searchQuery, searchVector } from './search-text'
-=======
-import { searchQuery, searchVector } from './search-text'
 import { hasLabel, needsLabelIndex, threadLabelsColumn, threadsWithLabels } from './label-queries'
->>>>>>> main
 
 export const SEARCH_BUDGET_MS = 3_000
 
