@@ -1272,6 +1272,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The changes feed, pushed as Server-Sent Events
+         * @description Every change of GET /v1/changes, as it commits, on one open response (`text/event-stream`): for the organization, one inbox (`inbox_id`), one address (`address`), or a connection key's bound address (always). Each event is `id: <cursor>`, `event: <change type>`, `data: <the change as JSON>`. The id is the feed cursor after that change: reconnect with the `Last-Event-ID` header (EventSource does) or `?cursor=` and the stream resumes exactly after it, nothing lost or repeated; it is also a cursor for GET /v1/changes. A comment line (`: heartbeat`) comes every 15 s. An organization may hold EVENT_STREAMS_PER_ORG (default 20) open streams on each api process; past that, 429 rate_limited with Retry-After. A cursor older than retention is 410 cursor_expired before the stream starts. The stream ends when the server stops; reconnect with Last-Event-ID.
+         */
+        get: operations["getV1EventsStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/filters": {
         parameters: {
             query?: never;
@@ -12374,6 +12394,98 @@ export interface operations {
                         };
                         /** @constant */
                         success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1EventsStream: {
+        parameters: {
+            query?: {
+                /** @description only changes about this mailbox address (connection keys: always their bound address) */
+                address?: string;
+                /** @description where to start: a cursor of GET /v1/changes or an event id of a stream, or `earliest`; omitted = now. The Last-Event-ID header wins over it */
+                cursor?: string;
+                /** @description only changes about this inbox's address (404 for an inbox that is not the organization's) */
+                inbox_id?: string;
+                /** @description comma-separated types (email.received) or prefixes (email.*) */
+                types?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": {
+                        /** @description a summary of the change; read the resource for the rest */
+                        data: {
+                            [key: string]: unknown;
+                        };
+                        /** @description evt_<32 hex>; a mail event has the id of its webhook event, so clients can dedupe across both */
+                        id: string;
+                        /** Format: date-time */
+                        occurred_at: string;
+                        resource: {
+                            id: string;
+                            /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft */
+                            type: string;
+                        };
+                        /** @description position in the organization's total order; increases by one per change */
+                        seq: number;
+                        /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected (see docs/agent-state.md) */
+                        type: string;
                     };
                 };
             };
