@@ -11,6 +11,7 @@ import { errors } from '../errors'
 import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Address } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
+import { BatchBody, BatchResult, MAX_BATCH, sendBatch } from './batch'
 import { forwardedMessage } from './forward'
 import { SEND_MAIL_MAX_BODY_BYTES, SendMailBody, type SendMailRequest, SendResponse, SentEmail } from './model'
 import { relayOf } from './relay'
@@ -71,6 +72,23 @@ export const sendingOperations = [
     },
     output: SendResponse,
     handle: send,
+  }),
+  operation({
+    name: 'send_email_batch',
+    method: 'POST',
+    path: '/v1/send-mail/batch',
+    tag: TAG,
+    summary: `Send up to ${MAX_BATCH} emails in one request`,
+    description:
+      `Each of \`messages\` (1 to ${MAX_BATCH}) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: ` +
+      '`{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). ' +
+      'Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload.',
+    input: BatchBody,
+    bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
+    idempotency: IDEMPOTENCY,
+    mcp: false,
+    output: t.Array(BatchResult),
+    handle: (call, { messages }) => sendBatch(call, messages, send),
   }),
   operation({
     name: 'reply_to_email',

@@ -184,6 +184,7 @@ describe('forbidden: everything else', () => {
       'GET /v1/emails',
       'GET /v1/emails/:id',
       'POST /v1/send-mail',
+      'POST /v1/send-mail/batch',
       'GET /v1/drafts',
       'POST /v1/drafts',
       'GET /v1/drafts/:id',
