@@ -37,6 +37,7 @@ export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'GET', path: '/v1/emails/:id', why: 'mail reads for the bound address' },
   { method: 'POST', path: '/v1/send-mail', why: 'sending as the bound address' },
   { method: 'POST', path: '/v1/send-mail/batch', why: 'sending as the bound address, message by message' },
+  { method: 'POST', path: '/v1/emails/:id/forward', why: 'forwarding mail of the bound address, as it (another email is not_found)' },
   { method: 'GET', path: '/v1/drafts', why: 'drafts of the bound address (the route filters by it)' },
   { method: 'POST', path: '/v1/drafts', why: 'drafts from the bound address' },
   { method: 'GET', path: '/v1/drafts/:id', why: 'drafts of the bound address (another is not_found)' },

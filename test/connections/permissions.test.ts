@@ -185,6 +185,7 @@ describe('forbidden: everything else', () => {
       'GET /v1/emails/:id',
       'POST /v1/send-mail',
       'POST /v1/send-mail/batch',
+      'POST /v1/emails/:id/forward',
       'GET /v1/drafts',
       'POST /v1/drafts',
       'GET /v1/drafts/:id',
