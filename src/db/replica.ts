@@ -9,7 +9,7 @@
  * there while the replica is down, unreachable or further behind than REPLICA_MAX_LAG_MS.
  */
 import { log } from '../log'
-import type { Sql } from './client'
+import type postgres from 'postgres'
 import { isDatabaseUnavailable } from './errors'
 
 const POLL_MS = 100
@@ -36,9 +36,9 @@ export class Replica {
   private reachable = true
 
   constructor(
-    private readonly primary: Sql,
+    private readonly primary: postgres.Sql,
     /** the replica's pool: few connections, and a short connect timeout, so that a replica that does not answer holds no read up */
-    readonly sql: Sql,
+    readonly sql: postgres.Sql,
     private readonly maxLagMs: number,
   ) {}
 
