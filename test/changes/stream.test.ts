@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { EventSource } from 'eventsource'
-import { createOrg, testSql, type TestOrg } from '../helpers/app'
+import { createOrg, TEST_SECRET, testSql, type TestOrg } from '../helpers/app'
 import { testDatabase } from '../helpers/database'
 import { expectError, expectOk } from '../helpers/envelope'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
@@ -15,8 +15,9 @@ import { until } from '../helpers/until'
 import { serveHttp, type HttpServer } from '../../src/http/serve'
 import { EventStreams, eventStreams } from '../../src/changes/stream'
 import { MailEvents, mailEvents } from '../../src/events'
+import { startService } from '../../src/index'
 
-await testDatabase()
+const db = await testDatabase()
 
 const CAP = 3
 let h: InboundHarness
@@ -295,4 +296,29 @@ describe('GET /v1/events/stream', () => {
       await events.close()
     }
   })
+
+  test.skipIf(db.kind !== 'postgres')(
+    'a service stopping (SIGTERM) ends its open streams at once, well within its grace',
+    async () => {
+      const service = await startService({
+        DATABASE_URL: db.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        SECRET_KEY: TEST_SECRET,
+        LOG_LEVEL: 'silent',
+        MANAGED_DOMAIN: 'agents.test.local',
+        ROLES: 'api',
+        SHUTDOWN_GRACE_MS: '8000',
+      })
+      const res = await fetch(`http://127.0.0.1:${service.running.apiPort}/v1/events/stream`, { headers: { authorization: `Bearer ${org.key}` } })
+      expect(res.status).toBe(200)
+      const reader = res.body!.getReader()
+      await reader.read()
+      const started = Date.now()
+      await service.shutdown('SIGTERM')
+      for (;;) if ((await reader.read()).done) break
+      expect(Date.now() - started).toBeLessThan(3000)
+    },
+    20_000,
+  )
 })
