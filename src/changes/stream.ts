@@ -126,7 +126,7 @@ export class EventStreams {
 
   /** The events of the next changes after `after`, as SSE text ('' when none), and where to resume. */
   private async read(ctx: AppContext, s: OpenStream, after: number | null, filter: FeedFilter): Promise<{ text: string; next: number }> {
-    const page = await readFeed(ctx, s.orgId, after, BATCH, filter)
+    const page = await readFeed(ctx, s.orgId, after, BATCH, filter, false)
     let text = ''
     for (const change of page.changes)
       text += `id: ${encodeCursor(ctx, s.orgId, Number(change.seq))}\nevent: ${change.type}\ndata: ${JSON.stringify(presentChange(change))}\n\n`

@@ -147,6 +147,25 @@ describe('GET /v1/events/stream', () => {
     }
   })
 
+  test('a stream resumed far behind sends every change since its cursor in order, page after page', async () => {
+    const o = await createOrg()
+    const start = expectOk(await h.request('GET', '/v1/changes/cursor', { key: o.key })).cursor
+    for (let i = 0; i < 250; i++) expectOk(await h.request('PUT', `/v1/memories/k${i}`, { key: o.key, body: { value: i } }))
+    const s = await openStream(`/v1/events/stream?types=memory.set&cursor=${start}`, o.key)
+    try {
+      const events = await until(
+        async () => s.events,
+        e => e.length >= 250,
+      )
+      const seqs = events.map(e => e.data.seq)
+      expect(events.length).toBe(250)
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+      expect(new Set(seqs).size).toBe(250)
+    } finally {
+      s.close()
+    }
+  })
+
   test('past EVENT_STREAMS_PER_ORG open streams, the next is 429 until one closes; other organizations are not counted', async () => {
     const o = await createOrg()
     const open = await Promise.all(Array.from({ length: CAP }, () => openStream('/v1/events/stream', o.key)))
