@@ -19,11 +19,11 @@ const FLOORS = [
     'features',
     [
       'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts', 'streams',
-      'signups', 'credits', 'notes', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
+      'signups', 'credits', 'notes', 'labels', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],
   // the surfaces made from the features' operations (operations.ts lists them)
-  ['surfaces', ['operations.ts', 'graphql', 'mcp', 'admin']],
+  ['surfaces', ['operations.ts', 'graphql', 'mcp', 'admin', 'console']],
   // the composition root and the process roles
   ['composition', ['app.ts', 'plugins.ts', 'job-kinds.ts', 'roles.ts', 'index.ts', 'dev.ts']],
 ]

@@ -40,6 +40,7 @@ import { templateRoutes } from './templates/routes'
 import { GRAPHQL_PATH, graphqlRoutes } from './graphql/routes'
 import { graphqlErrorBody } from './graphql/errors'
 import { registryRoutes } from './registries/routes'
+import { consoleRoutes } from './console/routes'
 
 export function createApp(ctx: AppContext) {
   const defaultLimit = ctx.config.MAX_BODY_BYTES
@@ -148,6 +149,7 @@ export function createApp(ctx: AppContext) {
     .use(templateRoutes(ctx))
     .use(graphqlRoutes(ctx))
     .use(registryRoutes(ctx))
+    .use(consoleRoutes(ctx))
   return app
 }
 

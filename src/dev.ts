@@ -133,11 +133,12 @@ console.log(`
   API          ${api}/v1
   OpenAPI      ${api}/v1/openapi
   Health       ${api}/v1/health
+  Console      ${api}/console
   SMTP         ${host}:${service.running.smtpPort ?? config.SMTP_PORT} (managed domain ${config.MANAGED_DOMAIN})
 
   Development organization ${org.org_id} (${plan} plan)
   API key      ${org.api_key}
-  Sign in      ${org.email} with password ${org.password} (agent-mail login, the OAuth pages)
+  Sign in      ${org.email} with password ${org.password} (the console, agent-mail login, the OAuth pages)
 
   Try it:      curl -H "Authorization: Bearer ${org.api_key}" ${api}/v1/whoami
   More keys:   bin/admin key create ${org.org_id}

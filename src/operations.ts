@@ -12,6 +12,7 @@ import { emailOperations } from './emails/operations'
 import { functionObserveOperations, functionOperations, functionSecretOperations } from './functions/operations'
 import type { Operation } from './http/operation'
 import { inboxOperations } from './inboxes/operations'
+import { labelOperations } from './labels/operations'
 import { functionMemoryOperations, orgMemoryOperations } from './memories/operations'
 import { networkOperations, publishedAgentOperations } from './networks/operations'
 import { noteOperations } from './notes/operations'
@@ -26,6 +27,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...domainOperations,
   ...inboxOperations,
   ...emailOperations,
+  ...labelOperations,
   ...sendingOperations,
   ...draftOperations,
   ...approvalPolicyOperations,

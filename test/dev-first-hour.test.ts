@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect } from 'node:net'
+import nodemailer from 'nodemailer'
 import { devEnv, freePort, REPO } from './helpers/dev-process'
 import { hiddenField } from './helpers/identity'
 import { BIN, watch, type Watched } from './cli-client/helpers'
@@ -52,7 +53,7 @@ afterAll(() => {
 
 describe('make dev, the first hour', () => {
   test('the banner says how to sign in, where that is kept, how to stop and how to reset', () => {
-    expect(out.text).toMatch(/^ {2}Sign in {6}dev@localhost with password \S{12,} \(agent-mail login, the OAuth pages\)$/m)
+    expect(out.text).toMatch(/^ {2}Sign in {6}dev@localhost with password \S{12,} \(the console, agent-mail login, the OAuth pages\)$/m)
     expect(out.text).toContain(`Kept in      ${dataDir}/dev-org.json`)
     expect(out.text).toContain('Stop:        Ctrl-C')
     expect(out.text).toContain(`Reset:       stop, then make reset (deletes ${dataDir}/ and nothing else)`)
@@ -93,6 +94,36 @@ describe('make dev, the first hour', () => {
     const mail = await run(['mail', 'list', '--json'])
     expect({ code: mail.code, mail: JSON.parse(mail.stdout) }).toEqual({ code: 0, mail: [] })
   }, 60_000)
+
+  test('the console signs in with the printed sign-in and shows a message sent over SMTP', async () => {
+    const [, email, password] = /Sign in +(\S+) with password (\S+)/.exec(out.text)!
+    const key = /API key +(\S+)/.exec(out.text)![1]!
+    const smtpPort = Number(/SMTP +\S+?:(\d+)/.exec(out.text)![1])
+    expect(out.text).toContain(`Console      ${origin}/console`)
+    const inbox = await fetch(`${origin}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{}',
+    })
+    const { id, address } = ((await inbox.json()) as { data: { id: string; address: string } }).data
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true })
+    await transport.sendMail({ from: 'you@example.com', to: address, subject: 'Hello console', text: 'Are you there?' })
+    transport.close()
+    // the browser: the sign-in form with its cookie, then the session cookie
+    const form = await fetch(`${origin}/console/sign-in`)
+    const formCookie = (form.headers.get('set-cookie') ?? '').split(';')[0]!
+    const signedIn = await fetch(`${origin}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie },
+      body: new URLSearchParams({ csrf_token: hiddenField(await form.text(), 'csrf_token'), email: email!, password: password! }).toString(),
+    })
+    expect(signedIn.status).toBe(303)
+    const session = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!
+    const mail = await fetch(`${origin}/console/inboxes/${id}`, { headers: { cookie: session } })
+    expect(mail.status).toBe(200)
+    expect(await mail.text()).toContain('Hello console')
+  })
 
   test('the log is short lines for a person, and quiet while nothing happens (no line per routine job)', async () => {
     // the wake scheduler runs every 10 s: wait past one round after the banner

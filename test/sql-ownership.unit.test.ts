@@ -81,12 +81,14 @@ const OWNERS: Record<string, string> = {
   signups: 'signups',
   cli_device_codes: 'cli',
   cli_device_pages: 'cli',
+  console_sessions: 'console',
   contacts: 'contacts',
   address_notes: 'notes',
   wakes: 'wake',
   wake_runs: 'wake',
   email_templates: 'templates',
   credit_codes: 'credits',
+  labels: 'labels',
 }
 
 /** Tables that a migration created and a later one dropped: no statement may name them. */

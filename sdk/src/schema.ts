@@ -1180,6 +1180,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/emails/{id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add and remove labels on a message
+         * @description Marking read takes unread off and the reverse (taking read off marks unread). Each message whose labels changed is an email.labels_changed change.
+         */
+        post: operations["postV1EmailsIdLabels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/emails/{id}/raw": {
         parameters: {
             query?: never;
@@ -1214,6 +1234,26 @@ export type paths = {
          * @description The tick must be DKIM-authenticated by the sender.
          */
         post: operations["postV1EmailsIdRepeatStop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/emails/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add and remove labels on up to 100 messages
+         * @description All or nothing: an id that is not a message of the organization (or of a connection key's address) is 404 and changes nothing. Marking read takes unread off and the reverse (taking read off marks unread). Each message whose labels changed is an email.labels_changed change.
+         */
+        post: operations["postV1EmailsLabels"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1869,6 +1909,44 @@ export type paths = {
          * @description Deletes the inbox at once: mail to its address is refused from then on, and the address may be taken again. Mail already received stays.
          */
         delete: operations["deleteV1InboxesId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List labels: the system ones, then the organization’s by name */
+        get: operations["getV1Labels"];
+        put?: never;
+        /**
+         * Create a custom label
+         * @description A name of 100 at most per organization (403 quota_exceeded past it); system names are reserved. A label that exists is answered as it is, with 200 instead of 201.
+         */
+        post: operations["postV1Labels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/labels/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a custom label, taking it off every message */
+        delete: operations["deleteV1LabelsName"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2769,7 +2847,10 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** List threads, newest first */
+        /**
+         * List threads, newest first
+         * @description A thread's labels are the union of its messages'; label= finds the threads whose messages carry every one given.
+         */
         get: operations["getV1Threads"];
         put?: never;
         post?: never;
@@ -2790,6 +2871,26 @@ export type paths = {
         get: operations["getV1ThreadsId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/threads/{id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add and remove labels on every message of a thread
+         * @description A thread's labels are the union of its messages'. Marking read takes unread off and the reverse (taking read off marks unread). Each message whose labels changed is an email.labels_changed change.
+         */
+        post: operations["postV1ThreadsIdLabels"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7683,12 +7784,12 @@ export interface operations {
                             occurred_at: string;
                             resource: {
                                 id: string;
-                                /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft */
+                                /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft, label */
                                 type: string;
                             };
                             /** @description position in the organization's total order; increases by one per change */
                             seq: number;
-                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected (see docs/agent-state.md) */
+                            /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected, email.labels_changed, label.created, label.deleted (see docs/agent-state.md) */
                             type: string;
                         }[];
                         meta: {
@@ -11136,6 +11237,8 @@ export interface operations {
                 inbox_id?: string;
                 /** @description add each message's extracted_text and extracted_html: the reply without its quotes (default false) */
                 include_extracted?: boolean;
+                /** @description only what carries this label (unread, read, inbound, sent, or a custom one); repeat it (label=a&label=b) for all of them */
+                label?: string[];
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 /** @description only mail received after this instant. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z */
@@ -11178,6 +11281,8 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
+                            /** @description sorted: system labels (inbound and unread on arrival, read once marked, sent on a sent copy) and custom ones the organization created (GET /v1/labels) */
+                            labels: string[];
                             /** Format: date-time */
                             received_at: string;
                             size_bytes: number;
@@ -11332,6 +11437,8 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             in_reply_to: string | null;
+                            /** @description sorted: system labels (inbound and unread on arrival, read once marked, sent on a sent copy) and custom ones the organization created (GET /v1/labels) */
+                            labels: string[];
                             message_id: string | null;
                             /** Format: date-time */
                             received_at: string;
@@ -11763,6 +11870,112 @@ export interface operations {
             };
         };
     };
+    postV1EmailsIdLabels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the message */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description labels to add: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    add?: string[];
+                    /** @description labels to take off: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    remove?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description its labels now, sorted */
+                            labels: string[];
+                            /** Format: uuid */
+                            thread_id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getV1EmailsIdRaw: {
         parameters: {
             query?: {
@@ -11862,6 +12075,114 @@ export interface operations {
             };
             /** @description unauthorized: missing or invalid bearer credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1EmailsLabels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description labels to add: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    add?: string[];
+                    /** @description 1 to 100 message ids */
+                    ids: string[];
+                    /** @description labels to take off: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    remove?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description each message with its labels now, in id order */
+                            emails: {
+                                /** Format: uuid */
+                                id: string;
+                                /** @description its labels now, sorted */
+                                labels: string[];
+                                /** Format: uuid */
+                                thread_id: string;
+                            }[];
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12681,12 +13002,12 @@ export interface operations {
                         occurred_at: string;
                         resource: {
                             id: string;
-                            /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft */
+                            /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft, label */
                             type: string;
                         };
                         /** @description position in the organization's total order; increases by one per change */
                         seq: number;
-                        /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected (see docs/agent-state.md) */
+                        /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected, email.labels_changed, label.created, label.deleted (see docs/agent-state.md) */
                         type: string;
                     };
                 };
@@ -16635,6 +16956,277 @@ export interface operations {
                             deleted: true;
                             /** Format: uuid */
                             id: string;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1Labels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description null for a system label */
+                            created_at: string | null;
+                            name: string;
+                            /** @description true for the labels the service sets (inbound, sent, unread, read); they cannot be created or deleted */
+                            system: boolean;
+                        }[];
+                        meta: {
+                            /** @description pass as `cursor` to fetch the next page; null when there are no more */
+                            cursor: string | null;
+                            /** @description page size */
+                            limit: number;
+                            /** @description total count of matching items. Lists that grow with the mail count up to a cap, and a total at the cap means at least that many: emails with a filter other than thread_id and threads up to 10,000, search up to 100 */
+                            total: number;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1Labels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 40 lowercase letters, digits, -, _ or ., starting with a letter or digit */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description null for a system label */
+                            created_at: string | null;
+                            name: string;
+                            /** @description true for the labels the service sets (inbound, sent, unread, read); they cannot be created or deleted */
+                            system: boolean;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description null for a system label */
+                            created_at: string | null;
+                            name: string;
+                            /** @description true for the labels the service sets (inbound, sent, unread, read); they cannot be created or deleted */
+                            system: boolean;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteV1LabelsName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the custom label */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            deleted: true;
+                            /** @description how many messages it was taken off */
+                            messages: number;
+                            name: string;
                         };
                         /** @constant */
                         success: true;
@@ -20768,6 +21360,8 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
+                            /** @description sorted: system labels (inbound and unread on arrival, read once marked, sent on a sent copy) and custom ones the organization created (GET /v1/labels) */
+                            labels: string[];
                             /** Format: date-time */
                             received_at: string;
                             size_bytes: number;
@@ -22967,6 +23561,8 @@ export interface operations {
             query?: {
                 /** @description the `meta.cursor` of the previous page */
                 cursor?: string;
+                /** @description only what carries this label (unread, read, inbound, sent, or a custom one); repeat it (label=a&label=b) for all of them */
+                label?: string[];
                 /** @description page size, 1 to 100 */
                 limit?: number;
             };
@@ -22988,6 +23584,8 @@ export interface operations {
                             created_at: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description the union of its messages' labels, sorted */
+                            labels: string[];
                             /** Format: date-time */
                             last_message_at: string;
                             message_count: number;
@@ -23092,6 +23690,8 @@ export interface operations {
                                 } | null;
                                 /** Format: uuid */
                                 id: string;
+                                /** @description sorted: system labels (inbound and unread on arrival, read once marked, sent on a sent copy) and custom ones the organization created (GET /v1/labels) */
+                                labels: string[];
                                 /** Format: date-time */
                                 received_at: string;
                                 size_bytes: number;
@@ -23105,6 +23705,8 @@ export interface operations {
                             }[];
                             /** Format: uuid */
                             id: string;
+                            /** @description the union of its messages' labels, sorted */
+                            labels: string[];
                             /** Format: date-time */
                             last_message_at: string;
                             message_count: number;
@@ -23127,6 +23729,119 @@ export interface operations {
             };
             /** @description unauthorized: missing or invalid bearer credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1ThreadsIdLabels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the thread */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description labels to add: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    add?: string[];
+                    /** @description labels to take off: read or unread (each takes the other off), or custom ones the organization created; inbound and sent are set by the service */
+                    remove?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description each message with its labels now, in id order */
+                            emails: {
+                                /** Format: uuid */
+                                id: string;
+                                /** @description its labels now, sorted */
+                                labels: string[];
+                                /** Format: uuid */
+                                thread_id: string;
+                            }[];
+                            /** Format: uuid */
+                            id: string;
+                            /** @description the union of its messages' labels now */
+                            labels: string[];
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -16,11 +16,11 @@ export const Change = t.Object({
       'email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, ' +
       'suppression.created, suppression.deleted, delivery.created, delivery.status_changed, ' +
       'domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, ' +
-      'payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected (see docs/agent-state.md)',
+      'payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected, email.labels_changed, label.created, label.deleted (see docs/agent-state.md)',
   }),
   occurred_at: t.String({ format: 'date-time' }),
   resource: t.Object({
-    type: t.String({ description: 'email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft' }),
+    type: t.String({ description: 'email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft, label' }),
     id: t.String(),
   }),
   data: t.Record(t.String(), t.Unknown(), { description: 'a summary of the change; read the resource for the rest' }),

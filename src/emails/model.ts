@@ -4,6 +4,9 @@ import { t } from 'elysia'
 /** Long-polls longer than this are cut short; clients simply poll again. */
 export const MAX_WAIT_SECONDS = 60
 
+const LABELS =
+  'sorted: system labels (inbound and unread on arrival, read once marked, sent on a sent copy) and custom ones the organization created (GET /v1/labels)'
+
 export const Address = t.Object({ address: t.String(), name: t.String() })
 
 export const Summary = t.Object({
@@ -22,6 +25,7 @@ export const Summary = t.Object({
   size_bytes: t.Integer(),
   attachment_count: t.Integer(),
   content_discarded: t.Boolean(),
+  labels: t.Array(t.String(), { description: LABELS }),
 })
 
 export const EXTRACTED_TEXT =
@@ -90,4 +94,5 @@ export const Thread = t.Object({
   message_count: t.Integer(),
   last_message_at: t.String({ format: 'date-time' }),
   created_at: t.String({ format: 'date-time' }),
+  labels: t.Array(t.String(), { description: "the union of its messages' labels, sorted" }),
 })

@@ -16,6 +16,7 @@ import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { getInbox } from '../mail/inbox-queries'
 import { EMAIL_EVENT_TYPES } from '../mail/inbound/classify'
 import { SENT_EVENT_TYPES } from '../mail/store'
+import { LabelFilter } from '../labels/model'
 import { EmailWithLinks, withLinks } from './links'
 import { Email, ListedEmail, MAX_WAIT_SECONDS, Summary, Thread } from './model'
 import { discardContent, type EmailFilters, getEmail, listEmails, listThreads, searchEmails } from '../mail/email-queries'
@@ -50,10 +51,14 @@ const EmailQuery = t.Object({
       description: 'only mail received at this address (an envelope recipient) or sent from it',
     }),
   ),
+  label: LabelFilter,
   include_extracted: t.Optional(
     t.Boolean({ description: "add each message's extracted_text and extracted_html: the reply without its quotes (default false)" }),
   ),
 })
+
+/** The label filter, each label once, in one order (a cursor's scope names them so). */
+const labelsOf = (label: readonly string[] | undefined) => [...new Set(label ?? [])].sort()
 
 /** GraphQL's check of an address (REST's schema has a stricter one). */
 const LOOSE_ADDRESS = /^[^\s@]+@[^\s@]+$/
@@ -70,6 +75,7 @@ async function emailFilters({ ctx, auth }: OperationCall, q: Static<typeof Email
     threadId: q.thread_id,
     eventType: q.event_type,
     addresses: [auth.boundAddress, inbox?.address, address].filter(a => a !== undefined),
+    labels: labelsOf(q.label),
   }
 }
 
@@ -88,21 +94,21 @@ export const emailOperations = [
         'Received and sent mail, newest first, without bodies. Filter by direction, thread or time; include_extracted adds each reply without its quotes. ' +
         'Read one with get_email.',
       // a model waits with wait_for_email; the connection key's address is its filter
-      input: ['direction', 'thread_id', 'since', 'include_extracted'],
+      input: ['direction', 'thread_id', 'label', 'since', 'include_extracted'],
     },
     graphql: {
       field: 'emails',
       type: 'Email',
       description: 'Received and sent mail, newest first (as GET /v1/emails); the filters combine. A connection key\nsees only the mail of its address.',
-      args: { direction: 'Direction', since: 'DateTime' },
-      input: ['direction', 'thread_id', 'address', 'since'],
+      args: { direction: 'Direction', since: 'DateTime', label: '[String!]' },
+      input: ['direction', 'thread_id', 'address', 'label', 'since'],
     },
     list: {
       item: ListedEmail,
       // A cursor continues the list it came from: it is signed for these filters and refused with others
       // (include_extracted is not a filter: a page may ask for the new content or not).
       scope: (_call, q) =>
-        `emails?${JSON.stringify([q.since ?? null, q.direction ?? null, q.thread_id ?? null, q.event_type ?? null, q.inbox_id ?? null, q.address?.toLowerCase() ?? null])}`,
+        `emails?${JSON.stringify([q.since ?? null, q.direction ?? null, q.thread_id ?? null, q.event_type ?? null, q.inbox_id ?? null, q.address?.toLowerCase() ?? null, labelsOf(q.label)])}`,
       prepare: emailFilters,
       fetch: ({ ctx, auth, signal }, q, page, filters: EmailFilters) => {
         const read = () => listEmails(ctx.sql, auth.orgId, page, filters, q.include_extracted ?? false)
@@ -196,12 +202,19 @@ export const emailOperations = [
     path: '/v1/threads',
     tag: 'Threads',
     summary: 'List threads, newest first',
-    mcp: { description: 'Conversations, most recent first.' },
-    graphql: { field: 'threads', type: 'Thread', description: 'Conversations, newest first (as GET /v1/threads). Not for connection keys.' },
+    description: "A thread's labels are the union of its messages'; label= finds the threads whose messages carry every one given.",
+    input: t.Object({ label: LabelFilter }),
+    mcp: { description: 'Conversations, most recent first; label (unread, a custom label) keeps those whose messages carry it.' },
+    graphql: {
+      field: 'threads',
+      type: 'Thread',
+      description: 'Conversations, newest first (as GET /v1/threads). Not for connection keys.',
+      args: { label: '[String!]' },
+    },
     list: {
       item: Thread,
-      scope: () => 'threads',
-      fetch: ({ ctx, auth }, _args, page) => listThreads(ctx.sql, auth.orgId, page),
+      scope: (_call, q) => `threads?${JSON.stringify(labelsOf(q.label))}`,
+      fetch: ({ ctx, auth }, q, page) => listThreads(ctx.sql, auth.orgId, page, labelsOf(q.label)),
       present: presentThread,
     },
   }),

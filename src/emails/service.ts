@@ -16,6 +16,7 @@ export const presentSummary = (r: SummaryRow) => ({
   size_bytes: r.size_bytes,
   attachment_count: r.attachments.length,
   content_discarded: r.content_discarded_at !== null,
+  labels: r.labels,
 })
 
 /** A list's item: the summary, with the new content when the list read it (`listEmails`' `extracted`). */
@@ -47,6 +48,7 @@ export const presentThread = (t: ThreadRow) => ({
   message_count: t.message_count,
   last_message_at: iso(t.last_message_at)!,
   created_at: iso(t.created_at)!,
+  labels: t.labels,
 })
 
 /** A thread of the organization with its messages; not_found for any other. */

@@ -117,6 +117,8 @@ type Email {
   sizeBytes: Int!
   attachmentCount: Int!
   contentDiscarded: Boolean!
+  "sorted: system labels (inbound, unread, read, sent) and the organization's own"
+  labels: [String!]!
   messageId: String
   inReplyTo: String
   references: [String!]!
@@ -139,6 +141,14 @@ type Email {
   thread: Thread
 }
 
+type Label {
+  name: String!
+  "true for the labels the service sets (inbound, sent, unread, read)"
+  system: Boolean!
+  "null for a system label"
+  createdAt: DateTime
+}
+
 type Thread {
   id: ID!
   subject: String!
@@ -146,6 +156,8 @@ type Thread {
   messageCount: Int!
   lastMessageAt: DateTime!
   createdAt: DateTime!
+  "the union of its messages' labels, sorted"
+  labels: [String!]!
   "its messages, newest first"
   emails(${CONNECTION_ARGS}): EmailConnection!
 }

@@ -35,6 +35,9 @@ export interface ScopedRoute {
 export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'GET', path: '/v1/emails', why: 'mail reads for the bound address' },
   { method: 'GET', path: '/v1/emails/:id', why: 'mail reads for the bound address' },
+  { method: 'POST', path: '/v1/emails/:id/labels', why: "labels of the bound address's mail (another message is not_found)" },
+  { method: 'POST', path: '/v1/emails/labels', why: "labels of the bound address's mail (any other id is not_found)" },
+  { method: 'GET', path: '/v1/labels', why: 'the names it may label its mail with' },
   { method: 'POST', path: '/v1/send-mail', why: 'sending as the bound address' },
   { method: 'POST', path: '/v1/send-mail/batch', why: 'sending as the bound address, message by message' },
   { method: 'POST', path: '/v1/emails/:id/forward', why: 'forwarding mail of the bound address, as it (another email is not_found)' },

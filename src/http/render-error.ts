@@ -9,7 +9,7 @@ import { ApiError, errors } from '../errors'
 
 /** How long a client should wait while the database is unreachable: a restart or failover takes seconds. */
 export const DATABASE_RETRY_SECONDS = 5
-import { validationError } from './validation'
+import { fieldName, reasonOf, validationError } from './validation'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -20,6 +20,16 @@ type Issue = { path: string; type: number; schema: unknown; message: string }
 function coercedName(request: Request, value: unknown): string {
   const url = new URL(request.url)
   const names = [...new Set([...url.searchParams].filter(([, v]) => v !== '' && Number(v) === value).map(([k]) => k))]
+  return names.length === 1 ? names[0]! : 'query'
+}
+
+/**
+ * Elysia decodes a repeated query parameter (`label=a&label=b`, an array) with a transform, and
+ * reports an item that fails its schema without the parameter's name: find the parameter that
+ * carried the value.
+ */
+function repeatedName(request: Request, value: unknown): string {
+  const names = [...new Set([...new URL(request.url).searchParams].filter(([, v]) => v === value).map(([k]) => k))]
   return names.length === 1 ? names[0]! : 'query'
 }
 
@@ -49,6 +59,8 @@ export function toApiError(code: string | number, error: unknown, request: Reque
   }
   if (code === 'VALIDATION') {
     const v = error as { type: string; all: Issue[]; value: unknown }
+    const item = (error as { error?: Issue & { value: unknown } }).error
+    if (v.type === undefined && item) return errors.validation(`${repeatedName(request, item.value)}${fieldName('', item.path)}`, reasonOf(item as never))
     const part =
       v.type === 'query'
         ? 'query'

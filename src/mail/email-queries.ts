@@ -13,6 +13,7 @@ import type { AttachmentMeta, Mailbox } from './inbound/parse'
 import type { AuthVerdicts } from './inbound/authenticate'
 import { isQueryCanceled } from '../db/errors'
 import { searchQuery, searchVector } from './search-text'
+import { hasLabel, needsLabelIndex, threadLabelsColumn, threadsWithLabels } from './label-queries'
 
 export const SEARCH_BUDGET_MS = 3_000
 
@@ -31,6 +32,7 @@ const SUMMARY_COLUMNS = [
   'size_bytes',
   'attachments',
   'content_discarded_at',
+  'labels',
 ]
 
 export interface SummaryRow {
@@ -47,6 +49,8 @@ export interface SummaryRow {
   size_bytes: number
   attachments: AttachmentMeta[]
   content_discarded_at: Date | null
+  /** sorted (sql/0045) */
+  labels: string[]
 }
 
 /** The reply without its quotes, stored at ingest (sql/0043). */
@@ -80,6 +84,8 @@ export interface ThreadRow {
   message_count: number
   last_message_at: Date
   created_at: Date
+  /** the union of its messages' labels, sorted */
+  labels: string[]
 }
 
 export interface EmailFilters {
@@ -89,6 +95,8 @@ export interface EmailFilters {
   eventType?: string
   /** only the mail of every one of these addresses (a connection key's bound address, an inbox, the `address` filter) */
   addresses: string[]
+  /** only mail with every one of these labels */
+  labels?: readonly string[]
 }
 
 /**
@@ -103,18 +111,21 @@ export function ofAddress(sql: Tx, address: string | undefined) {
 
 /** A page of mail, newest first; `extracted` adds each message's new content (include_extracted=true). */
 export async function listEmails(sql: Sql, orgId: string, page: PageRequest, f: EmailFilters, extracted = false) {
-  // The organization as emails_address_idx holds it when an address filters the list: no other
-  // index serves it, whatever the statistics say of the organization (sql/0044).
+  // The organization as emails_address_idx and emails_labels_idx hold it when an address or a
+  // custom label filters the list: no other index serves it, whatever the statistics say of the
+  // organization (sql/0044, 0045); system labels read emails_unread_idx or emails_org_idx.
+  const labels = f.labels ?? []
   const matching = sql`
-    ${f.addresses.length ? sql`org_id::text = ${orgId}::text` : sql`org_id = ${orgId}`}
+    ${f.addresses.length || needsLabelIndex(labels) ? sql`org_id::text = ${orgId}::text` : sql`org_id = ${orgId}`}
     ${f.addresses.reduce((all, a) => sql`${all} ${ofAddress(sql, a)}`, sql``)}
+    ${labels.reduce((all, l) => sql`${all} and ${hasLabel(sql, l)}`, sql``)}
     ${f.since ? sql`and received_at > ${f.since}` : sql``}
     ${f.direction ? sql`and direction = ${f.direction}` : sql``}
     ${f.threadId ? sql`and thread_id = ${f.threadId}` : sql``}
     ${f.eventType ? sql`and event_type = ${f.eventType}` : sql``}`
   // The counters kept with the mail give the totals of the whole mailbox and of a thread; any
   // other filter counts up to COUNT_CAP.
-  const filtered = f.addresses.length > 0 || f.since || f.direction || f.eventType
+  const filtered = f.addresses.length > 0 || labels.length > 0 || f.since || f.direction || f.eventType
   const total = filtered
     ? 'capped'
     : f.threadId
@@ -167,11 +178,17 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
   })
 }
 
-export async function listThreads(sql: Sql, orgId: string, page: PageRequest) {
+/** The columns of a thread as the readers return it (`t` the alias of threads), its labels the union of its messages'. */
+const threadColumns = (sql: Tx) =>
+  sql`t.id, t.subject, t.participants, t.message_count, t.last_message_at, t.created_at, ${threadLabelsColumn(sql, 't.id')} as labels`
+
+/** A page of threads, newest first; of those whose messages carry every one of `labels`, when given. */
+export async function listThreads(sql: Sql, orgId: string, page: PageRequest, labels: readonly string[] = []) {
   return listPage<ThreadRow>(sql, {
-    columns: sql`id, subject, participants, message_count, last_message_at, created_at`,
-    from: sql`threads`,
-    where: sql`org_id = ${orgId}`,
+    columns: threadColumns(sql),
+    from: sql`threads t`,
+    where: sql`t.org_id = ${orgId} ${threadsWithLabels(sql, orgId, labels, 't.id')}`,
+    idColumn: 't.id',
     page,
     total: 'capped',
   })
@@ -179,8 +196,7 @@ export async function listThreads(sql: Sql, orgId: string, page: PageRequest) {
 
 /** A thread of the organization and its messages (summaries, oldest first); not_found for any other. */
 export async function findThread(sql: Sql, orgId: string, id: string): Promise<{ thread: ThreadRow; emails: SummaryRow[] }> {
-  const [thread] = await sql<ThreadRow[]>`
-    select id, subject, participants, message_count, last_message_at, created_at from threads where id = ${id} and org_id = ${orgId}`
+  const [thread] = await sql<ThreadRow[]>`select ${threadColumns(sql)} from threads t where t.id = ${id} and t.org_id = ${orgId}`
   if (!thread) throw errors.notFound('thread')
   // The thread is the organization's, so are its messages. (With `and org_id = ...` here the
   // planner may intersect the thread's index entries with all of the organization's.)
@@ -197,8 +213,7 @@ export async function emailsByIds(sql: Sql, orgId: string, ids: readonly string[
 
 /** Threads by id, in any order, for readers that batch (GraphQL). */
 export async function threadsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<ThreadRow[]> {
-  return sql<ThreadRow[]>`
-    select id, subject, participants, message_count, last_message_at, created_at from threads where id = any(${ids}::uuid[]) and org_id = ${orgId}`
+  return sql<ThreadRow[]>`select ${threadColumns(sql)} from threads t where t.id = any(${ids}::uuid[]) and t.org_id = ${orgId}`
 }
 
 /** A page of the messages (summaries, newest first) of each of several threads, in two statements. */

@@ -16,6 +16,7 @@ import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
 import { type Extracted, NOT_EXTRACTED } from './inbound/extraction'
+import { arrivalLabels } from './label-queries'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound
@@ -144,7 +145,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
       insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
                           from_address, from_name, to_addresses, cc_addresses, reply_to, subject, sent_at,
                           text_body, html_body, headers, attachments, mail_from, rcpt_to, remote_ip, helo, tls,
-                          auth, size_bytes, received_at, search, extracted_text, extracted_html)
+                          auth, size_bytes, received_at, search, extracted_text, extracted_html, labels)
       values (${id}, ${s.orgId}, (select id from thread), ${s.direction}, ${s.eventType}, ${mail.messageId}, ${mail.inReplyTo}, ${mail.references},
               ${mail.from?.address ?? null}, ${mail.from?.name ?? null}, ${tx.json(mail.to as never)}, ${tx.json(mail.cc as never)},
               ${tx.json(mail.replyTo as never)}, ${mail.subject}, ${mail.date}, ${mail.text}, ${mail.html},
@@ -152,7 +153,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
               ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
               ${s.raw.byteLength}, ${at},
               ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
-              ${extracted.text}, ${extracted.html})
+              ${extracted.text}, ${extracted.html}, ${arrivalLabels(s.direction)}::text[])
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
     counters as (${countStoredMessage(tx, s.orgId, s.raw.byteLength, batched)})${extensions}

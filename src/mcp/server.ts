@@ -3,6 +3,7 @@
  * by the SDK's handler for every HTTP request (stateless; nothing outlives the request). The
  * JSON Schemas and their validators are prepared once per process.
  */
+import type { TSchema } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
 import { fromJsonSchema, McpServer, type CallToolResult, type StandardSchemaWithJSON } from '@modelcontextprotocol/server'
 import pkg from '../../package.json'
@@ -59,8 +60,8 @@ const prepared: Prepared[] = TOOLS.map(tool => ({ tool, input: published(jsonSch
 export const mayUse = (auth: Auth, tool: Tool) => credentialMayCall(auth, tool.rest.method, tool.rest.path)
 
 /** The arguments' problems the way the REST API words a body's: `field: reason`, missing fields once. */
-function validationError(tool: Tool, args: unknown): ApiError | null {
-  const issues = [...Value.Errors(tool.input, args)]
+export function validationError(input: TSchema, args: unknown): ApiError | null {
+  const issues = [...Value.Errors(input, args)]
   if (!issues.length) return null
   const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
   const relevant = issues.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
@@ -94,7 +95,7 @@ export function mcpServer(ctx: AppContext, auth: Auth): McpServer {
       async (args: unknown, extra: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
         const started = performance.now()
         try {
-          const invalid = validationError(tool, args ?? {})
+          const invalid = validationError(tool.input, args ?? {})
           if (invalid) throw invalid
           const result = (await tool.handle({ ctx, auth, signal: extra.mcpReq.signal }, (args ?? {}) as never)) as Record<string, unknown>
           return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result }

@@ -179,10 +179,13 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, send-mail, drafts of the bound address (never their approval), the changes of the bound address (read or streamed), self-disconnect, network discovery and admission, contact reads, and address notes', () => {
+  test('the allow-list is exactly mail reads, labels of its mail, send-mail, drafts of the bound address (never their approval), the changes of the bound address (read or streamed), self-disconnect, network discovery and admission, contact reads, and address notes', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
+      'POST /v1/emails/:id/labels',
+      'POST /v1/emails/labels',
+      'GET /v1/labels',
       'POST /v1/send-mail',
       'POST /v1/send-mail/batch',
       'POST /v1/emails/:id/forward',

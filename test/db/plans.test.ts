@@ -24,7 +24,7 @@ import { memoryResolver } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { getThread } from '../../src/emails/service'
-import { listEmails, searchEmails } from '../../src/mail/email-queries'
+import { listEmails, listThreads, searchEmails } from '../../src/mail/email-queries'
 import { ingest } from '../../src/mail/inbound/ingest'
 import { seedMailbox } from '../helpers/mailbox-seed'
 import { testDatabase } from '../helpers/database'
@@ -35,6 +35,8 @@ import { PLUGINS } from '../../src/plugins'
 // auto_explain and a database of its own need the PostgreSQL server; the embedded fallback is neither.
 const embedded = (await testDatabase()).kind === 'pglite'
 const SIZE = 30_000
+/** The mailbox of the labels' plans (issue 29 asks for them on 100,000 messages). */
+const LABELED_SIZE = 100_000
 const serverUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
 const name = `agent_mail_plans_${process.pid}_${Date.now().toString(36)}`
 const config = testConfig()
@@ -207,4 +209,44 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await session.client.end({ timeout: 5 })
     }
   }, 180_000)
+  test('label=unread, newest first, reads emails_unread_idx on 100,000 messages; read walks the mailbox newest first; a custom label reads its index', async () => {
+    await freshDatabase()
+    const big = await mailbox(LABELED_SIZE)
+    const session = explaining('force_generic_plan')
+    try {
+      const plans = new Map<string, string>()
+      const run = async <T>(what: string, f: () => Promise<T>) => {
+        session.take()
+        const started = performance.now()
+        const result = await f()
+        plans.set(what, mailPlans(session.take()).join('\n'))
+        return { result, ms: performance.now() - started }
+      }
+      const page = { limit: 50, after: null }
+      const unread = await run('unread', () => listEmails(session.client, big.orgId, page, { since: null, addresses: [], labels: ['unread'] }))
+      // one message in UNREAD_EVERY of the seed is unread: a page, and the row that says more follow
+      expect(unread.result.rows).toHaveLength(51)
+      expect(unread.result.rows.every(r => r.labels.includes('unread'))).toBe(true)
+      const edge = unread.result.rows[49]!.id
+      await run('unread, the next page', () =>
+        listEmails(session.client, big.orgId, { limit: 50, after: edge }, { since: null, addresses: [], labels: ['unread'] }),
+      )
+      await run('read', () => listEmails(session.client, big.orgId, page, { since: null, addresses: [], labels: ['read'] }))
+      await run('a custom label', () => listEmails(session.client, big.orgId, page, { since: null, addresses: [], labels: ['project-x'] }))
+      await run('unread and a custom label', () => listEmails(session.client, big.orgId, page, { since: null, addresses: [], labels: ['unread', 'project-x'] }))
+      await run('unread threads', () => listThreads(session.client, big.orgId, page, ['unread']))
+      for (const [what, plan] of plans) expect({ what, found: plan.length > 0, scans: scansOfMail([plan]) }).toEqual({ what, found: true, scans: [] })
+      expect(plans.get('unread')).toContain('emails_unread_idx')
+      expect(plans.get('unread')).not.toMatch(/Sort Key/)
+      expect(plans.get('unread, the next page')).toContain('emails_unread_idx')
+      expect(plans.get('read')).toContain('emails_org_idx')
+      expect(plans.get('a custom label')).toContain('emails_labels_idx')
+      expect(plans.get('unread threads')).toContain('emails_unread_idx')
+      // and it is quick: the newest unread page of 100,000 messages (a generous bound for a shared 2-core machine)
+      const again = await run('unread', () => listEmails(session.client, big.orgId, page, { since: null, addresses: [], labels: ['unread'] }))
+      expect(again.ms).toBeLessThan(200)
+    } finally {
+      await session.client.end({ timeout: 5 })
+    }
+  }, 300_000)
 })

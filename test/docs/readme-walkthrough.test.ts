@@ -60,7 +60,11 @@ describe('README walkthrough', () => {
       'email.received Hello agent', // what the webhook receiver printed
       'queued', // the reply
       'Re: Hello agent', // the reply in the local outbox
+      expect.stringMatching(/^http:\/\/localhost:\d+\/console$/), // where the console is
     ])
+    // the console answers there: its sign-in page, for the development owner
+    const consolePage = await fetch(lines.at(-1)!.replace('localhost', '127.0.0.1'), { redirect: 'manual' })
+    expect([consolePage.status, consolePage.headers.get('location')]).toEqual([303, '/console/sign-in'])
     // nothing left beside the data directory (the scratch files are in it)
     expect(readdirSync(dev.dir)).toEqual(['.data'])
     expect(readdirSync(dev.dataDir)).toEqual(expect.arrayContaining(['hello.eml', 'new-mail.json']))

@@ -332,4 +332,23 @@ describe('a query per type', () => {
     }
     expect(seen).toEqual(expectOk(await h.request('GET', '/v1/inboxes', { key: other.key })).map((i: { id: string }) => i.id))
   })
+  test('Label, and the labels of Email and Thread; emails and threads filtered by label', async () => {
+    const e = rest.email
+    expectOk(await h.request('POST', '/v1/labels', { key: org.key, body: { name: 'gql' } }), 201)
+    expectOk(await h.request('POST', `/v1/emails/${e.id}/labels`, { key: org.key, body: { add: ['gql'] } }))
+    const data = await q(`{
+      labels { name system createdAt }
+      email(id: "${e.id}") { labels thread { labels } }
+      tagged: emails(label: ["gql", "unread"]) { nodes { id labels } }
+      none: emails(label: ["gql", "read"]) { totalCount }
+      threads(label: ["gql"]) { nodes { id labels } }
+    }`)
+    const labels = await get('/v1/labels')
+    expect(data.labels).toEqual(labels.map((l: any) => ({ name: l.name, system: l.system, createdAt: l.created_at })))
+    expect(data.labels.map((l: { name: string }) => l.name)).toContain('gql')
+    expect(data.email).toEqual({ labels: ['gql', 'inbound', 'unread'], thread: { labels: ['gql', 'inbound', 'unread'] } })
+    expect(data.tagged.nodes).toEqual([{ id: e.id, labels: ['gql', 'inbound', 'unread'] }])
+    expect(data.none.totalCount).toBe(0)
+    expect(data.threads.nodes).toEqual([{ id: e.thread_id, labels: (await get(`/v1/threads/${e.thread_id}`)).labels }])
+  })
 })

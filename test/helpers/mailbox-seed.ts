@@ -17,6 +17,9 @@
 import type { Sql } from '../../src/db/client'
 
 export const VOCABULARY = 50_000
+
+/** One message in this many of a seeded mailbox is unread: the rare label a mailbox's list filters by. */
+export const UNREAD_EVERY = 1_000
 const PER_THREAD = 5
 const CHUNK = 50_000
 
@@ -83,7 +86,7 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
       new_emails as (
         insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
                             from_address, from_name, to_addresses, subject, sent_at, text_body, headers,
-                            mail_from, rcpt_to, remote_ip, helo, auth, size_bytes, received_at, search)
+                            mail_from, rcpt_to, remote_ip, helo, auth, size_bytes, received_at, search, labels)
         select id, ${o.orgId}, thread_id, 'inbound', 'email.received', message_id, in_reply_to, refs,
                sender, 'Sender ' || split_part(sender, '@', 1), jsonb_build_array(jsonb_build_object('address', ${o.address}::text, 'name', '')),
                subject, at, body || E'\n',
@@ -99,7 +102,9 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
                -- the store writes the vector of src/mail/search-text.ts; for these plain words
                -- PostgreSQL's parser finds the same ones (the sender whole, and by its words)
                to_tsvector('simple', subject || ' Sender ' || split_part(sender, '@', 1) || ' ' || sender || ' ' ||
-                                     translate(sender, '@.', '  ') || ' ' || body)
+                                     translate(sender, '@.', '  ') || ' ' || body),
+               -- one message in UNREAD_EVERY is unread, the rest read (src/mail/label-queries.ts)
+               case when i % ${UNREAD_EVERY} = 0 then '{inbound,unread}'::text[] else '{inbound,read}'::text[] end
           from r),
       new_contents as (insert into email_contents (email_id, raw) select id, raw from r)
       update orgs set storage_used_bytes = storage_used_bytes + (select sum(octet_length(raw)) from r), emails_count = emails_count + ${to - from}

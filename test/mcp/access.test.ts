@@ -119,10 +119,13 @@ describe('connection keys see only the tools and mail of their address', () => {
         'get_contact',
         'get_draft',
         'get_email',
+        'label_email',
+        'label_emails',
         'list_address_notes',
         'list_contacts',
         'list_drafts',
         'list_emails',
+        'list_labels',
         'list_networks',
         'reply_to_email',
         'send_draft',
@@ -137,6 +140,7 @@ describe('connection keys see only the tools and mail of their address', () => {
       expect(listed).toContain(ids.toBound)
       expect(listed).not.toContain(ids.toSibling)
       expect(toolErrorOf(await call('get_email', { email_id: ids.toSibling })).code).toBe('not_found')
+      expect(toolErrorOf(await call('label_email', { email_id: ids.toSibling, add: ['read'] })).code).toBe('not_found')
       const own = (await call('get_email', { email_id: ids.toBound })).structuredContent
       expect(own.raw_url).toBeNull()
       const asSibling = await call('send_email', { from: sibling, to: 'a@example.com', subject: 's', body_text: 'b', idempotency_key: unique() })

@@ -246,6 +246,20 @@ for (const { era, version } of ERAS) {
       expect((await ok('list_threads', { limit: 50 })).items.map((th: { id: string }) => th.id)).toContain(email.thread_id)
     })
 
+    test('labels: create, list, label a message, a batch and a thread, filter the list by label, delete', async () => {
+      const name = `mcp-${era.replaceAll('-', '')}`
+      expect(await ok('create_label', { name })).toMatchObject({ name, system: false, created: true })
+      expect((await ok('list_labels', {})).items.map((l: { name: string }) => l.name)).toContain(name)
+      const id = await inbound(inbox, `Labeled ${era} ${unique()}`)
+      expect((await ok('label_email', { email_id: id, add: [name, 'read'] })).labels).toEqual(['inbound', name, 'read'].sort())
+      expect((await ok('list_emails', { label: [name] })).items.map((e: { id: string }) => e.id)).toEqual([id])
+      expect((await ok('label_emails', { ids: [id], add: ['unread'] })).emails[0].labels).toEqual(['inbound', name, 'unread'].sort())
+      const threadId = (await ok('get_email', { email_id: id })).thread_id
+      expect((await ok('label_thread', { thread_id: threadId, remove: [name] })).labels).toEqual(['inbound', 'unread'])
+      expect((await fails('label_email', { email_id: id, add: ['sent'] })).message).toMatch(/^add: sent is set by the service/)
+      expect(await ok('delete_label', { name })).toEqual({ name, deleted: true, messages: 0 })
+    })
+
     test('wait_for_email blocks until mail for the address arrives', async () => {
       const since = new Date().toISOString()
       const waiting = ok('wait_for_email', { address: inbox, since, timeout_seconds: 20 })

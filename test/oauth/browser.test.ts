@@ -5,26 +5,9 @@
  * HttpOnly SameSite cookies, the 303 back to the client) as a browser enforces them.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
+import { launchChromium, skipBrowser } from '../helpers/chromium'
 import { authorizeUrl, oauthServer, person, pkce, registerClient, type OAuthServer } from './helpers'
-
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-
-if (!available) console.warn(`browser test skipped: ${CHROMIUM} is not installed (apt-get install chromium)`)
 
 const cleanups: (() => Promise<void> | void)[] = []
 afterAll(async () => {
@@ -32,13 +15,8 @@ afterAll(async () => {
 })
 
 async function browser() {
-  const { chromium } = await import('playwright-core')
-  const profile = mkdtempSync(join(tmpdir(), 'agent-mail-chromium-'))
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS })
-  cleanups.push(async () => {
-    await context.close()
-    rmSync(profile, { recursive: true, force: true })
-  })
+  const { context, close } = await launchChromium()
+  cleanups.push(close)
   return context
 }
 
@@ -60,8 +38,8 @@ function callbackReceiver() {
 }
 
 describe('in a real browser', () => {
-  test.skipIf(!available)(
-    `OAuth sign-in page and CLI device approval page, driven by headless Chromium${available ? '' : ` (skipped: ${CHROMIUM} not installed)`}`,
+  test.skipIf(skipBrowser)(
+    'OAuth sign-in page and CLI device approval page, driven by headless Chromium',
     async () => {
       const s: OAuthServer = await oauthServer()
       cleanups.push(() => s.stop())

@@ -1,4 +1,4 @@
-/** inboxes, send, tail (the long-poll, like tail -f), read. */
+/** inboxes, send, mail (list, label), tail (the long-poll, like tail -f), read. */
 import { readFileSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Command } from 'commander'
@@ -178,25 +178,52 @@ export function mailCommands(program: Command) {
     .option('--direction <direction>', 'inbound or outbound')
     .option('--thread <id>', 'only this thread')
     .option('--since <time>', 'only mail after this ISO 8601 instant, such as 2026-12-01T09:00:00Z')
+    .option('--label <name>', 'only mail with this label (unread, a custom one); repeat it for all of them', collect)
     .option('--limit <n>', 'how many at most', '20')
-    .action(async (opts: { address?: string; inbox?: string; direction?: string; thread?: string; since?: string; limit: string }, cmd: Command) => {
+    .action(
+      async (
+        opts: { address?: string; inbox?: string; direction?: string; thread?: string; since?: string; label?: string[]; limit: string },
+        cmd: Command,
+      ) => {
+        const { api, json } = globals(cmd)
+        const limit = count('--limit', opts.limit)
+        if (opts.direction !== undefined && opts.direction !== 'inbound' && opts.direction !== 'outbound')
+          throw new CliError('--direction: must be inbound or outbound', EXIT.usage)
+        const query = {
+          limit: Math.min(limit, 100),
+          ...(opts.address && { address: opts.address }),
+          ...(opts.inbox && { inbox_id: opts.inbox }),
+          ...(opts.direction && { direction: opts.direction as 'inbound' | 'outbound' }),
+          ...(opts.thread && { thread_id: opts.thread }),
+          ...(opts.since && { since: opts.since }),
+          ...(opts.label && { label: opts.label }),
+        }
+        const emails: Summary[] = []
+        for await (const email of api.sdk.list('/v1/emails', { params: { query } })) if (emails.push(email) >= limit) break
+        if (json) return printJson(emails)
+        if (!emails.length) return void process.stdout.write('No mail.\n')
+        process.stdout.write(emails.map(line).join('\n') + '\n')
+      },
+    )
+
+  mail
+    .command('label <ids...>')
+    .description('add and remove labels on messages (up to 100), or with --thread on every message of a thread')
+    .option('--add <name>', 'a label to add: read, unread, or a custom one (repeat it)', collect)
+    .option('--remove <name>', 'a label to take off (repeat it)', collect)
+    .option('--thread', 'the id is a thread: label every message of it')
+    .action(async (ids: string[], opts: { add?: string[]; remove?: string[]; thread?: boolean }, cmd: Command) => {
       const { api, json } = globals(cmd)
-      const limit = count('--limit', opts.limit)
-      if (opts.direction !== undefined && opts.direction !== 'inbound' && opts.direction !== 'outbound')
-        throw new CliError('--direction: must be inbound or outbound', EXIT.usage)
-      const query = {
-        limit: Math.min(limit, 100),
-        ...(opts.address && { address: opts.address }),
-        ...(opts.inbox && { inbox_id: opts.inbox }),
-        ...(opts.direction && { direction: opts.direction as 'inbound' | 'outbound' }),
-        ...(opts.thread && { thread_id: opts.thread }),
-        ...(opts.since && { since: opts.since }),
-      }
-      const emails: Summary[] = []
-      for await (const email of api.sdk.list('/v1/emails', { params: { query } })) if (emails.push(email) >= limit) break
+      if (!opts.add && !opts.remove) throw new CliError('give --add or --remove (or both)', EXIT.usage)
+      if (opts.thread && ids.length !== 1) throw new CliError('--thread: give one thread id', EXIT.usage)
+      const body = { add: opts.add ?? [], remove: opts.remove ?? [] }
+      const emails = opts.thread
+        ? (await api.sdk.post('/v1/threads/{id}/labels', { params: { path: { id: ids[0]! } }, body })).emails
+        : ids.length === 1
+          ? [await api.sdk.post('/v1/emails/{id}/labels', { params: { path: { id: ids[0]! } }, body })]
+          : (await api.sdk.post('/v1/emails/labels', { body: { ids, ...body } })).emails
       if (json) return printJson(emails)
-      if (!emails.length) return void process.stdout.write('No mail.\n')
-      process.stdout.write(emails.map(line).join('\n') + '\n')
+      process.stdout.write(emails.map(e => `${e.id}  ${e.labels.join(', ')}`).join('\n') + '\n')
     })
 
   program
@@ -234,6 +261,7 @@ export function mailCommands(program: Command) {
         ...(email.cc.length ? [`${color.bold('Cc:')}      ${email.cc.map(address).join(', ')}`] : []),
         `${color.bold('Subject:')} ${email.subject}`,
         `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
+        `${color.bold('Labels:')}  ${email.labels.join(', ')}`,
         ...email.attachments.map(a => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
         '',
         opts.new && email.extracted_text !== null
