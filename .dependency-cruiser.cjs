@@ -18,7 +18,7 @@ const FLOORS = [
   [
     'features',
     [
-      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts',
+      'inboxes', 'emails', 'connections', 'contacts', 'networks', 'webhooks', 'memories', 'functions', 'wake', 'templates', 'sending', 'bounces', 'drafts', 'streams',
       'signups', 'credits', 'notes', 'labels', 'registries', 'x402', 'discovery', 'cli', 'agent', 'maintenance',
     ],
   ],

@@ -4,7 +4,8 @@
  * declarations, Markdown documents, and the TypeScript sources that packages such as viem, ox
  * and zod ship beside their compiled JavaScript. A package keeps its .ts files when its entry
  * points name one for the conditions Bun resolves at run time (a package published as
- * TypeScript); conditions of other tools (`types`, zod's `@zod/source`) do not count.
+ * TypeScript); conditions of other tools (`types`, zod's `@zod/source`) do not count. Packages
+ * of files served to browsers keep only the files the console serves (SERVED_ONLY).
  * Prints what it removed.
  */
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -14,6 +15,30 @@ import { join } from 'node:path'
 const RUNTIME_CONDITIONS = new Set(['bun', 'import', 'require', 'node', 'module', 'default'])
 const NEVER_LOADED = /\.(map|md|d\.ts|d\.mts|d\.cts)$/
 const TYPESCRIPT = /\.(ts|mts|cts)$/
+
+/**
+ * Packages no process loads, whose files the console serves to browsers (src/console/assets.ts):
+ * only those files stay (Pico CSS ships 20 MB of variants of its one stylesheet).
+ * test/image/prune.unit.test.ts checks that this names every file the console serves from a package.
+ */
+export const SERVED_ONLY: Record<string, string[]> = {
+  '@picocss/pico': ['css/pico.min.css'],
+  'htmx.org': ['dist/htmx.min.js'],
+}
+
+/** Removes every file of a served package but its manifest and the files the console serves. */
+function keepServed(packageDir: string, keep: string[], removed: { files: number; bytes: number }, at = '') {
+  for (const entry of readdirSync(join(packageDir, at), { withFileTypes: true })) {
+    const relative = at ? `${at}/${entry.name}` : entry.name
+    const path = join(packageDir, relative)
+    if (entry.isDirectory()) keepServed(packageDir, keep, removed, relative)
+    else if (relative !== 'package.json' && !keep.includes(relative)) {
+      removed.bytes += statSync(path).size
+      removed.files++
+      rmSync(path)
+    }
+  }
+}
 
 /** Every file an entry point of the package names for the runtime's conditions. */
 function runtimeTargets(exports: unknown, into: string[] = []): string[] {
@@ -55,7 +80,9 @@ function prunePackages(nodeModules: string, removed: { files: number; bytes: num
   for (const entry of readdirSync(nodeModules, { withFileTypes: true })) {
     if (!entry.isDirectory() || entry.name.startsWith('.')) continue
     const path = join(nodeModules, entry.name)
-    if (entry.name.startsWith('@')) prunePackages(path, removed)
+    const name = nodeModules.split('/').at(-1)!.startsWith('@') ? `${nodeModules.split('/').at(-1)}/${entry.name}` : entry.name
+    if (SERVED_ONLY[name]) keepServed(path, SERVED_ONLY[name], removed)
+    else if (entry.name.startsWith('@')) prunePackages(path, removed)
     else prune(path, runsTypeScript(path), removed)
   }
 }

@@ -33,6 +33,7 @@ import { agentSignupRoutes } from './agent/signup.routes'
 import { connectionRoutes } from './connections/routes'
 import { emailX402Routes } from './x402/email/routes'
 import { changesRoutes } from './changes/routes'
+import { eventStreamRoutes } from './streams/routes'
 import { mcpRoutes } from './mcp/routes'
 import { stockClientRoutes } from './x402/stock-client.routes'
 import { templateRoutes } from './templates/routes'
@@ -142,6 +143,7 @@ export function createApp(ctx: AppContext) {
     .use(connectionRoutes(ctx))
     .use(emailX402Routes(ctx))
     .use(changesRoutes(ctx))
+    .use(eventStreamRoutes(ctx))
     .use(mcpRoutes(ctx))
     .use(stockClientRoutes(ctx))
     .use(templateRoutes(ctx))

@@ -168,6 +168,11 @@ export const ConfigSchema = T.Object({
     description:
       'database connections a process keeps apart for x402 settlements in flight, each held across its chain step; more settlements wait for one, the rest of the process never does',
   }),
+  EVENT_STREAMS_PER_ORG: T.Integer({
+    minimum: 1,
+    default: 20,
+    description: 'open GET /v1/events/stream connections an organization may hold on one api process; 429 beyond',
+  }),
   SHUTDOWN_GRACE_MS: T.Integer({
     minimum: 0,
     default: 8_000,

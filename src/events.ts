@@ -16,7 +16,10 @@ import { listenForever } from './db/listener'
 
 /** `pg_notify(EMAILS_CHANNEL, mailSignal(...))` goes with the statement that stores a message (an inbound batch: `countStored`). */
 export const EMAILS_CHANNEL = 'emails'
-/** `pg_notify(CHANGES_CHANNEL, org_id)` goes with the statement that records changes (changes/record.ts). */
+/**
+ * `pg_notify(CHANGES_CHANNEL, ...)` goes with the statement that records changes (changes/record.ts):
+ * a `mailSignal` payload, the organization id and the addresses the changes are about.
+ */
 export const CHANGES_CHANNEL = 'changes'
 /** `pg_notify(ORGS_CHANNEL, org_id)` goes with a change of an organization's plan, entitlements or limits (account/orgs.ts). */
 export const ORGS_CHANNEL = 'orgs'
@@ -24,7 +27,7 @@ export const ORGS_CHANNEL = 'orgs'
 type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL
 
 /** NOTIFY payloads must stay under 8000 bytes; past this, a signal names the organization only. */
-const MAX_SIGNAL_BYTES = 7000
+export const MAX_SIGNAL_BYTES = 7000
 
 /**
  * The payload of a new-mail signal: the organization id, then the lowercase addresses the mail
@@ -119,6 +122,11 @@ export class MailEvents {
     return n
   }
 
+  /** Registers a wait for changes of `orgId` (about `address`, when given) until its `close()`: an event stream's. */
+  subscribeChanges(orgId: string, address?: string): Waiter {
+    return this.subscribe(`${CHANGES_CHANNEL}:${orgId}`, address?.toLowerCase())
+  }
+
   /** Registers a long-poll over mail for `orgId` (of `address`, when given) until its `close()`. */
   subscribeMail(orgId: string, address?: string): Waiter {
     return this.subscribe(`${EMAILS_CHANNEL}:${orgId}`, address?.toLowerCase())
@@ -160,9 +168,9 @@ export class MailEvents {
     if (!this.listening) this.signal(EMAILS_CHANNEL, mailSignal(orgId, addresses))
   }
 
-  /** New changes for `orgId` (after the commit that wrote them). */
-  emitChange(orgId: string) {
-    if (!this.listening) this.signal(CHANGES_CHANNEL, orgId)
+  /** New changes for `orgId`, about `addresses` (none named: any), after the commit that wrote them. */
+  emitChange(orgId: string, addresses: Iterable<string> = []) {
+    if (!this.listening) this.signal(CHANGES_CHANNEL, mailSignal(orgId, addresses))
   }
 
   /** Wakes the waiters a payload (`mailSignal`, or an organization id alone) is for. */

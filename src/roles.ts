@@ -20,6 +20,7 @@ import type { SmtpServerOptions } from './smtp/types'
 import type { Config, Role } from './config'
 import { readFileSync } from 'node:fs'
 import { mailEvents } from './events'
+import { eventStreams } from './changes/stream'
 import { closeSettlementSql } from './x402/settlement-connections'
 
 export function smtpOptions(config: Config): SmtpServerOptions {
@@ -103,6 +104,8 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
       // stop(false): stop accepting, let in-flight requests finish. Long-polls wait for mail until
       // the last LONG_POLL_ANSWER_MS of the grace, then answer with what they have; only what is
       // still running after the grace is cut off.
+      // event streams end at once: their clients reconnect elsewhere with Last-Event-ID, losing nothing
+      eventStreams(ctx).endAll()
       const stopped = server.stop(false).then(() => true)
       const answerAt = Math.max(0, grace - LONG_POLL_ANSWER_MS)
       if (!(await Promise.race([stopped, Bun.sleep(answerAt).then(() => false)]))) {

@@ -1160,6 +1160,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/emails/{id}/forward": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forward an email
+         * @description Sends a stored email (received or sent) on to new recipients, from one of your addresses: `mode: inline` (default) sends your note, then the original quoted with its From, Date, Subject and To, and its attachments; `mode: attachment` sends your note with the original whole, attachments included, attached as message/rfc822. The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded.
+         */
+        post: operations["postV1EmailsIdForward"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/emails/{id}/labels": {
         parameters: {
             query?: never;
@@ -1306,6 +1326,26 @@ export type paths = {
          * @description HTTP endpoints only. 30 per hour and 4 per minute per organization; successful tests and tests to a URL on a verified domain do not count against the per-minute limit.
          */
         post: operations["postV1EndpointsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The changes feed, pushed as Server-Sent Events
+         * @description Every change of GET /v1/changes, as it commits, on one open response (`text/event-stream`): for the organization, one inbox (`inbox_id`), one address (`address`), or a connection key's bound address (always). Each event is `id: <cursor>`, `event: <change type>`, `data: <the change as JSON>`. The id is the feed cursor after that change: reconnect with the `Last-Event-ID` header (EventSource does) or `?cursor=` and the stream resumes exactly after it, nothing lost or repeated; it is also a cursor for GET /v1/changes. A comment line (`: heartbeat`) comes every 15 s. An organization may hold EVENT_STREAMS_PER_ORG (default 20) open streams on each api process; past that, 429 rate_limited with Retry-After. A cursor older than retention is 410 cursor_expired before the stream starts. The stream ends when the server stops; reconnect with Last-Event-ID.
+         */
+        get: operations["getV1EventsStream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2549,6 +2589,26 @@ export type paths = {
          * @description Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.
          */
         post: operations["postV1SendMail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/send-mail/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send up to 100 emails in one request
+         * @description Each of `messages` (1 to 100) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: `{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload.
+         */
+        post: operations["postV1SendMailBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -11648,6 +11708,168 @@ export interface operations {
             };
         };
     };
+    postV1EmailsIdForward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the email to forward */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description blind recipients: in the envelope, never in the headers */
+                    bcc?: string[];
+                    /** @description carbon-copy recipients */
+                    cc?: string[];
+                    /** @description an email address such as agent@example.com */
+                    from: string;
+                    /** @description inline (default): quoted, attachments kept; attachment: the original whole as message/rfc822 */
+                    mode?: "inline" | "attachment";
+                    /** @description text above the forwarded message */
+                    note?: string;
+                    /** @description send now, then again every every_minutes in the same thread */
+                    repeat?: {
+                        every_minutes: number;
+                    };
+                    /**
+                     * @description send at this instant instead of now. ISO 8601 with Z or a numeric offset, e.g. 2026-11-22T09:30:00Z
+                     * @example 2026-11-22T09:30:00Z
+                     */
+                    scheduled_at?: string;
+                    /** @description one address or a list */
+                    to: string | string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            accepted: string[];
+                            /**
+                             * Format: uuid
+                             * @description pending_approval only: the draft that waits for approval
+                             */
+                            draft_id?: string;
+                            from: string;
+                            /** Format: uuid */
+                            id: string;
+                            idempotent_replay: boolean;
+                            rejected: string[];
+                            scheduled_at?: string | null;
+                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            status: string;
+                            thread_id?: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description accepted: the action is only started or held (the description says when), not done */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description accepted: the action is only started or held (the description says when), not done */
+                        data: {
+                            accepted: string[];
+                            /**
+                             * Format: uuid
+                             * @description pending_approval only: the draft that waits for approval
+                             */
+                            draft_id?: string;
+                            from: string;
+                            /** Format: uuid */
+                            id: string;
+                            idempotent_replay: boolean;
+                            rejected: string[];
+                            scheduled_at?: string | null;
+                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            status: string;
+                            thread_id?: string | null;
+                        };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postV1EmailsIdLabels: {
         parameters: {
             query?: never;
@@ -12695,6 +12917,98 @@ export interface operations {
                         };
                         /** @constant */
                         success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1EventsStream: {
+        parameters: {
+            query?: {
+                /** @description only changes about this mailbox address (connection keys: always their bound address) */
+                address?: string;
+                /** @description where to start: a cursor of GET /v1/changes or an event id of a stream, or `earliest`; omitted = now. The Last-Event-ID header wins over it */
+                cursor?: string;
+                /** @description only changes about this inbox's address (404 for an inbox that is not the organization's) */
+                inbox_id?: string;
+                /** @description comma-separated types (email.received) or prefixes (email.*) */
+                types?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": {
+                        /** @description a summary of the change; read the resource for the rest */
+                        data: {
+                            [key: string]: unknown;
+                        };
+                        /** @description evt_<32 hex>; a mail event has the id of its webhook event, so clients can dedupe across both */
+                        id: string;
+                        /** Format: date-time */
+                        occurred_at: string;
+                        resource: {
+                            id: string;
+                            /** @description email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft, label */
+                            type: string;
+                        };
+                        /** @description position in the organization's total order; increases by one per change */
+                        seq: number;
+                        /** @description email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, suppression.created, suppression.deleted, delivery.created, delivery.status_changed, domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected, email.labels_changed, label.created, label.deleted (see docs/agent-state.md) */
+                        type: string;
                     };
                 };
             };
@@ -21239,6 +21553,141 @@ export interface operations {
                             status: string;
                             thread_id?: string | null;
                         };
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            /** @description validation_error: a field failed validation (`field: reason`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing or invalid bearer credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over the limit of this operation (x-max-body-bytes, else the default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable: the database cannot be reached at the moment; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1SendMailBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 100 messages */
+                    messages: {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            data: {
+                                accepted: string[];
+                                /**
+                                 * Format: uuid
+                                 * @description pending_approval only: the draft that waits for approval
+                                 */
+                                draft_id?: string;
+                                from: string;
+                                /** Format: uuid */
+                                id: string;
+                                idempotent_replay: boolean;
+                                rejected: string[];
+                                scheduled_at?: string | null;
+                                /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                                status: string;
+                                thread_id?: string | null;
+                            };
+                            /** @description 200, or 202 for a send held for approval (status pending_approval) */
+                            status: number;
+                            /** @constant */
+                            success: true;
+                        } | {
+                            error: {
+                                /** @description stable machine-readable code; branch on this, never on message */
+                                code: "unauthorized" | "download_token_expired" | "download_token_invalid" | "forbidden" | "not_found" | "validation_error" | "payload_too_large" | "unsupported_media_type" | "method_not_allowed" | "mx_conflict" | "conflict" | "precondition_failed" | "cursor_expired" | "quota_exceeded" | "rate_limited" | "rate_limit_exceeded" | "outbound_capacity_exhausted" | "database_unavailable" | "outbound_unreachable" | "outbound_relay_timeout" | "outbound_relay_failed" | "outbound_response_malformed" | "outbound_key_invalid" | "internal_error" | "recipient_not_allowed" | "cannot_send_from_domain" | "inbound_not_repliable" | "not_scheduled" | "discard_not_enabled" | "search_timeout" | "feature_disabled" | "no_payout_address" | "payment_declined" | "payment_verification_failed" | "settlement_failed" | "challenge_expired" | "settle_cap_exceeded" | "authorization_pending" | "slow_down" | "expired_token" | "invalid_device_code" | "access_denied";
+                                details?: {
+                                    [key: string]: unknown;
+                                };
+                                gates?: {
+                                    [key: string]: unknown;
+                                }[];
+                                /** @description human-readable; validation errors read `field: reason` */
+                                message: string;
+                            };
+                            /** @description the HTTP status POST /v1/send-mail would have answered */
+                            status: number;
+                            /** @constant */
+                            success: false;
+                        })[];
                         /** @constant */
                         success: true;
                     };

@@ -84,8 +84,12 @@ export interface FeedPage {
   total: number
 }
 
-/** Reads up to `limit` matching changes after seq `after`; 410 when `after` is older than retention. */
-export async function readFeed(ctx: AppContext, orgId: string, after: number | null, limit: number, f: FeedFilter): Promise<FeedPage> {
+/**
+ * Reads up to `limit` matching changes after seq `after`; 410 when `after` is older than retention.
+ * `counted: false` skips `total` (0), which an event stream does not send: a stream catching up
+ * would otherwise count what is left at every page.
+ */
+export async function readFeed(ctx: AppContext, orgId: string, after: number | null, limit: number, f: FeedFilter, counted = true): Promise<FeedPage> {
   const sql = ctx.sql
   const match = sql`
     ${f.types.length || f.prefixes.length ? sql`and (type = any(${f.types}) or type like any(${f.prefixes.map(p => p.replace(/[\\%_]/g, c => `\\${c}`) + '%')}))` : sql``}
@@ -99,7 +103,7 @@ export async function readFeed(ctx: AppContext, orgId: string, after: number | n
               select id, seq, type, resource_type, resource_id, data, occurred_at from changes
                where org_id = ${orgId} and seq > (select after from start) ${match}
                order by seq limit ${limit + 1}) c) as rows,
-           (select count(*)::int from changes where org_id = ${orgId} and seq > (select after from start) ${match}) as total`
+           ${counted ? sql`(select count(*)::int from changes where org_id = ${orgId} and seq > (select after from start) ${match})` : sql`0`} as total`
   const head = Number(row!.head)
   const pruned = Number(row!.pruned)
   if (after !== null && after < pruned) {

@@ -6,12 +6,14 @@
  * statement that inserts the changes. Its row lock is held to the commit, so an
  * organization's change-writing transactions commit in seq order; a reader that has seen seq
  * N can never later miss a commit of a lower number (no gaps, see docs/agent-state.md).
+ * Its NOTIFY names the organization and the addresses the changes are about (as `mailSignal`
+ * does), so that a stream confined to an address wakes only for changes about it.
  * Taking it last keeps the lock short and the lock order the same everywhere (anything else a
  * transaction locks comes first), so the counter adds no deadlocks.
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-import { CHANGES_CHANNEL } from '../events'
+import { CHANGES_CHANNEL, MAX_SIGNAL_BYTES } from '../events'
 
 export interface ChangeInput {
   orgId: string
@@ -56,8 +58,13 @@ export async function recordChanges(tx: Tx, changes: ChangeInput[]): Promise<num
       select i.*, b.last_seq - i.total + i.n as seq from input i join bumped b using (org_id)),
     written as (
       insert into changes (org_id, seq, id, type, resource_type, resource_id, addresses, data)
-      select org_id, seq, id, type, resource_type, resource_id, addresses, data from numbered)
-    select ord, seq, (select count(pg_notify(${CHANGES_CHANNEL}, org_id::text)) from bumped) as notified
+      select org_id, seq, id, type, resource_type, resource_id, addresses, data from numbered),
+    signals as (
+      select org_id, concat_ws(' ', org_id::text, string_agg(distinct a, ' ')) as payload
+        from input left join lateral unnest(addresses) a on true group by org_id)
+    select ord, seq,
+           (select count(pg_notify(${CHANGES_CHANNEL}, case when length(payload) > ${MAX_SIGNAL_BYTES} or payload ~ '[^!-~ ]' then org_id::text else payload end))
+              from signals) as notified
       from numbered order by ord`
   return result.map(r => Number(r.seq))
 }

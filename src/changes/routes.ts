@@ -7,27 +7,7 @@ import { onReadReplica } from '../http/read-routing'
 import { Page, Paged } from '../http/envelope'
 import { errors } from '../errors'
 import { CHANGES_RETENTION_DAYS, decodeCursor, EARLIEST, encodeCursor, feedBounds, parseTypes, presentChange, readFeed, type FeedPage } from './feed'
-import { MAX_CHANGES_WAIT_SECONDS } from './model'
-
-const UNSIGNALLED_REREAD_MS = 500
-
-const Change = t.Object({
-  id: t.String({ description: 'evt_<32 hex>; a mail event has the id of its webhook event, so clients can dedupe across both' }),
-  seq: t.Integer({ description: "position in the organization's total order; increases by one per change" }),
-  type: t.String({
-    description:
-      'email.received (and the machine-mail types), email.sent, send.created, send.rescheduled, send.canceled, send.status_changed, send.bounced, send.complained, ' +
-      'suppression.created, suppression.deleted, delivery.created, delivery.status_changed, ' +
-      'domain.verified, domain.verification_failed, memory.set, memory.deleted, memory.expired, function.deployed, function.deploy_failed, function.invoked, ' +
-      'payment.paid, payment.settled, payment.failed, wake.run_delivered, wake.run_failed, wake.command, draft.pending_approval, draft.approved, draft.rejected, email.labels_changed, label.created, label.deleted (see docs/agent-state.md)',
-  }),
-  occurred_at: t.String({ format: 'date-time' }),
-  resource: t.Object({
-    type: t.String({ description: 'email, send, suppression, delivery, domain, memory, deployment, invocation, challenge, wake_run, draft, label' }),
-    id: t.String(),
-  }),
-  data: t.Record(t.String(), t.Unknown(), { description: 'a summary of the change; read the resource for the rest' }),
-})
+import { Change, MAX_CHANGES_WAIT_SECONDS, UNSIGNALLED_REREAD_MS } from './model'
 
 const Cursor = t.Object({ cursor: t.String({ description: 'where to resume; pass it as `cursor` (also in meta.cursor of every page)' }), seq: t.Integer() })
 

@@ -39,6 +39,8 @@ export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'POST', path: '/v1/emails/labels', why: "labels of the bound address's mail (any other id is not_found)" },
   { method: 'GET', path: '/v1/labels', why: 'the names it may label its mail with' },
   { method: 'POST', path: '/v1/send-mail', why: 'sending as the bound address' },
+  { method: 'POST', path: '/v1/send-mail/batch', why: 'sending as the bound address, message by message' },
+  { method: 'POST', path: '/v1/emails/:id/forward', why: 'forwarding mail of the bound address, as it (another email is not_found)' },
   { method: 'GET', path: '/v1/drafts', why: 'drafts of the bound address (the route filters by it)' },
   { method: 'POST', path: '/v1/drafts', why: 'drafts from the bound address' },
   { method: 'GET', path: '/v1/drafts/:id', why: 'drafts of the bound address (another is not_found)' },
@@ -47,6 +49,7 @@ export const CONNECTION_KEY_ROUTES: readonly ScopedRoute[] = [
   { method: 'POST', path: '/v1/drafts/:id/send', why: 'sending a draft of the bound address (its approval, never: approve and reject are not listed)' },
   { method: 'GET', path: '/v1/changes', why: 'the changes of the bound address (the route filters by it)' },
   { method: 'GET', path: '/v1/changes/cursor', why: 'where the feed of the bound address starts now' },
+  { method: 'GET', path: '/v1/events/stream', why: 'the changes of the bound address, pushed (the route filters by it)' },
   { method: 'DELETE', path: '/v1/agent-connections/:address', ownAddress: 'address', why: 'exact-address self-disconnect' },
   { method: 'GET', path: '/v1/networks', why: 'network discovery: the networks it may browse (active, can_view)' },
   { method: 'GET', path: '/v1/networks/:id/agents', why: 'network discovery when the membership has can_view' },
@@ -138,6 +141,6 @@ export function checkCredentialScope(auth: Auth, request: Request): void {
     throw errors.forbidden(`connection key: acts only for ${auth.boundAddress}`)
   }
   throw errors.forbidden(
-    `connection key: may not call ${method} ${path}; it is limited to mail reads, sending and its own drafts, the changes feed, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`,
+    `connection key: may not call ${method} ${path}; it is limited to mail reads, sending and its own drafts, the changes feed and its stream, network discovery and admission, address notes and disconnecting for ${auth.boundAddress}`,
   )
 }

@@ -59,6 +59,12 @@ export const Paged = <T extends TSchema>(item: T) => t.Object({ data: t.Array(it
 /** A response documented as is, without the envelope (the handler returns a Response). */
 export const Bare = <T extends TSchema>(schema: T): T => ({ ...schema, [ENVELOPE]: 'none' })
 
+/** Marks the media type of a response the handler returns as a Response (default application/json). */
+export const MEDIA_TYPE = 'x-media-type'
+
+/** A Server-Sent Events response, documented as `text/event-stream` with the schema of each event's `data`. */
+export const EventStream = <T extends TSchema>(event: T): T => ({ ...event, [ENVELOPE]: 'none', [MEDIA_TYPE]: 'text/event-stream' })
+
 type Set = { status?: number | string; headers: Record<string, string | number | string[]> }
 
 /**

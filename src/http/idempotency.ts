@@ -52,6 +52,33 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
 export const idempotencyBusy = () =>
   errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
 
+interface StoredRecord {
+  request_hash: string
+  response_status: number
+  response_sealed: Buffer
+}
+
+/** The live record of a key, if any; not awaited, so it can go out with other statements. */
+const lookupRecord = (sql: Tx, scope: string, key: string) => sql<StoredRecord[]>`
+  select request_hash, response_status, response_sealed from idempotency_keys
+   where scope = ${scope} and key = ${key} and expires_at > now()`
+
+/** The recorded outcome, for a request of the same payload; 409 for another payload under the key. */
+function replay<T>(keys: ServerKeys, stored: StoredRecord, requestHash: string): Outcome<T> {
+  if (stored.request_hash !== requestHash)
+    throw errors.conflict('Idempotency-Key: already used with a different request payload', { reason: 'idempotency_key_reused' })
+  return { status: stored.response_status, data: JSON.parse(keys.decrypt(stored.response_sealed)) as T }
+}
+
+/**
+ * The recorded outcome of (scope, key) when there is one, for an action that records its own
+ * outcome with `recordResponses` once done (a batch, whose parts are each idempotent already).
+ */
+export async function recordedOutcome<T>(sql: Sql, keys: ServerKeys, scope: string, key: string, requestHash: Buffer): Promise<Outcome<T> | undefined> {
+  const [stored] = await lookupRecord(sql, scope, key)
+  return stored ? replay<T>(keys, stored, requestHash.toString('hex')) : undefined
+}
+
 /** An action's outcome, and what it hands back to its caller alone. */
 export interface PendingOutcome<T, L = undefined> extends Outcome<T> {
   /**
@@ -85,17 +112,10 @@ export async function idempotent<T, L = undefined>(
     // once the lock is held and sees the record of a holder that has just committed. (Folded into
     // one statement it would not: the snapshot would be taken before the lock.)
     const lock = tx<{ locked: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${req.scope + '\n' + key}, 0)) as locked`.execute()
-    const lookup = tx<{ request_hash: string; response_status: number; response_sealed: Buffer }[]>`
-      select request_hash, response_status, response_sealed from idempotency_keys
-       where scope = ${req.scope} and key = ${key} and expires_at > now()`.execute()
+    const lookup = lookupRecord(tx, req.scope, key).execute()
     const [[locked], [stored]] = await Promise.all([lock, lookup])
     if (!locked!.locked) throw idempotencyBusy()
-    if (stored) {
-      if (stored.request_hash !== requestHash) {
-        throw errors.conflict('Idempotency-Key: already used with a different request payload', { reason: 'idempotency_key_reused' })
-      }
-      return { status: stored.response_status, data: JSON.parse(keys.decrypt(stored.response_sealed)) as T, replayed: true }
-    }
+    if (stored) return { ...replay<T>(keys, stored, requestHash), replayed: true }
     const { local, ...outcome } = await action(tx)
     const record = tx`
       insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)

@@ -7,7 +7,7 @@ import type { AnyElysia } from 'elysia'
 import { OptionalKind } from '@sinclair/typebox'
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from './boundary'
 import { ERROR_STATUS } from '../errors'
-import { ENVELOPE, ErrorSchema } from './envelope'
+import { ENVELOPE, ErrorSchema, MEDIA_TYPE } from './envelope'
 
 type Json = Record<string, unknown>
 interface RouteLike {
@@ -44,7 +44,7 @@ function clean(schema: unknown): unknown {
 /** The documented body of a response: the payload schema inside the success envelope. */
 function enveloped(schema: Json): unknown {
   const kind = schema[ENVELOPE]
-  const { [ENVELOPE]: _drop, ...payload } = clean(schema) as Json
+  const { [ENVELOPE]: _drop, [MEDIA_TYPE]: _type, ...payload } = clean(schema) as Json
   if (kind === 'none') return payload
   if (kind === 'paged') {
     const props = payload.properties as Json
@@ -97,7 +97,7 @@ export function buildOpenApi(
     for (const [status, schema] of Object.entries((response ?? {}) as Record<string, Json>)) {
       responses[status] = {
         description: schema.description ?? (Number(status) < 300 ? 'success' : 'error'),
-        content: { 'application/json': { schema: enveloped(schema) } },
+        content: { [(schema[MEDIA_TYPE] as string | undefined) ?? 'application/json']: { schema: enveloped(schema) } },
       }
     }
     const { security, ...rest } = detail

@@ -4,13 +4,12 @@
  * `field: reason` messages, unknown routes as `not_found`, and everything else as an
  * `internal_error` that leaks no stack or SQL. /oauth/* answers in the OAuth error shape.
  */
-import { ValueErrorType } from '@sinclair/typebox/value'
 import { isDatabaseUnavailable } from '../db/errors'
 import { ApiError, errors } from '../errors'
 
 /** How long a client should wait while the database is unreachable: a restart or failover takes seconds. */
 export const DATABASE_RETRY_SECONDS = 5
-import { explainUnions, fieldName, reasonOf } from './validation'
+import { fieldName, reasonOf, validationError } from './validation'
 
 type Issue = { path: string; type: number; schema: unknown; message: string }
 
@@ -72,12 +71,7 @@ export function toApiError(code: string | number, error: unknown, request: Reque
             : v.type === 'property'
               ? coercedName(request, v.value)
               : 'body'
-    const issues = explainUnions((v.all.length ? v.all : [{ path: '', type: 0, schema: {}, message: 'is invalid' }]) as never, v.value) as Issue[]
-    // a missing field is reported once, as missing, not also as the wrong type
-    const missing = new Set(issues.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
-    const relevant = issues.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
-    const messages = [...new Set(relevant.map(i => `${fieldName(part, i.path)}: ${reasonOf(i as never)}`))]
-    return new ApiError('validation_error', messages.join('; '))
+    return validationError(part, v.all as never, v.value)
   }
   if (code === 'PARSE') return errors.validation('body', 'is not valid JSON')
   if (code === 'NOT_FOUND') return new ApiError('not_found', `${request.method} ${path}: no such route`)

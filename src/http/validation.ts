@@ -1,6 +1,7 @@
 /** Turns TypeBox/Elysia validation issues into the contract's `field: reason` messages. */
-import type { TSchema } from '@sinclair/typebox'
+import type { Static, TSchema } from '@sinclair/typebox'
 import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
+import { ApiError } from '../errors'
 
 /** `/rules/event_types/0` → `rules.event_types[0]`; the root of a part is the part's name. */
 export function fieldName(part: string, path: string): string {
@@ -116,4 +117,20 @@ export function explainUnions(issues: Issue[], root: unknown, depth = 0): Issue[
     const inner = [...Value.Errors(variant as unknown as TSchema, value)].map(e => ({ ...e, path: issue.path + e.path }))
     return inner.length ? explainUnions(inner, root, depth + 1) : [issue]
   })
+}
+
+/** The validation_error of `issues` about `value`, each `field: reason` under `part` (`body`, `messages[3]`). */
+export function validationError(part: string, issues: Issue[], value: unknown): ApiError {
+  const explained = explainUnions(issues.length ? issues : [{ path: '', type: 0 as ValueErrorType, schema: {} as never, message: 'is invalid' }], value)
+  // a missing field is reported once, as missing, not also as the wrong type
+  const missing = new Set(explained.filter(i => i.type === ValueErrorType.ObjectRequiredProperty).map(i => i.path))
+  const relevant = explained.filter(i => !missing.has(i.path) || i.type === ValueErrorType.ObjectRequiredProperty)
+  return new ApiError('validation_error', [...new Set(relevant.map(i => `${fieldName(part, i.path)}: ${reasonOf(i)}`))].join('; '))
+}
+
+/** `value` with the schema's defaults filled in, when it is valid; else its validation_error, fields named under `part`. */
+export function checkValue<T extends TSchema>(schema: T, value: unknown, part: string): Static<T> {
+  const filled = Value.Default(schema, structuredClone(value))
+  if (Value.Check(schema, filled)) return filled as Static<T>
+  throw validationError(part, [...Value.Errors(schema, filled)], filled)
 }

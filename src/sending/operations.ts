@@ -9,9 +9,10 @@ import { t } from 'elysia'
 import { getEmail } from '../mail/email-queries'
 import { errors } from '../errors'
 import { listOperation, operation, type OperationCall } from '../http/operation'
-import { Address } from '../http/schema'
+import { Address, OneOf } from '../http/schema'
 import { Timestamp } from '../http/timestamps'
-import { forwardedMessage } from './forward'
+import { BatchBody, BatchResult, MAX_BATCH, sendBatch } from './batch'
+import { FORWARD_MODES, forwardedMessage, type SendThread } from './forward'
 import { SEND_MAIL_MAX_BODY_BYTES, SendMailBody, type SendMailRequest, SendResponse, SentEmail } from './model'
 import { relayOf } from './relay'
 import { stopRepeatAsRecipient } from './repeat'
@@ -36,13 +37,13 @@ const { in_reply_to_email_id: _reply, to: _to, ...composeFields } = SendMailBody
  * Sends `body` under the call's key; REST answers the key (derived from the payload without one)
  * in its Idempotency-Key header. A send held for approval (sending/hold.ts) answers 202 instead.
  */
-async function send(call: OperationCall, body: SendMailRequest) {
+async function send(call: OperationCall, body: SendMailRequest, thread?: SendThread) {
   const held = await call.ctx.plugins.holdSend(call, body)
   if (held) {
     call.status?.(202)
     return held
   }
-  const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey)
+  const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey, thread)
   call.header?.('idempotency-key', result.key)
   return result.data
 }
@@ -71,6 +72,23 @@ export const sendingOperations = [
     },
     output: SendResponse,
     handle: send,
+  }),
+  operation({
+    name: 'send_email_batch',
+    method: 'POST',
+    path: '/v1/send-mail/batch',
+    tag: TAG,
+    summary: `Send up to ${MAX_BATCH} emails in one request`,
+    description:
+      `Each of \`messages\` (1 to ${MAX_BATCH}) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: ` +
+      '`{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). ' +
+      'Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload.',
+    input: BatchBody,
+    bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
+    idempotency: IDEMPOTENCY,
+    mcp: false,
+    output: t.Array(BatchResult),
+    handle: (call, { messages }) => sendBatch(call, messages, send),
   }),
   operation({
     name: 'reply_to_email',
@@ -103,23 +121,30 @@ export const sendingOperations = [
   operation({
     name: 'forward_email',
     method: 'POST',
-    path: '/v1/send-mail',
-    rest: false,
+    path: '/v1/emails/:id/forward',
     tag: TAG,
     summary: 'Forward an email',
-    description: 'Sends a stored email on to new recipients: your note, then the original message quoted, with its attachments.',
-    input: Type.Object({
-      email_id: Uuid('the email to forward'),
+    description:
+      'Sends a stored email (received or sent) on to new recipients, from one of your addresses: `mode: inline` (default) sends your note, then the original quoted with its From, Date, Subject and To, and its attachments; `mode: attachment` sends your note with the original whole, attachments included, attached as message/rfc822. ' +
+      "The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded.",
+    params: Id('the email to forward'),
+    resource: 'email',
+    input: t.Object({
       from: Address,
       to: Recipients,
-      note: Type.Optional(Type.String({ maxLength: 100_000, description: 'text above the forwarded message' })),
+      cc: SendMailBody.properties.cc,
+      bcc: SendMailBody.properties.bcc,
+      note: t.Optional(t.String({ maxLength: 100_000, description: 'text above the forwarded message' })),
+      mode: t.Optional(OneOf(FORWARD_MODES, { description: 'inline (default): quoted, attachments kept; attachment: the original whole as message/rfc822' })),
       ...Scheduling,
     }),
     idempotency: IDEMPOTENCY,
+    mayAccept: true,
     mcp: { hints: SEND_HINTS },
     output: SendResponse,
-    async handle(call, { email_id, note, ...rest }) {
-      return send(call, { ...rest, ...(await forwardedMessage(call.ctx, call.auth, email_id, note)) })
+    async handle(call, { id, note, mode, ...rest }) {
+      const forward = await forwardedMessage(call.ctx, call.auth, id, note, mode)
+      return send(call, { ...rest, ...forward.content }, forward.thread)
     },
   }),
   listOperation({

@@ -34,6 +34,7 @@ import type { NormalizedRequest, SendMailRequest, SendRow } from './model'
 import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
+import type { SendThread } from './forward'
 import { requireSender } from './senders'
 import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
 import { sendRecipients } from './recipient-reports'
@@ -304,11 +305,10 @@ async function prepareSend(
   scheduledAt: Date | null,
   signingKey: SigningKey | null | undefined,
   facts: SendFacts,
-  scope: string,
-  key: string,
-  payloadHash: Buffer,
+  { scope, key, payloadHash, thread }: { scope: string; key: string; payloadHash: Buffer; thread?: SendThread },
 ): Promise<Prepared> {
-  let threadId: string | null = null
+  let threadId: string | null = thread?.id ?? null
+  if (thread) request.reply = { references: thread.references }
   if (request.in_reply_to_email_id) {
     const reply = await replyContext(sql, auth.orgId, request.in_reply_to_email_id, auth.boundAddress)
     threadId = reply.threadId
@@ -424,7 +424,8 @@ const sendWrites = perProcess(
     ),
 )
 
-export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined) {
+/** `thread`: the thread the send joins and the References it carries (a forward's: forward.ts), where it answers no email. */
+export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined, thread?: SendThread) {
   normalize(body) // the request's own checks before a template is read
   const request = normalize(body, body.template ? await renderStored(ctx.sql, auth.orgId, body.template) : null)
   const scheduledAt = request.scheduled_at ? parseTimestamp('scheduled_at', request.scheduled_at) : null
@@ -443,7 +444,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   // flight (group commit). A key already recorded, or recorded meanwhile, takes the transaction
   // of `idempotent`, which answers from the record.
   const facts = await sendFacts(ctx.sql, auth.orgId, request, idem)
-  let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, scope, key, payloadHash)
+  let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, { scope, key, payloadHash, thread })
   const batched = prepared && (await sendWrites(ctx).submit(prepared))
   if (batched === 'busy') throw idempotencyBusy()
   if (batched instanceof ApiError) throw batched
@@ -451,7 +452,12 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     batched && batched !== 'recorded'
       ? { data: prepared!.data, replayed: false, local: batched }
       : await idempotent(ctx.sql, ctx.keys, idem, async tx => {
-          prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request, idem), scope, key, payloadHash)
+          prepared ??= await prepareSend(tx, auth, request, scheduledAt, signingKey, await sendFacts(tx, auth.orgId, request, idem), {
+            scope,
+            key,
+            payloadHash,
+            thread,
+          })
           const p = prepared
           // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
           const [, counted] = await Promise.all([lockSendCounts(tx, [p.row.org_id]), readSendCounts(tx, [p.row.org_id])])

@@ -179,7 +179,7 @@ describe('forbidden: everything else', () => {
     expect(checked).toContain('get /v1/whoami')
   })
 
-  test('the allow-list is exactly mail reads, labels of its mail, send-mail, drafts of the bound address (never their approval), the changes of the bound address, self-disconnect, network discovery and admission, contact reads, and address notes', () => {
+  test('the allow-list is exactly mail reads, labels of its mail, send-mail, drafts of the bound address (never their approval), the changes of the bound address (read or streamed), self-disconnect, network discovery and admission, contact reads, and address notes', () => {
     expect(CONNECTION_KEY_ROUTES.map(r => `${r.method} ${r.path}`)).toEqual([
       'GET /v1/emails',
       'GET /v1/emails/:id',
@@ -187,6 +187,8 @@ describe('forbidden: everything else', () => {
       'POST /v1/emails/labels',
       'GET /v1/labels',
       'POST /v1/send-mail',
+      'POST /v1/send-mail/batch',
+      'POST /v1/emails/:id/forward',
       'GET /v1/drafts',
       'POST /v1/drafts',
       'GET /v1/drafts/:id',
@@ -195,6 +197,7 @@ describe('forbidden: everything else', () => {
       'POST /v1/drafts/:id/send',
       'GET /v1/changes',
       'GET /v1/changes/cursor',
+      'GET /v1/events/stream',
       'DELETE /v1/agent-connections/:address',
       'GET /v1/networks',
       'GET /v1/networks/:id/agents',

@@ -59,3 +59,27 @@ test('compiled packages lose their maps, declarations, documents and TypeScript 
     ),
   ).toEqual([])
 })
+
+test('a package of files the console serves keeps those files and its manifest only, and SERVED_ONLY names every file it serves from a package', async () => {
+  files({
+    'node_modules/@picocss/pico/package.json': '{}',
+    'node_modules/@picocss/pico/css/pico.min.css': 'a{}',
+    'node_modules/@picocss/pico/css/pico.amber.min.css': 'a{}',
+    'node_modules/@picocss/pico/scss/_index.scss': '',
+  })
+  const proc = Bun.spawnSync([process.execPath, `${import.meta.dir}/../../bin/prune-node-modules.ts`, join(dir, 'node_modules')])
+  expect(proc.exitCode).toBe(0)
+  expect(existsSync(join(dir, 'node_modules/@picocss/pico/css/pico.min.css'))).toBe(true)
+  expect(existsSync(join(dir, 'node_modules/@picocss/pico/package.json'))).toBe(true)
+  expect(existsSync(join(dir, 'node_modules/@picocss/pico/css/pico.amber.min.css'))).toBe(false)
+  expect(existsSync(join(dir, 'node_modules/@picocss/pico/scss/_index.scss'))).toBe(false)
+
+  // what the console serves from packages (src/console/assets.ts), as `package/file`
+  const { SERVED_ONLY } = await import('../../bin/prune-node-modules')
+  const served = [...(await Bun.file(`${import.meta.dir}/../../src/console/assets.ts`).text()).matchAll(/fromPackage\('([^']+)'\)/g)].map(m => m[1]!)
+  expect(served.length).toBeGreaterThan(0)
+  for (const specifier of served) {
+    const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!
+    expect(SERVED_ONLY[name]).toContain(specifier.slice(name.length + 1))
+  }
+})
