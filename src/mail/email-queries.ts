@@ -12,7 +12,7 @@ import { iso } from '../http/timestamps'
 import type { AttachmentMeta, Mailbox } from './inbound/parse'
 import type { AuthVerdicts } from './inbound/authenticate'
 import { isQueryCanceled } from '../db/errors'
-import { searchQuery, searchVector } from './search-text'
+import { scopedQuery, searchQuery, searchVector } from './search-text'
 import { hasLabel, needsLabelIndex, threadLabelsColumn, threadsWithLabels } from './label-queries'
 
 export const SEARCH_BUDGET_MS = 3_000
@@ -169,7 +169,7 @@ export async function discardContent(sql: Sql, orgId: string, id: string) {
       await tx`delete from email_contents where email_id = ${id}`
       await tx`
         update emails set text_body = null, html_body = null, extracted_text = null, extracted_html = null, headers = '[]', attachments = '[]', content_discarded_at = now(),
-                          search = ${searchVector({ subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
+                          search = ${searchVector({ orgId, subject: email.subject, fromName: email.from_name, fromAddress: email.from_address, text: null })}::tsvector
          where id = ${id}`
       await releaseStorage(tx, orgId, email.size_bytes)
     }
@@ -229,27 +229,51 @@ export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], p
 }
 
 /**
- * How many of the newest messages a search reads before it asks the index. A word in more than
- * one message in 40 fills a page from them; a rarer one is looked up in the index, which
- * returns its matches in no order, so a word in half the mailbox would sort half a million
- * rows there.
+ * How many of the newest messages a search tests one by one before it asks the index: the square
+ * root of SEARCH_WALK_RATIO times the mailbox (2,000 of 100,000, 6,325 of a million), at least
+ * SEARCH_WALK_MIN. Testing a message costs about 3 µs of PostgreSQL's CPU; the ordered index
+ * (sql/0047) about 1.2 µs per match of the word in the organization, all of which it sorts. A
+ * word that does not fill a page among the newest W messages is in fewer than 101/W of them, so
+ * the index sorts about 101·N/W matches: W = √(40·N) makes the two halves equal, and the worst
+ * case about 2 × 3 µs × √(40·N) (12 ms at 100,000 messages, 38 ms at a million).
  */
-const SEARCH_WINDOW = 2_000
+const SEARCH_WALK_RATIO = 40
+const SEARCH_WALK_MIN = 200
+
+/** The ordered full-text index of a server with RUM (sql/0047); without it, emails_search_idx. */
+const ORDERED_SEARCH_INDEX = 'emails_search_rum_idx'
 
 /**
- * The most matches a search counts (`meta.total`; at the cap, "at least"). The index hands
- * over every match of a word before any is counted: counting a word in a tenth of a million
- * messages reads a hundred thousand index entries, in all of them most of a second. A word
- * with this many matches among the newest SEARCH_WINDOW messages (one in 20 or more) is not
- * counted further, and a rarer one has few enough matches for the index to count.
+ * The most matches a search counts (`meta.total`; at the cap, "at least"): counting is finding
+ * that many, from the newest message down, as a page does.
  */
 export const SEARCH_COUNT_CAP = 100
 
+/** A message in search order: newest received first, then the greater id. */
+interface SearchHit {
+  id: string
+  received_at: Date
+}
+
+const newestFirst = (a: SearchHit, b: SearchHit) => b.received_at.getTime() - a.received_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+
+/** The instant of a UUIDv7 id: a cursor's position when its message is gone. */
+const idTime = (id: string) => new Date(Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16))
+
 /**
- * Full-text search over subject, sender and text (the `search` column, sql/0027, written by the
- * store from search-text.ts), newest first, within SEARCH_BUDGET_MS (504 search_timeout past
- * it). `q` is read as web search syntax (`searchQuery`): words (all must match), "a phrase",
- * `or`, `-word`; a search with no words finds nothing.
+ * Full-text search over subject, sender and text (the `search` column, written by the store from
+ * search-text.ts), newest received first, within SEARCH_BUDGET_MS (504 search_timeout past it).
+ * `q` is read as web search syntax (`searchQuery`): words (all must match), "a phrase", `or`,
+ * `-word`; a search with no words finds nothing.
+ *
+ * A page is found in two steps that together cost little for any word (docs/benchmarks.md, "Big
+ * mailboxes"): the newest messages are tested one by one (a common word fills the page from
+ * the first few), then, when the page is not full, the index gives the matches below them. With
+ * RUM (sql/0047) the index hands them over newest first without reading the table; without it
+ * (the embedded PGlite, a server without the extension) emails_search_idx gives them in no order
+ * and they are sorted. Either index is asked for the word and the organization's lexeme
+ * (`scopedQuery`), so it reads this organization's matches only, and the messages returned are
+ * read by id within the organization.
  */
 export async function searchEmails(sql: Sql, orgId: string, q: string, page: PageRequest, budgetMs = SEARCH_BUDGET_MS) {
   const literal = searchQuery(q)
@@ -257,34 +281,42 @@ export async function searchEmails(sql: Sql, orgId: string, q: string, page: Pag
   try {
     return await sql.begin(async tx => {
       const timeout = tx`select set_config('statement_timeout', ${String(budgetMs)}, true)`.execute()
-      const query = tx`${literal}::tsquery`
-      // The organization as emails_search_idx holds it: no other index serves these statements.
-      const matching = tx`org_id::text = ${orgId}::text and search @@ ${query}`
-      // The newest SEARCH_WINDOW messages of the mailbox, and those below the cursor.
-      const window = (below: string | null) => tx<{ scanned: number; edge: string | null; hits: number; ids: string[] }[]>`
-        with recent as materialized (
-          select id, search from emails
-           where org_id = ${orgId} ${below ? tx`and id < ${below}` : tx``}
-           order by id desc limit ${SEARCH_WINDOW}),
-        hit as materialized (select id from recent where search @@ ${query})
-        select (select count(*)::int from recent) as scanned, (select id from recent order by id limit 1) as edge,
-               (select count(*)::int from hit) as hits, array(select id from hit order by id desc limit ${page.limit + 1}) as ids`
-      const [, [top], below] = await Promise.all([timeout, window(null), page.after ? window(page.after) : null])
-      const recent = below?.[0] ?? top!
-      let ids = recent.ids
-      if (ids.length <= page.limit && recent.scanned === SEARCH_WINDOW) {
-        const older = await tx<{ id: string }[]>`
-          select id from emails where ${matching} and id < ${recent.edge} order by id desc limit ${page.limit + 1 - ids.length}`
-        ids = [...ids, ...older.map(r => r.id)]
+      const plain = tx`${literal}::tsquery`
+      const scoped = tx`${scopedQuery(literal, orgId)}::tsquery`
+      const walkSize = tx`(select greatest(${SEARCH_WALK_MIN}, ceil(sqrt(${SEARCH_WALK_RATIO} * emails_count)))::int from (${storedEmailsCount(tx, orgId)}) c)`
+
+      /** The first `want` matches below `below` (from the newest, when null), in search order. */
+      const collect = async (below: string | null, want: number): Promise<SearchHit[]> => {
+        const position = below
+          ? tx`and (received_at, id) < (coalesce((select received_at from emails where id = ${below} and org_id = ${orgId}), ${idTime(below)}), ${below}::uuid)`
+          : tx``
+        // the newest messages, each tested; the last of them (`edge`) returned too, hit or not
+        const walked = await tx<(SearchHit & { hit: boolean; edge: boolean; ordered: boolean })[]>`
+          select id, received_at, hit, n = ${walkSize} as edge, to_regclass(${ORDERED_SEARCH_INDEX}) is not null as ordered
+            from (select id, received_at, search @@ ${plain} as hit, row_number() over (order by received_at desc, id desc) as n
+                    from (select id, received_at, search from emails where org_id = ${orgId} ${position}
+                           order by received_at desc, id desc limit ${walkSize}) newest) tested
+           where hit or n = ${walkSize}
+           limit ${want + 1}`
+        const hits = walked.filter(r => r.hit)
+        const edge = walked.at(-1)
+        if (hits.length >= want || !edge?.edge) return hits
+        const rest = want - hits.length
+        const beyond = tx`search @@ ${scoped} and (received_at, id) < (${edge.received_at}, ${edge.id}::uuid)`
+        // RUM orders by distance below the edge: ties of received_at are all taken, then sorted by id
+        const older = await (edge.ordered
+          ? tx<SearchHit[]>`select id, received_at from emails where ${beyond}
+                             order by received_at <=| ${edge.received_at}::timestamptz fetch first ${rest} rows with ties`
+          : tx<SearchHit[]>`select id, received_at from emails where ${beyond} order by received_at desc, id desc limit ${rest}`)
+        return [...hits, ...older.sort(newestFirst).slice(0, rest)]
       }
-      // All of the mailbox was in the window, or the window alone has SEARCH_COUNT_CAP matches.
-      const total =
-        top!.scanned < SEARCH_WINDOW || top!.hits >= SEARCH_COUNT_CAP
-          ? Math.min(top!.hits, SEARCH_COUNT_CAP)
-          : (await tx<{ total: number }[]>`select count(*)::int as total from (select from emails where ${matching} limit ${SEARCH_COUNT_CAP}) capped`)[0]!
-              .total
-      const rows = await tx<SummaryRow[]>`select ${tx(SUMMARY_COLUMNS)} from emails where id = any(${ids}::uuid[]) order by id desc`
-      return { rows, total }
+
+      const want = page.limit + 1
+      const [, top, below] = await Promise.all([timeout, collect(null, Math.max(SEARCH_COUNT_CAP, want)), page.after ? collect(page.after, want) : null])
+      const ids = (below ?? top).slice(0, want).map(h => h.id)
+      const rows = await tx<SummaryRow[]>`
+        select ${tx(SUMMARY_COLUMNS)} from emails where id = any(${ids}::uuid[]) and org_id = ${orgId} order by received_at desc, id desc`
+      return { rows, total: Math.min(top.length, SEARCH_COUNT_CAP) }
     })
   } catch (error) {
     // 57014: query_canceled, which is how statement_timeout ends a query

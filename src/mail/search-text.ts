@@ -52,6 +52,8 @@ function indexedText(text: string | null): string | null {
 const quote = (lexeme: string) => `'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`
 
 export interface SearchFields {
+  /** the message's organization: its lexeme (`orgLexeme`) is in every vector */
+  orgId: string
   subject: string | null
   fromName: string | null
   fromAddress: string | null
@@ -61,8 +63,16 @@ export interface SearchFields {
 }
 
 /**
+ * The lexeme of an organization in the vectors of its messages, which a search asks for with its
+ * words (sql/0047): the index intersects the two, so a search reads its own organization's
+ * matches only. No query can spell it: a query's words are runs of letters and digits, and an
+ * address has an @.
+ */
+export const orgLexeme = (orgId: string) => `org=${orgId}`
+
+/**
  * The `tsvector` literal of a message: subject, sender (the address whole and by its words),
- * new content (weight A), body. Each word is listed once with its positions; PostgreSQL keeps up to 256 of them.
+ * new content (weight A), body, and its organization's lexeme. Each word is listed once with its positions; PostgreSQL keeps up to 256 of them.
  */
 export function searchVector(m: SearchFields): string {
   // a dictionary object of position arrays: on Bun the cheapest of the ways measured (a Map, or
@@ -90,7 +100,7 @@ export function searchVector(m: SearchFields): string {
   }
   addWords(indexedText(m.newText ?? null), 'A')
   addWords(indexedText(m.text))
-  let literal = ''
+  let literal = `${quote(orgLexeme(m.orgId))} `
   for (const lexeme in positions) literal += `${quote(lexeme)}:${positions[lexeme]!.join(',')} `
   return literal
 }
@@ -128,3 +138,6 @@ export function searchQuery(q: string): string | null {
   }
   return out.length ? out.join(' ') : null
 }
+
+/** A search's `tsquery` literal limited to one organization's messages: its words and the organization's lexeme. */
+export const scopedQuery = (literal: string, orgId: string) => `(${literal}) & ${quote(orgLexeme(orgId))}`

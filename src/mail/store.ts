@@ -152,7 +152,7 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
               ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
               ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
               ${s.raw.byteLength}, ${at},
-              ${searchVector({ subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
+              ${searchVector({ orgId: s.orgId, subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
               ${extracted.text}, ${extracted.html}, ${arrivalLabels(s.direction)}::text[])
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),

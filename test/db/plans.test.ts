@@ -38,6 +38,8 @@ const SIZE = 30_000
 /** The mailbox of the labels' plans (issue 29 asks for them on 100,000 messages). */
 const LABELED_SIZE = 100_000
 const serverUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
+/** The server has RUM, so migrations made the ordered search index (sql/0047). */
+const ordered = !embedded && (await hasRum(serverUrl))
 const name = `agent_mail_plans_${process.pid}_${Date.now().toString(36)}`
 const config = testConfig()
 
@@ -72,6 +74,15 @@ function explaining(planCache: 'auto' | 'force_generic_plan') {
     } as Record<string, string>,
   }) as unknown as Sql
   return { client, plans, take: () => plans.splice(0) }
+}
+
+async function hasRum(url: string) {
+  const probe = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    return (await probe`select exists (select from pg_available_extensions where name = 'rum') as rum`)[0]!.rum as boolean
+  } finally {
+    await probe.end({ timeout: 5 })
+  }
 }
 
 const mailPlans = (plans: string[]) => plans.filter(p => /\b(emails|threads)\b/.test(p))
@@ -150,6 +161,7 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await run('thread', () => getThread(session.client, big.orgId, threadId))
       await run('search, a word of most messages', () => searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null }))
       await run('search, a rare word', () => searchEmails(session.client, big.orgId, 'w45000', { limit: 50, after: null }))
+      await run('search, a word of some messages', () => searchEmails(session.client, big.orgId, 'w300', { limit: 50, after: null }))
       await run('reply', () =>
         ingest(
           ctx,
@@ -173,8 +185,13 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       expect(reply).not.toContain('emails_org_idx')
       // the thread's messages come from the thread's index entries alone
       expect(plans.get('thread')!.join('\n')).not.toContain('emails_org_idx')
-      // search reads the index of words, with the organization in it
-      expect(plans.get('search, a rare word')!.join('\n')).toContain('emails_search_idx')
+      // a word of most messages fills its page from the newest messages, tested by the organization's index
+      const common = plans.get('search, a word of most messages')!.join('\n')
+      expect(common).toContain('emails_org_received_idx')
+      expect(common).not.toMatch(/emails_search_(rum_)?idx/)
+      // rarer words read the index of words, for the word and the organization's lexeme together
+      for (const what of ['search, a rare word', 'search, a word of some messages'])
+        expect(plans.get(what)!.join('\n')).toMatch(ordered ? /Index Scan using emails_search_rum_idx/ : /Bitmap Index Scan on emails_search_idx/)
       // the reply joined the seeded thread
       const [stored] = await sql<{ same: boolean }[]>`
         select r.thread_id = s.thread_id as same from emails r, emails s
@@ -184,6 +201,42 @@ describe.skipIf(embedded)('plans of the mailbox statements', () => {
       await session.client.end({ timeout: 5 })
     }
   }, 180_000)
+
+  test.skipIf(!ordered)(
+    'with RUM, the ordered index hands over the matches of a rarer and of a common word newest first, unsorted by the plan',
+    async () => {
+      await freshDatabase()
+      const big = await mailbox(SIZE)
+      // another organization whose mail has every word: none of it is read
+      await mailbox(2_000)
+      const session = explaining('force_generic_plan')
+      try {
+        // w100 is in about one message in 17, w300 in one in 50, w45000 in a few
+        for (const word of ['w100', 'w300', 'w45000']) {
+          session.take()
+          const found = await searchEmails(session.client, big.orgId, word, { limit: 50, after: null })
+          const plan = mailPlans(session.take()).find(p => p.includes('emails_search_rum_idx'))
+          expect({ word, plan: plan ?? null }).not.toEqual({ word, plan: null })
+          // the index orders the matches (Order By), the plan sorts nothing and reads no other index of words
+          expect(plan).toMatch(/Index Scan using emails_search_rum_idx on emails[^\n]*\n\s+Index Cond: \(search @@ \$1\)/)
+          expect(plan).toContain('Order By: (received_at <=| ')
+          expect(plan).not.toContain('Sort Key')
+          expect(plan).not.toContain('emails_search_idx')
+          // newest first, and of this organization only
+          const truth = await sql<{ id: string }[]>`
+          select id from emails where org_id = ${big.orgId} and search @@ ${word}::tsquery order by received_at desc, id desc limit 51`
+          expect(found.rows.map(r => r.id)).toEqual(truth.map(r => r.id))
+        }
+        // a word of nearly every message fills its page from the newest messages: the index of words is not asked
+        session.take()
+        await searchEmails(session.client, big.orgId, 'w1', { limit: 50, after: null })
+        expect(mailPlans(session.take()).join('\n')).not.toContain('emails_search_rum_idx')
+      } finally {
+        await session.client.end({ timeout: 5 })
+      }
+    },
+    180_000,
+  )
 
   test("a list of one address, and a long-poll's read of it since an instant, read that address's mail by index, not the organization's", async () => {
     await freshDatabase()

@@ -27,21 +27,25 @@ const CHUNK = 50_000
 export const randomWord = () => `w${Math.floor(Math.exp(Math.random() * Math.log(VOCABULARY)))}`
 
 /**
- * Seeds a mailbox. Past 100,000 messages the search index is dropped for the import and built
- * again after it from its own definition, as bulk loads do: inserting a million messages into
- * a GIN index one by one takes ten times as long as building it.
+ * Seeds a mailbox. Past 100,000 messages the search indexes (GIN, and RUM where the server has
+ * it: sql/0047) are dropped for the import and built again after it from their own
+ * definitions, as bulk loads do: inserting a million messages into a GIN index one by one
+ * takes ten times as long as building it.
  */
 export async function seedMailbox(sql: Sql, o: { orgId: string; address: string; count: number; log?: (line: string) => void }): Promise<void> {
   const rebuild =
-    o.count > 100_000 ? (await sql<{ def: string }[]>`select indexdef as def from pg_indexes where indexname = 'emails_search_idx'`)[0]?.def : undefined
-  if (rebuild) await sql`drop index emails_search_idx`
+    o.count > 100_000
+      ? await sql<{ name: string; def: string }[]>`
+          select indexname as name, indexdef as def from pg_indexes where indexname in ('emails_search_idx', 'emails_search_rum_idx')`
+      : []
+  for (const index of rebuild) await sql`drop index ${sql(index.name)}`
   await insertMailbox(sql, o)
-  if (rebuild) {
+  for (const index of rebuild) {
     await sql.begin(async tx => {
       await tx`set local maintenance_work_mem = '256MB'`
-      await tx.unsafe(rebuild)
+      await tx.unsafe(index.def)
     })
-    o.log?.('search index built')
+    o.log?.(`${index.name} built`)
   }
 }
 
@@ -102,7 +106,7 @@ async function insertMailbox(sql: Sql, o: { orgId: string; address: string; coun
                -- the store writes the vector of src/mail/search-text.ts; for these plain words
                -- PostgreSQL's parser finds the same ones (the sender whole, and by its words)
                to_tsvector('simple', subject || ' Sender ' || split_part(sender, '@', 1) || ' ' || sender || ' ' ||
-                                     translate(sender, '@.', '  ') || ' ' || body),
+                                     translate(sender, '@.', '  ') || ' ' || body) || ('org=' || ${o.orgId})::tsvector,
                -- one message in UNREAD_EVERY is unread, the rest read (src/mail/label-queries.ts)
                case when i % ${UNREAD_EVERY} = 0 then '{inbound,unread}'::text[] else '{inbound,read}'::text[] end
           from r),

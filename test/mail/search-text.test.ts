@@ -9,7 +9,9 @@ import { testSql } from '../helpers/app'
 
 const sql = await testSql()
 
+const ORG = '0190a000-0000-7000-8000-000000000001'
 const message = {
+  orgId: ORG,
   subject: 'Re: Invoice 100% overdue',
   fromName: "Quinn O'Brien",
   fromAddress: 'Quinn.OBrien@Finder.example',
@@ -35,15 +37,15 @@ describe('the literals in the database', () => {
   test('the vector parses, with each word once and its positions', async () => {
     const [row] = await sql<
       { v: string }[]
-    >`select ${searchVector({ subject: 'a b a', fromName: null, fromAddress: 'x@y.z', text: "it's" })}::tsvector::text as v`
-    expect(row!.v).toBe(`'a':1,3 'b':2 'it':7 's':8 'x':4 'x@y.z':4 'y':5 'z':6`)
+    >`select ${searchVector({ orgId: ORG, subject: 'a b a', fromName: null, fromAddress: 'x@y.z', text: "it's" })}::tsvector::text as v`
+    expect(row!.v).toBe(`'a':1,3 'b':2 'it':7 'org=${ORG}' 's':8 'x':4 'x@y.z':4 'y':5 'z':6`)
   })
 
   test("a received message's new content comes after the sender with weight A; the body follows unweighted", async () => {
     const [row] = await sql<{ v: string; a: boolean; quoted: boolean }[]>`
       select v::text as v, v @@ 'yes:A'::tsquery as a, v @@ 'lunch:A'::tsquery as quoted
-        from (select ${searchVector({ subject: 's', fromName: null, fromAddress: null, text: 'Yes\n> lunch?', newText: 'Yes' })}::tsvector as v) x`
-    expect(row!.v).toBe(`'lunch':4 's':1 'yes':2A,3`)
+        from (select ${searchVector({ orgId: ORG, subject: 's', fromName: null, fromAddress: null, text: 'Yes\n> lunch?', newText: 'Yes' })}::tsvector as v) x`
+    expect(row!.v).toBe(`'lunch':4 'org=${ORG}' 's':1 'yes':2A,3`)
     expect(row!.a).toBe(true)
     expect(row!.quoted).toBe(false)
   })
@@ -79,7 +81,10 @@ describe('the literals in the database', () => {
 
   test('a huge body is indexed up to its first 64 KB, with no word cut in two', async () => {
     const text = Array.from({ length: 20_000 }, (_, i) => `w${String(i % 500).padStart(3, '0')}`).join(' ')
-    const [row] = await sql<{ n: number }[]>`select length(${searchVector({ subject: null, fromName: null, fromAddress: null, text })}::tsvector) as n`
-    expect(row!.n).toBe(500)
+    const [row] = await sql<
+      { n: number }[]
+    >`select length(${searchVector({ orgId: ORG, subject: null, fromName: null, fromAddress: null, text })}::tsvector) as n`
+    // its 500 words, and the organization's lexeme
+    expect(row!.n).toBe(501)
   })
 })
