@@ -232,7 +232,7 @@ export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], p
  * How many of the newest messages a search tests one by one before it asks the index: the square
  * root of SEARCH_WALK_RATIO times the mailbox (2,000 of 100,000, 6,325 of a million), at least
  * SEARCH_WALK_MIN. Testing a message costs about 3 µs of PostgreSQL's CPU; the ordered index
- * (sql/0047) about 1.2 µs per match of the word in the organization, all of which it sorts. A
+ * (sql/0049) about 1.2 µs per match of the word in the organization, all of which it sorts. A
  * word that does not fill a page among the newest W messages is in fewer than 101/W of them, so
  * the index sorts about 101·N/W matches: W = √(40·N) makes the two halves equal, and the worst
  * case about 2 × 3 µs × √(40·N) (12 ms at 100,000 messages, 38 ms at a million).
@@ -240,7 +240,7 @@ export function threadEmailPages(sql: Sql, orgId: string, threadIds: string[], p
 const SEARCH_WALK_RATIO = 40
 const SEARCH_WALK_MIN = 200
 
-/** The ordered full-text index of a server with RUM (sql/0047); without it, emails_search_idx. */
+/** The ordered full-text index of a server with RUM (sql/0049); without it, emails_search_idx. */
 const ORDERED_SEARCH_INDEX = 'emails_search_rum_idx'
 
 /**
@@ -269,7 +269,7 @@ const idTime = (id: string) => new Date(Number.parseInt(id.replaceAll('-', '').s
  * A page is found in two steps that together cost little for any word (docs/benchmarks.md, "Big
  * mailboxes"): the newest messages are tested one by one (a common word fills the page from
  * the first few), then, when the page is not full, the index gives the matches below them. With
- * RUM (sql/0047) the index hands them over newest first without reading the table; without it
+ * RUM (sql/0049) the index hands them over newest first without reading the table; without it
  * (the embedded PGlite, a server without the extension) emails_search_idx gives them in no order
  * and they are sorted. Either index is asked for the word and the organization's lexeme
  * (`scopedQuery`), so it reads this organization's matches only, and the messages returned are

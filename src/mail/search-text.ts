@@ -64,7 +64,7 @@ export interface SearchFields {
 
 /**
  * The lexeme of an organization in the vectors of its messages, which a search asks for with its
- * words (sql/0047): the index intersects the two, so a search reads its own organization's
+ * words (sql/0049): the index intersects the two, so a search reads its own organization's
  * matches only. No query can spell it: a query's words are runs of letters and digits, and an
  * address has an @.
  */

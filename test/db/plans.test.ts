@@ -38,7 +38,7 @@ const SIZE = 30_000
 /** The mailbox of the labels' plans (issue 29 asks for them on 100,000 messages). */
 const LABELED_SIZE = 100_000
 const serverUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
-/** The server has RUM, so migrations made the ordered search index (sql/0047). */
+/** The server has RUM, so migrations made the ordered search index (sql/0049). */
 const ordered = !embedded && (await hasRum(serverUrl))
 const name = `agent_mail_plans_${process.pid}_${Date.now().toString(36)}`
 const config = testConfig()

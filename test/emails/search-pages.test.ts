@@ -3,7 +3,7 @@
  * through every page of a word finds exactly the messages that have it, newest first, whether
  * they come from the newest messages, from the index or from both, and none of another
  * organization's with the same words; the total is exact up to its cap. On a server with RUM
- * the index is the ordered one (sql/0047), on PGlite emails_search_idx.
+ * the index is the ordered one (sql/0049), on PGlite emails_search_idx.
  */
 import { beforeAll, expect, test } from 'bun:test'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'

@@ -28,7 +28,7 @@ export const randomWord = () => `w${Math.floor(Math.exp(Math.random() * Math.log
 
 /**
  * Seeds a mailbox. Past 100,000 messages the search indexes (GIN, and RUM where the server has
- * it: sql/0047) are dropped for the import and built again after it from their own
+ * it: sql/0049) are dropped for the import and built again after it from their own
  * definitions, as bulk loads do: inserting a million messages into a GIN index one by one
  * takes ten times as long as building it.
  */
