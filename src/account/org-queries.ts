@@ -21,9 +21,8 @@ export interface OrgRow {
   send_per_day_override: number | null
 }
 
-export interface NewOrg {
+export interface NewOrg extends Pick<OrgRow, 'plan'> {
   name: string
-  plan: Plan
 }
 
 export async function insertOrg(tx: Tx, org: NewOrg): Promise<string> {
@@ -104,7 +103,7 @@ export async function orgPlanAndEntitlements(sql: Tx, orgId: string): Promise<Pi
 
 /** The organization's plan, or null for an unknown organization. */
 export async function planOf(sql: Tx, orgId: string): Promise<Plan | null> {
-  const [org] = await sql<{ plan: Plan }[]>`select plan from orgs where id = ${orgId}`
+  const [org] = await sql<Pick<OrgRow, 'plan'>[]>`select plan from orgs where id = ${orgId}`
   return org?.plan ?? null
 }
 
