@@ -2,7 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { ConnectionKeyFinder, ConnectionKeyRow } from '../auth/credentials'
 import type { Sql, Tx } from '../db/client'
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
 
 /** A connection key by its SHA-256, for the credential resolver (the `findConnectionKey` seam, plugged in by src/plugins.ts). */
 export const findConnectionKey: ConnectionKeyFinder = async (sql, hash) => {

@@ -7,7 +7,7 @@
  */
 import { isVerifiedDomainOf } from '../domains/queries'
 import { isInboxOf } from '../mail/inbox-queries'
-import { userEmail } from '../account/orgs'
+import { userEmail } from '../account/user-queries'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
 import { currentRole } from '../account/roles'

@@ -6,7 +6,8 @@
  */
 import { randomUUIDv7 } from 'bun'
 import { currentRole } from '../account/roles'
-import { planOf, userEmail } from '../account/orgs'
+import { planOf } from '../account/org-queries'
+import { userEmail } from '../account/user-queries'
 import { planDefinition } from '../account/plans'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'

@@ -7,7 +7,7 @@
 import { emailsAs } from '../mail/email-queries'
 import { isVerifiedDomainOf } from '../domains/queries'
 import { inboxDisplayName, isInboxOf } from '../mail/inbox-queries'
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'

@@ -3,7 +3,7 @@
  * per settle, each overridable by the operator (`bin/admin x402 set-caps`). A settle that would
  * exceed one fails the challenge before anything moves on chain.
  */
-import { requireOrg } from '../account/orgs'
+import { requireOrg } from '../account/org-queries'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { periodTotal } from './totals'

@@ -5,7 +5,7 @@
 import { managedInboxesAs } from '../inbox-queries'
 import { domainsAs } from '../../domains/queries'
 import type { AppContext } from '../../context'
-import { orgsAs } from '../../account/orgs'
+import { orgsAs } from '../../account/org-queries'
 import { planDefinition, type Plan } from '../../account/plans'
 import type { SmtpReply } from '../../smtp/types'
 

@@ -4,7 +4,7 @@
  * through the ordinary send path (sender ownership, limits, signing, relay); the interaction's
  * reads. Messages the service sends later in the thread (receipt, reject) go the same way.
  */
-import { planOf } from '../../account/orgs'
+import { planOf } from '../../account/org-queries'
 import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
