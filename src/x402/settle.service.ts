@@ -4,9 +4,9 @@
  * one transaction; the request that claimed it settles it at once, and the job is there for a
  * process that died on the way. Whoever settles holds the settlement's lock (an advisory lock on
  * its id) for the whole attempt, so a concurrent caller waits and then reads the outcome. The
- * claimer takes it for its session in the claim's own transaction (`holdSettlementLock`) and
- * goes from the claim's COMMIT to the chain with no round trip between (`settleClaimed`); every
- * other settler takes it for its transaction (`settleNow`).
+ * claimer takes it for its session in the claim's own transaction (`holdSettlementLock`, in
+ * settlement-queries.ts) and goes from the claim's COMMIT to the chain with no round trip between
+ * (`settleClaimed`); every other settler takes it for its transaction (`settleNow`).
  *
  * Before sending, the token's `authorizationState` is read: a used authorization is resolved
  * from the chain (its `AuthorizationUsed` log and that transaction's Transfer), so a crash between
