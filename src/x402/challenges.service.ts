@@ -127,5 +127,5 @@ export async function getOwnChallenge(sql: Sql | Tx, orgId: string, id: string):
   return row
 }
 
-// GraphQL's loaders read challenges by id through the service's name (src/graphql/ is not this change's)
+// GraphQL's batched reads (src/graphql/loaders.ts) import it from here
 export { challengesByIds } from './challenge-queries'
