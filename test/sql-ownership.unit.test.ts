@@ -105,7 +105,27 @@ const PENDING: Record<string, string[]> = {}
  * Folders whose statements all sit in their queries modules (`queries.ts`, `<table>-queries.ts`),
  * which the folder's services call; add a folder here once its statements are gathered.
  */
-const GATHERED: string[] = ['credits', 'notes', 'templates', 'contacts', 'domains', 'memories', 'wake', 'registries', 'networks', 'account', 'auth', 'oauth', 'functions', 'webhooks', 'labels', 'changes', 'connections', 'console', 'x402']
+const GATHERED: string[] = [
+  'credits',
+  'notes',
+  'templates',
+  'contacts',
+  'domains',
+  'memories',
+  'wake',
+  'registries',
+  'networks',
+  'account',
+  'auth',
+  'oauth',
+  'functions',
+  'webhooks',
+  'labels',
+  'changes',
+  'connections',
+  'console',
+  'x402',
+]
 
 /** Whether a file is a queries module: `queries.ts` or `<name>-queries.ts`. */
 const isQueriesModule = (file: string) => /(?:^|[/-])queries\.ts$/.test(file)
