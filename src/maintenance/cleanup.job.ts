@@ -4,8 +4,8 @@
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
-import { pruneRateLimitWindows } from '../http/rate-limit'
-import { pruneIdempotencyKeys } from '../http/idempotency'
+import { pruneRateLimitWindows } from '../http/rate-limit-queries'
+import { pruneIdempotencyKeys } from '../http/idempotency-queries'
 import { pruneExpiredOAuthRows } from '../oauth/queries'
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
