@@ -15,7 +15,7 @@ import { pruneChanges } from '../changes/feed'
 import { pruneReceipts } from '../mail/inbound/receipt-queries'
 import { pruneExpiredDeviceLogins } from '../cli/queries'
 import { pruneUnclaimedInvitations } from '../connections/queries'
-import { pruneSendCounts } from '../sending/send-counts'
+import { pruneSendCounts } from '../sending/send-count-queries'
 import { pruneExpiredSignups } from '../signups/queries'
 import { pruneTotals } from '../x402/totals'
 

@@ -36,7 +36,7 @@ import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import type { SendThread } from './forward'
 import { requireSender } from './senders'
-import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
+import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-count-queries'
 import { sendRecipients } from './recipient-reports'
 import { enforceNotSuppressed, suppressedColumn, type Suppressed } from './suppression-gate'
 
