@@ -8,6 +8,8 @@
  * it is alive. A live holder renews all its leases in one statement (`heartbeat`); a lease not
  * renewed for JOB_LEASE_SECONDS belongs to a dead process and is freed by the next heartbeat of
  * any worker, so the job runs again with its attempt counted (docs/jobs.md).
+ *
+ * The statements are in ./queries.ts; this module decides what they are given.
  */
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
