@@ -105,7 +105,30 @@ const PENDING: Record<string, string[]> = {}
  * Folders whose statements all sit in their queries modules (`queries.ts`, `<table>-queries.ts`),
  * which the folder's services call; add a folder here once its statements are gathered.
  */
-const GATHERED: string[] = ['credits', 'notes', 'templates', 'contacts', 'domains', 'memories', 'wake', 'registries', 'networks', 'mail', 'http', 'jobs']
+const GATHERED: string[] = [
+  'credits',
+  'notes',
+  'templates',
+  'contacts',
+  'domains',
+  'memories',
+  'wake',
+  'registries',
+  'networks',
+  'account',
+  'auth',
+  'oauth',
+  'functions',
+  'webhooks',
+  'labels',
+  'changes',
+  'connections',
+  'console',
+  'x402',
+  'mail',
+  'http',
+  'jobs',
+]
 
 /** Whether a file is a queries module: `queries.ts` or `<name>-queries.ts`. */
 const isQueriesModule = (file: string) => /(?:^|[/-])queries\.ts$/.test(file)

@@ -8,9 +8,6 @@ import type { Sql, Tx } from '../db/client'
 import { sha256, type ServerKeys } from '../crypto'
 import { errors } from '../errors'
 import { lookupRecord, recordOutcome, type StoredRecord, tryKeyLock } from './idempotency-queries'
-
-// the key's statements that the features join to their own (sending's batches, x402's emails)
-export { IDEMPOTENCY_TTL_HOURS, isKeyRecorded, recordedKeys, recordResponses, releaseKey } from './idempotency-queries'
 const KEY_HEADER = 'idempotency-key'
 
 export interface Outcome<T> {

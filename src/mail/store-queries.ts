@@ -6,7 +6,7 @@
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import { EMAILS_CHANNEL } from '../events'
-import { countStorage, countStoredMessage } from '../account/orgs'
+import { countStorage, countStoredMessage } from '../account/org-queries'
 import { threadCtes } from './thread-queries'
 import { searchVector } from './search-text'
 import type { Extracted } from './inbound/extraction'

@@ -17,7 +17,7 @@ import { pruneExpiredDeviceLogins } from '../cli/queries'
 import { pruneUnclaimedInvitations } from '../connections/queries'
 import { pruneSendCounts } from '../sending/send-count-queries'
 import { pruneExpiredSignups } from '../signups/queries'
-import { pruneTotals } from '../x402/totals'
+import { pruneTotals } from '../x402/totals-queries'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 

@@ -8,9 +8,6 @@ import { docsPath, errors, type Gate } from '../errors'
 import type { SuppressionReason } from './recipient-reports'
 import { type Suppressed, suppressedAmong } from './report-queries'
 
-// the gate's column of the statement that reads a send's facts (service.ts)
-export { suppressedColumn, type Suppressed } from './report-queries'
-
 const GATE = 'suppression_list'
 const DOCS = docsPath('suppressions')
 

@@ -5,7 +5,7 @@
  */
 import { managedInboxesAs } from '../inbox-queries'
 import { domainsAs } from '../../domains/queries'
-import { orgsAs } from '../../account/orgs'
+import { orgsAs } from '../../account/org-queries'
 import type { Plan } from '../../account/plans'
 import type { Sql } from '../../db/client'
 
