@@ -8,11 +8,11 @@ import { inboxDisplayName, isInboxOf } from '../mail/inbox-queries'
 import { emailsAs } from '../mail/email-queries'
 import { orgsAs } from '../account/org-queries'
 import type { Tx } from '../db/client'
-import { isKeyRecorded } from '../http/idempotency'
+import { isKeyRecorded } from '../http/idempotency-queries'
 import { splitAddress } from '../mail/inbound/recipients'
 import type { SendRow } from './model'
-import { countedSends } from './send-counts'
-import { suppressedColumn, type Suppressed } from './suppression-gate'
+import { countedSends } from './send-count-queries'
+import { suppressedColumn, type Suppressed } from './report-queries'
 
 /**
  * What the checks of a send need, in one statement: is `from` a sender of the organization, its

@@ -285,6 +285,12 @@ describe('fuzz: every operation of the OpenAPI document', () => {
           headers.set('x-forwarded-for', `198.18.${(ip >> 8) & 255}.${ip++ & 255}`)
           const url = `http://api.test.local${req.path}${req.query ? `?${req.query}` : ''}`
           const res = await app.app.handle(new Request(url, { method, headers, body: method === 'GET' || method === 'HEAD' ? undefined : req.body }))
+          // an event stream that opened runs until it is closed: its head is the answer
+          if (res.ok && res.headers.get('content-type')?.startsWith('text/event-stream')) {
+            await res.body?.cancel()
+            succeeded.add(`${method} ${path}`)
+            return
+          }
           const text = await res.text()
           checkAnswer(method, req.path, res.status, res.headers.get('content-type') ?? '', text)
           if (res.status < 300) succeeded.add(`${method} ${path}`)
