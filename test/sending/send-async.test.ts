@@ -214,6 +214,26 @@ describe('Prefer: respond-async', () => {
   })
 })
 
+test('a forward takes the header too: 202, then relayed', async () => {
+  const s = await sender()
+  const first = await send(s, { to: rcpt('orig') })
+  const original = await until(
+    () => sentEmail(s, first.body.data.id),
+    d => d.status === 'queued',
+  )
+  const to = rcpt('fwd')
+  const res = await app.request('POST', `/v1/emails/${original.email_id}/forward`, { key: s.org.key, headers: ASYNC, body: { from: s.from, to } })
+  expect(res.status).toBe(202)
+  expect(res.headers.get('preference-applied')).toBe('respond-async')
+  expect(res.body.data).toMatchObject({ status: 'queued', accepted: [to], thread_id: original.thread_id })
+  const state = await until(
+    () => sentEmail(s, res.body.data.id),
+    d => d.status !== 'sending',
+  )
+  expect(state.status).toBe('queued')
+  expect(relay.messages.find(m => m.to.includes(to))?.raw).toMatch(/^Subject: Fwd: /m)
+})
+
 describe('a relay that never answers', () => {
   let hung: TestRelay
   let slow: TestApp
