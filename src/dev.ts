@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { isAbsolute, relative } from 'node:path'
-import { planOf } from './account/orgs'
+import { planOf } from './account/org-queries'
 import { createOrgCommand, createUserCommand } from './admin/commands'
 import { serveAdminSocket } from './admin/socket'
 import { loadConfig, type Config } from './config'

@@ -21,7 +21,7 @@ export const EMAILS_CHANNEL = 'emails'
  * a `mailSignal` payload, the organization id and the addresses the changes are about.
  */
 export const CHANGES_CHANNEL = 'changes'
-/** `pg_notify(ORGS_CHANNEL, org_id)` goes with a change of an organization's plan, entitlements or limits (account/orgs.ts). */
+/** `pg_notify(ORGS_CHANNEL, org_id)` goes with a change of an organization's plan, entitlements or limits (account/org-queries.ts). */
 export const ORGS_CHANNEL = 'orgs'
 
 type Channel = typeof EMAILS_CHANNEL | typeof CHANGES_CHANNEL

@@ -5,6 +5,7 @@
  */
 import type { Tx } from '../db/client'
 import { errors } from '../errors'
+import { orgPlanAndEntitlements } from './org-queries'
 import { entitlementsOf, planDefinition, type Entitlement, type Plan, type PlanLimits } from './plans'
 
 export interface PlanAccess {
@@ -14,7 +15,7 @@ export interface PlanAccess {
 }
 
 export async function planAccess(sql: Tx, orgId: string): Promise<PlanAccess> {
-  const [org] = await sql<{ plan: Plan; extra_entitlements: string[] }[]>`select plan, extra_entitlements from orgs where id = ${orgId}`
+  const org = await orgPlanAndEntitlements(sql, orgId)
   if (!org) throw errors.notFound('org')
   return { plan: org.plan, entitlements: entitlementsOf(org.plan, org.extra_entitlements), limits: planDefinition(org.plan).limits }
 }

@@ -6,12 +6,12 @@
 import type { Auth, Role } from '../auth/principal'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
+import { memberRole } from './membership-queries'
 
-/** The current role of a person in an organization (null if they are not a member any more). */
+/** The current role of a person in an organization (null if they are not a member any more, or no person is named). */
 export async function currentRole(sql: Sql | Tx, orgId: string, userId: string | null): Promise<Role | null> {
   if (!userId) return null
-  const [row] = await sql<{ role: Role }[]>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`
-  return row?.role ?? null
+  return memberRole(sql, orgId, userId)
 }
 
 /** Throws `forbidden` unless the role is one of `allowed`. */
@@ -27,18 +27,4 @@ export async function requireOwnerOrAdmin(sql: Sql, auth: Auth, action: string) 
   const role = await currentRole(sql, auth.orgId, auth.userId)
   if (!role) throw errors.forbidden(`${action}: needs a credential created by an owner or admin`)
   requireRole(role, ['owner', 'admin'], action)
-}
-
-/** An organization a person belongs to, with its name and their role. */
-export interface Membership {
-  org_id: string
-  name: string
-  role: Role
-}
-
-/** The organizations a person belongs to, by name. */
-export async function membershipsOf(sql: Tx, userId: string): Promise<Membership[]> {
-  return sql<Membership[]>`
-    select m.org_id, o.name, m.role from memberships m join orgs o on o.id = m.org_id
-     where m.user_id = ${userId} order by o.name, m.org_id`
 }

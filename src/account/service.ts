@@ -1,22 +1,11 @@
 /** The account reads: plan, entitlements, limits and storage usage of an organization. */
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
-import { entitlementsOf, MEMORY_VALUE_MAX_BYTES, planDefinition, WAKE_MIN_INTERVAL_MINUTES, type Plan } from './plans'
-
-interface OrgRow {
-  plan: Plan
-  extra_entitlements: string[]
-  storage_used_bytes: number
-  emails_count: number
-  api_per_minute_override: number | null
-  send_per_hour_override: number | null
-  send_per_day_override: number | null
-}
+import { orgById, type OrgRow } from './org-queries'
+import { entitlementsOf, MEMORY_VALUE_MAX_BYTES, planDefinition, WAKE_MIN_INTERVAL_MINUTES } from './plans'
 
 async function loadOrg(sql: Sql, orgId: string): Promise<OrgRow> {
-  const [org] = await sql<OrgRow[]>`
-    select plan, extra_entitlements, storage_used_bytes, emails_count, api_per_minute_override, send_per_hour_override, send_per_day_override
-      from orgs where id = ${orgId}`
+  const org = await orgById(sql, orgId)
   if (!org) throw errors.notFound('org')
   return org
 }

@@ -10,6 +10,7 @@ import type { ServerKeys } from '../crypto'
 import { perProcess, type AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
+import { insertWebhookSecret, lockWebhookSecret, rotateWebhookSecretTo, sealedSigningSecrets, sealedWebhookSecret } from './webhook-secret-queries'
 
 export const ROTATION_INTERVAL_MINUTES = 60
 /** How long deliveries stay signed with the previous secret as well after a rotation. */
@@ -19,15 +20,10 @@ const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
 
 /** The current secret, generated on first read. */
 export async function readWebhookSecret(sql: Sql, keys: ServerKeys, orgId: string): Promise<string> {
-  const [existing] = await sql<{ secret_sealed: Buffer }[]>`select secret_sealed from webhook_secrets where org_id = ${orgId}`
-  if (existing) return keys.decrypt(existing.secret_sealed)
-  const secret = newSecret()
+  const existing = await sealedWebhookSecret(sql, orgId)
+  if (existing) return keys.decrypt(existing)
   // Two first reads at once both try to create it; the loser reads the winner's.
-  const [row] = await sql<{ secret_sealed: Buffer }[]>`
-    insert into webhook_secrets (org_id, secret_sealed) values (${orgId}, ${keys.encrypt(secret)})
-    on conflict (org_id) do update set org_id = excluded.org_id
-    returning secret_sealed`
-  return keys.decrypt(row!.secret_sealed)
+  return keys.decrypt(await insertWebhookSecret(sql, orgId, keys.encrypt(newSecret())))
 }
 
 /** Replaces the secret, keeping the old one valid for the grace window; at most once per interval. */
@@ -35,22 +31,13 @@ export async function rotateWebhookSecret(ctx: AppContext, orgId: string): Promi
   const { sql, keys } = ctx
   await readWebhookSecret(sql, keys, orgId)
   const secret = await sql.begin(async (tx: Tx) => {
-    const [row] = await tx<{ secret_sealed: Buffer; wait_seconds: number | null }[]>`
-      select secret_sealed,
-             ceil(extract(epoch from rotated_at + make_interval(mins => ${ROTATION_INTERVAL_MINUTES}) - now()))::int as wait_seconds
-        from webhook_secrets where org_id = ${orgId} for update`
+    const row = await lockWebhookSecret(tx, orgId, ROTATION_INTERVAL_MINUTES)
     const wait = row!.wait_seconds
     if (wait !== null && wait > 0) {
       throw errors.retryLater('rate_limit_exceeded', `webhook secret: can be rotated once per ${ROTATION_INTERVAL_MINUTES} minutes`, wait)
     }
     const secret = newSecret()
-    await tx`
-      update webhook_secrets set
-        previous_sealed = secret_sealed,
-        previous_expires_at = now() + make_interval(hours => ${ROTATION_GRACE_HOURS}),
-        secret_sealed = ${keys.encrypt(secret)},
-        rotated_at = now()
-       where org_id = ${orgId}`
+    await rotateWebhookSecretTo(tx, orgId, keys.encrypt(secret), ROTATION_GRACE_HOURS)
     return secret
   })
   caches(ctx).delete(orgId)
@@ -59,9 +46,7 @@ export async function rotateWebhookSecret(ctx: AppContext, orgId: string): Promi
 
 /** Every secret deliveries must be signed with now: the current one, and the previous one during its grace window. */
 export async function signingSecrets(sql: Sql, keys: ServerKeys, orgId: string): Promise<string[]> {
-  const [row] = await sql<{ secret_sealed: Buffer; previous_sealed: Buffer | null }[]>`
-    select secret_sealed, case when previous_expires_at > now() then previous_sealed end as previous_sealed
-      from webhook_secrets where org_id = ${orgId}`
+  const row = await sealedSigningSecrets(sql, orgId)
   if (!row) return [await readWebhookSecret(sql, keys, orgId)]
   const current = keys.decrypt(row.secret_sealed)
   return row.previous_sealed ? [current, keys.decrypt(row.previous_sealed)] : [current]

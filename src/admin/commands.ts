@@ -5,20 +5,9 @@
 import type { Config } from '../config'
 import type { ServerKeys } from '../crypto'
 import type { Sql } from '../db/client'
-import {
-  addMember,
-  addMemberUnlessPresent,
-  ensureUser,
-  firstOwner,
-  grantEntitlement,
-  insertOrg,
-  orgExists,
-  setApiLimit,
-  setContentDiscard,
-  setPassword,
-  setPlan,
-  setSendLimits,
-} from '../account/orgs'
+import { addMember, addMemberUnlessPresent, firstOwner } from '../account/membership-queries'
+import { ensureUser, setPassword } from '../account/user-queries'
+import { grantEntitlement, insertOrg, orgExists, setApiLimit, setContentDiscard, setPlan, setSendLimits } from '../account/org-queries'
 import { currentRole } from '../account/roles'
 import { ENTITLEMENTS, PLANS, isEntitlement, isPlan } from '../account/plans'
 import { createApiKey } from '../auth/api-keys'

@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { createApiKey } from '../auth/api-keys'
-import { insertOrg } from '../account/orgs'
+import { insertOrg } from '../account/org-queries'
 import { clientScope, publicAccess } from '../http/auth'
 import { Ok } from '../http/envelope'
 import { applyOutcome, idempotencyKeyOf, idempotent } from '../http/idempotency'

@@ -9,12 +9,14 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Tx } from '../db/client'
 import { errors } from '../errors'
-import { addMember, insertOrg, insertUser, lockUserByEmail } from '../account/orgs'
+import { addMember } from '../account/membership-queries'
+import { insertOrg } from '../account/org-queries'
+import { insertUser, lockUserByEmail } from '../account/user-queries'
 import { completeSignup } from '../signups/service'
 import type { SignupRow } from '../signups/queries'
 import { createManagedInbox, presentInbox } from '../inboxes/service'
 import { FIRST_PARTY_CLIENTS, issueFirstPartyTokens } from '../oauth/first-party'
-import { membershipsOf } from '../account/roles'
+import { membershipsOf } from '../account/membership-queries'
 
 export async function completeAgentSignup(ctx: AppContext, tx: Tx, signup: SignupRow, orgId: string | undefined) {
   await completeSignup(tx, signup.id)

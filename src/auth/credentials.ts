@@ -12,12 +12,12 @@
  * from the cache of the process that revoked it at once; other processes stop accepting it
  * within CACHE_TTL_MS.
  */
-import { membershipsAs, orgsAs } from '../account/orgs'
 import { LRUCache } from 'lru-cache'
 import { safeEqual } from '../crypto'
 import type { Sql } from '../db/client'
-import type { Plan } from '../account/plans'
-import type { Auth, Role } from './principal'
+import type { OrgRow } from '../account/org-queries'
+import { activeApiKeyByHash } from './api-key-queries'
+import type { Auth } from './principal'
 import { planDefinition } from '../account/plans'
 import { ACCESS_TOKEN_PREFIX } from '../oauth/constants'
 import { resolveAccessToken } from '../oauth/access-tokens'
@@ -29,25 +29,12 @@ export const CACHE_TTL_MS = 5_000
 export const API_KEY_PREFIX = 'svc_'
 export const CONNECTION_KEY_PREFIX = 'conn_'
 
-interface KeyRow {
-  id: string
-  org_id: string
-  created_by: string | null
-  hash: Buffer
-  plan: Plan
-  role: Role | null
-  api_per_minute_override: number | null
-  function_id: string | null
-}
-
 /** A connection key not revoked, by the SHA-256 of the key, with its organization's plan and API limit. */
-export interface ConnectionKeyRow {
+export interface ConnectionKeyRow extends Pick<OrgRow, 'plan' | 'api_per_minute_override'> {
   id: string
   org_id: string
   address: string
   key_hash: Buffer
-  plan: Plan
-  api_per_minute_override: number | null
 }
 
 export type ConnectionKeyFinder = (sql: Sql, hash: Buffer) => Promise<ConnectionKeyRow | undefined>
@@ -78,12 +65,7 @@ export class CredentialCache {
       if (oauth) return oauth
     }
     return this.cached(token, async hash => {
-      const [row] = await this.sql<KeyRow[]>`
-        select k.id, k.org_id, k.created_by, k.hash, k.function_id, o.plan, o.api_per_minute_override, m.role
-          from api_keys k
-          join ${orgsAs(this.sql, 'o')} on o.id = k.org_id
-          left join ${membershipsAs(this.sql, 'm')} on m.org_id = k.org_id and m.user_id = k.created_by
-         where k.hash = ${hash} and k.revoked_at is null`
+      const row = await activeApiKeyByHash(this.sql, hash)
       if (!row || !safeEqual(row.hash, hash)) return null
       return {
         orgId: row.org_id,

@@ -9,28 +9,11 @@ import type { Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import { cursors } from '../http/pagination'
 import { iso } from '../http/timestamps'
+import { type ChangeRow, counterOf, type FeedFilter, feedPageRow, pruneChangesOlderThan } from './queries'
 
 /** Changes are kept this long; older ones are pruned by the cleanup job. */
 export const CHANGES_RETENTION_DAYS = 7
 export const EARLIEST = 'earliest'
-
-export interface ChangeRow {
-  id: string
-  seq: string | number
-  type: string
-  resource_type: string
-  resource_id: string
-  data: Record<string, unknown>
-  occurred_at: Date
-}
-
-export interface FeedFilter {
-  /** exact types, and prefixes from entries ending in `.*` */
-  types: string[]
-  prefixes: string[]
-  /** only changes about this mailbox address (connection keys: always their own) */
-  address: string | null
-}
 
 export const presentChange = (r: ChangeRow) => ({
   id: r.id,
@@ -71,9 +54,8 @@ export function decodeCursor(ctx: AppContext, orgId: string, cursor: string): nu
 
 /** The organization's committed head and retention floor. */
 export async function feedBounds(sql: Tx, orgId: string): Promise<{ head: number; pruned: number }> {
-  const [row] = await sql<{ head: string; pruned: string }[]>`
-    select coalesce(max(last_seq), 0) as head, coalesce(max(pruned_through), 0) as pruned from change_counters where org_id = ${orgId}`
-  return { head: Number(row!.head), pruned: Number(row!.pruned) }
+  const row = await counterOf(sql, orgId)
+  return { head: Number(row.head), pruned: Number(row.pruned) }
 }
 
 export interface FeedPage {
@@ -90,22 +72,9 @@ export interface FeedPage {
  * would otherwise count what is left at every page.
  */
 export async function readFeed(ctx: AppContext, orgId: string, after: number | null, limit: number, f: FeedFilter, counted = true): Promise<FeedPage> {
-  const sql = ctx.sql
-  const match = sql`
-    ${f.types.length || f.prefixes.length ? sql`and (type = any(${f.types}) or type like any(${f.prefixes.map(p => p.replace(/[\\%_]/g, c => `\\${c}`) + '%')}))` : sql``}
-    ${f.address ? sql`and addresses @> array[${f.address}]::text[]` : sql``}`
-  const [row] = await sql<{ head: string; pruned: string; rows: ChangeRow[] | null; total: number }[]>`
-    with bounds as (
-      select coalesce(max(last_seq), 0) as head, coalesce(max(pruned_through), 0) as pruned from change_counters where org_id = ${orgId}),
-    start as (select coalesce(${after}::bigint, (select pruned from bounds)) as after)
-    select (select head from bounds) as head, (select pruned from bounds) as pruned,
-           (select json_agg(c order by c.seq) from (
-              select id, seq, type, resource_type, resource_id, data, occurred_at from changes
-               where org_id = ${orgId} and seq > (select after from start) ${match}
-               order by seq limit ${limit + 1}) c) as rows,
-           ${counted ? sql`(select count(*)::int from changes where org_id = ${orgId} and seq > (select after from start) ${match})` : sql`0`} as total`
-  const head = Number(row!.head)
-  const pruned = Number(row!.pruned)
+  const row = await feedPageRow(ctx.sql, orgId, after, limit, f, counted)
+  const head = Number(row.head)
+  const pruned = Number(row.pruned)
   if (after !== null && after < pruned) {
     const earliest = encodeCursor(ctx, orgId, pruned)
     throw new ApiError(
@@ -114,25 +83,16 @@ export async function readFeed(ctx: AppContext, orgId: string, after: number | n
       { earliest_cursor: earliest },
     )
   }
-  const rows = (row!.rows ?? []).map(r => ({ ...r, occurred_at: new Date(r.occurred_at) }))
+  const rows = (row.rows ?? []).map(r => ({ ...r, occurred_at: new Date(r.occurred_at) }))
   const more = rows.length > limit
   const changes = rows.slice(0, limit)
   // Past the last match when there are more; otherwise everything up to the head was seen.
   const next = more ? Number(changes.at(-1)!.seq) : Math.max(head, after ?? pruned)
-  return { changes, next, total: row!.total }
+  return { changes, next, total: row.total }
 }
 
 /**
  * Deletes changes older than retention, recording per organization the highest seq pruned:
  * resuming below it is 410. A seq is pruned only with every lower one.
  */
-export async function pruneChanges(sql: Tx, retentionSeconds = CHANGES_RETENTION_DAYS * 86400): Promise<number> {
-  const [row] = await sql<{ deleted: number }[]>`
-    with cut as (
-      select org_id, max(seq) as upto from changes
-       where occurred_at < now() - make_interval(secs => ${retentionSeconds}) group by org_id),
-    gone as (delete from changes c using cut where c.org_id = cut.org_id and c.seq <= cut.upto returning 1),
-    moved as (update change_counters k set pruned_through = cut.upto from cut where k.org_id = cut.org_id and k.pruned_through < cut.upto)
-    select count(*)::int as deleted from gone`
-  return row!.deleted
-}
+export const pruneChanges = (sql: Tx, retentionSeconds = CHANGES_RETENTION_DAYS * 86400): Promise<number> => pruneChangesOlderThan(sql, retentionSeconds)

@@ -13,7 +13,7 @@
  */
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
-import { CHANGES_CHANNEL, MAX_SIGNAL_BYTES } from '../events'
+import { insertChanges, type NewChange } from './queries'
 
 export interface ChangeInput {
   orgId: string
@@ -32,39 +32,18 @@ export const eventId = (uuid: string = randomUUIDv7()) => `evt_${uuid.replaceAll
 /** Inserts the changes in order; returns the seq of each. Call it last in the transaction. */
 export async function recordChanges(tx: Tx, changes: ChangeInput[]): Promise<number[]> {
   if (!changes.length) return []
-  const rows = changes.map((c, ord) => ({
-    ord,
-    org_id: c.orgId,
-    id: c.id ?? eventId(),
-    type: c.type,
-    resource_type: c.resource.type,
-    resource_id: c.resource.id,
-    addresses: (c.addresses ?? []).map(a => a.toLowerCase()),
-    data: c.data,
-  }))
-  // Counter rows are locked in org id order, so two transactions writing changes of the same
-  // organizations never wait on each other in a cycle.
-  const result = await tx<{ ord: number; seq: string }[]>`
-    with input as (
-      select x.*, row_number() over (partition by x.org_id order by x.ord) as n, count(*) over (partition by x.org_id) as total
-        from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
-          as x(ord int, org_id uuid, id text, type text, resource_type text, resource_id text, addresses text[], data jsonb)),
-    bumped as (
-      insert into change_counters as c (org_id, last_seq)
-      select org_id, count(*) from input group by org_id order by org_id
-      on conflict (org_id) do update set last_seq = c.last_seq + excluded.last_seq
-      returning org_id, last_seq),
-    numbered as (
-      select i.*, b.last_seq - i.total + i.n as seq from input i join bumped b using (org_id)),
-    written as (
-      insert into changes (org_id, seq, id, type, resource_type, resource_id, addresses, data)
-      select org_id, seq, id, type, resource_type, resource_id, addresses, data from numbered),
-    signals as (
-      select org_id, concat_ws(' ', org_id::text, string_agg(distinct a, ' ')) as payload
-        from input left join lateral unnest(addresses) a on true group by org_id)
-    select ord, seq,
-           (select count(pg_notify(${CHANGES_CHANNEL}, case when length(payload) > ${MAX_SIGNAL_BYTES} or payload ~ '[^!-~ ]' then org_id::text else payload end))
-              from signals) as notified
-      from numbered order by ord`
+  const rows = changes.map(
+    (c, ord): NewChange => ({
+      ord,
+      org_id: c.orgId,
+      id: c.id ?? eventId(),
+      type: c.type,
+      resource_type: c.resource.type,
+      resource_id: c.resource.id,
+      addresses: (c.addresses ?? []).map(a => a.toLowerCase()),
+      data: c.data,
+    }),
+  )
+  const result = await insertChanges(tx, rows)
   return result.map(r => Number(r.seq))
 }

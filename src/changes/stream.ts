@@ -14,7 +14,8 @@ import { perProcess } from '../context'
 import { errors } from '../errors'
 import { log } from '../log'
 import { type MailEvents, mailEvents, type Waiter } from '../events'
-import { encodeCursor, type FeedFilter, presentChange, readFeed } from './feed'
+import { encodeCursor, presentChange, readFeed } from './feed'
+import type { FeedFilter } from './queries'
 import { UNSIGNALLED_REREAD_MS } from './model'
 
 /** A comment line goes to every open stream this often, so proxies and clients see it alive. */

@@ -2,7 +2,9 @@
 import { randomUUIDv7 } from 'bun'
 import type { ConnectionKeyFinder, ConnectionKeyRow } from '../auth/credentials'
 import type { Sql, Tx } from '../db/client'
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
+import { isVerifiedDomainOf } from '../domains/queries'
+import { isInboxOf } from '../mail/inbox-queries'
 
 /** A connection key by its SHA-256, for the credential resolver (the `findConnectionKey` seam, plugged in by src/plugins.ts). */
 export const findConnectionKey: ConnectionKeyFinder = async (sql, hash) => {
@@ -78,4 +80,11 @@ export function disconnectAddress(sql: Tx, orgId: string, address: string, which
     update agent_connections set revoked_at = now(), revoked_reason = 'disconnected'
      where org_id = ${orgId} and address = ${address} and revoked_at is null and ${only}
     returning id, revoked_at as at`
+}
+
+/** Whether `address` is a managed inbox of the organization, or its `domain` one of the organization's verified domains. */
+export async function isInboxOrVerifiedDomainOf(sql: Tx, orgId: string, address: string, domain: string): Promise<boolean> {
+  const [row] = await sql<{ ok: boolean }[]>`
+    select ${isInboxOf(sql, orgId, address)} or ${isVerifiedDomainOf(sql, orgId, domain)} as ok`
+  return row!.ok
 }

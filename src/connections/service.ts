@@ -5,9 +5,7 @@
  * address that is already connected keeps the address and revokes the previous key in the same
  * transaction. Invitation codes and keys are stored as SHA-256 hashes only.
  */
-import { isVerifiedDomainOf } from '../domains/queries'
-import { isInboxOf } from '../mail/inbox-queries'
-import { userEmail } from '../account/orgs'
+import { userEmail } from '../account/user-queries'
 import type { AppContext } from '../context'
 import type { Auth } from '../auth/principal'
 import { currentRole } from '../account/roles'
@@ -17,7 +15,7 @@ import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { iso } from '../http/timestamps'
 import { splitAddress } from '../mail/inbound/recipients'
-import { disconnectAddress, insertInvitation, lockInvitation, markClaimed, revokeClaimedConnections } from './queries'
+import { disconnectAddress, insertInvitation, isInboxOrVerifiedDomainOf, lockInvitation, markClaimed, revokeClaimedConnections } from './queries'
 
 export const INVITATION_PREFIX = 'inv_'
 export const INVITATION_TTL_SECONDS = 24 * 60 * 60
@@ -38,9 +36,7 @@ export function normalizeAddress(input: string): string {
 export async function ownsAddress(sql: Tx, orgId: string, address: string): Promise<boolean> {
   const { local, domain } = splitAddress(address)
   if (!local || !domain) return false
-  const [row] = await sql<{ ok: boolean }[]>`
-    select ${isInboxOf(sql, orgId, address)} or ${isVerifiedDomainOf(sql, orgId, domain)} as ok`
-  return row!.ok
+  return isInboxOrVerifiedDomainOf(sql, orgId, address, domain)
 }
 
 export interface Invitation {

@@ -6,7 +6,7 @@
  */
 import { html } from '../oauth/pages'
 import type { Role } from '../auth/principal'
-import type { Membership } from '../account/roles'
+import type { Membership } from '../account/membership-queries'
 
 export { html }
 export type Html = ReturnType<typeof html>

@@ -4,24 +4,22 @@
  * organization they are looking at. Every form carries a CSRF token derived from the session
  * token with a server key, so a form posted from another site (or another session) is refused.
  */
-import { randomUUIDv7 } from 'bun'
 import { currentRole } from '../account/roles'
-import { planOf, userEmail } from '../account/orgs'
+import { planOf } from '../account/org-queries'
+import { userEmail } from '../account/user-queries'
 import { planDefinition } from '../account/plans'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql } from '../db/client'
+import { deleteExpiredSessions, deleteSession, insertSession, liveSessionByHash, type SessionRow, setSessionOrg } from './queries'
 
 const COOKIE = 'console_session'
 const TOKEN = /^cs_[A-Za-z0-9_-]{43}$/
 const SESSION_HOURS = 12
 
-export interface Session {
-  id: string
+export interface Session extends SessionRow {
   token: string
-  user_id: string
-  org_id: string
   email: string
 }
 
@@ -46,18 +44,15 @@ export const clearedCookie = (ctx: AppContext) => `${COOKIE}=; Path=/console; Ht
 export async function startSession(sql: Sql, userId: string, orgId: string): Promise<string> {
   const token = randomToken('cs_')
   await sql.begin(async tx => {
-    await tx`delete from console_sessions where user_id = ${userId} and expires_at < now()`
-    await tx`
-      insert into console_sessions (id, token_hash, user_id, org_id, expires_at)
-      values (${randomUUIDv7()}, ${sha256(token)}, ${userId}, ${orgId}, now() + make_interval(hours => ${SESSION_HOURS}))`
+    await deleteExpiredSessions(tx, userId)
+    await insertSession(tx, sha256(token), userId, orgId, SESSION_HOURS)
   })
   return token
 }
 
 /** The live session of this token, with the person's email address. */
 export async function findSession(sql: Sql, token: string): Promise<Session | null> {
-  const [row] = await sql<Omit<Session, 'token' | 'email'>[]>`
-    select id, user_id, org_id from console_sessions where token_hash = ${sha256(token)} and expires_at > now()`
+  const row = await liveSessionByHash(sql, sha256(token))
   if (!row) return null
   // a person is deleted with their sessions (on delete cascade): the address is there
   return { ...row, token, email: (await userEmail(sql, row.user_id)) ?? '' }
@@ -65,11 +60,11 @@ export async function findSession(sql: Sql, token: string): Promise<Session | nu
 
 /** Looks at another organization of the person's (the caller checked the membership). */
 export async function switchOrg(sql: Sql, sessionId: string, orgId: string): Promise<void> {
-  await sql`update console_sessions set org_id = ${orgId} where id = ${sessionId}`
+  await setSessionOrg(sql, sessionId, orgId)
 }
 
 export async function endSession(sql: Sql, sessionId: string): Promise<void> {
-  await sql`delete from console_sessions where id = ${sessionId}`
+  await deleteSession(sql, sessionId)
 }
 
 /** The CSRF token of every form of this session. */

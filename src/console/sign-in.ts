@@ -4,7 +4,7 @@
  * that loaded it: a random cookie and a CSRF token derived from it, so another site cannot sign
  * a visitor in to an account of its choosing (login CSRF).
  */
-import { membershipsOf } from '../account/roles'
+import { membershipsOf } from '../account/membership-queries'
 import type { AppContext } from '../context'
 import { randomToken } from '../crypto'
 import { readForm, throttle, type Server } from '../oauth/responses'

@@ -2,7 +2,7 @@
  * One request of a signed-in person to the console: their session, who they act as (auth.ts of
  * the operations), the page's viewer, and the form of a POST (its CSRF token checked already).
  */
-import { membershipsOf } from '../account/roles'
+import { membershipsOf } from '../account/membership-queries'
 import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { errors } from '../errors'

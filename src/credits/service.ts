@@ -1,7 +1,7 @@
 /** Credit codes: minted by the operator, redeemed once by an owner or admin, added to the balance. */
 import { randomUUIDv7 } from 'bun'
 import { randomToken, sha256 } from '../crypto'
-import { addCredit, creditBalanceCents } from '../account/orgs'
+import { addCredit, creditBalanceCents } from '../account/org-queries'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
 import { insertCreditCode, redeemCodeByHash } from './queries'

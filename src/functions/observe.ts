@@ -8,7 +8,7 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
-import { listPage, listPagesOf, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { ingest } from '../mail/inbound/ingest'
 import { parseMail } from '../mail/inbound/parse'
@@ -20,26 +20,24 @@ import { deliveryUrl } from './delivery'
 import { invokeFunction } from './run'
 import { getFunction } from './service'
 import type { Outcome } from './sandbox/protocol'
-
-interface InvocationRow {
-  id: string
-  function_id: string
-  deployment_id: string
-  delivery_id: string | null
-  email_id: string | null
-  outcome: Outcome
-  cpu_ms: number
-  wall_ms: number
-  request_method: string
-  request_url: string
-  response_status: number | null
-  exception_name: string | null
-  exception_message: string | null
-  exception_stack: string | null
-  logs_truncated: boolean
-  subrequests: number
-  created_at: Date
-}
+import { deploymentStatus } from './deployment-queries'
+import {
+  type ActivityRow,
+  activityOfInvocation,
+  activityPage,
+  type InvocationRow,
+  invocationBuckets,
+  invocationById,
+  invocationPages,
+  invocationsOfEmail,
+  invocationsPage,
+  invocationTotals,
+  type LogRow,
+  logLineCount,
+  logsOfInvocation,
+  logsPage,
+} from './invocation-queries'
+import { insertTestRun, setTestRunEmail, testRunById } from './test-run-queries'
 
 export const presentInvocation = (r: InvocationRow) => ({
   id: r.id,
@@ -60,65 +58,27 @@ export const presentInvocation = (r: InvocationRow) => ({
   created_at: iso(r.created_at)!,
 })
 
-interface LogRow {
-  id: string
-  invocation_id: string
-  level: string
-  message: string
-  logged_at: Date
-}
-
 export const presentLog = (r: LogRow) => ({ id: r.id, invocation_id: r.invocation_id, level: r.level, message: r.message, logged_at: iso(r.logged_at)! })
 
 export async function listInvocations(sql: Sql, orgId: string, functionId: string, page: PageRequest, f: { outcome?: Outcome; since?: Date }) {
   await getFunction(sql, orgId, functionId)
-  return listPage<InvocationRow>(sql, {
-    columns: sql`*`,
-    from: sql`function_invocations`,
-    where: sql`org_id = ${orgId} and function_id = ${functionId}
-      ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``} ${f.since ? sql`and created_at >= ${f.since}` : sql``}`,
-    page,
-  })
+  return invocationsPage(sql, orgId, functionId, page, f)
 }
 
-/** A page of the invocations (newest first) of each of several functions, in two statements. */
-export function invocationPages(sql: Sql, orgId: string, functionIds: string[], page: PageRequest) {
-  return listPagesOf<InvocationRow>(sql, {
-    columns: sql`*`,
-    from: sql`function_invocations`,
-    where: sql`org_id = ${orgId}`,
-    parentColumn: 'function_id',
-    parents: functionIds,
-    page,
-  })
-}
+/** GraphQL's loaders read a page of the invocations of each of several functions from here. */
+export { invocationPages }
 
 export async function getInvocation(sql: Sql, orgId: string, functionId: string, id: string) {
   await getFunction(sql, orgId, functionId)
-  const [row] = await sql<InvocationRow[]>`select * from function_invocations where id = ${id} and function_id = ${functionId} and org_id = ${orgId}`
+  const row = await invocationById(sql, orgId, functionId, id)
   if (!row) throw errors.notFound('invocation')
-  const logs = await sql<LogRow[]>`select id, invocation_id, level, message, logged_at from function_logs where invocation_id = ${id} order by id`
+  const logs = await logsOfInvocation(sql, id)
   return { ...presentInvocation(row), exception_stack: row.exception_stack, logs: logs.map(presentLog) }
 }
 
 export async function listLogs(sql: Sql, orgId: string, functionId: string, page: PageRequest) {
   await getFunction(sql, orgId, functionId)
-  return listPage<LogRow>(sql, {
-    columns: sql`id, invocation_id, level, message, logged_at`,
-    from: sql`function_logs`,
-    where: sql`org_id = ${orgId} and function_id = ${functionId}`,
-    page,
-  })
-}
-
-interface ActivityRow {
-  id: string
-  function_id: string
-  type: 'email.sent' | 'email.replied'
-  email_id: string
-  delivery_id: string | null
-  invocation_id: string | null
-  created_at: Date
+  return logsPage(sql, orgId, functionId, page)
 }
 
 export const presentActivity = (r: ActivityRow) => ({ ...r, created_at: iso(r.created_at)! })
@@ -131,14 +91,7 @@ export async function listActivity(
   f: { type?: string; emailId?: string; deliveryId?: string },
 ) {
   await getFunction(sql, orgId, functionId)
-  return listPage<ActivityRow>(sql, {
-    columns: sql`id, function_id, type, email_id, delivery_id, invocation_id, created_at`,
-    from: sql`function_activity`,
-    where: sql`org_id = ${orgId} and function_id = ${functionId}
-      ${f.type ? sql`and type = ${f.type}` : sql``} ${f.emailId ? sql`and email_id = ${f.emailId}` : sql``}
-      ${f.deliveryId ? sql`and delivery_id = ${f.deliveryId}` : sql``}`,
-    page,
-  })
+  return activityPage(sql, orgId, functionId, page, f)
 }
 
 const DAY_MS = 86_400_000
@@ -147,14 +100,8 @@ const DAY_MS = 86_400_000
 export async function usage(sql: Sql, orgId: string, functionId: string | null, since?: Date) {
   if (functionId) await getFunction(sql, orgId, functionId)
   const from = since ?? new Date(Date.now() - 30 * DAY_MS)
-  const rows = await sql<{ outcome: Outcome; n: number; cpu: number; wall: number }[]>`
-    select outcome, count(*)::int as n, coalesce(sum(cpu_ms), 0)::float8 as cpu, coalesce(sum(wall_ms), 0)::float8 as wall
-      from function_invocations
-     where org_id = ${orgId} and created_at >= ${from} ${functionId ? sql`and function_id = ${functionId}` : sql``}
-     group by outcome`
-  const [logs] = await sql<{ n: number }[]>`
-    select count(*)::int as n from function_logs l
-     where l.org_id = ${orgId} and l.logged_at >= ${from} ${functionId ? sql`and l.function_id = ${functionId}` : sql``}`
+  const rows = await invocationTotals(sql, orgId, functionId, from)
+  const logLines = await logLineCount(sql, orgId, functionId, from)
   const byOutcome = Object.fromEntries(rows.map(r => [r.outcome, r.n]))
   return {
     function_id: functionId,
@@ -163,7 +110,7 @@ export async function usage(sql: Sql, orgId: string, functionId: string | null, 
     by_outcome: byOutcome,
     cpu_ms: Math.round(rows.reduce((n, r) => n + r.cpu, 0) * 100) / 100,
     wall_ms: Math.round(rows.reduce((n, r) => n + r.wall, 0) * 100) / 100,
-    log_lines: logs!.n,
+    log_lines: logLines,
   }
 }
 
@@ -172,15 +119,7 @@ export async function invocationSeries(sql: Sql, orgId: string, q: { functionId?
   if (q.functionId) await getFunction(sql, orgId, q.functionId)
   const bucket = q.bucket ?? 'day'
   const from = q.since ?? new Date(Date.now() - 30 * DAY_MS)
-  const rows = await sql<{ start: Date; invocations: number; ok: number; failed: number; cpu_ms: number }[]>`
-    with buckets as (
-      select generate_series(date_trunc(${bucket}, ${from}::timestamptz), date_trunc(${bucket}, now()), ${`1 ${bucket}`}::interval) as start)
-    select b.start, count(i.id)::int as invocations, count(i.id) filter (where i.outcome = 'ok')::int as ok,
-           count(i.id) filter (where i.outcome <> 'ok')::int as failed, coalesce(sum(i.cpu_ms), 0)::float8 as cpu_ms
-      from buckets b
-      left join function_invocations i on i.org_id = ${orgId} and date_trunc(${bucket}, i.created_at) = b.start and i.created_at >= ${from}
-           ${q.functionId ? sql`and i.function_id = ${q.functionId}` : sql``}
-     group by b.start order by b.start`
+  const rows = await invocationBuckets(sql, orgId, q.functionId, bucket, from)
   return { function_id: q.functionId ?? null, bucket, since: iso(from)!, points: rows.map(r => ({ ...r, start: iso(r.start)! })) }
 }
 
@@ -223,7 +162,7 @@ export async function startTestRun(ctx: AppContext, orgId: string, functionId: s
     `This is a test email for function ${fn.name} (run ${runId}).`,
     '',
   ].join('\r\n')
-  await ctx.sql`insert into function_test_runs (id, org_id, function_id, recipient) values (${runId}, ${orgId}, ${functionId}, ${recipient})`
+  await insertTestRun(ctx.sql, { id: runId, orgId, functionId, recipient })
   const result = await ingest(ctx, {
     raw: new TextEncoder().encode(raw),
     mailFrom: sender,
@@ -234,15 +173,14 @@ export async function startTestRun(ctx: AppContext, orgId: string, functionId: s
   })
   const email = result.stored.find(e => e.orgId === orgId)
   if (!email) throw errors.conflict(`function: the test email to ${recipient} was not stored${result.refused.length ? ' (storage full)' : ''}`)
-  await ctx.sql`update function_test_runs set email_id = ${email.id} where id = ${runId}`
+  await setTestRunEmail(ctx.sql, runId, email.id)
   return { run_id: runId, email_id: email.id, recipient, trace_url: `/v1/functions/${functionId}/test-runs/${runId}/trace` }
 }
 
 /** The trace of a test run: each step with its time, in causal order, as far as it has got. */
 export async function testRunTrace(sql: Sql, orgId: string, functionId: string, runId: string) {
   await getFunction(sql, orgId, functionId)
-  const [run] = await sql<{ id: string; email_id: string | null; recipient: string; created_at: Date }[]>`
-    select id, email_id, recipient, created_at from function_test_runs where id = ${runId} and function_id = ${functionId} and org_id = ${orgId}`
+  const run = await testRunById(sql, orgId, functionId, runId)
   if (!run) throw errors.notFound('test run')
   const steps: { step: string; at: string; [k: string]: unknown }[] = [{ step: 'received', at: iso(run.created_at)!, recipient: run.recipient }]
   let done = false
@@ -251,15 +189,13 @@ export async function testRunTrace(sql: Sql, orgId: string, functionId: string, 
     if (email) steps.push({ step: 'stored', at: iso(email.received_at)!, email_id: run.email_id })
     const deliveries = await functionDeliveriesOf(sql, run.email_id, functionId)
     for (const d of deliveries) steps.push({ step: 'routed', at: iso(d.created_at)!, delivery_id: d.id })
-    const invocations = await sql<
-      InvocationRow[]
-    >`select * from function_invocations where email_id = ${run.email_id} and function_id = ${functionId} order by id`
+    const invocations = await invocationsOfEmail(sql, run.email_id, functionId)
     for (const i of invocations) {
       const ended = i.created_at.getTime()
       steps.push({ step: 'invoked', at: iso(new Date(ended - i.wall_ms))!, invocation_id: i.id, delivery_id: i.delivery_id })
-      const logs = await sql<LogRow[]>`select id, invocation_id, level, message, logged_at from function_logs where invocation_id = ${i.id} order by id`
+      const logs = await logsOfInvocation(sql, i.id)
       for (const l of logs) steps.push({ step: 'log', at: iso(l.logged_at)!, invocation_id: i.id, level: l.level, message: l.message })
-      const activity = await sql<ActivityRow[]>`select * from function_activity where invocation_id = ${i.id} order by id`
+      const activity = await activityOfInvocation(sql, i.id)
       for (const a of activity) steps.push({ step: 'outbound', at: iso(a.created_at)!, invocation_id: i.id, type: a.type, email_id: a.email_id })
       steps.push({
         step: 'outcome',
@@ -307,9 +243,9 @@ export async function dryRun(ctx: AppContext, orgId: string, functionId: string,
   ])
   if (!row?.raw) throw errors.notFound('email_id')
   if (deploymentId) {
-    const [d] = await ctx.sql`select status from function_deployments where id = ${deploymentId} and function_id = ${functionId} and org_id = ${orgId}`
-    if (!d) throw errors.notFound('deployment_id')
-    if (d.status !== 'deployed') throw errors.validation('deployment_id', 'is a failed deployment; it cannot run')
+    const status = await deploymentStatus(ctx.sql, orgId, functionId, deploymentId)
+    if (!status) throw errors.notFound('deployment_id')
+    if (status !== 'deployed') throw errors.validation('deployment_id', 'is a failed deployment; it cannot run')
   }
   const mail = await parseMail(new Uint8Array(row.raw))
   const eventId = `evt_dry_${randomUUIDv7().replaceAll('-', '')}`

@@ -1,10 +1,9 @@
 /** Where a function receives mail: its one `kind: function` endpoint, and the topology read. */
-import { domainsAs } from '../domains/queries'
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
 import { createEndpoint, functionEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
-import { liveEndpoints, routePatterns } from '../webhooks/queries'
+import { functionRoutes } from './queries'
 import { getFunction, presentFunction } from './service'
 
 /**
@@ -28,26 +27,9 @@ export async function routeFunction(ctx: AppContext, orgId: string, functionId: 
   return presentFunction(await getFunction(ctx.sql, orgId, functionId))
 }
 
+/** Each live function with where its mail comes from: its endpoint's slot, its domain, the recipient routes to it. */
 export async function routingTopology(sql: Sql, orgId: string) {
-  const rows = await sql<
-    {
-      function_id: string
-      name: string
-      endpoint_id: string | null
-      enabled: boolean | null
-      domain_id: string | null
-      domain: string | null
-      route_target: boolean | null
-      recipient_routes: string[]
-    }[]
-  >`
-    select f.id as function_id, f.name, e.id as endpoint_id, e.enabled, e.domain_id, d.name as domain, e.is_route_target as route_target,
-           ${routePatterns(sql, sql`e.id`)} as recipient_routes
-      from functions f
-      left join ${liveEndpoints(sql)} e on e.org_id = f.org_id and e.function_id = f.id
-      left join ${domainsAs(sql, 'd')} on d.id = e.domain_id
-     where f.org_id = ${orgId} and f.deleted_at is null
-     order by f.name`
+  const rows = await functionRoutes(sql, orgId)
   return {
     functions: rows.map(r => ({
       function_id: r.function_id,

@@ -14,6 +14,8 @@ import type { GuestRequest, RunResult } from './sandbox/protocol'
 import { secretsForInvocation } from './secrets'
 import { recordChanges } from '../changes/record'
 import { invocationChange } from '../changes/sources'
+import { deploymentCode, type RunTarget, runTarget } from './deployment-queries'
+import { insertActivity, insertInvocation, insertLogs } from './invocation-queries'
 
 const pool = sandboxPool
 
@@ -35,24 +37,13 @@ export async function checkModule(ctx: AppContext, orgId: string, code: string) 
 /** Deployed code by deployment id (immutable), bounded by total size: a bundle may be 64 MiB. */
 const codeCache = new LRUCache<string, string>({ maxSize: 256 * 1024 * 1024, sizeCalculation: code => Math.max(1, code.length) })
 
-interface Target {
-  function_id: string
-  org_id: string
-  deployment_id: string
-  runtime_key_sealed: Buffer
-}
-
 /** The function's deployment to run (the current one unless named), or null when it has none or was deleted. */
-async function target(sql: Tx, orgId: string, functionId: string, deploymentId?: string): Promise<(Target & { code: string }) | null> {
-  const [row] = await sql<Target[]>`
-    select f.id as function_id, f.org_id, d.id as deployment_id, f.runtime_key_sealed
-      from functions f join function_deployments d on d.id = coalesce(${deploymentId ?? null}::uuid, f.current_deployment_id)
-     where f.id = ${functionId} and f.org_id = ${orgId} and f.deleted_at is null and d.function_id = f.id and d.status = 'deployed'`
+async function target(sql: Tx, orgId: string, functionId: string, deploymentId?: string): Promise<(RunTarget & { code: string }) | null> {
+  const row = await runTarget(sql, orgId, functionId, deploymentId)
   if (!row) return null
   let code = codeCache.get(row.deployment_id)
   if (code === undefined) {
-    const [d] = await sql<{ code: string }[]>`select code from function_deployments where id = ${row.deployment_id}`
-    code = d!.code
+    code = await deploymentCode(sql, row.deployment_id)
     codeCache.set(row.deployment_id, code)
   }
   return { ...row, code }
@@ -98,26 +89,30 @@ export async function invokeFunction(ctx: AppContext, input: InvokeInput): Promi
   return { invocationId, deploymentId: t.deployment_id, result, scope }
 }
 
-async function recordInvocation(ctx: AppContext, id: string, t: Target, input: InvokeInput, r: RunResult, scope: FetchScope) {
+async function recordInvocation(ctx: AppContext, id: string, t: RunTarget, input: InvokeInput, r: RunResult, scope: FetchScope) {
   await ctx.sql.begin(async tx => {
-    await tx`
-      insert into function_invocations (id, org_id, function_id, deployment_id, delivery_id, email_id, outcome, cpu_ms, wall_ms,
-                                        request_method, request_url, response_status, exception_name, exception_message, exception_stack, logs_truncated, subrequests)
-      values (${id}, ${input.orgId}, ${input.functionId}, ${t.deployment_id}, ${input.deliveryId ?? null}, ${input.emailId ?? null},
-              ${r.outcome}, ${r.cpuMs}, ${r.wallMs}, ${input.request.method}, ${input.request.url}, ${r.response?.status ?? null},
-              ${r.error?.name ?? null}, ${r.error?.message ?? null}, ${r.error?.stack ?? null}, ${r.logsTruncated}, ${r.subrequests})`
-    if (r.logs.length) {
-      const ids = r.logs.map(() => randomUUIDv7())
-      await tx`
-        insert into function_logs (id, org_id, function_id, invocation_id, level, message, logged_at)
-        select l.id, ${input.orgId}, ${input.functionId}, ${id}, l.level, l.message, l.logged_at
-          from unnest(${ids}::uuid[], ${r.logs.map(l => l.level)}::text[], ${r.logs.map(l => l.message)}::text[], ${r.logs.map(l => l.at)}::timestamptz[])
-            as l(id, level, message, logged_at)`
-    }
+    await insertInvocation(tx, {
+      id,
+      org_id: input.orgId,
+      function_id: input.functionId,
+      deployment_id: t.deployment_id,
+      delivery_id: input.deliveryId ?? null,
+      email_id: input.emailId ?? null,
+      outcome: r.outcome,
+      cpu_ms: r.cpuMs,
+      wall_ms: r.wallMs,
+      request_method: input.request.method,
+      request_url: input.request.url,
+      response_status: r.response?.status ?? null,
+      exception_name: r.error?.name ?? null,
+      exception_message: r.error?.message ?? null,
+      exception_stack: r.error?.stack ?? null,
+      logs_truncated: r.logsTruncated,
+      subrequests: r.subrequests,
+    })
+    if (r.logs.length) await insertLogs(tx, input.orgId, input.functionId, id, r.logs)
     for (const a of scope.activity) {
-      await tx`
-        insert into function_activity (id, org_id, function_id, invocation_id, delivery_id, type, email_id, created_at)
-        values (${randomUUIDv7()}, ${input.orgId}, ${input.functionId}, ${id}, ${input.deliveryId ?? null}, ${a.type}, ${a.email_id}, ${a.at})`
+      await insertActivity(tx, { orgId: input.orgId, functionId: input.functionId, invocationId: id, deliveryId: input.deliveryId ?? null }, a)
     }
     await recordChanges(tx, [
       invocationChange({

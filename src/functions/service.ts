@@ -9,50 +9,34 @@ import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../context'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
-import { createApiKey, revokeKeyById } from '../auth/api-keys'
+import { revokeKeyById } from '../auth/api-key-queries'
+import { createApiKey } from '../auth/api-keys'
 import { deleteFunctionMemories } from '../memories/queries'
 import { recordChanges } from '../changes/record'
 import { deploymentChange } from '../changes/sources'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
 import { planAccess, requireEntitlement } from '../account/access'
-import { lockOrgForWebhooks } from '../webhooks/org-lock'
-import { deactivateFunctionEndpoints, liveEndpoints } from '../webhooks/queries'
+import { lockOrgForWebhooks } from '../webhooks/endpoint-queries'
+import { deactivateFunctionEndpoints } from '../webhooks/queries'
 import { bundleSources } from './build'
 import { credentialCache } from '../auth/credentials'
 import { CODE_GZIP_BYTES, CODE_RAW_BYTES, SOURCE_MAP_GZIP_BYTES, SOURCE_MAP_RAW_BYTES } from './limits'
 import { checkModule } from './run'
-
-export interface FunctionRow {
-  id: string
-  org_id: string
-  name: string
-  tags: string[]
-  current_deployment_id: string | null
-  runtime_key_id: string
-  created_at: Date
-  updated_at: Date
-  endpoint_id: string | null
-  endpoint_domain_id: string | null
-  endpoint_enabled: boolean | null
-  endpoint_route_target: boolean | null
-}
-
-export interface DeploymentRow {
-  id: string
-  function_id: string
-  status: 'deployed' | 'failed'
-  deploy_error: { name: string; message: string; line: number | null; column: number | null } | null
-  build_ms: number
-  bundle_bytes: number
-  gzip_bytes: number
-  has_source_map: boolean
-  managed_build: boolean
-  is_current: boolean
-  created_at: Date
-}
+import { type DeploymentRow, deploymentById, deploymentSources, deploymentsPage, insertDeployment } from './deployment-queries'
+import {
+  type FunctionRow,
+  functionsByIds,
+  functionsPage,
+  insertFunction,
+  liveFunctionById,
+  lockLiveFunction,
+  markFunctionDeleted,
+  touchFunctionDeployed,
+  updateFunctionTags,
+} from './queries'
 
 export function presentFunction(row: FunctionRow) {
   return {
@@ -84,52 +68,23 @@ export function presentDeployment(row: DeploymentRow) {
   }
 }
 
-const functionColumns = (sql: Tx) => sql`
-  f.id, f.org_id, f.name, f.tags, f.current_deployment_id, f.runtime_key_id, f.created_at, f.updated_at,
-  e.id as endpoint_id, e.domain_id as endpoint_domain_id, e.enabled as endpoint_enabled, e.is_route_target as endpoint_route_target`
-const withEndpoint = (sql: Tx) => sql`left join ${liveEndpoints(sql)} e on e.org_id = f.org_id and e.function_id = f.id`
-
 /** A live function of the organization; deleted ones and other organizations' are not_found. */
 export async function getFunction(sql: Tx, orgId: string, id: string): Promise<FunctionRow> {
-  const [row] = await sql<FunctionRow[]>`
-    select ${functionColumns(sql)} from functions f ${withEndpoint(sql)}
-     where f.id = ${id} and f.org_id = ${orgId} and f.deleted_at is null`
+  const row = await liveFunctionById(sql, orgId, id)
   if (!row) throw errors.notFound('function')
   return row
 }
 
-export async function listFunctions(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<FunctionRow>(sql, {
-    columns: functionColumns(sql),
-    from: sql`functions f`,
-    join: withEndpoint(sql),
-    where: sql`f.org_id = ${orgId} and f.deleted_at is null`,
-    page,
-    idColumn: 'f.id',
-  })
+export function listFunctions(sql: Sql, orgId: string, page: PageRequest) {
+  return functionsPage(sql, orgId, page)
 }
 
-/** Live functions by id, in any order, for readers that batch (GraphQL). */
-export async function functionsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<FunctionRow[]> {
-  return sql<FunctionRow[]>`
-    select ${functionColumns(sql)} from functions f ${withEndpoint(sql)}
-     where f.id = any(${ids}::uuid[]) and f.org_id = ${orgId} and f.deleted_at is null`
-}
-
-const deploymentColumns = (sql: Tx) => sql`
-  d.id, d.function_id, d.status, d.deploy_error, d.build_ms, d.bundle_bytes, d.gzip_bytes,
-  d.source_map is not null as has_source_map, d.sources is not null as managed_build, f.current_deployment_id is not distinct from d.id as is_current, d.created_at`
+/** GraphQL's loaders batch live functions by id from here. */
+export { functionsByIds }
 
 export async function listDeployments(sql: Sql, orgId: string, functionId: string, page: PageRequest) {
   await getFunction(sql, orgId, functionId)
-  return listPage<DeploymentRow>(sql, {
-    columns: deploymentColumns(sql),
-    from: sql`function_deployments d`,
-    join: sql`join functions f on f.id = d.function_id`,
-    where: sql`d.function_id = ${functionId} and d.org_id = ${orgId}`,
-    page,
-    idColumn: 'd.id',
-  })
+  return deploymentsPage(sql, orgId, functionId, page)
 }
 
 interface Bundle {
@@ -201,15 +156,21 @@ async function recordDeployment(
 ): Promise<DeploymentRow> {
   const id = randomUUIDv7()
   const deployError = check.error ? { name: check.error.name, message: check.error.message, line: check.error.line, column: check.error.column } : null
-  await tx`
-    insert into function_deployments (id, org_id, function_id, status, deploy_error, code, source_map, bundle_bytes, gzip_bytes, build_ms, sources, entry)
-    values (${id}, ${orgId}, ${functionId}, ${check.ok ? 'deployed' : 'failed'}, ${deployError ? tx.json(deployError) : null}, ${bundle.code},
-            ${bundle.sourceMap ?? null}, ${bundle.rawBytes}, ${bundle.gzipBytes}, ${check.ms},
-            ${bundle.sources ? tx.json(bundle.sources.files) : null}, ${bundle.sources?.entry ?? null})`
-  if (check.ok) await tx`update functions set current_deployment_id = ${id}, updated_at = now() where id = ${functionId}`
-  else await tx`update functions set updated_at = now() where id = ${functionId}`
-  const [row] = await tx<DeploymentRow[]>`
-    select ${deploymentColumns(tx)} from function_deployments d join functions f on f.id = d.function_id where d.id = ${id}`
+  await insertDeployment(tx, {
+    id,
+    orgId,
+    functionId,
+    status: check.ok ? 'deployed' : 'failed',
+    deployError,
+    code: bundle.code,
+    sourceMap: bundle.sourceMap ?? null,
+    bundleBytes: bundle.rawBytes,
+    gzipBytes: bundle.gzipBytes,
+    buildMs: check.ms,
+    sources: bundle.sources ?? null,
+  })
+  await touchFunctionDeployed(tx, functionId, check.ok ? id : null)
+  const row = await deploymentById(tx, id)
   await recordChanges(tx, [deploymentChange(orgId, row!)])
   return row!
 }
@@ -224,9 +185,7 @@ export async function deployFunction(ctx: AppContext, orgId: string, input: { na
     return await transaction(sql, async tx => {
       const id = randomUUIDv7()
       const key = await createApiKey(tx, orgId, null, `function ${input.name} runtime`, id)
-      await tx`
-        insert into functions (id, org_id, name, runtime_key_id, runtime_key_sealed)
-        values (${id}, ${orgId}, ${input.name}, ${key.id}, ${ctx.keys.encrypt(key.key)})`
+      await insertFunction(tx, { id, orgId, name: input.name, runtimeKeyId: key.id, runtimeKeySealed: ctx.keys.encrypt(key.key) })
       const deployment = await recordDeployment(tx, orgId, id, bundle, check)
       return { ...presentFunction(await getFunction(tx, orgId, id)), deployment: presentDeployment(deployment) }
     })
@@ -247,8 +206,7 @@ export async function redeployFunction(ctx: AppContext, orgId: string, id: strin
   check.ms = Math.round((performance.now() - started) * 100) / 100
   return ctx.sql.begin(async tx => {
     // locks the row: concurrent redeploys of one function become current in commit order
-    const [live] = await tx`select id from functions where id = ${id} and org_id = ${orgId} and deleted_at is null for update`
-    if (!live) throw errors.notFound('function')
+    if (!(await lockLiveFunction(tx, orgId, id))) throw errors.notFound('function')
     const deployment = await recordDeployment(tx, orgId, id, bundle, check)
     return { ...presentFunction(await getFunction(tx, orgId, id)), deployment: presentDeployment(deployment) }
   })
@@ -256,8 +214,7 @@ export async function redeployFunction(ctx: AppContext, orgId: string, id: strin
 
 export async function setTags(sql: Sql, orgId: string, id: string, tags: string[]) {
   const unique = [...new Set(tags)]
-  const [row] = await sql`update functions set tags = ${unique}, updated_at = now() where id = ${id} and org_id = ${orgId} and deleted_at is null returning id`
-  if (!row) throw errors.notFound('function')
+  if (!(await updateFunctionTags(sql, orgId, id, unique))) throw errors.notFound('function')
   return presentFunction(await getFunction(sql, orgId, id))
 }
 
@@ -269,9 +226,7 @@ export async function setTags(sql: Sql, orgId: string, id: string, tags: string[
 export async function deleteFunction(ctx: AppContext, orgId: string, id: string) {
   const row = await ctx.sql.begin(async tx => {
     await lockOrgForWebhooks(tx, orgId)
-    const [fn] = await tx<{ id: string; runtime_key_id: string }[]>`
-      update functions set deleted_at = now(), updated_at = now()
-       where id = ${id} and org_id = ${orgId} and deleted_at is null returning id, runtime_key_id`
+    const fn = await markFunctionDeleted(tx, orgId, id)
     if (!fn) throw errors.notFound('function')
     await revokeKeyById(tx, fn.runtime_key_id)
     await deactivateFunctionEndpoints(tx, orgId, id)
@@ -286,10 +241,7 @@ export async function deleteFunction(ctx: AppContext, orgId: string, id: string)
 export async function getSource(sql: Sql, orgId: string, functionId: string, deploymentId?: string) {
   const fn = await getFunction(sql, orgId, functionId)
   const id = deploymentId ?? fn.current_deployment_id
-  const [row] = id
-    ? await sql<{ id: string; sources: Record<string, string> | null; entry: string | null }[]>`
-        select id, sources, entry from function_deployments where id = ${id} and function_id = ${functionId} and org_id = ${orgId}`
-    : []
+  const row = id ? await deploymentSources(sql, orgId, functionId, id) : undefined
   if (!row) throw errors.notFound('deployment')
   if (!row.sources || !row.entry) throw errors.notFound('source (the deployment was uploaded as one module, not a managed build)')
   return { deployment_id: row.id, entry: row.entry, files: row.sources }

@@ -11,6 +11,7 @@ import { errors } from '../errors'
 import { envelope } from './envelope'
 import { DATABASE_RETRY_SECONDS, toApiError } from './render-error'
 import { serveHttp, type HttpServer } from './serve'
+import { pingDatabase } from './health-queries'
 
 const HEALTH_TIMEOUT_MS = 2_000
 
@@ -30,7 +31,7 @@ async function checkDatabase(ctx: AppContext) {
   const started = performance.now()
   const latency = () => Math.round((performance.now() - started) * 100) / 100
   try {
-    await Promise.race([ctx.sql`select 1`, new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS))])
+    await Promise.race([pingDatabase(ctx.sql), new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), HEALTH_TIMEOUT_MS))])
     return { status: 'up' as const, latency_ms: latency() }
   } catch (error) {
     return { status: 'down' as const, latency_ms: latency(), error: error instanceof Error && error.message === 'timed out' ? 'timed out' : 'unreachable' }

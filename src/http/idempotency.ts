@@ -4,12 +4,10 @@
  * result or performs the action for the first time. A transaction-scoped advisory lock on the
  * key makes a concurrent duplicate fail fast with `409 conflict` instead of waiting.
  */
-import type postgres from 'postgres'
 import type { Sql, Tx } from '../db/client'
 import { sha256, type ServerKeys } from '../crypto'
 import { errors } from '../errors'
-
-export const IDEMPOTENCY_TTL_HOURS = 24
+import { lookupRecord, recordOutcome, type StoredRecord, tryKeyLock } from './idempotency-queries'
 const KEY_HEADER = 'idempotency-key'
 
 export interface Outcome<T> {
@@ -51,17 +49,6 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
 /** The answer to a request whose key another request holds (its action is running). */
 export const idempotencyBusy = () =>
   errors.conflict('Idempotency-Key: a request with this key is still in progress; retry shortly', { reason: 'idempotency_request_in_progress' })
-
-interface StoredRecord {
-  request_hash: string
-  response_status: number
-  response_sealed: Buffer
-}
-
-/** The live record of a key, if any; not awaited, so it can go out with other statements. */
-const lookupRecord = (sql: Tx, scope: string, key: string) => sql<StoredRecord[]>`
-  select request_hash, response_status, response_sealed from idempotency_keys
-   where scope = ${scope} and key = ${key} and expires_at > now()`
 
 /** The recorded outcome, for a request of the same payload; 409 for another payload under the key. */
 function replay<T>(keys: ServerKeys, stored: StoredRecord, requestHash: string): Outcome<T> {
@@ -111,19 +98,19 @@ export async function idempotent<T, L = undefined>(
     // The statements go out in one round trip and run in order, so the lookup takes its snapshot
     // once the lock is held and sees the record of a holder that has just committed. (Folded into
     // one statement it would not: the snapshot would be taken before the lock.)
-    const lock = tx<{ locked: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${req.scope + '\n' + key}, 0)) as locked`.execute()
+    const lock = tryKeyLock(tx, req.scope + '\n' + key).execute()
     const lookup = lookupRecord(tx, req.scope, key).execute()
     const [[locked], [stored]] = await Promise.all([lock, lookup])
     if (!locked!.locked) throw idempotencyBusy()
     if (stored) return { ...replay<T>(keys, stored, requestHash), replayed: true }
     const { local, ...outcome } = await action(tx)
-    const record = tx`
-      insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
-      values (${req.scope}, ${key}, ${requestHash}, ${outcome.status}, ${keys.encrypt(JSON.stringify(outcome.data))},
-              now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}))
-      on conflict (scope, key) do update set
-        request_hash = excluded.request_hash, response_status = excluded.response_status,
-        response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`.execute()
+    const record = recordOutcome(tx, {
+      scope: req.scope,
+      key,
+      requestHash,
+      status: outcome.status,
+      sealed: keys.encrypt(JSON.stringify(outcome.data)),
+    }).execute()
     const [written] = await Promise.all([local, record])
     return { ...outcome, replayed: false, local: written }
   })
@@ -139,33 +126,4 @@ export function applyOutcome<T>(
   if (key) set.headers['idempotency-key'] = key
   if (outcome.replayed) set.headers['idempotent-replayed'] = 'true'
   return outcome.data
-}
-
-/** Whether a live record of the key exists, as a condition of the enclosing statement. */
-export const isKeyRecorded = (sql: Tx, scope: string, key: string): postgres.Fragment =>
-  sql`exists (select 1 from idempotency_keys where scope = ${scope} and key = ${key} and expires_at > now())`
-
-/** The keys of `keys` (pairs of scope and key) that have a live record; not awaited, so it can go out with other statements. */
-export const recordedKeys = (sql: Tx, keys: { scope: string; key: string }[]) => sql<{ scope: string; key: string }[]>`
-  select scope, key from idempotency_keys
-   where (scope, key) in (select * from unnest(${keys.map(k => k.scope)}::text[], ${keys.map(k => k.key)}::text[])) and expires_at > now()`
-
-/** Records the 200 answers of several requests (sealed by the caller), replacing expired records; not awaited. */
-export const recordResponses = (sql: Tx, rows: { scope: string; key: string; requestHash: string; sealed: Buffer }[]) => sql`
-  insert into idempotency_keys (scope, key, request_hash, response_status, response_sealed, expires_at)
-  select scope, key, hash, 200, decode(sealed, 'hex'), now() + make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
-    from unnest(${rows.map(r => r.scope)}::text[], ${rows.map(r => r.key)}::text[], ${rows.map(r => r.requestHash)}::text[],
-                ${rows.map(r => r.sealed.toString('hex'))}::text[]) as k(scope, key, hash, sealed)
-  on conflict (scope, key) do update set
-    request_hash = excluded.request_hash, response_status = excluded.response_status,
-    response_sealed = excluded.response_sealed, created_at = now(), expires_at = excluded.expires_at`
-
-/** Forgets the record of a key, so that a retry performs the request anew (nothing was done). */
-export async function releaseKey(sql: Tx, scope: string, key: string): Promise<void> {
-  await sql`delete from idempotency_keys where scope = ${scope} and key = ${key}`
-}
-
-/** Deletes the expired records; returns how many. */
-export async function pruneIdempotencyKeys(sql: Sql): Promise<number> {
-  return (await sql`delete from idempotency_keys where expires_at < now()`).count
 }

@@ -23,6 +23,7 @@ import type { Sql } from '../db/client'
 import { log } from '../log'
 import { errors, type ApiError } from '../errors'
 import { perProcess } from '../context'
+import { takeFromWindow } from './rate-limit-queries'
 
 export const WINDOW_SECONDS = 60
 /** a lease spent faster than this is followed by one twice its size */
@@ -100,8 +101,7 @@ export class RateLimiter {
     const want = age < FAST_LEASE_MS ? Math.min(most, spent!.asked * 2) : age < STEADY_LEASE_MS ? Math.min(most, spent!.asked) : base
     const askedAt = Date.now()
     try {
-      const [row] = await this.sql<{ granted: number; used: number; reset_ms: number }[]>`
-        select granted, used, reset_ms from rate_limit_take(${bucket}, ${this.windowSeconds}, ${want}, ${limit})`
+      const row = await takeFromWindow(this.sql, bucket, this.windowSeconds, want, limit)
       if (!row) return null
       const lease: Lease = {
         limit,
@@ -142,8 +142,3 @@ export function rateLimitError(d: RateDecision, code: 'rate_limited' | 'rate_lim
 
 /** This process's leases of the shared rate-limit counters. */
 export const rateLimiter = perProcess(ctx => new RateLimiter(ctx.sql, ctx.config.RATE_LIMIT_LEASE))
-
-/** Deletes the windows older than two minutes, which no lease reads any more; returns how many. */
-export async function pruneRateLimitWindows(sql: Sql): Promise<number> {
-  return (await sql`delete from rate_limit_windows where window_start < extract(epoch from now())::bigint - 120`).count
-}

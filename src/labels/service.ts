@@ -14,11 +14,7 @@ import { iso } from '../http/timestamps'
 import { ofAddress } from '../mail/email-queries'
 import { dropLabelFromMail, type LabelChange, type RelabeledRow, type RelabelTarget, relabelEmails, SYSTEM_LABELS } from '../mail/label-queries'
 import { LABELS_MAX } from './model'
-
-interface LabelRow {
-  name: string
-  created_at: Date
-}
+import { countLabels, deleteLabelByName, insertLabel, type LabelRow, labelByName, labelsOf, lockKnownLabels, lockOrgLabels } from './queries'
 
 const isSystem = (name: string) => (SYSTEM_LABELS as readonly string[]).includes(name)
 
@@ -27,7 +23,7 @@ const presentCustom = (r: LabelRow) => ({ name: r.name, system: false, created_a
 
 /** The system labels, then the organization's own by name. */
 export async function listLabels(sql: Sql, orgId: string) {
-  const rows = await sql<LabelRow[]>`select name, created_at from labels where org_id = ${orgId} order by name`
+  const rows = await labelsOf(sql, orgId)
   return [...SYSTEM_LABELS.map(presentSystem), ...rows.map(presentCustom)]
 }
 
@@ -35,16 +31,14 @@ export async function listLabels(sql: Sql, orgId: string) {
 export async function createLabel(ctx: AppContext, orgId: string, name: string) {
   if (isSystem(name)) throw errors.validation('name', `${name} is a system label`)
   const { row, created } = await ctx.sql.begin(async tx => {
-    // an organization's creates take turns (a transaction lock on its key), so two at the limit cannot both pass
-    await tx`select pg_advisory_xact_lock(hashtextextended(${`labels:${orgId}`}, 0))`
-    const [existing] = await tx<LabelRow[]>`select name, created_at from labels where org_id = ${orgId} and name = ${name}`
+    await lockOrgLabels(tx, orgId)
+    const existing = await labelByName(tx, orgId, name)
     if (existing) return { row: existing, created: false }
-    const [kept] = await tx<{ count: number }[]>`select count(*)::int as count from labels where org_id = ${orgId}`
-    if (kept!.count >= LABELS_MAX)
+    if ((await countLabels(tx, orgId)) >= LABELS_MAX)
       throw new ApiError('quota_exceeded', `labels: an organization keeps at most ${LABELS_MAX} custom labels`, { limit: LABELS_MAX })
-    const [made] = await tx<LabelRow[]>`insert into labels (org_id, name) values (${orgId}, ${name}) returning name, created_at`
+    const made = await insertLabel(tx, orgId, name)
     await recordChanges(tx, [{ orgId, type: 'label.created', resource: { type: 'label', id: name }, data: { name } }])
-    return { row: made!, created: true }
+    return { row: made, created: true }
   })
   if (created) mailEvents(ctx).emitChange(orgId)
   return { label: presentCustom(row), created }
@@ -54,8 +48,7 @@ export async function createLabel(ctx: AppContext, orgId: string, name: string) 
 export async function deleteLabel(ctx: AppContext, orgId: string, name: string) {
   if (isSystem(name)) throw errors.validation('name', `${name} is a system label; it cannot be deleted`)
   const messages = await ctx.sql.begin(async tx => {
-    const gone = await tx`delete from labels where org_id = ${orgId} and name = ${name}`
-    if (!gone.count) throw errors.notFound('label')
+    if (!(await deleteLabelByName(tx, orgId, name))) throw errors.notFound('label')
     const count = await dropLabelFromMail(tx, orgId, name)
     await recordChanges(tx, [{ orgId, type: 'label.deleted', resource: { type: 'label', id: name }, data: { name, messages: count } }])
     return count
@@ -82,9 +75,8 @@ async function planChange(tx: Tx, orgId: string, add: string[], remove: string[]
   if (both) throw errors.validation('remove', `${both} is also in add`)
   const custom = [...new Set([...add, ...remove])].filter(n => !isSystem(n))
   if (custom.length) {
-    // held to the commit, so a label deleted meanwhile waits, and then takes itself off these messages too
-    const known = await tx<{ name: string }[]>`select name from labels where org_id = ${orgId} and name = any(${custom}::text[]) for share`
-    const missing = custom.find(n => !known.some(k => k.name === n))
+    const known = await lockKnownLabels(tx, orgId, custom)
+    const missing = custom.find(n => !known.includes(n))
     if (missing)
       throw errors.validation(add.includes(missing) ? 'add' : 'remove', `${missing} is not a label of the organization; create it with POST /v1/labels`)
   }

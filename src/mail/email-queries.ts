@@ -3,7 +3,7 @@
  * lists, one message, raw bytes, threads, search, content discard. No other folder names these
  * tables; `emails/` presents what these return.
  */
-import { contentDiscardEnabled, releaseStorage, storedEmailsCount } from '../account/orgs'
+import { contentDiscardEnabled, releaseStorage, storedEmailsCount } from '../account/org-queries'
 import type postgres from 'postgres'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'

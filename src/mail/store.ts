@@ -7,16 +7,13 @@
 import { randomUUIDv7 } from 'bun'
 import type { Tx } from '../db/client'
 import type { AppContext } from '../context'
-import { EMAILS_CHANNEL, mailSignal } from '../events'
-import { countStorage, countStoredMessage } from '../account/orgs'
-import { threadCtes } from './threads'
-import { searchVector } from './search-text'
+import { mailSignal } from '../events'
 import type postgres from 'postgres'
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
 import { type Extracted, NOT_EXTRACTED } from './inbound/extraction'
-import { arrivalLabels } from './label-queries'
+import { countStorageAndNotify, insertEmail } from './store-queries'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound
@@ -100,14 +97,13 @@ export type StorageCounts = Map<string, { bytes: number; emails: number }>
  */
 export async function countStored(tx: Tx, counts: StorageCounts, notified: Iterable<string>): Promise<void> {
   const orgs = [...counts.keys()].sort()
-  await tx`
-    with counters as (${countStorage(
-      tx,
-      orgs,
-      orgs.map(o => counts.get(o)!.bytes),
-      orgs.map(o => counts.get(o)!.emails),
-    )})
-    select pg_notify(${EMAILS_CHANNEL}, signal) from unnest(${[...notified]}::text[]) as signal`
+  await countStorageAndNotify(
+    tx,
+    orgs,
+    orgs.map(o => counts.get(o)!.bytes),
+    orgs.map(o => counts.get(o)!.emails),
+    [...notified],
+  )
 }
 
 /** The addresses a stored message is of, as the address filter of a list reads them (`ofAddress`). */
@@ -127,38 +123,8 @@ export async function storeEmail(ctx: AppContext, tx: Tx, s: StoreInput): Promis
   const extracted = s.extracted ?? NOT_EXTRACTED
   const participants = [mail.from?.address, ...mail.to.map(a => a.address), ...mail.cc.map(a => a.address)].filter((a): a is string => Boolean(a))
   const activity: MessageActivity = { orgId: s.orgId, direction: s.direction, from: mail.from?.address ?? null, rcptTo: s.rcptTo, at }
-  const extensions = ctx.plugins.storeExtensions.reduce((joined, extend) => tx`${joined}, ${extend(tx, activity)}`, tx``)
-  // One statement: the thread (found and updated, or created), the email, its bytes, what the
-  // features join to it (contacts' counters, a sender's last activity), and unless `batched`
-  // the storage counters and the new-mail NOTIFY (delivered on commit).
-  const [row] = await tx<{ thread_id: string }[]>`
-    with ${threadCtes(tx, {
-      orgId: s.orgId,
-      subject: mail.subject,
-      messageIds: [...mail.references, ...(mail.inReplyTo ? [mail.inReplyTo] : [])],
-      participants,
-      sender: mail.from?.address ?? null,
-      at,
-      threadId: s.threadId,
-    })},
-    email as (
-      insert into emails (id, org_id, thread_id, direction, event_type, message_id, in_reply_to, "references",
-                          from_address, from_name, to_addresses, cc_addresses, reply_to, subject, sent_at,
-                          text_body, html_body, headers, attachments, mail_from, rcpt_to, remote_ip, helo, tls,
-                          auth, size_bytes, received_at, search, extracted_text, extracted_html, labels)
-      values (${id}, ${s.orgId}, (select id from thread), ${s.direction}, ${s.eventType}, ${mail.messageId}, ${mail.inReplyTo}, ${mail.references},
-              ${mail.from?.address ?? null}, ${mail.from?.name ?? null}, ${tx.json(mail.to as never)}, ${tx.json(mail.cc as never)},
-              ${tx.json(mail.replyTo as never)}, ${mail.subject}, ${mail.date}, ${mail.text}, ${mail.html},
-              ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
-              ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
-              ${s.raw.byteLength}, ${at},
-              ${searchVector({ orgId: s.orgId, subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
-              ${extracted.text}, ${extracted.html}, ${arrivalLabels(s.direction)}::text[])
-      returning id, thread_id),
-    content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),
-    counters as (${countStoredMessage(tx, s.orgId, s.raw.byteLength, batched)})${extensions}
-    select thread_id, (select pg_notify(${EMAILS_CHANNEL}, ${mailSignal(s.orgId, signalAddresses(s))}) where not ${batched}::boolean) from email`
-  const threadId = row!.thread_id
+  const extensions = ctx.plugins.storeExtensions.map(extend => extend(tx, activity))
+  const threadId = await insertEmail(tx, { ...s, id, at, batched, extracted, participants, signal: mailSignal(s.orgId, signalAddresses(s)) }, extensions)
   return {
     id,
     orgId: s.orgId,

@@ -4,20 +4,20 @@
  * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
  * workers' lease heartbeat.)
  */
-import { pruneRateLimitWindows } from '../http/rate-limit'
-import { pruneIdempotencyKeys } from '../http/idempotency'
+import { pruneRateLimitWindows } from '../http/rate-limit-queries'
+import { pruneIdempotencyKeys } from '../http/idempotency-queries'
 import { pruneExpiredOAuthRows } from '../oauth/queries'
 import type { AppContext } from '../context'
 import type { JobKind } from '../jobs/kind'
 import { log } from '../log'
 import { deleteExpiredMemories } from '../memories/service'
 import { pruneChanges } from '../changes/feed'
-import { pruneReceipts } from '../mail/inbound/receipts'
+import { pruneReceipts } from '../mail/inbound/receipt-queries'
 import { pruneExpiredDeviceLogins } from '../cli/queries'
 import { pruneUnclaimedInvitations } from '../connections/queries'
-import { pruneSendCounts } from '../sending/send-counts'
+import { pruneSendCounts } from '../sending/send-count-queries'
 import { pruneExpiredSignups } from '../signups/queries'
-import { pruneTotals } from '../x402/totals'
+import { pruneTotals } from '../x402/totals-queries'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
 

@@ -3,7 +3,7 @@
  * An organization's memory writes are serialized by its memory_usage row, which every write
  * locks first (lockMemoryUsage); the service (./service.ts) keeps the engine's rules.
  */
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
 import type { Plan } from '../account/plans'
 import type { Sql, Tx } from '../db/client'
 

@@ -3,7 +3,7 @@
  * row types and every statement, and the directory (a network's members' published agents).
  * published_agents' own statements are in ./published-agents-queries.ts.
  */
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
 import type { Sql, Tx } from '../db/client'
 import { containsPattern } from '../db/like'
 import { listPage, type PageRequest } from '../http/pagination'

@@ -3,33 +3,15 @@
  * the role is the authorizing person's current one (rule 1), so demotion, removal from the
  * organization, expiry and revocation all take effect on the next request, in every process.
  */
-import { membershipsAs, orgsAs } from '../account/orgs'
-import type { Auth, Role } from '../auth/principal'
-import { planDefinition, type Plan } from '../account/plans'
+import type { Auth } from '../auth/principal'
+import { planDefinition } from '../account/plans'
 import { safeEqual, sha256 } from '../crypto'
 import type { Sql } from '../db/client'
-
-interface AccessRow {
-  hash: Buffer
-  grant_id: string
-  org_id: string
-  user_id: string
-  role: Role
-  plan: Plan
-  api_per_minute_override: number | null
-  resource: string | null
-  scope: string
-}
+import { liveAccessToken } from './queries'
 
 export async function resolveAccessToken(sql: Sql, token: string): Promise<Auth | null> {
   const hash = sha256(token)
-  const [row] = await sql<AccessRow[]>`
-    select t.hash, g.id as grant_id, g.org_id, g.user_id, m.role, o.plan, o.api_per_minute_override, g.resource, g.scope
-      from oauth_tokens t
-      join oauth_grants g on g.id = t.grant_id
-      join ${membershipsAs(sql, 'm')} on m.org_id = g.org_id and m.user_id = g.user_id
-      join ${orgsAs(sql, 'o')} on o.id = g.org_id
-     where t.hash = ${hash} and t.kind = 'access' and t.expires_at > now() and g.revoked_at is null`
+  const row = await liveAccessToken(sql, hash)
   if (!row || !safeEqual(row.hash, hash)) return null
   return {
     orgId: row.org_id,

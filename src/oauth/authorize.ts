@@ -12,7 +12,7 @@
  *    completes once.
  */
 import { randomUUIDv7 } from 'bun'
-import { membershipsOf } from '../account/roles'
+import { membershipsOf } from '../account/membership-queries'
 import type { AppContext } from '../context'
 import { randomToken, safeEqual, sha256 } from '../crypto'
 import { AUTHORIZATION_REQUEST_TTL_SECONDS, CODE_PREFIX, CODE_TTL_SECONDS, LIMITS } from './constants'

@@ -11,7 +11,7 @@ import { ApiError } from '../errors'
 import { getChecked } from '../egress/checked-fetch'
 import { checkWebhookUrl } from '../egress/url-safety'
 import { checkRegistration } from './clients'
-import type { ClientRow } from './queries'
+import { upsertMetadataDocumentClient, type ClientRow } from './queries'
 
 const MAX_DOCUMENT_BYTES = 5 * 1024
 const FETCH_TIMEOUT_MS = 5_000
@@ -70,12 +70,7 @@ export async function loadMetadataClient(ctx: AppContext, clientId: string): Pro
   if ('client_secret' in document || 'client_secret_expires_at' in document) return { error: 'client_id: a metadata document must not carry a client secret' }
   const checked = checkRegistration(document)
   if ('error' in checked) return { error: `client_id: ${checked.description}` }
-  const [row] = await ctx.sql<ClientRow[]>`
-    insert into oauth_clients (id, client_name, redirect_uris, metadata_document)
-    values (${clientId}, ${checked.name}, ${checked.redirectUris}, true)
-    on conflict (id) do update set client_name = excluded.client_name, redirect_uris = excluded.redirect_uris
-      where oauth_clients.metadata_document
-    returning id, client_name, redirect_uris, created_at`
+  const row = await upsertMetadataDocumentClient(ctx.sql, { id: clientId, name: checked.name, redirectUris: checked.redirectUris })
   if (!row) return { error: 'client_id: not usable as a metadata document URL' }
   return row
 }

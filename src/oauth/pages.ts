@@ -4,7 +4,7 @@
  * us (and the redirect that follows, to the client's registered origin), and no framing.
  */
 import { createHash } from 'node:crypto'
-import type { Membership } from '../account/roles'
+import type { Membership } from '../account/membership-queries'
 
 class Html {
   constructor(readonly value: string) {}

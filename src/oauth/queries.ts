@@ -1,5 +1,9 @@
 /** The SQL of the authorization server: clients, pending authorization requests, codes, grants, tokens. */
-import type { Tx } from '../db/client'
+import type postgres from 'postgres'
+import { membershipsAs } from '../account/membership-queries'
+import { orgsAs, type OrgRow } from '../account/org-queries'
+import type { Role } from '../auth/principal'
+import type { Sql, Tx } from '../db/client'
 
 export interface ClientRow {
   id: string
@@ -8,17 +12,34 @@ export interface ClientRow {
   created_at: Date
 }
 
+/** The columns of `ClientRow`, as every statement that answers one selects them. */
+const clientColumns = (sql: Tx): postgres.Fragment => sql`id, client_name, redirect_uris, created_at`
+
 export async function insertClient(sql: Tx, c: { id: string; name: string | null; redirectUris: string[] }): Promise<ClientRow> {
   const [row] = await sql<ClientRow[]>`
     insert into oauth_clients (id, client_name, redirect_uris) values (${c.id}, ${c.name}, ${c.redirectUris})
-    returning id, client_name, redirect_uris, created_at`
+    returning ${clientColumns(sql)}`
   return row!
+}
+
+/**
+ * Keeps what a client ID metadata document says under its URL: created, or refreshed if the
+ * client came from a document too. Undefined when a registered client holds that id.
+ */
+export async function upsertMetadataDocumentClient(sql: Tx, c: { id: string; name: string | null; redirectUris: string[] }): Promise<ClientRow | undefined> {
+  const [row] = await sql<ClientRow[]>`
+    insert into oauth_clients (id, client_name, redirect_uris, metadata_document)
+    values (${c.id}, ${c.name}, ${c.redirectUris}, true)
+    on conflict (id) do update set client_name = excluded.client_name, redirect_uris = excluded.redirect_uris
+      where oauth_clients.metadata_document
+    returning ${clientColumns(sql)}`
+  return row
 }
 
 export async function findClient(sql: Tx, id: string): Promise<ClientRow | null> {
   // ids we issue are short; a client ID metadata document URL may be up to 2000 characters
   if (id.length > 2000) return null
-  const [row] = await sql<ClientRow[]>`select id, client_name, redirect_uris, created_at from oauth_clients where id = ${id}`
+  const [row] = await sql<ClientRow[]>`select ${clientColumns(sql)} from oauth_clients where id = ${id}`
   return row ?? null
 }
 
@@ -169,6 +190,32 @@ export async function findToken(sql: Tx, hash: Buffer, opts: { lock?: boolean } 
      where t.hash = ${hash}
      ${opts.lock ? sql`for update of t` : sql``}`
   return row ?? null
+}
+
+/** A live access token with its grant, the organization's plan and the authorizing person's current role. */
+export interface AccessTokenRow extends Pick<OrgRow, 'plan' | 'api_per_minute_override'> {
+  hash: Buffer
+  grant_id: string
+  org_id: string
+  user_id: string
+  role: Role
+  resource: string | null
+  scope: string
+}
+
+/**
+ * The access token whose SHA-256 is `hash`, unexpired, of a grant not revoked, whose person is
+ * still a member: one round trip, on every request that presents it.
+ */
+export async function liveAccessToken(sql: Sql, hash: Buffer): Promise<AccessTokenRow | undefined> {
+  const [row] = await sql<AccessTokenRow[]>`
+    select t.hash, g.id as grant_id, g.org_id, g.user_id, m.role, o.plan, o.api_per_minute_override, g.resource, g.scope
+      from oauth_tokens t
+      join oauth_grants g on g.id = t.grant_id
+      join ${membershipsAs(sql, 'm')} on m.org_id = g.org_id and m.user_id = g.user_id
+      join ${orgsAs(sql, 'o')} on o.id = g.org_id
+     where t.hash = ${hash} and t.kind = 'access' and t.expires_at > now() and g.revoked_at is null`
+  return row
 }
 
 export async function markTokenUsed(sql: Tx, hash: Buffer) {

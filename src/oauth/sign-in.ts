@@ -1,5 +1,5 @@
 /** Checking a person's password on the authorization page (argon2id hashes in users.password_hash). */
-import { findPersonByEmail } from '../account/orgs'
+import { findPersonByEmail } from '../account/user-queries'
 import type { Tx } from '../db/client'
 
 export const MAX_PASSWORD_LENGTH = 1024

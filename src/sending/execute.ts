@@ -28,6 +28,7 @@ import type { NormalizedRequest, SendRow } from './model'
 import { tickPart } from './repeat'
 import { recordRelayRefusals } from './relay-refusals'
 import { suppressedOf } from './suppression-gate'
+import { markBuilt, recordOutcomes, sendById, type OutcomeValues } from './sent-email-queries'
 
 export const EXECUTE_KIND = 'send.execute'
 
@@ -111,12 +112,7 @@ async function build(ctx: AppContext, send: SendRow): Promise<Built & { send: Se
   const c = await compose(send, await sendingKeyFor(ctx, send))
   const built = await ctx.sql.begin(async tx => {
     const email = await storeComposed(ctx, tx, send, c)
-    const [updated] = await tx<SendRow[]>`
-      update sends set status = case when status = 'sending' then 'sending' else 'executing' end,
-             last_email_id = ${email.id}, last_message_id = ${c.messageId}, thread_id = ${email.threadId},
-             ticks = ticks + 1, updated_at = now()
-       where id = ${send.id}
-      returning *`
+    const updated = await markBuilt(tx, send.id, { emailId: email.id, messageId: c.messageId, threadId: email.threadId })
     await recordChanges(tx, [sentChange(send, email, c.mail.subject)])
     return { emailId: email.id, raw: c.raw, text: c.text, send: updated ?? send }
   })
@@ -164,7 +160,7 @@ function nextTick(send: SendRow): Date {
  * Returns the send as this execution left it, or null when there was nothing to do.
  */
 export async function executeSend(ctx: AppContext, sendId: string, current?: SendRow, built?: Built, jobId?: string): Promise<SendRow | null> {
-  const send = current ?? (await ctx.sql<SendRow[]>`select * from sends where id = ${sendId}`)[0]
+  const send = current ?? (await sendById(ctx.sql, sendId))
   if (!send || send.status === 'canceled' || send.status === 'failed') return null
   const isTick = send.ticks > 0 && !builtNotRelayed(send)
   if (isTick && (!send.repeat_every_minutes || send.repeat_stopped_at)) return null
@@ -237,17 +233,9 @@ export async function executeSend(ctx: AppContext, sendId: string, current?: Sen
   }
 }
 
-/** What an execution's relay answer sets on its send (`failed`: accepted, rejected and the next tick stay as they were). */
-interface Outcome {
+/** What an execution's relay answer sets on its send, with the send as the execution left it. */
+interface Outcome extends Omit<OutcomeValues, 'id'> {
   send: SendRow
-  status: 'queued' | 'executed' | 'failed'
-  accepted: string[] | null
-  rejected: string[] | null
-  relay_response: string | null
-  error_code: string | null
-  error_message: string | null
-  /** the next tick of a repeat, enqueued with the outcome */
-  repeat_next_at: Date | null
   /** the job of this execution, deleted with its outcome (the caller then does not delete it) */
   jobId?: string
 }
@@ -263,7 +251,7 @@ const outcomes = perProcess(
     new GroupCommit<Outcome, SendRow | undefined>(items =>
       // BEGIN goes out with the updates, COMMIT with the record of the changes: two round trips
       pipelinedTransaction(sql, async (tx, commit) => {
-        const values = items.map(o => ({
+        const values: OutcomeValues[] = items.map(o => ({
           id: o.send.id,
           status: o.status,
           accepted: o.accepted,
@@ -275,17 +263,7 @@ const outcomes = perProcess(
         }))
         const jobIds = items.flatMap(o => (o.jobId ? [o.jobId] : []))
         const [rows] = await Promise.all([
-          tx<SendRow[]>`
-            update sends s set status = v.status,
-                   accepted = case when v.status <> 'failed' then v.accepted else s.accepted end,
-                   rejected = case when v.status <> 'failed' then v.rejected else s.rejected end,
-                   relay_response = v.relay_response, error_code = v.error_code, error_message = v.error_message,
-                   repeat_next_at = case when v.status <> 'failed' then v.repeat_next_at else s.repeat_next_at end,
-                   updated_at = now()
-              from jsonb_to_recordset(${tx.json(values as never)}::jsonb)
-                as v(id uuid, status text, accepted text[], rejected text[], relay_response text, error_code text, error_message text, repeat_next_at timestamptz)
-             where s.id = v.id
-            returning s.*`,
+          recordOutcomes(tx, values),
           // a failed execution has no next tick
           ...items.filter(o => o.repeat_next_at).map(o => enqueue(tx, EXECUTE_KIND, { send_id: o.send.id }, { runAt: o.repeat_next_at! })),
           jobIds.length ? deleteJobs(tx, jobIds) : undefined,

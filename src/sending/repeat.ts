@@ -21,6 +21,7 @@ import PostalMime from 'postal-mime'
 import type { SendRow } from './model'
 import { recordChanges } from '../changes/record'
 import { sendChange } from '../changes/sources'
+import { repeatSender, stopRepeatFor } from './repeat-queries'
 
 export const REPEAT_PROTOCOL = 'repeat.tick'
 
@@ -60,18 +61,12 @@ export async function stopRepeatAsRecipient(ctx: AppContext, orgId: string, emai
   if (!email) throw errors.notFound('email')
   const repeatId = email.direction === 'inbound' ? await repeatIdOf(await rawMessage(ctx.sql, orgId, emailId)) : null
   if (!repeatId) throw errors.conflict('email: is not a tick of a repeating send')
-  const [send] = await ctx.sql<
-    { from_address: string; repeat_stopped_at: Date | null }[]
-  >`select from_address, repeat_stopped_at from sends where id = ${repeatId}`
+  const send = await repeatSender(ctx.sql, repeatId)
   const senderDomain = send ? splitAddress(send.from_address).domain : null
   const authentic = email.auth.dkim?.some(d => d.result === 'pass' && d.domain === senderDomain) && email.from_address === send?.from_address
   if (!send || !authentic) throw new ApiError('forbidden', 'email: the tick is not authenticated (DKIM) by the sender of the repeat')
   await ctx.sql.begin(async tx => {
-    const [stopped] = await tx<SendRow[]>`
-      update sends set repeat_stopped_at = coalesce(repeat_stopped_at, now()), repeat_stopped_by = coalesce(repeat_stopped_by, ${`recipient:${orgId}`}),
-             repeat_next_at = null, updated_at = now()
-       where id = ${repeatId} and repeat_stopped_at is null
-      returning *`
+    const stopped = await stopRepeatFor(tx, repeatId, `recipient:${orgId}`)
     if (stopped) await recordChanges(tx, [sendChange('send.canceled', stopped)])
   })
   return { repeat_id: repeatId, stopped: true }

@@ -1,5 +1,6 @@
 /** The statements of bounces and suppressions: the suppressions table, and a send's recipient reports. */
 import { randomUUIDv7 } from 'bun'
+import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import { emailsAs } from '../mail/email-queries'
 import { listPage, type PageRequest } from '../http/pagination'
@@ -85,6 +86,18 @@ export function addSuppressions(
     on conflict (org_id, address) do nothing
     returning *`
 }
+
+/** An address's entry, as the suppression gate reads it. */
+export type Suppressed = Pick<SuppressionRow, 'address' | 'reason' | 'detail' | 'send_id'>
+
+/**
+ * A column of the statement that reads a send's facts: the entries of `addresses` on the list
+ * of the organization `org` (a column of that statement), as a JSON array of `Suppressed`, so
+ * the gate costs no round trip of its own.
+ */
+export const suppressedColumn = (tx: Tx, org: postgres.Fragment, addresses: string[]) => tx`
+  (select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason, 'detail', s.detail, 'send_id', s.send_id)), '[]')
+     from suppressions s where s.org_id = ${org} and s.address = any(${addresses.map(a => a.toLowerCase())}::text[])) as suppressed`
 
 /** The entries of these addresses (lowercased) on the organization's list. */
 export const suppressedAmong = (tx: Tx, orgId: string, addresses: string[]) =>

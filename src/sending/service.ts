@@ -4,10 +4,6 @@
  * stored, then relayed inline so the response can say what the relay answered; the job stays as
  * the safety net should this process die before the relay answered.
  */
-import { emailsAs } from '../mail/email-queries'
-import { isVerifiedDomainOf } from '../domains/queries'
-import { inboxDisplayName, isInboxOf } from '../mail/inbox-queries'
-import { orgsAs } from '../account/orgs'
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
@@ -17,9 +13,10 @@ import type { Auth } from '../auth/principal'
 import { planDefinition } from '../account/plans'
 import { sha256 } from '../crypto'
 import { ApiError, errors, type PlainCode } from '../errors'
-import { canonicalJson, idempotencyBusy, idempotent, isKeyRecorded, recordedKeys, recordResponses, releaseKey } from '../http/idempotency'
+import { canonicalJson, idempotencyBusy, idempotent } from '../http/idempotency'
+import { recordedKeys, recordResponses, releaseKey } from '../http/idempotency-queries'
 import { iso, parseTimestamp } from '../http/timestamps'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { deleteJobsFor, enqueueEachWith, rescheduleUnclaimed } from '../jobs/queue'
 import { inlineHolderId, runClaimed } from '../jobs/run'
 import type { Job } from '../jobs/queue'
@@ -31,14 +28,15 @@ import { mailEvents } from '../events'
 import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type Composed } from './execute'
 import type { SigningKey } from '../mail/outbound/dkim'
 import type { NormalizedRequest, SendMailRequest, SendRow } from './model'
-import { splitAddress } from '../mail/inbound/recipients'
 import { enforceKnownRecipients } from './gates'
 import { replyContext } from './replies'
 import type { SendThread } from './forward'
 import { requireSender } from './senders'
-import { countedSends, countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-counts'
+import { countSends, lockSendCounts, readSendCounts, type CountedSends } from './send-count-queries'
 import { sendRecipients } from './recipient-reports'
-import { enforceNotSuppressed, suppressedColumn, type Suppressed } from './suppression-gate'
+import { enforceNotSuppressed } from './suppression-gate'
+import { insertSends, readSendFacts, tryLockKeys, type SendFactsRow } from './accept-queries'
+import { cancelScheduled, rescheduleSend, sendById, sendOfOrg, sendsPage, setRepeatInterval, stopRepeat } from './sent-email-queries'
 
 /** How long an immediate send's job waits before a worker takes it over from a request that died. */
 const INLINE_GRACE_MS = 60_000
@@ -97,51 +95,26 @@ export const presentSend = (s: SendRow) => ({
 })
 
 async function loadSend(ctx: AppContext, orgId: string, id: string): Promise<SendRow> {
-  const [send] = await ctx.sql<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId}`
+  const send = await sendOfOrg(ctx.sql, orgId, id)
   if (!send) throw errors.notFound('sent email')
   return send
 }
 
 /** The organization's sends, newest first (read by GraphQL's `sentEmails`). */
-export const listSends = (ctx: AppContext, orgId: string, page: PageRequest) =>
-  listPage<SendRow>(ctx.sql, { columns: ctx.sql`*`, from: ctx.sql`sends`, where: ctx.sql`org_id = ${orgId}`, page })
+export const listSends = (ctx: AppContext, orgId: string, page: PageRequest) => sendsPage(ctx.sql, orgId, page)
 
 export const getSend = async (ctx: AppContext, orgId: string, id: string) => presentSend(await loadSend(ctx, orgId, id))
 
-/**
- * What the checks of a send need, in one statement: is `from` a sender of the organization, its
- * send counts and own limits; and the display name of the inbox `from` is, if it is one.
- */
-interface SendFacts {
-  /** a live record of the request's Idempotency-Key exists (the request is answered from it) */
-  recorded: boolean
-  sender: boolean
-  display_name: string | null
-  hour: number
-  day: number
-  per_hour: number | null
-  per_day: number | null
-  /** the recipients checked against the suppression list, and their entries on it */
+/** What the checks of a send read (`readSendFacts`), with the recipients checked against the suppression list. */
+interface SendFacts extends SendFactsRow {
   checked: string[]
-  suppressed: Suppressed[]
 }
 
 const recipientsOf = (r: Pick<NormalizedRequest, 'to' | 'cc' | 'bcc'>) => [...r.to, ...(r.cc ?? []), ...(r.bcc ?? [])]
 
 async function sendFacts(tx: Tx, orgId: string, request: NormalizedRequest, idem: { scope: string; key: string }): Promise<SendFacts> {
-  const { from } = request
-  const address = from.toLowerCase()
   const checked = recipientsOf(request)
-  const [facts] = await tx<SendFacts[]>`
-    select ${isKeyRecorded(tx, idem.scope, idem.key)} as recorded,
-           ${isInboxOf(tx, tx`o.id`, address)} or ${isVerifiedDomainOf(tx, tx`o.id`, splitAddress(address).domain)} as sender,
-           ${inboxDisplayName(tx, tx`o.id`, address)} as display_name,
-           ${countedSends(tx, tx`o.id`)},
-           o.send_per_hour_override as per_hour, o.send_per_day_override as per_day,
-           ${suppressedColumn(tx, tx`o.id`, checked)}
-      from ${orgsAs(tx, 'o')}
-     where o.id = ${orgId}`
-  return { ...facts!, checked }
+  return { ...(await readSendFacts(tx, orgId, request.from, checked, idem)), checked }
 }
 
 /**
@@ -229,33 +202,6 @@ function draft(
     created_at: now,
     updated_at: now,
   }
-}
-
-/**
- * The insert of sends (for enqueueEachWith, which adds their jobs to the statement). The email
- * stored for a send (its `email_id`) by a statement just before, in the same transaction and
- * round trip, gives it its thread, which is not known before that statement has run.
- */
-function insertSends(tx: Tx, sends: { row: SendRow; emailId: string | null }[]) {
-  const rows = sends.map(({ row, emailId }) => ({
-    id: row.id,
-    org_id: row.org_id,
-    status: row.status,
-    request: row.request,
-    from_address: row.from_address,
-    scheduled_at: row.scheduled_at,
-    repeat_every_minutes: row.repeat_every_minutes,
-    thread_id: row.thread_id,
-    ticks: row.ticks,
-    email_id: emailId,
-    last_message_id: row.last_message_id,
-  }))
-  return tx`
-    insert into sends (id, org_id, status, request, from_address, scheduled_at, repeat_every_minutes, thread_id, ticks, last_email_id, last_message_id)
-    select s.id, s.org_id, s.status, s.request, s.from_address, s.scheduled_at, s.repeat_every_minutes, coalesce(e.thread_id, s.thread_id), s.ticks, e.id, s.last_message_id
-      from jsonb_to_recordset(${tx.json(rows as never)}::jsonb)
-        as s(id uuid, org_id uuid, status text, request jsonb, from_address text, scheduled_at timestamptz, repeat_every_minutes int, thread_id uuid, ticks int, email_id uuid, last_message_id text)
-      left join ${emailsAs(tx, 'e')} on e.id = s.email_id`
 }
 
 /** What an immediate send's request wrote, to run its job inline. */
@@ -383,8 +329,7 @@ const sendWrites = perProcess(
       pipelinedTransaction(ctx.sql, async (tx, commit) => {
         const names = items.map(p => `${p.scope}\n${p.key}`)
         // Two statements in one round trip, run in order: the lookups see what a holder of a key committed before its lock was taken.
-        const locks = tx<{ locked: boolean }[]>`
-          select pg_try_advisory_xact_lock(hashtextextended(k, 0)) as locked from unnest(${names}::text[]) with ordinality as u(k, n) order by n`.execute()
+        const locks = tryLockKeys(tx, names)
         const lookup = recordedKeys(tx, items).execute()
         const orgIds = items.map(p => p.row.org_id)
         const [locked, found, , counted] = await Promise.all([locks, lookup, lockSendCounts(tx, orgIds), readSendCounts(tx, orgIds)])
@@ -530,21 +475,20 @@ const notScheduled = (s: SendRow) => new ApiError('not_scheduled', `sent email: 
 export async function updateSend(ctx: AppContext, orgId: string, id: string, patch: { scheduled_at?: string; repeat?: { every_minutes: number } | null }) {
   const at = patch.scheduled_at ? parseTimestamp('scheduled_at', patch.scheduled_at) : null
   return ctx.sql.begin(async tx => {
-    const [send] = await tx<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId} for update`
+    const send = await sendOfOrg(tx, orgId, id, true)
     if (!send) throw errors.notFound('sent email')
     const repeating = send.repeat_every_minutes !== null && !send.repeat_stopped_at
     if (at) {
       if (send.status !== 'scheduled') throw notScheduled(send)
-      await tx`update sends set scheduled_at = ${at}, updated_at = now() where id = ${id}`
+      await rescheduleSend(tx, id, at)
       await rescheduleUnclaimed(tx, EXECUTE_KIND, 'send_id', id, at)
     }
     if (patch.repeat !== undefined) {
       if (!repeating && send.status !== 'scheduled') throw notScheduled(send)
-      if (patch.repeat === null)
-        await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
-      else await tx`update sends set repeat_every_minutes = ${patch.repeat.every_minutes}, updated_at = now() where id = ${id}`
+      if (patch.repeat === null) await stopRepeat(tx, id)
+      else await setRepeatInterval(tx, id, patch.repeat.every_minutes)
     }
-    const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    const updated = await sendById(tx, id)
     await recordChanges(tx, [sendChange(patch.repeat === null && !at ? 'send.canceled' : 'send.rescheduled', updated!)])
     return presentSend(updated!)
   })
@@ -553,15 +497,15 @@ export async function updateSend(ctx: AppContext, orgId: string, id: string, pat
 /** POST /v1/sent-emails/{id}/cancel: cancels a scheduled send, or stops a repeat. */
 export async function cancelSend(ctx: AppContext, orgId: string, id: string) {
   return ctx.sql.begin(async tx => {
-    const [send] = await tx<SendRow[]>`select * from sends where id = ${id} and org_id = ${orgId} for update`
+    const send = await sendOfOrg(tx, orgId, id, true)
     if (!send) throw errors.notFound('sent email')
     if (send.status === 'scheduled') {
-      await tx`update sends set status = 'canceled', repeat_next_at = null, updated_at = now() where id = ${id}`
+      await cancelScheduled(tx, id)
       await deleteJobsFor(tx, EXECUTE_KIND, 'send_id', id, { unclaimed: true })
     } else if (send.repeat_every_minutes !== null && !send.repeat_stopped_at) {
-      await tx`update sends set repeat_stopped_at = now(), repeat_stopped_by = 'sender', repeat_next_at = null, updated_at = now() where id = ${id}`
+      await stopRepeat(tx, id)
     } else throw notScheduled(send)
-    const [updated] = await tx<SendRow[]>`select * from sends where id = ${id}`
+    const updated = await sendById(tx, id)
     await recordChanges(tx, [sendChange('send.canceled', updated!)])
     return presentSend(updated!)
   })

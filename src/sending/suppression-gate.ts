@@ -3,37 +3,19 @@
  * refused (403 recipient_not_allowed, one entry of `error.gates[]` per address, naming the
  * address and why it is listed) until the caller deletes it from the list.
  */
-import type postgres from 'postgres'
 import type { Tx } from '../db/client'
 import { docsPath, errors, type Gate } from '../errors'
 import type { SuppressionReason } from './recipient-reports'
-import { suppressedAmong } from './report-queries'
+import { type Suppressed, suppressedAmong } from './report-queries'
 
 const GATE = 'suppression_list'
 const DOCS = docsPath('suppressions')
-
-/** An address's entry, as the gate reads it. */
-export interface Suppressed {
-  address: string
-  reason: SuppressionReason
-  detail: string | null
-  send_id: string | null
-}
 
 const REASONS: Record<SuppressionReason, { reason: string; message: (s: Suppressed) => string }> = {
   hard_bounce: { reason: 'recipient_hard_bounced', message: s => `${s.address} hard-bounced${s.detail ? ` (${s.detail})` : ''}` },
   complaint: { reason: 'recipient_complained', message: s => `${s.address} reported mail from this organization as ${s.detail ?? 'abuse'}` },
   manual: { reason: 'recipient_suppressed', message: s => `${s.address} was added to the suppression list${s.detail ? `: ${s.detail}` : ''}` },
 }
-
-/**
- * A column of the statement that reads a send's facts: the entries of `addresses` on the list
- * of the organization `org` (a column of that statement), as a JSON array, so the gate costs
- * no round trip of its own.
- */
-export const suppressedColumn = (tx: Tx, org: postgres.Fragment, addresses: string[]) => tx`
-  (select coalesce(json_agg(json_build_object('address', s.address, 'reason', s.reason, 'detail', s.detail, 'send_id', s.send_id)), '[]')
-     from suppressions s where s.org_id = ${org} and s.address = any(${addresses.map(a => a.toLowerCase())}::text[])) as suppressed`
 
 /** The addresses among `addresses` on the organization's list, lowercased. */
 export const suppressedOf = async (tx: Tx, orgId: string, addresses: string[]) =>

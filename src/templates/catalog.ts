@@ -19,7 +19,7 @@ import { applyMemoryOps } from '../memories/service'
 import { deployFunction } from '../functions/service'
 import { createEndpoint } from '../webhooks/endpoints.service'
 import { createRoute } from '../webhooks/recipient-routes.service'
-import { lockOrgForWebhooks } from '../webhooks/org-lock'
+import { lockOrgForWebhooks } from '../webhooks/endpoint-queries'
 import { dataProblems, type Variable } from './render'
 import { insertTemplate, type TemplateInput } from './service'
 

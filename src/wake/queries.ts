@@ -3,7 +3,7 @@
  * service (./service.ts) and the run job (./run.job.ts) keep the rules: caps, slots, delivery.
  */
 import { randomUUIDv7 } from 'bun'
-import { orgsAs } from '../account/orgs'
+import { orgsAs } from '../account/org-queries'
 import type { Plan } from '../account/plans'
 import type { Sql, Tx } from '../db/client'
 import { listPage, type PageRequest } from '../http/pagination'

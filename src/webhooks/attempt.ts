@@ -4,31 +4,17 @@
  * are set-based: the deliveries claimed together are loaded and counted in one statement, and
  * the outcomes of attempts that finish together are recorded in one (group commit).
  */
-import { emailsAs } from '../mail/email-queries'
 import { perProcess, type AppContext } from '../context'
 import { GroupCommit } from '../db/group-commit'
 import { recordChanges } from '../changes/record'
 import { mailEvents } from '../events'
 import { cachedSigningSecrets } from '../account/webhook-secret'
 import { postWebhook, type AttemptOutcome } from '../egress/checked-fetch'
-import { attemptBody, type EmailEvent } from './payload'
+import { attemptBody } from './payload'
 import { signedHeaders } from './signing'
 import { checkWebhookUrl, type CheckedUrl } from '../egress/url-safety'
 import { FUNCTION_URL_PREFIX } from './endpoints.service'
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'header_confirmed' | 'failed' | 'skipped_by_rules'
-
-export interface DeliveryRow {
-  id: string
-  org_id: string
-  event_id: string
-  status: DeliveryStatus
-  endpoint_url: string
-  payload: EmailEvent
-  discarded: boolean
-  /** the attempt this is, once counted; null when it is not to be sent */
-  attempt_count: number | null
-}
+import { type AttemptRow, countAttempts, type DeliveryOutcome, type DeliveryStatus, recordOutcomes } from './delivery-queries'
 
 export interface AttemptResult {
   status: DeliveryStatus
@@ -47,23 +33,13 @@ interface AttemptOptions {
  * status for a replay, and its content not discarded), before sending: a crash after the POST
  * still shows the attempt.
  */
-export async function beginAttempts(ctx: AppContext, ids: string[], opts: { replay?: boolean } = {}): Promise<Map<string, DeliveryRow>> {
-  const rows = await ctx.sql<DeliveryRow[]>`
-    with d as (
-      select d.id, d.org_id, d.event_id, d.status, d.endpoint_url, d.payload, em.content_discarded_at is not null as discarded
-        from webhook_deliveries d left join ${emailsAs(ctx.sql, 'em')} on em.id = d.email_id
-       where d.id = any(${ids}::uuid[])),
-    counted as (
-      update webhook_deliveries w set attempt_count = w.attempt_count + 1, updated_at = now()
-        from d
-       where w.id = d.id and not d.discarded and (d.status = 'pending' or ${opts.replay ?? false})
-      returning w.id, w.attempt_count)
-    select d.*, counted.attempt_count from d left join counted on counted.id = d.id`
+export async function beginAttempts(ctx: AppContext, ids: string[], opts: { replay?: boolean } = {}): Promise<Map<string, AttemptRow>> {
+  const rows = await countAttempts(ctx.sql, ids, opts.replay ?? false)
   return new Map(rows.map(row => [row.id, row]))
 }
 
 /** Sends a delivery `beginAttempts` loaded once, and records the outcome. */
-export async function sendAttempt(ctx: AppContext, d: DeliveryRow | undefined, opts: AttemptOptions): Promise<AttemptResult> {
+export async function sendAttempt(ctx: AppContext, d: AttemptRow | undefined, opts: AttemptOptions): Promise<AttemptResult> {
   if (!d) return { status: 'failed' }
   if (!opts.replay && d.status !== 'pending') return { status: d.status }
   if (d.discarded) {
@@ -135,7 +111,7 @@ declare module '../context' {
  * HTTP endpoint gets. A 2xx answer delivers; a non-2xx one is `http_<status>`; a run that
  * exceeded its wall clock is `function_timeout`, any other failed run `function_<outcome>`.
  */
-async function sendToFunction(ctx: AppContext, d: DeliveryRow, opts: AttemptOptions): Promise<AttemptResult> {
+async function sendToFunction(ctx: AppContext, d: AttemptRow, opts: AttemptOptions): Promise<AttemptResult> {
   const body = attemptBody(d.payload, d.attempt_count!, ctx.config.PUBLIC_URL, ctx.keys, d.org_id)
   const headers = signedHeaders(await cachedSigningSecrets(ctx, d.org_id), d.event_id, body)
   const outcome = await ctx.plugins.deliverToFunction(
@@ -160,47 +136,18 @@ export async function attemptDelivery(ctx: AppContext, deliveryId: string, opts:
   return sendAttempt(ctx, begun.get(deliveryId), opts)
 }
 
-interface Outcome {
-  id: string
-  status: DeliveryStatus
-  durationMs?: number
-  responseStatus?: number | null
-  error?: string
-  code?: string
-}
-
 /**
  * Outcomes that finish while an update is in flight are recorded together in the next one. Two
  * outcomes of one delivery in a batch (a replay beside its job's attempt): the later one stands.
  */
 const recorders = perProcess(
   ctx =>
-    new GroupCommit<Outcome, void>(async outcomes => {
+    new GroupCommit<DeliveryOutcome, void>(async outcomes => {
       const { sql } = ctx
       const latest = [...new Map(outcomes.map(o => [o.id, o])).values()]
-      const column = <T>(pick: (o: Outcome) => T | undefined) => latest.map(o => pick(o) ?? null)
       // The outcomes and their changes in the feed commit together; a retry still pending is not a change.
       const settled = await sql.begin(async tx => {
-        const rows = await tx<
-          {
-            id: string
-            org_id: string
-            email_id: string
-            endpoint_id: string
-            event_id: string
-            status: string
-            last_error_code: string | null
-            attempt_count: number
-          }[]
-        >`
-          update webhook_deliveries w
-             set status = v.status, duration_ms = v.duration_ms, response_status = v.response_status,
-                 last_error = v.last_error, last_error_code = v.last_error_code, updated_at = now()
-            from unnest(${column(o => o.id)}::uuid[], ${column(o => o.status)}::text[], ${column(o => o.durationMs)}::int[],
-                        ${column(o => o.responseStatus)}::int[], ${column(o => o.error)}::text[], ${column(o => o.code)}::text[])
-                 as v(id, status, duration_ms, response_status, last_error, last_error_code)
-           where w.id = v.id
-          returning w.id, w.org_id, w.email_id, w.endpoint_id, w.event_id, w.status, w.last_error_code, w.attempt_count`
+        const rows = await recordOutcomes(tx, latest)
         const final = rows.filter(r => r.status !== 'pending')
         await recordChanges(
           tx,
@@ -225,6 +172,6 @@ const recorders = perProcess(
     }),
 )
 
-function record(ctx: AppContext, outcome: Outcome): Promise<void> {
+function record(ctx: AppContext, outcome: DeliveryOutcome): Promise<void> {
   return recorders(ctx).submit(outcome)
 }

@@ -10,43 +10,35 @@
  * DELETE deactivates: the row stays for the delivery history (and replays' endpoint_url), the
  * slot is freed, and the routes pointing at it are removed with it.
  */
-import { randomUUIDv7 } from 'bun'
 import type { Config } from '../config'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
 import type { Resolver } from '../dns/resolver'
 import { getDomain } from '../domains/service'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { isUniqueViolation } from '../db/errors'
 import { planAccess, requireEntitlement, type PlanAccess } from '../account/access'
-import { lockOrgForWebhooks } from './org-lock'
 import { checkWebhookUrl } from '../egress/url-safety'
+import {
+  activeEndpointsPage,
+  countActiveEndpoints,
+  type EndpointRow,
+  type EndpointRules,
+  endpointById,
+  functionEndpoint,
+  insertEndpoint,
+  lockOrgForWebhooks,
+  markEndpointDeactivated,
+  type NewEndpointRow,
+  slotOccupant,
+  updateEndpointFields,
+} from './endpoint-queries'
+import { deleteRoutesOfEndpoint } from './route-queries'
 
-export interface EndpointRules {
-  max_size_bytes?: number
-  exclude_attachments?: boolean
-  attachment_limit_mb?: number
-  sender_whitelist?: string[]
-  sender_blacklist?: string[]
-  event_types?: string[]
-}
-
-export interface EndpointRow {
-  id: string
-  org_id: string
-  kind: 'http' | 'function'
-  url: string | null
-  function_id: string | null
-  enabled: boolean
-  domain_id: string | null
-  is_route_target: boolean
-  rules: EndpointRules
-  created_at: Date
-  updated_at: Date
-  deactivated_at: Date | null
-}
+/** Read by GraphQL's loaders and by functions/ (a function's endpoint). */
+export { endpointsByIds, functionEndpoint } from './endpoint-queries'
 
 /** What the endpoint service needs from the application context. */
 export interface EndpointDeps {
@@ -113,9 +105,7 @@ export function normalizeRules(rules: EndpointRules): EndpointRules {
 
 /** One endpoint of the organization, or null; deactivated ones only with `includeDeactivated`. */
 export async function findEndpoint(sql: Tx, orgId: string, id: string, opts: { includeDeactivated?: boolean } = {}): Promise<EndpointRow | null> {
-  const [row] = await sql<EndpointRow[]>`
-    select * from endpoints
-     where id = ${id} and org_id = ${orgId} ${opts.includeDeactivated ? sql`` : sql`and deactivated_at is null`}`
+  const row = await endpointById(sql, orgId, id, opts.includeDeactivated)
   return row ?? null
 }
 
@@ -127,35 +117,7 @@ export async function getEndpoint(sql: Tx, orgId: string, id: string): Promise<E
 }
 
 export async function listEndpoints(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<EndpointRow>(sql, {
-    columns: sql`*`,
-    from: sql`endpoints`,
-    where: sql`org_id = ${orgId} and deactivated_at is null`,
-    page,
-  })
-}
-
-/** Active endpoints by id, in any order, for readers that batch (GraphQL). */
-export async function endpointsByIds(sql: Sql, orgId: string, ids: readonly string[]): Promise<EndpointRow[]> {
-  return sql<EndpointRow[]>`select * from endpoints where id = any(${ids}::uuid[]) and org_id = ${orgId} and deactivated_at is null`
-}
-
-/** The active endpoint of a function, if it has one (a function has at most one). */
-export async function functionEndpoint(sql: Tx, orgId: string, functionId: string): Promise<EndpointRow | null> {
-  const [row] = await sql<EndpointRow[]>`
-    select * from endpoints where org_id = ${orgId} and function_id = ${functionId} and deactivated_at is null`
-  return row ?? null
-}
-
-/** The enabled default endpoint holding a slot (domain_id null = the fallback slot), other than `except`. */
-async function slotOccupant(sql: Tx, orgId: string, domainId: string | null, except: string | null): Promise<string | null> {
-  const [row] = await sql<{ id: string }[]>`
-    select id from endpoints
-     where org_id = ${orgId} and enabled and deactivated_at is null and not is_route_target
-       and ${domainId === null ? sql`domain_id is null` : sql`domain_id = ${domainId}`}
-       ${except ? sql`and id <> ${except}` : sql``}
-     limit 1`
-  return row?.id ?? null
+  return activeEndpointsPage(sql, orgId, page)
 }
 
 function slotTaken(domainId: string | null, occupant: string | null) {
@@ -195,8 +157,7 @@ async function checkDomain(sql: Tx, access: PlanAccess, orgId: string, domainId:
 async function assertUnderPlanLimit(tx: Tx, access: PlanAccess, orgId: string) {
   const max = access.limits.webhooks_max_global
   if (max === null) return
-  const [row] = await tx<{ n: number }[]>`select count(*)::int as n from endpoints where org_id = ${orgId} and deactivated_at is null`
-  if (row!.n >= max) {
+  if ((await countActiveEndpoints(tx, orgId)) >= max) {
     throw errors.featureDisabled(
       'webhooks_max_global',
       `endpoints: the ${access.plan} plan allows ${max} active endpoint${max === 1 ? '' : 's'} (webhooks_max_global); delete one (DELETE /v1/endpoints/{id}) or upgrade`,
@@ -204,25 +165,11 @@ async function assertUnderPlanLimit(tx: Tx, access: PlanAccess, orgId: string) {
   }
 }
 
-interface Insert {
-  kind: 'http' | 'function'
-  url: string | null
-  functionId: string | null
-  enabled: boolean
-  domainId: string | null
-  isRouteTarget: boolean
-  rules: EndpointRules
-}
-
 /** Inserts under the org's webhook lock, after the plan limit and the slot rule. */
-async function insertEndpoint(tx: Tx, access: PlanAccess, orgId: string, e: Insert): Promise<EndpointRow> {
+async function insertChecked(tx: Tx, access: PlanAccess, orgId: string, e: NewEndpointRow): Promise<EndpointRow> {
   await assertUnderPlanLimit(tx, access, orgId)
   if (e.enabled && !e.isRouteTarget) await assertSlotFree(tx, orgId, e.domainId, null)
-  const [row] = await tx<EndpointRow[]>`
-    insert into endpoints (id, org_id, kind, url, function_id, enabled, domain_id, is_route_target, rules)
-    values (${randomUUIDv7()}, ${orgId}, ${e.kind}, ${e.url}, ${e.functionId}, ${e.enabled}, ${e.domainId}, ${e.isRouteTarget}, ${tx.json(e.rules as never)})
-    returning *`
-  return row!
+  return insertEndpoint(tx, orgId, e)
 }
 
 /**
@@ -248,7 +195,7 @@ export async function createEndpoint(sql: Tx, deps: EndpointDeps, orgId: string,
   const domainId = input.domain_id?.toLowerCase() ?? null
   if (domainId) await checkDomain(sql, access, orgId, domainId)
   const url = input.url === undefined ? null : (await checkWebhookUrl(input.url, deps.resolver, deps.config.WEBHOOK_ALLOW_LOOPBACK)).url.href
-  const fields: Insert = { kind, url, functionId, enabled: input.enabled ?? true, domainId, isRouteTarget: input.is_route_target ?? false, rules }
+  const fields: NewEndpointRow = { kind, url, functionId, enabled: input.enabled ?? true, domainId, isRouteTarget: input.is_route_target ?? false, rules }
   return mapSlotViolation(sql, orgId, domainId, null, () =>
     transaction(sql, async tx => {
       await lockOrgForWebhooks(tx, orgId)
@@ -257,7 +204,7 @@ export async function createEndpoint(sql: Tx, deps: EndpointDeps, orgId: string,
         const existing = await functionEndpoint(tx, orgId, functionId)
         if (existing) return { row: existing, created: false }
       }
-      return { row: await insertEndpoint(tx, access, orgId, fields), created: true }
+      return { row: await insertChecked(tx, access, orgId, fields), created: true }
     }),
   )
 }
@@ -276,7 +223,7 @@ export async function functionRouteTarget(tx: Tx, access: PlanAccess, orgId: str
       { conflicting_endpoint_id: existing.id },
     )
   }
-  return insertEndpoint(tx, access, orgId, { kind: 'function', url: null, functionId, enabled: true, domainId: null, isRouteTarget: true, rules: {} })
+  return insertChecked(tx, access, orgId, { kind: 'function', url: null, functionId, enabled: true, domainId: null, isRouteTarget: true, rules: {} })
 }
 
 /** Changes url, enabled, domain_id and rules (replaced whole); re-enabling or moving into a held slot is 409. */
@@ -294,13 +241,7 @@ export async function updateEndpoint(sql: Sql, deps: EndpointDeps, orgId: string
       const row = await getEndpoint(tx, orgId, id)
       const enabled = patch.enabled ?? row.enabled
       if (enabled && !row.is_route_target) await assertSlotFree(tx, orgId, domainId, id)
-      const [updated] = await tx<EndpointRow[]>`
-        update endpoints
-           set url = ${url ?? row.url}, enabled = ${enabled}, domain_id = ${domainId},
-               rules = ${tx.json((rules ?? row.rules) as never)}, updated_at = now()
-         where id = ${id} and org_id = ${orgId}
-         returning *`
-      return updated!
+      return updateEndpointFields(tx, orgId, id, { url: url ?? row.url, enabled, domainId, rules: rules ?? row.rules })
     }),
   )
 }
@@ -309,12 +250,9 @@ export async function updateEndpoint(sql: Sql, deps: EndpointDeps, orgId: string
 export async function deactivateEndpoint(sql: Sql, orgId: string, id: string): Promise<EndpointRow> {
   return sql.begin(async tx => {
     await lockOrgForWebhooks(tx, orgId)
-    const [row] = await tx<EndpointRow[]>`
-      update endpoints set deactivated_at = now(), updated_at = now()
-       where id = ${id} and org_id = ${orgId} and deactivated_at is null
-       returning *`
+    const row = await markEndpointDeactivated(tx, orgId, id)
     if (!row) throw errors.notFound('endpoint')
-    await tx`delete from recipient_routes where endpoint_id = ${id} and org_id = ${orgId}`
+    await deleteRoutesOfEndpoint(tx, orgId, id)
     return row
   })
 }

@@ -3,26 +3,14 @@
  * the sender of inbound mail, org-wide or for one domain of the organization. Per-domain filters
  * need the filters_per_domain entitlement. Only `enabled` changes after creation.
  */
-import { randomUUIDv7 } from 'bun'
 import type { Sql } from '../db/client'
 import { getDomain } from '../domains/service'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { normalizePattern, patternProblem } from './patterns'
 import { planAccess, requireEntitlement } from '../account/access'
-
-export type FilterType = 'whitelist' | 'blocklist'
-
-export interface FilterRow {
-  id: string
-  org_id: string
-  type: FilterType
-  pattern: string
-  domain_id: string | null
-  enabled: boolean
-  created_at: Date
-}
+import { deleteFilterById, filterById, type FilterRow, type FilterType, filtersPage, insertFilter, updateFilterEnabled } from './filter-queries'
 
 export function presentFilter(row: FilterRow) {
   return { id: row.id, type: row.type, pattern: row.pattern, domain_id: row.domain_id, enabled: row.enabled, created_at: iso(row.created_at)! }
@@ -42,31 +30,27 @@ export async function createFilter(sql: Sql, orgId: string, input: { type: Filte
     )
     await getDomain(sql, orgId, domainId)
   }
-  const [row] = await sql<FilterRow[]>`
-    insert into filters (id, org_id, type, pattern, domain_id)
-    values (${randomUUIDv7()}, ${orgId}, ${input.type}, ${pattern}, ${domainId})
-    returning *`
-  return row!
+  return insertFilter(sql, orgId, input.type, pattern, domainId)
 }
 
 export async function listFilters(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<FilterRow>(sql, { columns: sql`*`, from: sql`filters`, where: sql`org_id = ${orgId}`, page })
+  return filtersPage(sql, orgId, page)
 }
 
 export async function getFilter(sql: Sql, orgId: string, id: string): Promise<FilterRow> {
-  const [row] = await sql<FilterRow[]>`select * from filters where id = ${id} and org_id = ${orgId}`
+  const row = await filterById(sql, orgId, id)
   if (!row) throw errors.notFound('filter')
   return row
 }
 
 export async function setFilterEnabled(sql: Sql, orgId: string, id: string, enabled: boolean): Promise<FilterRow> {
-  const [row] = await sql<FilterRow[]>`update filters set enabled = ${enabled} where id = ${id} and org_id = ${orgId} returning *`
+  const row = await updateFilterEnabled(sql, orgId, id, enabled)
   if (!row) throw errors.notFound('filter')
   return row
 }
 
 export async function deleteFilter(sql: Sql, orgId: string, id: string): Promise<{ id: string }> {
-  const [row] = await sql<{ id: string }[]>`delete from filters where id = ${id} and org_id = ${orgId} returning id`
+  const row = await deleteFilterById(sql, orgId, id)
   if (!row) throw errors.notFound('filter')
   return row
 }

@@ -13,7 +13,7 @@ import { enqueueWith } from '../jobs/queue'
 import { eventId as newEventId, type ChangeInput } from '../changes/record'
 import { deliveryCreated } from '../changes/sources'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
-import { eventEndpoints, insertEventDelivery } from './queries'
+import { insertEventDelivery, orgEventEndpoints } from './queries'
 
 /**
  * Writes the deliveries (and their jobs) of the event `type` carrying `data`, in the caller's
@@ -28,7 +28,7 @@ export async function enqueueOrgEvent(
   data: Record<string, unknown>,
   eventId: string = newEventId(),
 ): Promise<ChangeInput[]> {
-  const endpoints = await eventEndpoints(tx, tx`select ${orgId}::uuid`, [type])
+  const endpoints = await orgEventEndpoints(tx, orgId, [type])
   const payload = { event: type, type, id: eventId, created_at: new Date().toISOString(), ...data }
   return Promise.all(
     endpoints.map(async endpoint => {

@@ -94,6 +94,9 @@ export function eventEndpoints(tx: Tx, orgs: PendingQuery<Row[]>, eventTypes: st
        and rules->'event_types' ?| ${eventTypes}::text[]`
 }
 
+/** The active HTTP endpoints of the organization that take any of `eventTypes`. */
+export const orgEventEndpoints = (tx: Tx, orgId: string, eventTypes: string[]) => eventEndpoints(tx, tx`select ${orgId}::uuid`, eventTypes)
+
 /** A pending delivery of an event that concerns no email (a payment, an interaction), to `endpoint`. */
 export interface EventDelivery {
   id: string

@@ -19,25 +19,17 @@
  * points at an endpoint_id (which must be a route target), or at a function_id, for which the
  * function's route-target endpoint is minted or reused.
  */
-import { randomUUIDv7 } from 'bun'
 import type { Sql, Tx } from '../db/client'
 import { transaction } from '../db/transaction'
 import { errors } from '../errors'
-import { listPage, type PageRequest } from '../http/pagination'
+import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import { findEndpoint, functionRouteTarget } from './endpoints.service'
 import { expandPattern, isExactAddress, matchesPattern, normalizePattern, patternDomain, patternProblem } from './patterns'
 import { isUniqueViolation } from '../db/errors'
 import { planAccess, requireEntitlement } from '../account/access'
-import { lockOrgForWebhooks } from './org-lock'
-
-export interface RouteRow {
-  id: string
-  org_id: string
-  pattern: string
-  endpoint_id: string
-  created_at: Date
-}
+import { lockOrgForWebhooks } from './endpoint-queries'
+import { deleteRouteById, insertRoute, type RouteRow, routeById, routesPage, routeWithPattern } from './route-queries'
 
 export function presentRoute(row: RouteRow) {
   return { id: row.id, pattern: row.pattern, endpoint_id: row.endpoint_id, created_at: iso(row.created_at)! }
@@ -50,11 +42,6 @@ export interface NewRoute {
 }
 
 const ROUTE_TARGET_ONLY = 'must be a route-target endpoint (is_route_target: true)'
-
-async function routeWithPattern(sql: Tx, orgId: string, pattern: string): Promise<string | null> {
-  const [row] = await sql<{ id: string }[]>`select id from recipient_routes where org_id = ${orgId} and pattern = ${pattern}`
-  return row?.id ?? null
-}
 
 const patternTaken = (pattern: string, routeId: string | null) =>
   errors.conflict(`pattern: a route for ${pattern} already exists${routeId ? ` (${routeId})` : ''}; delete it first`, { conflicting_route_id: routeId })
@@ -88,11 +75,7 @@ export async function createRoute(sql: Tx, managedDomain: string, orgId: string,
       } else {
         endpointId = (await functionRouteTarget(tx, access, orgId, input.function_id!.toLowerCase())).id
       }
-      const [row] = await tx<RouteRow[]>`
-        insert into recipient_routes (id, org_id, pattern, endpoint_id)
-        values (${randomUUIDv7()}, ${orgId}, ${pattern}, ${endpointId})
-        returning *`
-      return row!
+      return insertRoute(tx, orgId, pattern, endpointId)
     })
   } catch (error) {
     if (isUniqueViolation(error, 'recipient_routes_pattern_key')) throw patternTaken(pattern, await routeWithPattern(sql, orgId, pattern))
@@ -101,28 +84,20 @@ export async function createRoute(sql: Tx, managedDomain: string, orgId: string,
 }
 
 export async function listRoutes(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<RouteRow>(sql, { columns: sql`*`, from: sql`recipient_routes`, where: sql`org_id = ${orgId}`, page })
+  return routesPage(sql, orgId, page)
 }
 
 export async function getRoute(sql: Sql, orgId: string, id: string): Promise<RouteRow> {
-  const [row] = await sql<RouteRow[]>`select * from recipient_routes where id = ${id} and org_id = ${orgId}`
+  const row = await routeById(sql, orgId, id)
   if (!row) throw errors.notFound('route')
   return row
 }
 
 /** Deletes the route; the endpoint it pointed at stays (delete it separately if no longer wanted). */
 export async function deleteRoute(sql: Sql, orgId: string, id: string): Promise<{ id: string }> {
-  const [row] = await sql<{ id: string }[]>`delete from recipient_routes where id = ${id} and org_id = ${orgId} returning id`
+  const row = await deleteRouteById(sql, orgId, id)
   if (!row) throw errors.notFound('route')
   return row
-}
-
-export interface ActiveRoute {
-  id: string
-  pattern: string
-  endpoint_id: string
-  /** a route to a disabled endpoint still claims its recipients, and delivers nothing */
-  endpoint_enabled: boolean
 }
 
 const literalLength = (pattern: string) => expandPattern(pattern).replace(/\*/g, '').length

@@ -14,51 +14,29 @@ import { enqueueWith } from '../jobs/queue'
 import type { StoredEmail } from '../mail/store'
 import type { ParsedMail } from '../mail/inbound/parse'
 import type { ReceivedMailConsumer } from '../mail/inbound/ingest'
-import { domainsAs } from '../domains/queries'
 import { splitAddress } from '../mail/inbound/recipients'
 import { matchesPattern } from './patterns'
-import { endpointUrl, type EndpointRow as FullEndpointRow, type EndpointRules } from './endpoints.service'
-import type { FilterRow as FullFilterRow } from './filters.service'
-import { matchingRoute, type ActiveRoute } from './recipient-routes.service'
+import { endpointUrl } from './endpoints.service'
+import type { EndpointRules } from './endpoint-queries'
+import { insertEmailDelivery } from './delivery-queries'
+import { insertEventDelivery } from './queries'
+import { matchingRoute } from './recipient-routes.service'
+import { type ActiveRoute, type RoutingEndpoint, type RoutingFilter, routingRow } from './routing-queries'
 import { emailEvent } from './payload'
 import { DELIVER_KIND, deliverAttempts } from './deliver.job'
 import { eventId, type ChangeInput } from '../changes/record'
 import { deliveryCreated } from '../changes/sources'
 
-type EndpointRow = Pick<FullEndpointRow, 'id' | 'kind' | 'url' | 'function_id' | 'enabled' | 'domain_id' | 'is_route_target' | 'rules'>
-
-type FilterRow = Pick<FullFilterRow, 'id' | 'type' | 'pattern' | 'domain_id'>
-
 interface Routing {
-  endpoints: EndpointRow[]
+  endpoints: RoutingEndpoint[]
   routes: ActiveRoute[]
-  filters: FilterRow[]
+  filters: RoutingFilter[]
   domains: Map<string, string>
 }
 
-/**
- * The organization's active endpoints, its routes (oldest first, each with whether its endpoint
- * is enabled), its enabled sender filters (oldest first) and its verified domains, in one statement;
- * without an active endpoint only the endpoints are looked up.
- */
+/** The routing of an organization (see `routingRow`), with its verified domains by name. */
 async function loadRouting(tx: Tx, orgId: string): Promise<Routing> {
-  const [row] = await tx<
-    { endpoints: EndpointRow[] | null; routes: ActiveRoute[] | null; filters: FilterRow[] | null; domains: { id: string; name: string }[] | null }[]
-  >`
-    with active as (
-      select id, kind, url, function_id, enabled, domain_id, is_route_target, rules from endpoints
-       where org_id = ${orgId} and deactivated_at is null)
-    select (select json_agg(e) from active e) as endpoints,
-           (select json_agg(r order by r.id) from (
-              select r.id, r.pattern, r.endpoint_id, e.enabled as endpoint_enabled
-                from recipient_routes r join active e on e.id = r.endpoint_id
-               where r.org_id = ${orgId}) r) as routes,
-           (select json_agg(f order by f.id) from (
-              select id, type, pattern, domain_id from filters
-               where exists (select from active) and org_id = ${orgId} and enabled) f) as filters,
-           (select json_agg(d) from (
-              select id, name from ${domainsAs(tx, 'd')}
-               where exists (select from active) and org_id = ${orgId} and status = 'verified') d) as domains`
+  const row = await routingRow(tx, orgId)
   return {
     endpoints: row?.endpoints ?? [],
     routes: row?.routes ?? [],
@@ -80,7 +58,7 @@ export function routingCache() {
   }
 }
 
-function endpointFor(r: Routing, recipient: string): EndpointRow | undefined {
+function endpointFor(r: Routing, recipient: string): RoutingEndpoint | undefined {
   const route = matchingRoute(r.routes, recipient)
   if (route) return r.endpoints.find(e => e.id === route.endpoint_id && e.enabled)
   const domainId = r.domains.get(splitAddress(recipient).domain)
@@ -130,7 +108,7 @@ export async function enqueueDeliveries(
 ): Promise<ChangeInput[]> {
   const routing = await routingOf(tx, email.orgId)
   if (!routing.endpoints.length) return []
-  const targets = new Map<string, EndpointRow>()
+  const targets = new Map<string, RoutingEndpoint>()
   for (const rcpt of email.rcptTo) {
     const endpoint = endpointFor(routing, rcpt)
     if (endpoint) targets.set(endpoint.id, endpoint)
@@ -153,10 +131,18 @@ export async function enqueueDeliveries(
     const id = randomUUIDv7()
     const skipped = filtered ?? rulesVerdict(endpoint.rules, facts)
     const status = skipped ? 'skipped_by_rules' : 'pending'
-    const delivery = tx`
-      insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, last_error, payload)
-      values (${id}, ${email.orgId}, ${email.id}, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event},
-              ${email.eventType}, ${status}, ${skipped}, ${tx.json({ ...emailEvent(event, email, mail), ...eventFields } as never)})`
+    const delivery = insertEmailDelivery(tx, {
+      id,
+      orgId: email.orgId,
+      emailId: email.id,
+      endpointId: endpoint.id,
+      endpointUrl: endpointUrl(endpoint),
+      eventId: event,
+      eventType: email.eventType,
+      status,
+      skipped,
+      payload: { ...emailEvent(event, email, mail), ...eventFields },
+    })
     // HTTP and function endpoints alike: the attempt invokes a function in a sandbox (src/functions/delivery.ts).
     if (!skipped) await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
     else await delivery
@@ -200,9 +186,14 @@ export async function enqueueAddressEvent(
   if (endpoint.rules.event_types && !endpoint.rules.event_types.includes(e.eventType)) return []
   const id = randomUUIDv7()
   const event = eventId(id)
-  const delivery = tx`
-    insert into webhook_deliveries (id, org_id, email_id, endpoint_id, endpoint_url, event_id, event_type, status, payload)
-    values (${id}, ${e.orgId}, null, ${endpoint.id}, ${endpointUrl(endpoint)}, ${event}, ${e.eventType}, 'pending', ${tx.json(e.event(event) as never)})`
+  const delivery = insertEventDelivery(tx, {
+    id,
+    orgId: e.orgId,
+    endpoint: { id: endpoint.id, url: endpointUrl(endpoint) },
+    eventId: event,
+    eventType: e.eventType,
+    payload: e.event(event),
+  })
   await enqueueWith(tx, delivery, DELIVER_KIND, { delivery_id: id }, { maxAttempts: deliverAttempts(ctx.config) })
   return [deliveryCreated({ id, orgId: e.orgId, endpointId: endpoint.id, eventId: event, eventType: e.eventType, emailId: null, status: 'pending' })]
 }

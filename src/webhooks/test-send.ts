@@ -15,6 +15,8 @@ import { postWebhook } from '../egress/checked-fetch'
 import { signedHeaders } from './signing'
 import { checkWebhookUrl } from '../egress/url-safety'
 import { IdParams } from '../http/schema'
+import { endpointTarget } from './endpoint-queries'
+import { insertEndpointTest, lockEndpointTests, recentEndpointTests, uncountEndpointTest } from './endpoint-test-queries'
 
 export const TESTS_PER_MINUTE = 4
 export const TESTS_PER_HOUR = 30
@@ -27,14 +29,11 @@ function limited(what: string, retryAfter: number): ApiError {
 /** Takes a test slot (counted per minute until the test proves it should not be), or throws 429. */
 async function takeTestSlot(ctx: AppContext, orgId: string): Promise<string> {
   return ctx.sql.begin(async tx => {
-    await tx`select pg_advisory_xact_lock(hashtextextended(${`endpoint-tests:${orgId}`}, 0))`
-    const [counts] = await tx<{ hour: number; minute: number }[]>`
-      select count(*)::int as hour, count(*) filter (where counts_per_minute and at > now() - interval '1 minute')::int as minute
-        from endpoint_tests where org_id = ${orgId} and at > now() - interval '1 hour'`
-    if (counts!.hour >= TESTS_PER_HOUR) throw limited(`${TESTS_PER_HOUR} per hour`, 60)
-    if (counts!.minute >= TESTS_PER_MINUTE) throw limited(`${TESTS_PER_MINUTE} failed tests per minute`, 60)
-    const [row] = await tx<{ ctid: string }[]>`insert into endpoint_tests (org_id, counts_per_minute) values (${orgId}, true) returning ctid::text`
-    return row!.ctid
+    await lockEndpointTests(tx, orgId)
+    const counts = await recentEndpointTests(tx, orgId)
+    if (counts.hour >= TESTS_PER_HOUR) throw limited(`${TESTS_PER_HOUR} per hour`, 60)
+    if (counts.minute >= TESTS_PER_MINUTE) throw limited(`${TESTS_PER_MINUTE} failed tests per minute`, 60)
+    return insertEndpointTest(tx, orgId)
   })
 }
 
@@ -81,8 +80,7 @@ export function endpointTestRoutes(ctx: AppContext) {
   return new Elysia({ prefix: '/v1/endpoints', tags: ['Webhook endpoints'] }).use(authenticated(ctx)).post(
     '/:id/test',
     async ({ auth, params }) => {
-      const [endpoint] = await ctx.sql<{ kind: string; url: string | null }[]>`
-          select kind, url from endpoints where id = ${params.id} and org_id = ${auth.orgId} and deactivated_at is null`
+      const endpoint = await endpointTarget(ctx.sql, auth.orgId, params.id)
       if (!endpoint) throw errors.notFound('endpoint')
       if (endpoint.kind !== 'http' || !endpoint.url)
         throw errors.conflict('endpoint: test sends are for HTTP endpoints; test a function with POST /v1/functions/{id}/test')
@@ -93,7 +91,7 @@ export function endpointTestRoutes(ctx: AppContext) {
       const headers = signedHeaders(await cachedSigningSecrets(ctx, auth.orgId), eventId, body)
       const outcome = await postWebhook(target, body, headers, ctx.config.WEBHOOK_TIMEOUT_MS, eventId)
       const verified = await coveredByVerifiedDomain(ctx.sql, auth.orgId, target.url.hostname)
-      if (outcome.ok || verified) await ctx.sql`update endpoint_tests set counts_per_minute = false where ctid = ${slot}::tid`
+      if (outcome.ok || verified) await uncountEndpointTest(ctx.sql, slot)
       return {
         event_id: eventId,
         status: outcome.status,

@@ -2,7 +2,7 @@
  * Every /v1/x402 route needs the caller's organization to hold the `x402_payments` entitlement.
  * An organization without it is read from the database on each request, so that `admin org
  * entitle` applies at once; one seen with it is remembered for CACHE_TTL_MS at most: a plan change
- * (account/orgs.ts) is announced to every listening process, which forgets it at once.
+ * (account/org-queries.ts) is announced to every listening process, which forgets it at once.
  */
 import { Elysia } from 'elysia'
 import { LRUCache } from 'lru-cache'

@@ -3,16 +3,14 @@
  * per settle, each overridable by the operator (`bin/admin x402 set-caps`). A settle that would
  * exceed one fails the challenge before anything moves on chain.
  */
-import { requireOrg } from '../account/orgs'
+import { requireOrg } from '../account/org-queries'
 import type { Sql, Tx } from '../db/client'
 import { errors } from '../errors'
-import { periodTotal } from './totals'
+import { capsWithReceived, settleCapsRow, upsertSettleCaps, type CapsRow } from './caps-queries'
 
 export const DEFAULT_CAPS = { daily: 25_000_000n, monthly: 250_000_000n, per_settle: 10_000_000n }
 
 export type CapReason = 'settle_daily_cap_exceeded' | 'settle_monthly_cap_exceeded' | 'amount_exceeds_per_settle_ceiling'
-
-type CapsRow = { daily: string | null; monthly: string | null; per_settle: string | null }
 
 /** The effective caps: the operator's overrides, or the defaults. */
 const effectiveCaps = (row: CapsRow | undefined) => ({
@@ -21,28 +19,25 @@ const effectiveCaps = (row: CapsRow | undefined) => ({
   per_settle: row?.per_settle ? BigInt(row.per_settle) : DEFAULT_CAPS.per_settle,
 })
 
+/** The organization's effective caps. */
 export async function settleCaps(sql: Sql | Tx, orgId: string) {
-  const [row] = await sql<CapsRow[]>`select daily::text, monthly::text, per_settle::text from x402_settle_caps where org_id = ${orgId}`
-  return effectiveCaps(row)
+  return effectiveCaps(await settleCapsRow(sql, orgId))
 }
 
 type Caps = ReturnType<typeof effectiveCaps>
 
 /**
  * The payee's caps, and those a settle of `amount` would exceed, counting settled and in-flight
- * settlements of this UTC day and month (totals.ts). The claim's own statement checks the two
+ * settlements of this UTC day and month (totals-queries.ts). The claim's own statement checks the two
  * sums again as it adds to them, so concurrent claims cannot together pass a cap.
  */
 export async function capReasons(tx: Tx, payeeOrg: string, amount: bigint): Promise<{ caps: Caps; reasons: CapReason[] }> {
-  // the overrides and the totals in one statement
-  const [row] = await tx<(CapsRow & { day: string; month: string })[]>`
-    select c.daily::text, c.monthly::text, c.per_settle::text, ${periodTotal(tx, payeeOrg, 'received', 'day')} as day, ${periodTotal(tx, payeeOrg, 'received', 'month')} as month
-      from (values (1)) as one left join x402_settle_caps c on c.org_id = ${payeeOrg}`
+  const row = await capsWithReceived(tx, payeeOrg)
   const caps = effectiveCaps(row)
   const reasons: CapReason[] = []
   if (amount > caps.per_settle) reasons.push('amount_exceeds_per_settle_ceiling')
-  if (BigInt(row!.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
-  if (BigInt(row!.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
+  if (BigInt(row.day) + amount > caps.daily) reasons.push('settle_daily_cap_exceeded')
+  if (BigInt(row.month) + amount > caps.monthly) reasons.push('settle_monthly_cap_exceeded')
   return { caps, reasons }
 }
 
@@ -58,9 +53,7 @@ export async function setSettleCaps(sql: Sql, orgId: string, caps: { daily: stri
   const monthly = capValue('monthly', caps.monthly)
   const perSettle = capValue('per_settle', caps.per_settle)
   await requireOrg(sql, orgId)
-  await sql`
-    insert into x402_settle_caps (org_id, daily, monthly, per_settle) values (${orgId}, ${daily}, ${monthly}, ${perSettle})
-    on conflict (org_id) do update set daily = excluded.daily, monthly = excluded.monthly, per_settle = excluded.per_settle, updated_at = now()`
+  await upsertSettleCaps(sql, orgId, { daily, monthly, per_settle: perSettle })
   const effective = await settleCaps(sql, orgId)
   return { org_id: orgId, daily: effective.daily.toString(), monthly: effective.monthly.toString(), per_settle: effective.per_settle.toString() }
 }

@@ -7,6 +7,7 @@ import { randomUUIDv7 } from 'bun'
 import { randomBytes } from 'node:crypto'
 import { encodeAbiParameters, keccak256, type Hex } from 'viem'
 import type { Sql, Tx } from '../db/client'
+import { findChallenge, insertChallenge, type ChallengeRow } from './challenge-queries'
 import { errors } from '../errors'
 import { networkInfo, type Network } from './networks'
 import { noPayoutAddress } from './payout.service'
@@ -17,30 +18,6 @@ import { noPayoutAddress } from './payout.service'
  * least 60 s must remain at settlement).
  */
 export const MAX_TIMEOUT_SECONDS = 300
-
-export interface ChallengeRow {
-  id: string
-  org_id: string
-  network: Network
-  amount: string
-  asset: `0x${string}`
-  pay_to: `0x${string}`
-  description: string
-  max_timeout_seconds: number
-  interaction_id: string
-  challenge_step_id: string
-  challenge_nonce: string
-  authorization_nonce: Hex
-  expires_at: Date
-  status: 'pending' | 'settled' | 'failed'
-  settle_tx: string | null
-  failure_reason: string | null
-  failure_category: string | null
-  failure_reasons: string[] | null
-  settled_at: Date | null
-  created_at: Date
-  updated_at: Date
-}
 
 /** keccak256(abi.encode(string interaction_id, string challenge_step_id, bytes32 challenge_nonce)): the EIP-3009 nonce the payer signs. */
 export function authorizationNonce(interactionId: string, challengeStepId: string, challengeNonce: string): Hex {
@@ -121,33 +98,34 @@ export async function createChallenge(
   const interactionId = `${id}@${interactionDomain}`
   const stepId = crypto.randomUUID()
   const nonce = randomBytes(32).toString('hex')
-  const [row] = await sql<ChallengeRow[]>`
-    with commit_setting as (select ${opts.commitWithoutFlush ? sql`set_config('synchronous_commit', 'off', true)` : sql`null`})
-    insert into x402_challenges (id, org_id, network, amount, asset, pay_to, description, max_timeout_seconds,
-                                 interaction_id, challenge_step_id, challenge_nonce, authorization_nonce, expires_at)
-    select ${id}, ${orgId}, ${input.network}, ${input.amount}, ${networkInfo(input.network).usdc}, p.address, ${input.description ?? ''},
-           ${MAX_TIMEOUT_SECONDS}, ${interactionId}, ${stepId}, ${nonce}, ${authorizationNonce(interactionId, stepId, nonce)},
-           now() + make_interval(secs => ${input.expires_in ?? 300})
-      from x402_payout_addresses p, commit_setting where p.org_id = ${orgId} and p.network = ${input.network} and p.is_default
-    returning *, amount::text as amount`
+  const row = await insertChallenge(
+    sql,
+    {
+      id,
+      orgId,
+      network: input.network,
+      amount: input.amount,
+      asset: networkInfo(input.network).usdc,
+      description: input.description ?? '',
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      interactionId,
+      stepId,
+      nonce,
+      authorizationNonce: authorizationNonce(interactionId, stepId, nonce),
+      expiresIn: input.expires_in ?? 300,
+    },
+    Boolean(opts.commitWithoutFlush),
+  )
   if (!row) throw noPayoutAddress(input.network)
   return row
 }
 
-/** Any organization's challenge (the payer's view needs it; reads by the payee use `getOwnChallenge`). */
-export async function findChallenge(sql: Sql | Tx, id: string, opts: { lock?: boolean } = {}): Promise<ChallengeRow | null> {
-  const [row] = await sql<ChallengeRow[]>`
-    select *, amount::text as amount from x402_challenges where id = ${id} ${opts.lock ? sql`for update` : sql``}`
-  return row ?? null
-}
-
-/** The organization's challenges by id, in any order, for readers that batch (GraphQL). */
-export async function challengesByIds(sql: Sql | Tx, orgId: string, ids: readonly string[]): Promise<ChallengeRow[]> {
-  return sql<ChallengeRow[]>`select *, amount::text as amount from x402_challenges where id = any(${ids}::uuid[]) and org_id = ${orgId}`
-}
-
+/** The organization's own challenge, or 404. */
 export async function getOwnChallenge(sql: Sql | Tx, orgId: string, id: string): Promise<ChallengeRow> {
   const row = await findChallenge(sql, id)
   if (!row || row.org_id !== orgId) throw errors.notFound('challenge')
   return row
 }
+
+// GraphQL's batched reads (src/graphql/loaders.ts) import it from here
+export { challengesByIds } from './challenge-queries'

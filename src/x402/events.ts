@@ -15,6 +15,7 @@ import { DELIVER_KIND, deliverAttempts } from '../webhooks/deliver.job'
 import { eventEndpoints, insertEventDelivery, type EventEndpoint } from '../webhooks/queries'
 import { recordChanges, type ChangeInput } from '../changes/record'
 import { deliveryCreated, paymentChanges, type PaymentFacts } from '../changes/sources'
+import { listedOrgs } from './settlement-queries'
 
 export type PaymentEventType = 'payment.settled' | 'payment.failed'
 
@@ -48,7 +49,7 @@ const PAYMENT_EVENT_TYPES: PaymentEventType[] = ['payment.settled', 'payment.fai
 
 /** The active HTTP endpoints, of the organizations listed or selected by a subquery, that take either payment event. */
 export function paymentEndpoints(tx: Tx, orgIds: string[] | PendingQuery<Row[]>) {
-  const orgs = Array.isArray(orgIds) ? tx`select unnest(${orgIds}::uuid[])` : orgIds
+  const orgs = Array.isArray(orgIds) ? listedOrgs(tx, orgIds) : orgIds
   return eventEndpoints(tx, orgs, PAYMENT_EVENT_TYPES)
 }
 

@@ -1,7 +1,15 @@
 /** TypeBox schemas of the x402 routes: requests, records and the documented failures. */
+import type { Static, TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { Nullable, OneOf } from '../http/schema'
 import { NETWORKS } from './networks'
+
+/**
+ * A record of `T` as the database returns it, the row type of a statement that selects the
+ * record's columns: its timestamps `D` are Dates (or null, where the record's may be), which the
+ * service presents as ISO strings.
+ */
+export type Stored<T extends TSchema, D extends keyof Static<T>> = Omit<Static<T>, D> & { [K in D]: Date | Extract<Static<T>[K], null> }
 
 export const NetworkSchema = OneOf(NETWORKS, { description: 'base or base-sepolia' })
 export const Address = t.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: '0x-prefixed 20-byte address' })

@@ -10,30 +10,22 @@ import { LRUCache } from 'lru-cache'
 import { perProcess, type AppContext } from '../context'
 import { enqueue } from '../jobs/queue'
 import { ApiError, errors } from '../errors'
-import { findChallenge, paymentRequirements, type ChallengeRow } from './challenges.service'
+import { paymentRequirements } from './challenges.service'
+import { challengeStateWithClaim, failChallengeOnCaps, findChallenge, lockChallenge, type ChallengeRow } from './challenge-queries'
 import { capReasons } from './caps'
 import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
 import { recordChanges } from '../changes/record'
 import { paymentChanges } from '../changes/sources'
 import { networkInfo } from './networks'
-import { declinedError, declineReasons, recordDecline, type DeclineReason } from './policy.service'
+import { declinedError, declineReasons, type DeclineReason } from './policy.service'
+import { insertDecline } from './policy-queries'
 import { SETTLE_JOB_DELAY_SECONDS, SETTLE_KIND, SETTLE_MAX_ATTEMPTS } from './settle.job'
-import {
-  holdSettlementLock,
-  paymentFactsOf,
-  PERMANENT,
-  prepareSettlement,
-  releaseSettlementLock,
-  settleClaimed,
-  settleNow,
-  settlementError,
-  type SettleOutcome,
-  type SettlementRow,
-} from './settle.service'
+import { paymentFactsOf, PERMANENT, prepareSettlement, settleClaimed, settleNow, settlementError, type SettleOutcome } from './settle.service'
+import { insertClaim, releaseSettlementLock, settlementPayer, type SettlementRow } from './settlement-queries'
 import type { Prepared } from './facilitator'
 import { recoverSigner, verifyPayment, type Verified, type VerifyOptions } from './verify'
 import { pipelinedTransaction } from '../db/transaction'
-import { addClaimToTotals, isOverCaps } from './totals'
+import { isOverCaps } from './totals-queries'
 import { settlementSql } from './settlement-connections'
 import { isUniqueViolation } from '../db/errors'
 
@@ -62,7 +54,7 @@ export interface Receipt {
 }
 
 async function receiptOf(ctx: AppContext, c: ChallengeRow): Promise<Receipt> {
-  const [s] = await ctx.sql<{ payer: string }[]>`select payer from x402_settlements where challenge_id = ${c.id}`
+  const s = await settlementPayer(ctx.sql, c.id)
   return {
     challenge_id: c.id,
     status: 'settled',
@@ -133,7 +125,7 @@ export async function payChallenge(ctx: AppContext, req: PayRequest): Promise<Re
     throw failedError(claim.challenge)
   }
   if (claim.kind === 'declined') {
-    await recordDecline(ctx.sql, req.payerOrg!, challenge, claim.reasons)
+    await insertDecline(ctx.sql, req.payerOrg!, challenge, claim.reasons)
     throw declinedError(claim.reasons)
   }
   if (claim.kind === 'cap') throw capError(claim.reasons)
@@ -165,17 +157,12 @@ type Claim =
   | { kind: 'claimed'; settlement: SettlementRow; jobId: string; endpoints: PaymentEndpoint[]; prepared: Promise<Prepared> }
   | { kind: 'settled'; outcome: SettleOutcome }
 
-type ChallengeState = Pick<
-  ChallengeRow,
-  'status' | 'settle_tx' | 'settled_at' | 'updated_at' | 'failure_reason' | 'failure_category' | 'failure_reasons' | 'expires_at'
->
-
 /** How many times a claim is decided before it gives up: each new decision follows another claim's commit. */
 const MAX_DECISIONS = 5
 
 /**
  * The claim, decided again (on the new totals) when a concurrent claim took the headroom of a cap
- * that its decision counted on: its statement then fails (totals.ts), and it rolls back.
+ * that its decision counted on: its statement then fails (totals-queries.ts), and it rolls back.
  */
 async function claimWithinCaps(ctx: AppContext, conn: ReservedSql, req: PayRequest, challenge: ChallengeRow): Promise<Claim> {
   for (let decision = 1; ; decision++) {
@@ -207,11 +194,8 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     // (a locking read sees the locked row's new version, but its join the old snapshot). The
     // policy and cap reads are wasted on the rare paths that do not need them.
     const reads = Promise.all([
-      tx`select from x402_challenges where id = ${challenge.id} for update`.execute(),
-      tx<(ChallengeState & { claim_id: string | null; claim_payer: string | null; claim_nonce: string | null })[]>`
-        select c.status, c.settle_tx, c.settled_at, c.updated_at, c.failure_reason, c.failure_category, c.failure_reasons, c.expires_at,
-               s.id as claim_id, s.payer as claim_payer, s.nonce as claim_nonce
-          from x402_challenges c left join x402_settlements s on s.challenge_id = c.id where c.id = ${challenge.id}`.execute(),
+      lockChallenge(tx, challenge.id),
+      challengeStateWithClaim(tx, challenge.id),
       req.payerOrg ? declineReasons(tx, req.payerOrg, challenge) : { dailyCap: null, reasons: [] as DeclineReason[] },
       capReasons(tx, challenge.org_id, BigInt(challenge.amount)),
       paymentEndpoints(tx, req.payerOrg ? [challenge.org_id, req.payerOrg] : [challenge.org_id]),
@@ -247,9 +231,7 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     const overCaps = payee.reasons
     if (overCaps.length) {
       await commit(
-        tx`
-          update x402_challenges set status = 'failed', failure_reason = ${overCaps[0]!}, failure_category = 'cap', failure_reasons = ${overCaps}, updated_at = now()
-           where id = ${challenge.id}`.execute(),
+        failChallengeOnCaps(tx, challenge.id, overCaps),
         writePaymentEvents(tx, ctx, { type: 'payment.failed', ...facts, failure: { reason: overCaps[0]!, category: 'cap', reasons: overCaps } }, endpoints),
       )
       return { kind: 'cap', reasons: overCaps }
@@ -259,22 +241,12 @@ function claimSettlement(ctx: AppContext, conn: ReservedSql, req: PayRequest, ch
     // change, sent with the COMMIT (the claim first, the change last: see changes/record.ts). A
     // claim that loses to another challenge's (chain, asset, from, nonce) fails on the unique key,
     // and the COMMIT rolls it all back.
-    const totals = addClaimToTotals(tx, 'claim', s, { received: { day: payee.caps.daily, month: payee.caps.monthly }, sent: { day: policy.dailyCap } })
-    const inserted = tx`
-        with claim as (
-          insert into x402_settlements (id, challenge_id, payee_org, payer_org, network, chain_id, asset, payer, nonce, amount, payment, attempts)
-          values (${s.id}, ${s.challenge_id}, ${s.payee_org}, ${s.payer_org}, ${s.network}, ${s.chain_id}, ${s.asset},
-                  ${s.payer}, ${s.nonce}, ${s.amount}, ${tx.json(s.payment as never)}, ${s.attempts})
-          returning id),
-        received as (
-          insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-          select ${randomUUIDv7()}, ${challenge.org_id}, claim.id, ${challenge.id}, 'received', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${facts.payer} from claim),
-        sent as (
-          insert into x402_ledger (id, org_id, settlement_id, challenge_id, direction, status, amount, asset, network, counterparty)
-          select ${randomUUIDv7()}, ${req.payerOrg}::uuid, claim.id, ${challenge.id}, 'sent', 'pending', ${challenge.amount}, ${challenge.asset}, ${challenge.network}, ${challenge.pay_to}
-            from claim where ${req.payerOrg}::uuid is not null),
-        ${totals.ctes}
-        select id, ${holdSettlementLock(tx, s.id)} as locked, ${totals.withinCaps} as within_caps from claim`.execute()
+    const inserted = insertClaim(
+      tx,
+      s,
+      { asset: challenge.asset, payer: facts.payer, payTo: challenge.pay_to },
+      { received: { day: payee.caps.daily, month: payee.caps.monthly }, sent: { day: policy.dailyCap } },
+    )
     try {
       const committed = commit(
         inserted,

@@ -4,11 +4,11 @@
  * network, the address and when it was issued; the address it recovers to must be the one
  * registered, and the statement must be at most 10 minutes old.
  */
-import { randomUUIDv7 } from 'bun'
 import { getAddress, isAddress, recoverMessageAddress, type Hex } from 'viem'
 import type { Sql, Tx } from '../db/client'
 import { ApiError, errors } from '../errors'
 import type { Network } from './networks'
+import { lockPayoutRegistrations, payoutAddresses, setDefaultPayout, type PayoutRow } from './payout-queries'
 
 export const STATEMENT_MAX_AGE_SECONDS = 600
 /** clocks disagree a little: a statement issued slightly "in the future" is still accepted */
@@ -30,14 +30,6 @@ export function payoutStatement(orgId: string, network: Network, address: string
 
 const STATEMENT =
   /^Register x402 payout address\norganization: ([0-9a-f-]{36})\nnetwork: (base|base-sepolia)\naddress: (0x[0-9a-fA-F]{40})\nissued_at: (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/
-
-export interface PayoutRow {
-  id: string
-  network: Network
-  address: string
-  is_default: boolean
-  created_at: Date
-}
 
 export const presentPayout = (r: PayoutRow) => ({
   id: r.id,
@@ -79,22 +71,14 @@ export async function registerPayoutAddress(
   }
   if (signer.toLowerCase() !== address.toLowerCase()) throw errors.validation('signature', `recovers to ${signer}, not to address`)
   return sql.begin(async tx => {
-    // Serializes registrations of one organization and network: one default at a time.
-    await tx`select pg_advisory_xact_lock(hashtextextended(${`x402-payout:${orgId}:${input.network}`}, 0))`
-    await tx`update x402_payout_addresses set is_default = false where org_id = ${orgId} and network = ${input.network} and is_default`
-    const [row] = await tx<PayoutRow[]>`
-      insert into x402_payout_addresses (id, org_id, network, address, is_default)
-      values (${randomUUIDv7()}, ${orgId}, ${input.network}, ${address}, true)
-      on conflict (org_id, network, address) do update set is_default = true
-      returning id, network, address, is_default, created_at`
-    return row!
+    await lockPayoutRegistrations(tx, orgId, input.network)
+    return setDefaultPayout(tx, orgId, input.network, address)
   })
 }
 
+/** The organization's payout addresses. */
 export async function listPayoutAddresses(sql: Sql | Tx, orgId: string): Promise<PayoutRow[]> {
-  return sql<PayoutRow[]>`
-    select id, network, address, is_default, created_at from x402_payout_addresses
-     where org_id = ${orgId} order by network, is_default desc, id desc`
+  return payoutAddresses(sql, orgId)
 }
 
 /** `422 no_payout_address`: the network has no default payout address. */

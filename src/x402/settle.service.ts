@@ -4,16 +4,15 @@
  * one transaction; the request that claimed it settles it at once, and the job is there for a
  * process that died on the way. Whoever settles holds the settlement's lock (an advisory lock on
  * its id) for the whole attempt, so a concurrent caller waits and then reads the outcome. The
- * claimer takes it for its session in the claim's own transaction (`holdSettlementLock`) and
- * goes from the claim's COMMIT to the chain with no round trip between (`settleClaimed`); every
- * other settler takes it for its transaction (`settleNow`).
+ * claimer takes it for its session in the claim's own transaction (`holdSettlementLock`, in
+ * settlement-queries.ts) and goes from the claim's COMMIT to the chain with no round trip between
+ * (`settleClaimed`); every other settler takes it for its transaction (`settleNow`).
  *
  * Before sending, the token's `authorizationState` is read: a used authorization is resolved
  * from the chain (its `AuthorizationUsed` log and that transaction's Transfer), so a crash between
  * sending and recording neither loses the transaction nor repeats it, and a front-run transfer
  * of exactly this payment still settles the challenge.
  */
-import { deleteJobStatement } from '../jobs/queue'
 import type { AppContext } from '../context'
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
@@ -23,34 +22,14 @@ import { findAuthorizationUse, isAuthorizationUsed, publicClient } from './chain
 import { facilitatorFor, type Prepared, type SettlementFailure } from './facilitator'
 import { paymentEndpoints, writePaymentEvents, type PaymentEndpoint } from './events'
 import { pipelinedTransaction, type Commit } from '../db/transaction'
-import type { Network } from './networks'
 import type { Authorization } from './token'
-import { takeFailureFromTotals } from './totals'
+import { takeFailureFromTotals } from './totals-queries'
+import { countAttempt, lockSettlement, recordedOutcome, releaseSettlementLock, settlementOrgs, writeOutcome, type SettlementRow } from './settlement-queries'
 import { settlementSql } from './settlement-connections'
 
 export const PERMANENT: ReadonlySet<SettlementFailure> = new Set(['insufficient_funds', 'authorization_already_used'])
 /** seconds a client is told to wait before retrying a transient settlement failure */
 export const RETRY_AFTER_SECONDS = 5
-
-export interface SettlementRow {
-  id: string
-  challenge_id: string
-  payee_org: string
-  payer_org: string | null
-  network: Network
-  chain_id: number
-  asset: string
-  payer: string
-  nonce: string
-  amount: string
-  // biome-ignore lint/suspicious/noExplicitAny: x402 wire objects, checked by the facilitator
-  payment: { paymentPayload: any; paymentRequirements: any; authorization: Record<string, string>; signature: `0x${string}` }
-  status: 'pending' | 'settled' | 'failed'
-  tx_hash: string | null
-  failure_reason: string | null
-  attempts: number
-  updated_at: Date
-}
 
 export type SettleOutcome =
   | { status: 'settled'; tx: string; settledAt: Date; payer: string }
@@ -65,20 +44,6 @@ const authorizationOf = (s: SettlementRow): Authorization => ({
   validBefore: BigInt(s.payment.authorization.validBefore!),
   nonce: s.payment.authorization.nonce as `0x${string}`,
 })
-
-/** The settlement's lock: an advisory lock on its id, held by whoever attempts it. */
-const lockKey = (tx: Tx, settlementId: string) => tx`hashtextextended(${`x402-settle:${settlementId}`}, 0)`
-
-/**
- * Takes the lock of a settlement being claimed, for the session: an expression for the statement
- * that writes the claim, evaluated once its row is written. It outlives the COMMIT, so the claimer
- * holds it from the moment the claim is visible until its record (`settleClaimed`) releases it. A
- * new settlement's lock never waits.
- */
-export const holdSettlementLock = (tx: Tx, settlementId: string) => tx`pg_advisory_lock(${lockKey(tx, settlementId)})`
-
-/** Releases a lock taken with `holdSettlementLock` (harmless when it is not held). */
-export const releaseSettlementLock = (tx: Tx, settlementId: string) => tx`select pg_advisory_unlock(${lockKey(tx, settlementId)})`.execute()
 
 /**
  * Settles the claimed settlement now, or reads the outcome another caller recorded. Never throws
@@ -100,20 +65,12 @@ export async function settleNow(
     // endpoints are read under the lock, before the outcome is known: an endpoint created during
     // the attempt misses its event, as it would had it been created a moment later.
     const [, [s], endpoints] = await Promise.all([
-      tx`select pg_advisory_xact_lock(${lockKey(tx, settlementId)})`,
-      tx<SettlementRow[]>`
-        update x402_settlements set attempts = attempts + 1 ${opts.replacement ? tx`, payment = ${tx.json(opts.replacement as never)}` : tx``}
-         where id = ${settlementId} and status = 'pending'
-         returning *, amount::text as amount`,
-      paymentEndpoints(
-        tx,
-        tx`select payee_org from x402_settlements where id = ${settlementId} union select payer_org from x402_settlements where id = ${settlementId}`,
-      ),
+      lockSettlement(tx, settlementId),
+      countAttempt(tx, settlementId, opts.replacement),
+      paymentEndpoints(tx, settlementOrgs(tx, settlementId)),
     ])
     if (!s) {
-      const [done] = await tx<{ status: string; tx_hash: string | null; failure_reason: string | null; payer: string; settled_at: Date | null }[]>`
-        select s.status, s.tx_hash, s.failure_reason, s.payer, c.settled_at
-          from x402_settlements s join x402_challenges c on c.id = s.challenge_id where s.id = ${settlementId}`
+      const done = await recordedOutcome(tx, settlementId)
       if (done?.status === 'settled') return { status: 'settled', tx: done.tx_hash!, settledAt: done.settled_at!, payer: done.payer }
       return { status: 'failed', reason: done?.failure_reason ?? 'settlement_failed' }
     }
@@ -224,28 +181,6 @@ async function attempt(ctx: AppContext, s: SettlementRow, prepared = prepareSett
   }
   if (PERMANENT.has(result.reason)) return { status: 'failed', reason: result.reason }
   return { status: 'retry', reason: result.reason, message: result.message }
-}
-
-/**
- * The settlement's outcome on its rows, in one statement: the challenge, the settlement, its
- * ledger rows and (`jobId`) the deletion of its job. The events follow it in the same
- * transaction, their changes last (see changes/record.ts). A durable commit, though the claim's
- * job would redo a lost record from the chain: what this transaction writes is visible before its
- * WAL flush, so a record lost to a database crash would have shown changes-feed numbers and
- * webhook event ids that its redo gives to other writes.
- */
-function writeOutcome(tx: Tx, s: SettlementRow, o: { settled: string | null; reason: string | null; jobId?: string }) {
-  const challenge = o.settled
-    ? tx`status = 'settled', settle_tx = ${o.settled}, settled_at = now()`
-    : tx`status = 'failed', failure_reason = ${o.reason}, failure_category = 'settlement', failure_reasons = ${[o.reason]}`
-  const row = o.settled ? tx`status = 'settled', tx_hash = ${o.settled}` : tx`status = 'failed', failure_reason = ${o.reason}`
-  const ledger = o.settled ? tx`status = 'settled', settle_tx = ${o.settled}` : tx`status = 'failed', failure_reason = ${o.reason}`
-  return tx<{ settled_at: Date | null }[]>`
-    with challenge as (update x402_challenges set ${challenge}, updated_at = now() where id = ${s.challenge_id} returning settled_at),
-    settlement as (update x402_settlements set ${row}, updated_at = now() where id = ${s.id}),
-    ledger as (update x402_ledger set ${ledger}, updated_at = now() where settlement_id = ${s.id})
-    ${o.jobId ? tx`, job as (${deleteJobStatement(tx, o.jobId)})` : tx``}
-    select settled_at from challenge`.execute()
 }
 
 /** What a payment's events and changes say of it (changes/sources.ts `PaymentFacts`), from its settlement. */

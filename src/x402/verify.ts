@@ -5,7 +5,7 @@
  */
 import { concat, encodeAbiParameters, getAddress, hashDomain, isAddress, keccak256, toHex, type Hex } from 'viem'
 import { recoverAddressOf } from './secp256k1'
-import type { ChallengeRow } from './challenges.service'
+import type { ChallengeRow } from './challenge-queries'
 import { isNetwork, networkInfo, type Network } from './networks'
 import type { Authorization } from './token'
 

@@ -7,7 +7,8 @@ import { describe, expect, test } from 'bun:test'
 import { createOrg, testApp, testSql } from '../helpers/app'
 import { expectError, expectOk } from '../helpers/envelope'
 import { person } from '../oauth/helpers'
-import { addMember, ensureUser } from '../../src/account/orgs'
+import { addMember } from '../../src/account/membership-queries'
+import { ensureUser } from '../../src/account/user-queries'
 import { lastCode, mailsTo, newEmail, unique, wrongCode } from '../helpers/identity'
 
 const t = await testApp()

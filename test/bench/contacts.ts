@@ -8,7 +8,7 @@
  * email's own insert.
  */
 import type { Sql } from '../../src/db/client'
-import { insertOrg } from '../../src/account/orgs'
+import { insertOrg } from '../../src/account/org-queries'
 import { NO_VERDICTS } from '../../src/mail/inbound/authenticate'
 import { parseMail } from '../../src/mail/inbound/parse'
 import { storeEmail } from '../../src/mail/store'

@@ -8,7 +8,8 @@ import { createApiKey } from '../../src/auth/api-keys'
 import { hiddenField, person, type Person } from '../oauth/helpers'
 import { createOrg, testApp, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { inboundHarness, managedAddress, type InboundHarness } from '../helpers/mail'
-import { addMember, setPlan } from '../../src/account/orgs'
+import { addMember } from '../../src/account/membership-queries'
+import { setPlan } from '../../src/account/org-queries'
 import { escapeHtml } from '../../src/oauth/pages'
 
 let t: InboundHarness

@@ -10,7 +10,7 @@ import { startWorker, type Worker } from '../../src/jobs/worker'
 import { claim, heartbeat } from '../../src/jobs/queue'
 import { DELIVER_KIND } from '../../src/webhooks/deliver.job'
 import { markDomainVerified } from '../../src/domains/service'
-import type { EndpointRules } from '../../src/webhooks/endpoints.service'
+import type { EndpointRules } from '../../src/webhooks/endpoint-queries'
 import { JOB_KINDS } from '../../src/job-kinds'
 import { until } from '../helpers/until'
 

@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { authorizationDigest, verifyPayment } from '../../src/x402/verify'
 import { signingAccount } from '../../src/x402/secp256k1'
 import { TOKEN_ABI } from '../../src/x402/token'
-import type { ChallengeRow } from '../../src/x402/challenges.service'
+import type { ChallengeRow } from '../../src/x402/challenge-queries'
 import { NETWORKS, networkInfo } from '../../src/x402/networks'
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../src/x402/token'
 

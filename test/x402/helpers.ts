@@ -3,7 +3,8 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { createOrg, testSql, type TestApp, type TestOrg } from '../helpers/app'
 import { expectOk } from '../helpers/envelope'
 import { createApiKey } from '../../src/auth/api-keys'
-import { addMember, ensureUser } from '../../src/account/orgs'
+import { addMember } from '../../src/account/membership-queries'
+import { ensureUser } from '../../src/account/user-queries'
 import type { Role } from '../../src/auth/principal'
 
 /** An organization on the power plan (which includes x402_payments). */

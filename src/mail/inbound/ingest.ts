@@ -17,13 +17,15 @@ import type { Tx } from '../../db/client'
 import { GroupCommit } from '../../db/group-commit'
 import type { Resolver } from '../../dns/resolver'
 import { log } from '../../log'
-import { reserveStorage } from '../../account/orgs'
+import { reserveStorage } from '../../account/org-queries'
 import { countStored, storeEmail, type StorageCounts, type StoredEmail } from '../store'
 import { authenticateMessage, type AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
 import { type Extracted, extractionThread } from './extraction'
 import { parseMail, type ParsedMail } from './parse'
-import { claimReceipts, releaseReceipt, resendDigest } from './receipts'
+import { claimReceipts, resendDigest } from './receipts'
+import { releaseReceipt } from './receipt-queries'
+import { setLockTimeout } from './ingest-queries'
 import { isReport, parseReport, type MailReport } from './report'
 import { resolveRecipients, type ResolvedRecipient } from './recipients'
 import { mailEvents, mailSignal } from '../../events'
@@ -135,7 +137,7 @@ async function storeBatch(ctx: AppContext, batch: PreparedMessage[]): Promise<In
     const counted: StorageCounts = new Map()
     const changes: ChangeInput[] = []
     // sent now, so it is in force before the first store
-    const lockTimeout = tx`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute()
+    const lockTimeout = setLockTimeout(tx, LOCK_TIMEOUT).execute()
     // the messages sent again (receipts.ts) are known before any store is issued, so the stores keep the batch's order
     const fresh = await claimReceipts(
       tx,

@@ -1,8 +1,8 @@
 /**
  * Recognizing a message sent again. A client whose connection dropped after our commit and before
  * it read the `250` sends the message again, later, to any of our processes. Each stored message
- * that has a Message-ID leaves a receipt for RESEND_WINDOW: a digest of its envelope (sender and
- * recipients) and content (its Message-ID and body). A message whose receipt is there is answered
+ * that has a Message-ID leaves a receipt for RESEND_WINDOW (receipt-queries.ts): a digest of its
+ * envelope (sender and recipients) and content (its Message-ID and body). A message whose receipt is there is answered
  * `250` and stored no second time; the receipt is claimed in the transaction that stores the
  * message, so of two copies arriving at once in two processes one is stored. A message without a
  * Message-ID is not recognized: nothing tells its resend from a second message with the same text.
@@ -12,9 +12,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { Tx } from '../../db/client'
-
-/** How long a receipt is kept: a client retrying after a lost 250 does so within minutes or hours. */
-export const RESEND_WINDOW = '1 day'
+import { insertReceipts } from './receipt-queries'
 
 /** The blank line that ends the header block. */
 const headerEnd = (raw: Uint8Array) => {
@@ -45,19 +43,6 @@ export function resendDigest(msg: { raw: Uint8Array; mailFrom: string; rcptTo: s
 export async function claimReceipts(tx: Tx, digests: (Buffer | null)[]): Promise<boolean[]> {
   const keys = digests.filter(d => d !== null).map(d => d.toString('hex'))
   if (!keys.length) return digests.map(() => true)
-  const rows = await tx<{ key: string }[]>`
-    insert into inbound_receipts (digest) select decode(k, 'hex') from unnest(${keys}::text[]) k
-    on conflict do nothing returning encode(digest, 'hex') as key`
-  const claimed = new Set(rows.map(r => r.key))
+  const claimed = new Set(await insertReceipts(tx, keys))
   return digests.map(d => d === null || claimed.delete(d.toString('hex')))
-}
-
-/** Gives the receipt back: nothing of the message was stored (every copy refused), so its resend must be taken. */
-export async function releaseReceipt(tx: Tx, digest: Buffer): Promise<void> {
-  await tx`delete from inbound_receipts where digest = ${digest}`
-}
-
-/** Deletes the receipts past RESEND_WINDOW (the cleanup job). */
-export async function pruneReceipts(sql: Tx): Promise<number> {
-  return (await sql`delete from inbound_receipts where received_at < now() - ${RESEND_WINDOW}::interval`).count
 }

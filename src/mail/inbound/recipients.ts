@@ -2,11 +2,9 @@
  * Which organization an envelope recipient belongs to: a managed inbox under the managed
  * domain, or any address at a domain an organization has verified. Anything else is not ours.
  */
-import { managedInboxesAs } from '../inbox-queries'
-import { domainsAs } from '../../domains/queries'
 import type { AppContext } from '../../context'
-import { orgsAs } from '../../account/orgs'
 import { planDefinition, type Plan } from '../../account/plans'
+import { ownersOf } from './recipient-queries'
 import type { SmtpReply } from '../../smtp/types'
 
 export interface Recipient {
@@ -39,14 +37,6 @@ export interface ResolvedRecipient extends Recipient {
   headroom: number | null
 }
 
-interface OwnerRow {
-  kind: 'inbox' | 'domain'
-  key: string
-  org_id: string
-  plan: Plan | null
-  used: number | null
-}
-
 /**
  * Resolves envelope recipients, each to its organization with that organization's storage
  * headroom, or to the reply that refuses it: one query for all of them, in their order.
@@ -61,16 +51,7 @@ export async function resolveRecipients(ctx: AppContext, addresses: string[]): P
   })
   const inboxes = wanted.filter(w => w.kind === 'inbox').map(w => w.key)
   const domains = wanted.filter(w => w.kind === 'domain').map(w => w.key)
-  const rows = wanted.length
-    ? await ctx.sql<OwnerRow[]>`
-        select 'inbox' as kind, i.address as key, i.org_id, o.plan, o.storage_used_bytes as used
-          from ${managedInboxesAs(ctx.sql, 'i')} left join ${orgsAs(ctx.sql, 'o')} on o.id = i.org_id
-         where i.address = any(${inboxes}::text[])
-        union all
-        select 'domain', d.name, d.org_id, o.plan, o.storage_used_bytes
-          from ${domainsAs(ctx.sql, 'd')} left join ${orgsAs(ctx.sql, 'o')} on o.id = d.org_id
-         where d.name = any(${domains}::text[]) and d.status = 'verified'`
-    : []
+  const rows = wanted.length ? await ownersOf(ctx.sql, inboxes, domains) : []
   const owners = new Map(rows.map(r => [`${r.kind}:${r.key}`, r]))
   return wanted.map(w => {
     const owner = owners.get(`${w.kind}:${w.key}`)

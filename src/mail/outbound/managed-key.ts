@@ -7,6 +7,7 @@ import type { ServerKeys } from '../../crypto'
 import type { Sql } from '../../db/client'
 import { dkimSelector, generateDkimKey } from '../../domains/service'
 import { dkimValue } from '../../domains/dns-records'
+import { insertManagedKey, managedKeyOf, managedPublicKeyOf } from './managed-key-queries'
 
 export interface ManagedKey {
   domain: string
@@ -16,31 +17,21 @@ export interface ManagedKey {
   publicKey: string
 }
 
-interface Row {
-  domain: string
-  selector: string
-  private_sealed: Buffer
-  public_key: string
-}
-
-async function findKey(sql: Sql, domain: string): Promise<Row | undefined> {
-  const [row] = await sql<Row[]>`select domain, selector, private_sealed, public_key from managed_dkim_keys where domain = ${domain}`
-  return row
-}
-
 /** The managed domain's key, created the first time it is asked for; concurrent first calls all get the same one. */
 export async function managedDkimKey(sql: Sql, keys: ServerKeys, managedDomain: string): Promise<ManagedKey> {
   const domain = managedDomain.toLowerCase()
-  let row = await findKey(sql, domain)
+  let row = await managedKeyOf(sql, domain)
   if (!row) {
     const fresh = await generateDkimKey()
     // Several processes may get here at once: the primary key keeps the first insert, the
     // others insert nothing, and everyone reads the row that won.
-    await sql`
-      insert into managed_dkim_keys (domain, selector, private_sealed, public_key)
-      values (${domain}, ${dkimSelector()}, ${keys.encrypt(fresh.privateKeyPem)}, ${fresh.publicKey})
-      on conflict (domain) do nothing`
-    row = await findKey(sql, domain)
+    await insertManagedKey(sql, {
+      domain,
+      selector: dkimSelector(),
+      private_sealed: keys.encrypt(fresh.privateKeyPem),
+      public_key: fresh.publicKey,
+    })
+    row = await managedKeyOf(sql, domain)
     if (!row) throw new Error(`managed DKIM key for ${domain}: missing right after insert`)
   }
   return { domain, selector: row.selector, privateKeyPem: keys.decrypt(row.private_sealed), publicKey: row.public_key }
@@ -48,9 +39,7 @@ export async function managedDkimKey(sql: Sql, keys: ServerKeys, managedDomain: 
 
 /** The public key of a managed domain selector, if that is the selector we sign with (no key is created). */
 export async function managedDkimPublicKey(sql: Sql, domain: string, selector: string): Promise<string | null> {
-  const [row] = await sql<{ public_key: string }[]>`
-    select public_key from managed_dkim_keys where domain = ${domain.toLowerCase()} and selector = ${selector.toLowerCase()}`
-  return row?.public_key ?? null
+  return managedPublicKeyOf(sql, domain.toLowerCase(), selector.toLowerCase())
 }
 
 /** The TXT record operators publish for the managed domain's key (creating the key if needed). */

@@ -2,19 +2,7 @@
 import { randomUUIDv7 } from 'bun'
 import type { Sql } from '../../db/client'
 import { errors } from '../../errors'
-import { listPage, type PageRequest } from '../../http/pagination'
-
-export interface OutboxRow {
-  id: string
-  org_id: string | null
-  envelope_from: string
-  rcpt: string
-  subject: string | null
-  message_id: string | null
-  created_at: Date
-}
-
-const SUMMARY = ['id', 'org_id', 'envelope_from', 'rcpt', 'subject', 'message_id', 'created_at']
+import { insertOutboxRows, outboxMessageById, type OutboxRow } from './outbox-queries'
 
 export async function insertOutbox(
   sql: Sql,
@@ -29,19 +17,13 @@ export async function insertOutbox(
     message_id: m.messageId,
     raw: m.raw,
   }))
-  await sql`insert into outbox_messages ${sql(rows)}`
+  await insertOutboxRows(sql, rows)
   return rows.map(r => r.id)
-}
-
-/** The organization's outbox, newest first. */
-export async function listOutbox(sql: Sql, orgId: string, page: PageRequest) {
-  return listPage<OutboxRow>(sql, { columns: sql(SUMMARY), from: sql`outbox_messages`, where: sql`org_id = ${orgId}`, page })
 }
 
 /** One message with its raw text; another organization's is not_found. */
 export async function getOutbox(sql: Sql, orgId: string, id: string): Promise<OutboxRow & { raw: string }> {
-  const [row] = await sql<(OutboxRow & { raw: string })[]>`
-    select ${sql([...SUMMARY, 'raw'])} from outbox_messages where id = ${id} and org_id = ${orgId}`
+  const row = await outboxMessageById(sql, orgId, id)
   if (!row) throw errors.notFound('outbox message')
   return row
 }

@@ -8,7 +8,6 @@
  * mail could end a genuine payment. Verification, caps and settlement are the API's pay.
  */
 import { findEmailWithRaw } from '../../mail/email-queries'
-import { randomUUIDv7 } from 'bun'
 import type { AppContext } from '../../context'
 import type { Sql, Tx } from '../../db/client'
 import { ApiError } from '../../errors'
@@ -17,14 +16,27 @@ import type { AuthVerdicts } from '../../mail/inbound/authenticate'
 import { attachmentContents } from '../../mail/inbound/parse'
 import { resolveRecipient } from '../../mail/inbound/recipients'
 import { planAccess } from '../../account/access'
-import { findChallenge } from '../challenges.service'
+import { findChallenge } from '../challenge-queries'
 import { enqueuePaymentEvents } from '../events'
 import { payChallenge } from '../pay.service'
 import { enqueueInteractionEvent } from './events'
 import { buildStep, parseStep, STEP_FILENAME, type Step } from './steps'
 import { STEP_KIND } from './step-mail'
 import { lastMessageIdOf } from '../../sending/queries'
-import { EXPIRE_KIND, expireIfDue, findInteraction, findInteractionAnswered, sendStep, type InteractionRow } from './service'
+import { EXPIRE_KIND, sendStep } from './service'
+import {
+  claimTrustNotice,
+  claimVerification,
+  completeDeclined,
+  completeSettled,
+  expireIfDue,
+  failRejected,
+  findInteraction,
+  findInteractionAnswered,
+  hasStepOf,
+  insertReceivedStep,
+  type InteractionRow,
+} from './interaction-queries'
 
 /** Equal to the pinned domain or a true subdomain of it (a sibling or a parent does not align). */
 export const alignedDomain = (signing: string, pinned: string) => {
@@ -74,22 +86,6 @@ export function trustReasons(i: Pick<InteractionRow, 'payer_address' | 'payer_do
   return [...reasons]
 }
 
-async function recordReceived(
-  sql: Sql | Tx,
-  i: InteractionRow,
-  emailId: string,
-  step: string,
-  stepId: string | null,
-  accepted: boolean,
-  reasons: string[],
-  body: unknown,
-) {
-  await sql`
-    insert into x402_interaction_steps (id, interaction_id, step, step_id, direction, email_id, accepted, reasons, body)
-    values (${randomUUIDv7()}, ${i.id}, ${step}, ${stepId}, 'received', ${emailId}, ${accepted}, ${reasons}, ${sql.json((body ?? null) as never)})
-    on conflict (email_id) do nothing`
-}
-
 const rejectText = (reasons: string[]) =>
   `This message was not accepted as a payment: ${reasons.join(', ')}.\nThe attached interaction.json carries the reject step.`
 
@@ -106,15 +102,15 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   // Only the payee's own copy acts on its interaction; a step about anyone else's is ignored.
   if (!i || i.org_id !== e.org_id) return
   const resuming = i.verifying_email_id === e.id
-  const [seen] = await ctx.sql`select 1 from x402_interaction_steps where email_id = ${e.id}`
+  const seen = await hasStepOf(ctx.sql, e.id)
   if (seen && !resuming) return
 
   // The payee organization lost an entitlement since: the step is recorded and nothing is done.
   const access = await planAccess(ctx.sql, i.org_id)
   if (!access.entitlements.includes('x402_payments') || !access.entitlements.includes('interactions_enabled')) {
-    await recordReceived(
+    await insertReceivedStep(
       ctx.sql,
-      i,
+      i.id,
       e.id,
       parsed.ok ? parsed.step.step : 'unparsed',
       parsed.ok ? parsed.step.step_id : null,
@@ -126,9 +122,9 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   }
   const trust = trustReasons(i, e.from_address, e.headers ?? [], e.auth)
   if (trust.length) {
-    await recordReceived(
+    await insertReceivedStep(
       ctx.sql,
-      i,
+      i.id,
       e.id,
       parsed.ok ? parsed.step.step : 'unparsed',
       parsed.ok ? parsed.step.step_id : null,
@@ -136,17 +132,14 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
       trust,
       parsed.ok ? parsed.step : null,
     )
-    const [claimed] = await ctx.sql`
-      update x402_interactions set trust_notice_sent = true, updated_at = now()
-       where id = ${i.id} and not trust_notice_sent and state in ('awaiting_payment', 'verifying') returning id`
-    if (claimed) {
+    if (await claimTrustNotice(ctx.sql, i.id)) {
       const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: trust[0], reasons: trust })
       await sendStep(ctx, i, step, 'trust-notice', rejectText(trust), null)
     }
     return
   }
   if (!parsed.ok) {
-    await recordReceived(ctx.sql, i, e.id, 'unparsed', null, false, [parsed.reason], { detail: parsed.detail })
+    await insertReceivedStep(ctx.sql, i.id, e.id, 'unparsed', null, false, [parsed.reason], { detail: parsed.detail })
     if (parsed.reason === 'unknown_step') return
     const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: parsed.reason, reasons: [parsed.reason], detail: parsed.detail })
     await sendStep(ctx, i, step, `malformed:${e.id}`, rejectText([`${parsed.reason} (${parsed.detail})`]), e.id)
@@ -157,7 +150,7 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   const challengeMessageId = await lastMessageIdOf(ctx.sql, i.send_id)
   const threaded = Boolean(challengeMessageId) && [e.in_reply_to, ...(e.references ?? [])].includes(challengeMessageId!)
   if (!threaded && !resuming && (s.step === 'payment' || s.step === 'decline')) {
-    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, ['not_in_thread'], s)
+    await insertReceivedStep(ctx.sql, i.id, e.id, s.step, s.step_id, false, ['not_in_thread'], s)
     const step = buildStep(i.id, 'reject', await challengeStepId(ctx.sql, i), { reason: 'not_in_thread', reasons: ['not_in_thread'] })
     await sendStep(
       ctx,
@@ -171,25 +164,21 @@ export async function handleInboundStep(ctx: AppContext, emailId: string): Promi
   }
   const challengeStep = await challengeStepId(ctx.sql, i)
   if (s.prev_step_id !== challengeStep || (s.step !== 'payment' && s.step !== 'decline')) {
-    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, false, [s.prev_step_id !== challengeStep ? 'prev_step_mismatch' : 'unexpected_step'], s)
+    await insertReceivedStep(ctx.sql, i.id, e.id, s.step, s.step_id, false, [s.prev_step_id !== challengeStep ? 'prev_step_mismatch' : 'unexpected_step'], s)
     return
   }
   if (s.step === 'decline') {
     await ctx.sql.begin(async tx => {
-      await recordReceived(tx, i!, e.id, s.step, s.step_id, true, [], s)
-      await tx`update x402_interactions set state = '$completed', outcome = 'declined', updated_at = now() where id = ${i!.id} and state = 'awaiting_payment'`
+      await insertReceivedStep(tx, i!.id, e.id, s.step, s.step_id, true, [], s)
+      await completeDeclined(tx, i!.id)
     })
     return
   }
 
   // A payment: one message verifies at a time; copies, duplicates and late ones change nothing.
   if (!resuming) {
-    await recordReceived(ctx.sql, i, e.id, s.step, s.step_id, true, [], s)
-    const [claimed] = await ctx.sql<InteractionRow[]>`
-      update x402_interactions i set state = 'verifying', verifying_email_id = ${e.id}, updated_at = now()
-        from x402_challenges c
-       where i.id = ${i.id} and c.id = i.challenge_id and i.state = 'awaiting_payment' and c.expires_at > now()
-       returning i.*`
+    await insertReceivedStep(ctx.sql, i.id, e.id, s.step, s.step_id, true, [], s)
+    const claimed = await claimVerification(ctx.sql, i.id, e.id)
     if (!claimed) {
       if (await expireIfDue(ctx.sql, i.id)) i = (await findInteraction(ctx.sql, i.id))!
       if (i.state === '$expired') {
@@ -225,7 +214,7 @@ async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: St
   try {
     const receipt = await payChallenge(ctx, { challengeId: i.challenge_id, payerOrg, payment })
     await ctx.sql.begin(async tx => {
-      await tx`update x402_interactions set state = '$completed', outcome = 'settled', payer_org = ${payerOrg}, updated_at = now() where id = ${i.id}`
+      await completeSettled(tx, i.id, payerOrg)
       await enqueueInteractionEvent(tx, ctx, i.org_id, 'interaction.x402.settled', {
         interaction_id: i.id,
         challenge_id: i.challenge_id,
@@ -244,9 +233,7 @@ async function settle(ctx: AppContext, i: InteractionRow, emailId: string, s: St
     const reasons = details.reasons ?? [error.code]
     const c = (await findChallenge(ctx.sql, i.challenge_id))!
     await ctx.sql.begin(async tx => {
-      await tx`
-        update x402_interactions set state = '$failed', outcome = 'rejected', failure_reason = ${reasons[0]!}, failure_reasons = ${reasons}, payer_org = ${payerOrg}, updated_at = now()
-         where id = ${i.id}`
+      await failRejected(tx, i.id, reasons, payerOrg)
       // The pay path records payment.failed for caps and settlement; verification and policy refusals are the email flow's own.
       if (details.failure_category === 'verification' || details.failure_category === 'declined' || error.code === 'challenge_expired') {
         await enqueuePaymentEvents(tx, ctx, {

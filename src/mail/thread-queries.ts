@@ -1,5 +1,5 @@
 /**
- * Threads group messages by their Message-ID references (In-Reply-To, References). Only when
+ * The threads table's part in storing a message (mail/ owns it). Threads group messages by their Message-ID references (In-Reply-To, References). Only when
  * a reply carries no reference we know, it joins the latest recent thread with the same
  * subject in which its sender already took part: subject alone is the last resort.
  */

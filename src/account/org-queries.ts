@@ -1,19 +1,28 @@
 /**
- * The statements of organizations and their people (`orgs`, `users`, `memberships`): no other
- * folder names these tables. Organizations are created by the operator command, zero-touch
- * agent signup and tests.
+ * The orgs table (account/ owns it): its row type and every statement on it; another folder
+ * joins it through `orgsAs`. Organizations are created by the operator command, zero-touch
+ * agent signup and tests. (Their people: user-queries.ts and membership-queries.ts.)
  */
 import { randomUUIDv7 } from 'bun'
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
-import type { Role } from '../auth/principal'
 import { errors } from '../errors'
 import { ORGS_CHANNEL } from '../events'
 import type { Plan } from './plans'
 
-export interface NewOrg {
-  name: string
+/** What an organization may do and how much it holds: its plan, the operator's overrides, its storage counters. */
+export interface OrgRow {
   plan: Plan
+  extra_entitlements: string[]
+  storage_used_bytes: number
+  emails_count: number
+  api_per_minute_override: number | null
+  send_per_hour_override: number | null
+  send_per_day_override: number | null
+}
+
+export interface NewOrg extends Pick<OrgRow, 'plan'> {
+  name: string
 }
 
 export async function insertOrg(tx: Tx, org: NewOrg): Promise<string> {
@@ -22,62 +31,10 @@ export async function insertOrg(tx: Tx, org: NewOrg): Promise<string> {
   return id
 }
 
-/** The user with this email, created when missing (without a password: they sign in later). */
-export async function ensureUser(tx: Tx, email: string): Promise<string> {
-  const [row] = await tx<{ id: string }[]>`
-    insert into users (id, email) values (${randomUUIDv7()}, ${email})
-    on conflict (lower(email)) do update set email = users.email
-    returning id`
-  return row!.id
-}
-
 /** Whether an organization has this id (compared as text, so a malformed id is simply unknown). */
 export async function orgExists(sql: Tx, orgId: string): Promise<boolean> {
   const [org] = await sql`select 1 from orgs where id::text = ${orgId}`
   return Boolean(org)
-}
-
-/** The user with this email, row-locked for the transaction, and whether they have a password. */
-export async function lockUserByEmail(tx: Tx, email: string): Promise<{ id: string; has_password: boolean } | null> {
-  const [row] = await tx<{ id: string; has_password: boolean }[]>`
-    select id, password_hash is not null as has_password from users where lower(email) = lower(${email}) for update`
-  return row ?? null
-}
-
-/** Creates a user (with a password hash, or none: they sign in later). */
-export async function insertUser(tx: Tx, user: { id: string; email: string; passwordHash?: string }): Promise<void> {
-  await tx`insert into users (id, email, password_hash) values (${user.id}, ${user.email}, ${user.passwordHash ?? null})`
-}
-
-export async function setPassword(tx: Tx, userId: string, passwordHash: string): Promise<void> {
-  await tx`update users set password_hash = ${passwordHash} where id = ${userId}`
-}
-
-/** A person who may sign in: their id and password hash (null until they set one). */
-export interface Person {
-  id: string
-  password_hash: string | null
-}
-
-export async function findPersonByEmail(sql: Tx, email: string): Promise<Person | null> {
-  const [row] = await sql<Person[]>`select id, password_hash from users where lower(email) = lower(${email})`
-  return row ?? null
-}
-
-export async function userEmail(sql: Tx, userId: string | null): Promise<string | null> {
-  const [row] = await sql<{ email: string }[]>`select email from users where id = ${userId}`
-  return row?.email ?? null
-}
-
-/** Adds a member with the role `member`, leaving an existing membership's role as it is. */
-export async function addMemberUnlessPresent(tx: Tx, orgId: string, userId: string): Promise<void> {
-  await tx`insert into memberships (org_id, user_id, role) values (${orgId}, ${userId}, 'member') on conflict (org_id, user_id) do nothing`
-}
-
-/** The organization's first owner, or null. */
-export async function firstOwner(sql: Tx, orgId: string): Promise<string | null> {
-  const [owner] = await sql<{ user_id: string }[]>`select user_id from memberships where org_id = ${orgId} and role = 'owner' order by created_at limit 1`
-  return owner?.user_id ?? null
 }
 
 /**
@@ -85,15 +42,6 @@ export async function firstOwner(sql: Tx, orgId: string): Promise<string | null>
  * in its own round trip (a join on a hot path: credentials, recipients, a page's names).
  */
 export const orgsAs = (sql: Tx, alias: string): postgres.Fragment => sql`orgs ${sql(alias)}`
-
-/** `memberships` under `alias`, for a statement of another folder that reads a role in its own round trip. */
-export const membershipsAs = (sql: Tx, alias: string): postgres.Fragment => sql`memberships ${sql(alias)}`
-
-export async function addMember(tx: Tx, orgId: string, userId: string, role: Role) {
-  await tx`
-    insert into memberships (org_id, user_id, role) values (${orgId}, ${userId}, ${role})
-    on conflict (org_id, user_id) do update set role = excluded.role`
-}
 
 /** Tells every listening process, on commit, that what the organization may do changed (events.ts `onOrgChanged`). */
 const announce = (tx: Tx, orgId: string) => tx`select pg_notify(${ORGS_CHANNEL}, ${orgId})`
@@ -139,9 +87,23 @@ export async function requireOrg(sql: Tx, orgId: string): Promise<void> {
   if (!org) throw errors.notFound('org')
 }
 
+/** The organization's plan, overrides and storage counters, or undefined for an unknown organization. */
+export async function orgById(sql: Tx, orgId: string): Promise<OrgRow | undefined> {
+  const [org] = await sql<OrgRow[]>`
+    select plan, extra_entitlements, storage_used_bytes, emails_count, api_per_minute_override, send_per_hour_override, send_per_day_override
+      from orgs where id = ${orgId}`
+  return org
+}
+
+/** The organization's plan and the entitlements an operator granted, or undefined for an unknown organization. */
+export async function orgPlanAndEntitlements(sql: Tx, orgId: string): Promise<Pick<OrgRow, 'plan' | 'extra_entitlements'> | undefined> {
+  const [org] = await sql<Pick<OrgRow, 'plan' | 'extra_entitlements'>[]>`select plan, extra_entitlements from orgs where id = ${orgId}`
+  return org
+}
+
 /** The organization's plan, or null for an unknown organization. */
 export async function planOf(sql: Tx, orgId: string): Promise<Plan | null> {
-  const [org] = await sql<{ plan: Plan }[]>`select plan from orgs where id = ${orgId}`
+  const [org] = await sql<Pick<OrgRow, 'plan'>[]>`select plan from orgs where id = ${orgId}`
   return org?.plan ?? null
 }
 
