@@ -84,7 +84,6 @@ export function resourceOperations<O extends TSchema, Row extends { id: string }
     update: <I extends TProperties>(
       op: Own & {
         input: TObject<I>
-        bodyOptional?: true
         change(sql: Sql, orgId: string, id: string, patch: Static<TObject<I>>): Promise<Row>
       },
     ): Operation =>
@@ -92,7 +91,6 @@ export function resourceOperations<O extends TSchema, Row extends { id: string }
         ...own(op),
         ...byId('PATCH'),
         input: op.input,
-        ...(op.bodyOptional && { bodyOptional: true as const }),
         output: r.output,
         handle: async ({ ctx, auth }, { id, ...patch }) => r.present(await op.change(ctx.sql, auth.orgId, id, patch as unknown as Static<TObject<I>>)),
       }),
