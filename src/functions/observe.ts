@@ -28,7 +28,6 @@ import {
   type InvocationRow,
   invocationBuckets,
   invocationById,
-  invocationPages,
   invocationsOfEmail,
   invocationsPage,
   invocationTotals,
@@ -66,7 +65,6 @@ export async function listInvocations(sql: Sql, orgId: string, functionId: strin
 }
 
 /** GraphQL's loaders read a page of the invocations of each of several functions from here. */
-export { invocationPages }
 
 export async function getInvocation(sql: Sql, orgId: string, functionId: string, id: string) {
   await getFunction(sql, orgId, functionId)

@@ -2,7 +2,8 @@
 import type { AppContext } from '../context'
 import type { Sql } from '../db/client'
 import { errors } from '../errors'
-import { createEndpoint, functionEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
+import { createEndpoint, updateEndpoint } from '../webhooks/endpoints.service'
+import { functionEndpoint } from '../webhooks/endpoint-queries'
 import { functionRoutes } from './queries'
 import { getFunction, presentFunction } from './service'
 

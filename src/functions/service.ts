@@ -28,7 +28,6 @@ import { checkModule } from './run'
 import { type DeploymentRow, deploymentById, deploymentSources, deploymentsPage, insertDeployment } from './deployment-queries'
 import {
   type FunctionRow,
-  functionsByIds,
   functionsPage,
   insertFunction,
   liveFunctionById,
@@ -80,7 +79,6 @@ export function listFunctions(sql: Sql, orgId: string, page: PageRequest) {
 }
 
 /** GraphQL's loaders batch live functions by id from here. */
-export { functionsByIds }
 
 export async function listDeployments(sql: Sql, orgId: string, functionId: string, page: PageRequest) {
   await getFunction(sql, orgId, functionId)

@@ -10,11 +10,11 @@ import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import type { PageRequest } from '../http/pagination'
 import { emailsByIds, threadEmailPages, threadsByIds } from '../mail/email-queries'
-import { deliveriesByIds, endpointDeliveryPages } from '../webhooks/deliveries.service'
-import { endpointsByIds } from '../webhooks/endpoints.service'
-import { functionsByIds } from '../functions/service'
-import { invocationPages } from '../functions/observe'
-import { challengesByIds } from '../x402/challenges.service'
+import { deliveriesByIds, endpointDeliveryPages } from '../webhooks/delivery-queries'
+import { endpointsByIds } from '../webhooks/endpoint-queries'
+import { functionsByIds } from '../functions/queries'
+import { invocationPages } from '../functions/invocation-queries'
+import { challengesByIds } from '../x402/challenge-queries'
 
 /** Rows by id: one `id = any(...)` statement per batch; a missing id (another organization's) is null. */
 function byId<R extends { id: string }>(fetch: (ids: readonly string[]) => Promise<R[]>) {

@@ -5,7 +5,12 @@
  */
 import type postgres from 'postgres'
 import type { Tx } from '../db/client'
-import type { PageRequest } from './pagination'
+
+/** A page asked for: its size, and the cursor's id (rows must have an id below it; null = the first page). */
+export interface PageRequest {
+  limit: number
+  after: string | null
+}
 
 /**
  * The most rows a `capped` total counts: past it, `meta.total` says COUNT_CAP, "at least this

@@ -9,7 +9,8 @@ import { errors } from '../errors'
 import { perProcess } from '../context'
 
 // the list statements every feature builds its pages with
-export { COUNT_CAP, type ChildListQuery, type ListQuery, listPage, listPagesOf } from './page-queries'
+export { COUNT_CAP, type ChildListQuery, type ListQuery, listPage, listPagesOf, type PageRequest } from './page-queries'
+import type { PageRequest } from './page-queries'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -17,12 +18,6 @@ export const pageQuery = (max = 100, fallback = 50) => ({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: max, default: fallback, description: `page size, 1 to ${max}` })),
   cursor: t.Optional(t.String({ maxLength: 200, description: 'the `meta.cursor` of the previous page' })),
 })
-
-export interface PageRequest {
-  limit: number
-  /** rows must have an id below this one (null = first page) */
-  after: string | null
-}
 
 export class Cursors {
   constructor(private readonly keys: ServerKeys) {}

@@ -11,7 +11,7 @@ import { threadCtes } from './thread-queries'
 import { searchVector } from './search-text'
 import type { Extracted } from './inbound/extraction'
 import { arrivalLabels } from './label-queries'
-import type { StoreInput } from './store'
+import type { StoreInput } from './store-types'
 
 /** A message as its statement writes it: the input, with what `storeEmail` settled. */
 export interface EmailInsert extends StoreInput {

@@ -9,7 +9,6 @@ import { attemptDelivery } from './attempt'
 import { type DeliveryFilters, type DeliveryRow, type DeliveryStatus, deliveriesPage, deliveryById, replayFacts } from './delivery-queries'
 
 /** Read by GraphQL's loaders. */
-export { deliveriesByIds, endpointDeliveryPages } from './delivery-queries'
 
 /** Replays an organization may request per minute. */
 export const REPLAYS_PER_MINUTE = 30

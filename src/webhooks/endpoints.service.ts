@@ -38,7 +38,6 @@ import {
 import { deleteRoutesOfEndpoint } from './route-queries'
 
 /** Read by GraphQL's loaders and by functions/ (a function's endpoint). */
-export { endpointsByIds, functionEndpoint } from './endpoint-queries'
 
 /** What the endpoint service needs from the application context. */
 export interface EndpointDeps {

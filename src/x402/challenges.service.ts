@@ -128,4 +128,3 @@ export async function getOwnChallenge(sql: Sql | Tx, orgId: string, id: string):
 }
 
 // GraphQL's batched reads (src/graphql/loaders.ts) import it from here
-export { challengesByIds } from './challenge-queries'
