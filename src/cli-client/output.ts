@@ -11,7 +11,13 @@ import { CliError } from './api'
 
 export const color = pc.createColors(Boolean(process.stdout.isTTY) && !process.env.NO_COLOR)
 
-export function table(head: string[], rows: (string | number | null | undefined)[][]): string {
+type Cell = string | number | null | undefined
+
+/** A list for a person: a table of a row per item, or `none` (what to do first) when there is no item. */
+export const listing = <T>(items: T[], head: string[], row: (item: T) => Cell[], none?: string): string =>
+  !items.length && none !== undefined ? none : table(head, items.map(row)) + '\n'
+
+export function table(head: string[], rows: Cell[][]): string {
   const t = new Table({
     head: head.map(h => color.bold(h)),
     style: { head: [], border: [], compact: true, 'padding-left': 0, 'padding-right': 2 },

@@ -5,6 +5,7 @@
 import { signDownloadToken } from '../emails/download-token'
 import { call, page, type Row } from './call'
 import { html, pager, table, when } from './layout'
+import { listPage } from './list-page'
 import { render, type Visit } from './visit'
 
 /** Attachment links stay valid this long: the page is read now, not bookmarked. */
@@ -24,21 +25,13 @@ const mailTable = (caption: string, items: Row[], empty: string) =>
     empty,
   )
 
-export async function inboxesPage(v: Visit) {
-  const list = await page(v.ctx, v.auth, 'list_inboxes', { cursor: q(v, 'cursor') })
-  return render(
-    v,
-    'Inboxes',
-    html`${table(
-      'Inboxes of this organization',
-      ['Address', 'Name', 'Created'],
-      list.items,
-      i => html`<tr><td><a href="/console/inboxes/${i.id}">${i.address}</a></td><td>${i.display_name ?? ''}</td><td>${when(i.created_at)}</td></tr>`,
-      'No inboxes yet. Create one with the API, the CLI (agent-mail inbox create) or an agent.',
-    )}
-${pager('/console/inboxes', list.total, list.cursor)}`,
-  )
-}
+export const inboxesPage = (v: Visit) =>
+  listPage(v, 'Inboxes', 'list_inboxes', '/console/inboxes', {
+    caption: 'Inboxes of this organization',
+    heads: ['Address', 'Name', 'Created'],
+    row: i => html`<tr><td><a href="/console/inboxes/${i.id}">${i.address}</a></td><td>${i.display_name ?? ''}</td><td>${when(i.created_at)}</td></tr>`,
+    empty: 'No inboxes yet. Create one with the API, the CLI (agent-mail inbox create) or an agent.',
+  })
 
 export async function inboxPage(v: Visit, id: string) {
   const inbox = await call(v.ctx, v.auth, 'get_inbox', { id })
@@ -51,22 +44,14 @@ ${pager(`/console/inboxes/${id}`, mail.total, mail.cursor)}`,
   )
 }
 
-export async function threadsPage(v: Visit) {
-  const list = await page(v.ctx, v.auth, 'list_threads', { cursor: q(v, 'cursor') })
-  return render(
-    v,
-    'Threads',
-    html`${table(
-      'Threads, latest message first',
-      ['Last message', 'Subject', 'Participants', 'Messages'],
-      list.items,
-      t => html`<tr><td>${when(t.last_message_at)}</td><td><a href="/console/threads/${t.id}">${t.subject || '(no subject)'}</a></td>
+export const threadsPage = (v: Visit) =>
+  listPage(v, 'Threads', 'list_threads', '/console/threads', {
+    caption: 'Threads, latest message first',
+    heads: ['Last message', 'Subject', 'Participants', 'Messages'],
+    row: t => html`<tr><td>${when(t.last_message_at)}</td><td><a href="/console/threads/${t.id}">${t.subject || '(no subject)'}</a></td>
 <td>${t.participants.join(', ')}</td><td>${t.message_count}</td></tr>`,
-      'No threads yet.',
-    )}
-${pager('/console/threads', list.total, list.cursor)}`,
-  )
-}
+    empty: 'No threads yet.',
+  })
 
 function verdicts(auth: Row) {
   const cell = (name: string, verdict: Row | undefined) => {

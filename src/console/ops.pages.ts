@@ -6,6 +6,7 @@
 import { randomUUIDv7 } from 'bun'
 import { call, page, type Row } from './call'
 import { actionForm, html, pager, table, when } from './layout'
+import { listPage } from './list-page'
 import { render, type Visit } from './visit'
 
 const q = (v: Visit, name: string) => v.url.searchParams.get(name) ?? undefined
@@ -68,22 +69,14 @@ export async function replay(v: Visit, id: string) {
   return deliveryPage(v, id, result.delivered ? 'Replayed: the endpoint accepted it.' : 'Replayed: the endpoint did not accept it.')
 }
 
-export async function functionsPage(v: Visit) {
-  const list = await page(v.ctx, v.auth, 'list_functions', { cursor: q(v, 'cursor') })
-  return render(
-    v,
-    'Functions',
-    html`${table(
-      'Functions',
-      ['Name', 'Deploy status', 'Tags', 'Updated'],
-      list.items,
-      f =>
-        html`<tr><td><a href="/console/functions/${f.id}">${f.name}</a></td><td>${f.deploy_status}</td><td>${f.tags.join(', ')}</td><td>${when(f.updated_at)}</td></tr>`,
-      'No functions yet.',
-    )}
-${pager('/console/functions', list.total, list.cursor)}`,
-  )
-}
+export const functionsPage = (v: Visit) =>
+  listPage(v, 'Functions', 'list_functions', '/console/functions', {
+    caption: 'Functions',
+    heads: ['Name', 'Deploy status', 'Tags', 'Updated'],
+    row: f =>
+      html`<tr><td><a href="/console/functions/${f.id}">${f.name}</a></td><td>${f.deploy_status}</td><td>${f.tags.join(', ')}</td><td>${when(f.updated_at)}</td></tr>`,
+    empty: 'No functions yet.',
+  })
 
 export async function functionPage(v: Visit, id: string) {
   const [fn, invocations, logs] = await Promise.all([
@@ -114,26 +107,23 @@ ${table(
   )
 }
 
-export async function draftsPage(v: Visit, notice?: string) {
-  const list = await page(v.ctx, v.auth, 'list_drafts', { status: 'pending_approval', cursor: q(v, 'cursor') })
-  return render(
+export const draftsPage = (v: Visit, notice?: string) =>
+  listPage(
     v,
     'Drafts waiting for approval',
-    html`${notice ? html`<p role="status">${notice}</p>` : ''}
-${table(
-  'Drafts waiting for approval, newest first',
-  ['Created', 'From', 'To', 'Subject', 'Text', 'Decision'],
-  list.items,
-  d => html`<tr id="draft-${d.id}"><td>${when(d.created_at)}</td><td>${d.from}</td><td>${(d.to ?? []).join(', ')}</td><td>${d.subject ?? ''}</td>
+    'list_drafts',
+    '/console/drafts',
+    {
+      caption: 'Drafts waiting for approval, newest first',
+      heads: ['Created', 'From', 'To', 'Subject', 'Text', 'Decision'],
+      row: d => html`<tr id="draft-${d.id}"><td>${when(d.created_at)}</td><td>${d.from}</td><td>${(d.to ?? []).join(', ')}</td><td>${d.subject ?? ''}</td>
 <td>${(d.body_text ?? '').slice(0, 200)}</td>
 <td>${actionForm(`/console/drafts/${d.id}/approve`, v.viewer.csrf, 'Approve', { name: `Approve “${d.subject ?? d.id}”` })}
 ${actionForm(`/console/drafts/${d.id}/reject`, v.viewer.csrf, 'Reject', { secondary: true, name: `Reject “${d.subject ?? d.id}”` })}</td></tr>`,
-  'Nothing waits for approval.',
-)}
-${pager('/console/drafts', list.total, list.cursor)}`,
-    { url: '/console/drafts' },
+      empty: 'Nothing waits for approval.',
+    },
+    { args: { status: 'pending_approval' }, before: notice ? html`<p role="status">${notice}</p>` : '', url: '/console/drafts' },
   )
-}
 
 export async function decideDraft(v: Visit, id: string, decision: 'approve' | 'reject') {
   if (decision === 'approve') {
@@ -144,39 +134,23 @@ export async function decideDraft(v: Visit, id: string, decision: 'approve' | 'r
   return draftsPage(v, 'Rejected; nothing was sent.')
 }
 
-export async function paymentsPage(v: Visit) {
-  const list = await page(v.ctx, v.auth, 'list_payments', { cursor: q(v, 'cursor') })
-  return render(
-    v,
-    'Payments (x402 ledger)',
-    html`${table(
-      'Payments received and sent, newest first',
-      ['Created', 'Direction', 'Status', 'Amount', 'Counterparty', 'Settlement'],
-      list.items,
-      p => html`<tr><td>${when(p.created_at)}</td><td>${p.direction}</td><td>${p.status}</td><td>${p.amount} ${p.asset_symbol ?? ''}</td>
+export const paymentsPage = (v: Visit) =>
+  listPage(v, 'Payments (x402 ledger)', 'list_payments', '/console/payments', {
+    caption: 'Payments received and sent, newest first',
+    heads: ['Created', 'Direction', 'Status', 'Amount', 'Counterparty', 'Settlement'],
+    row: p => html`<tr><td>${when(p.created_at)}</td><td>${p.direction}</td><td>${p.status}</td><td>${p.amount} ${p.asset_symbol ?? ''}</td>
 <td><code>${p.counterparty}</code></td><td>${p.settle_tx ? html`<code>${p.settle_tx}</code>` : (p.failure_reason ?? '')}</td></tr>`,
-      'No payments yet.',
-    )}
-${pager('/console/payments', list.total, list.cursor)}`,
-  )
-}
+    empty: 'No payments yet.',
+  })
 
-export async function domainsPage(v: Visit) {
-  const list = await page(v.ctx, v.auth, 'list_domains', { cursor: q(v, 'cursor') })
-  return render(
-    v,
-    'Domains',
-    html`${table(
-      'Domains of this organization',
-      ['Domain', 'Status', 'Verified', 'Last checked'],
-      list.items,
-      d =>
-        html`<tr><td><a href="/console/domains/${d.id}">${d.domain}</a></td><td>${d.status}</td><td>${when(d.verified_at)}</td><td>${when(d.last_checked_at)}</td></tr>`,
-      'No domains yet; mail goes to managed addresses.',
-    )}
-${pager('/console/domains', list.total, list.cursor)}`,
-  )
-}
+export const domainsPage = (v: Visit) =>
+  listPage(v, 'Domains', 'list_domains', '/console/domains', {
+    caption: 'Domains of this organization',
+    heads: ['Domain', 'Status', 'Verified', 'Last checked'],
+    row: d =>
+      html`<tr><td><a href="/console/domains/${d.id}">${d.domain}</a></td><td>${d.status}</td><td>${when(d.verified_at)}</td><td>${when(d.last_checked_at)}</td></tr>`,
+    empty: 'No domains yet; mail goes to managed addresses.',
+  })
 
 export async function domainPage(v: Visit, id: string) {
   const d = await call(v.ctx, v.auth, 'get_domain', { id })

@@ -3,6 +3,7 @@
  * headers, allowed by a signed token as well as by a credential). The other mail reads are
  * declared in operations.ts.
  */
+import type { TObject } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import type { AppContext } from '../context'
 import { authenticateRequest } from '../http/auth'
@@ -13,10 +14,22 @@ import { verifyDownloadToken } from './download-token'
 import { tarGz } from './tar'
 import { rawMessage } from '../mail/email-queries'
 
-const downloadDetail = (summary: string) => ({
-  summary,
-  description: 'Authenticate with a bearer API key, or with the signed `token` query parameter of a webhook payload (valid 24 hours).',
-  security: [{ bearer: [] }, { downloadToken: [] }] as Record<string, string[]>[],
+/** What a download takes: the path's parameters and the signed token, documented with both ways in. */
+const download = <P extends TObject>(summary: string, params: P) => ({
+  params,
+  query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
+  detail: {
+    summary,
+    description: 'Authenticate with a bearer API key, or with the signed `token` query parameter of a webhook payload (valid 24 hours).',
+    security: [{ bearer: [] }, { downloadToken: [] }] as Record<string, string[]>[],
+  },
+})
+
+/** The headers of a file handed over as an attachment named `filename`, kept by no shared cache. */
+const fileHeaders = (type: string, filename: string) => ({
+  'content-type': type,
+  'content-disposition': `attachment; filename="${filename}"`,
+  'cache-control': 'private, no-store',
 })
 
 export function emailRoutes(ctx: AppContext) {
@@ -37,15 +50,9 @@ export function emailRoutes(ctx: AppContext) {
       '/:id/raw',
       async ({ params, query, request, set, server }) => {
         const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
-        return new Response(await rawMessage(ctx.sql, orgId, params.id), {
-          headers: { 'content-type': 'message/rfc822', 'content-disposition': `attachment; filename="${params.id}.eml"`, 'cache-control': 'private, no-store' },
-        })
+        return new Response(await rawMessage(ctx.sql, orgId, params.id), { headers: fileHeaders('message/rfc822', `${params.id}.eml`) })
       },
-      {
-        params: IdParams,
-        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
-        detail: downloadDetail('The exact bytes of a message (RFC 5322), trace header included'),
-      },
+      download('The exact bytes of a message (RFC 5322), trace header included', IdParams),
     )
     .get(
       '/:id/attachments.tar.gz',
@@ -53,18 +60,10 @@ export function emailRoutes(ctx: AppContext) {
         const orgId = await downloadOrg(params.id, query.token, request, set, server as never)
         const files = await attachmentContents(await rawMessage(ctx.sql, orgId, params.id))
         return new Response(tarGz(files.map(f => ({ name: f.filename, content: f.content }))), {
-          headers: {
-            'content-type': 'application/gzip',
-            'content-disposition': `attachment; filename="${params.id}-attachments.tar.gz"`,
-            'cache-control': 'private, no-store',
-          },
+          headers: fileHeaders('application/gzip', `${params.id}-attachments.tar.gz`),
         })
       },
-      {
-        params: IdParams,
-        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
-        detail: downloadDetail('The attachments of a message as a tar.gz'),
-      },
+      download('The attachments of a message as a tar.gz', IdParams),
     )
     .get(
       '/:id/attachments/:index',
@@ -76,23 +75,16 @@ export function emailRoutes(ctx: AppContext) {
         if (!file) throw errors.notFound('attachment')
         // never rendered by the browser as a page of ours, whatever type the sender claimed
         const name = (file.filename ?? `attachment-${index}`).replace(/["\\\r\n]/g, '_')
-        return new Response(file.content, {
-          headers: {
-            'content-type': /^[\w.+-]+\/[\w.+-]+$/.test(file.contentType) ? file.contentType : 'application/octet-stream',
-            'content-disposition': `attachment; filename="${name}"`,
-            'x-content-type-options': 'nosniff',
-            'cache-control': 'private, no-store',
-          },
-        })
+        const type = /^[\w.+-]+\/[\w.+-]+$/.test(file.contentType) ? file.contentType : 'application/octet-stream'
+        return new Response(file.content, { headers: { ...fileHeaders(type, name), 'x-content-type-options': 'nosniff' } })
       },
-      {
-        params: t.Object({
+      download(
+        'One attachment of a message, by index',
+        t.Object({
           id: t.String({ format: 'uuid' }),
           index: t.String({ maxLength: 100, description: 'the attachment index of the message (0, 1, ...)' }),
         }),
-        query: t.Object({ token: t.Optional(t.String({ maxLength: 1000 })) }),
-        detail: downloadDetail('One attachment of a message, by index'),
-      },
+      ),
     )
 
   return downloads

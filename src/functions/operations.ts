@@ -9,6 +9,7 @@
  */
 import { t } from 'elysia'
 import { listOperation, operation, type OperationCall } from '../http/operation'
+import { resourceOperations } from '../http/resource-operations'
 import { Nullable, OneOf } from '../http/schema'
 import { parseTimestamp, Timestamp } from '../http/timestamps'
 import { CODE_GZIP_BYTES, CODE_RAW_BYTES, DEPLOY_BODY_BYTES, RESERVED_SECRETS, SECRET_VALUE_BYTES, SECRETS_PER_SCOPE, SOURCE_MAP_GZIP_BYTES } from './limits'
@@ -61,6 +62,7 @@ import {
 const TAG = 'Functions'
 const Uuid = t.String({ format: 'uuid' })
 const Id = { id: Uuid }
+const fn = resourceOperations('/v1/functions', { tag: TAG, resource: 'function', output: FunctionSchema, present: presentFunction, type: 'Function' })
 const since = (value?: string) => (value ? parseTimestamp('since', value) : undefined)
 
 const MiB = 1024 * 1024
@@ -96,20 +98,13 @@ export const functionOperations = [
     },
     handle: ({ ctx, auth }, body) => deployFunction(ctx, auth.orgId, body),
   }),
-  listOperation({
+  fn.list({
     name: 'list_functions',
-    method: 'GET',
-    path: '/v1/functions',
-    tag: TAG,
     summary: 'List functions, newest first',
     mcp: { description: 'Hosted functions, newest first.' },
-    graphql: { field: 'functions', type: 'Function', description: 'Live functions, newest first (as GET /v1/functions).' },
-    list: {
-      item: FunctionSchema,
-      scope: ({ auth }) => `functions:${auth.orgId}`,
-      fetch: ({ ctx, auth }, _args, page) => listFunctions(ctx.sql, auth.orgId, page),
-      present: presentFunction,
-    },
+    graphql: { field: 'functions', description: 'Live functions, newest first (as GET /v1/functions).' },
+    scope: ({ auth }) => `functions:${auth.orgId}`,
+    fetch: listFunctions,
   }),
   operation({
     name: 'get_routing_topology',
@@ -122,19 +117,13 @@ export const functionOperations = [
     mcp: { description: 'Every live function, by name, with where its endpoint receives mail: a domain, the fallback, recipient routes only, or nowhere.' },
     handle: ({ ctx, auth }) => routingTopology(ctx.sql, auth.orgId),
   }),
-  operation({
+  fn.get({
     name: 'get_function',
-    method: 'GET',
-    path: '/v1/functions/:id',
-    tag: TAG,
     summary: 'Get a function',
     description: 'A deleted function is 404.',
-    params: Id,
-    resource: 'function',
-    output: FunctionSchema,
     mcp: { description: 'One function: its deploy status, current deployment and route.' },
-    graphql: { field: 'function', type: 'Function' },
-    handle: async ({ ctx, auth }, { id }) => presentFunction(await getFunction(ctx.sql, auth.orgId, id)),
+    graphql: 'function',
+    find: getFunction,
   }),
   operation({
     name: 'redeploy_function',

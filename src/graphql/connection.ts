@@ -99,3 +99,20 @@ export function connection<Row, Node>(
     totalCount: result.total,
   }
 }
+
+/**
+ * The connection of a parent's children (a thread's emails, an endpoint's deliveries), read
+ * through a loader that reads the lists of one request's parents together. `scope` names the
+ * list: its cursors are refused by any other.
+ */
+export async function childConnection<Row, Node>(
+  ctx: AppContext,
+  scope: string,
+  args: ConnectionArgs,
+  loader: { load(key: { parent: string; page: PageRequest }): Promise<{ rows: Row[]; total: number }> },
+  parent: string,
+  present: (row: Row) => Node,
+) {
+  const page = pageOf(ctx, scope, args)
+  return connection(ctx, scope, page, await loader.load({ parent, page }), present)
+}

@@ -1,7 +1,7 @@
 /** Functions and their invocations (the Query fields functions, function and invocation are made from functions/operations.ts). */
 import { presentInvocation } from '../functions/observe'
 import { allow } from './context'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import { CONNECTION_ARGS, childConnection, connectionTypes, type ConnectionArgs } from './connection'
 import { deliveryById, emailById, endpointById, functionById } from './related'
 import type { SchemaModule } from './module'
 
@@ -73,9 +73,7 @@ ${connectionTypes('Invocation', 'invocations')}
       endpoint: (f: { endpoint_id: string | null }, _a, g) => endpointById(g, f.endpoint_id),
       invocations: async (f: { id: string }, args: ConnectionArgs, g) => {
         allow(g, '/v1/functions/:id/invocations', 'function invocations')
-        const scope = `gql:function-invocations:${f.id}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await g.loaders.functionInvocations.load({ parent: f.id, page }), presentInvocation)
+        return childConnection(g.ctx, `gql:function-invocations:${f.id}`, args, g.loaders.functionInvocations, f.id, presentInvocation)
       },
     },
     Invocation: {

@@ -2,8 +2,9 @@
 import { presentEmail, presentSummary, presentThread } from '../emails/service'
 import { errors } from '../errors'
 import { allow, type GqlContext } from './context'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import { CONNECTION_ARGS, childConnection, connectionTypes, type ConnectionArgs } from './connection'
 import type { Resolver, SchemaModule } from './module'
+import { emailById } from './related'
 
 /** What only the full message has: an email from a list is completed through the batch loader. */
 const FULL_FIELDS = [
@@ -243,17 +244,11 @@ ${connectionTypes('SentEmail', 'sends')}
     Thread: {
       emails: async (t: { id: string }, args: ConnectionArgs, g) => {
         allow(g, '/v1/emails', 'mail')
-        const scope = `gql:thread-emails:${t.id}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await g.loaders.threadEmails.load({ parent: t.id, page }), presentSummary)
+        return childConnection(g.ctx, `gql:thread-emails:${t.id}`, args, g.loaders.threadEmails, t.id, presentSummary)
       },
     },
     SentEmail: {
-      email: async (s: { email_id: string | null }, _a, g) => {
-        allow(g, '/v1/emails/:id', 'mail')
-        const row = s.email_id ? await g.loaders.email.load(s.email_id) : null
-        return row ? presentEmail(row) : null
-      },
+      email: (s: { email_id: string | null }, _a, g) => emailById(g, s.email_id),
       thread: (s: { thread_id: string | null }, _a, g) => thread(g, s.thread_id),
     },
   },

@@ -2,7 +2,7 @@
 import { presentDelivery } from '../webhooks/deliveries.service'
 import { allow } from './context'
 import { emailById, endpointById, functionById } from './related'
-import { CONNECTION_ARGS, connection, connectionTypes, pageOf, type ConnectionArgs } from './connection'
+import { CONNECTION_ARGS, childConnection, connectionTypes, type ConnectionArgs } from './connection'
 import type { SchemaModule } from './module'
 
 export const webhooksModule: SchemaModule = {
@@ -66,9 +66,7 @@ ${connectionTypes('Delivery', 'deliveries')}
       function: (e: { function_id: string | null }, _a, g) => functionById(g, e.function_id),
       deliveries: async (e: { id: string }, args: ConnectionArgs, g) => {
         allow(g, '/v1/webhooks/deliveries', 'webhook deliveries')
-        const scope = `gql:endpoint-deliveries:${e.id}`
-        const page = pageOf(g.ctx, scope, args)
-        return connection(g.ctx, scope, page, await g.loaders.endpointDeliveries.load({ parent: e.id, page }), presentDelivery)
+        return childConnection(g.ctx, `gql:endpoint-deliveries:${e.id}`, args, g.loaders.endpointDeliveries, e.id, presentDelivery)
       },
     },
     Delivery: {

@@ -1,12 +1,14 @@
 /** Managed inboxes: addresses under the managed domain, created, listed, read and deleted by their organization. */
 import { t } from 'elysia'
-import { listOperation, operation } from '../http/operation'
-import { Deleted, IdParam } from '../http/schema'
+import { operation } from '../http/operation'
+import { resourceOperations } from '../http/resource-operations'
 import { Inbox } from './model'
 import { deleteInbox, getInbox, listInboxes } from '../mail/inbox-queries'
 import { createInbox, presentManagedInbox } from './service'
 
 const TAG = 'Inbox'
+
+const inbox = resourceOperations('/v1/inboxes', { tag: TAG, resource: 'inbox', output: Inbox, present: presentManagedInbox, type: 'Inbox' })
 
 export const inboxOperations = [
   operation({
@@ -35,43 +37,19 @@ export const inboxOperations = [
     status: 201,
     handle: async ({ ctx, auth }, input) => presentManagedInbox(await createInbox(ctx.sql, auth.orgId, ctx.config.MANAGED_DOMAIN, input)),
   }),
-  listOperation({
+  inbox.list({
     name: 'list_inboxes',
-    method: 'GET',
-    path: '/v1/inboxes',
-    tag: TAG,
     summary: 'List inboxes',
     description: 'The email addresses of this organization, newest first.',
-    graphql: { field: 'inboxes', type: 'Inbox', description: 'Managed inboxes, newest first (as GET /v1/inboxes).' },
-    list: {
-      item: Inbox,
-      scope: ({ auth }) => `inboxes:${auth.orgId}`,
-      fetch: ({ ctx, auth }, _args, page) => listInboxes(ctx.sql, auth.orgId, page),
-      present: presentManagedInbox,
-    },
+    graphql: { field: 'inboxes', description: 'Managed inboxes, newest first (as GET /v1/inboxes).' },
+    scope: ({ auth }) => `inboxes:${auth.orgId}`,
+    fetch: listInboxes,
   }),
-  operation({
-    name: 'get_inbox',
-    method: 'GET',
-    path: '/v1/inboxes/:id',
-    tag: TAG,
-    summary: 'Get an inbox',
-    params: IdParam,
-    resource: 'inbox',
-    output: Inbox,
-    graphql: { field: 'inbox', type: 'Inbox' },
-    handle: async ({ ctx, auth }, { id }) => presentManagedInbox(await getInbox(ctx.sql, auth.orgId, id)),
-  }),
-  operation({
+  inbox.get({ name: 'get_inbox', summary: 'Get an inbox', graphql: 'inbox', find: getInbox }),
+  inbox.delete({
     name: 'delete_inbox',
-    method: 'DELETE',
-    path: '/v1/inboxes/:id',
-    tag: TAG,
     summary: 'Delete an inbox',
     description: 'Deletes the inbox at once: mail to its address is refused from then on, and the address may be taken again. Mail already received stays.',
-    params: IdParam,
-    resource: 'inbox',
-    output: Deleted,
-    handle: async ({ ctx, auth }, { id }) => ({ ...(await deleteInbox(ctx.sql, auth.orgId, id)), deleted: true as const }),
+    remove: deleteInbox,
   }),
 ]

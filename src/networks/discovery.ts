@@ -11,15 +11,11 @@ import type { PageRequest } from '../http/pagination'
 import { iso } from '../http/timestamps'
 import type { DiscoveredAgent } from './model'
 import { type DiscoveredRow, directoryAgentRow, directoryPage } from './queries'
+import { presentAgent } from './publishing'
 import { membershipOf } from './service'
 
 export const presentDiscovered = (row: DiscoveredRow): Static<typeof DiscoveredAgent> => ({
-  id: row.id,
-  address: row.address,
-  display_name: row.display_name,
-  description: row.description,
-  skills: row.skills,
-  accepts_contacts: row.accepts_contacts,
+  ...presentAgent(row),
   last_active_at: iso(row.last_active_at),
   org: { id: row.org_id, name: row.org_name },
 })

@@ -27,14 +27,19 @@ export interface PublishInput {
 /** Where the service serves the A2A agent card of a public agent. */
 export const agentCardUrl = (config: Config, address: string) => `${config.PUBLIC_URL}/agents/${encodeURIComponent(address)}/.well-known/agent-card.json`
 
+/** What every view of a published agent shows first: who it is, what it offers, whether it takes contacts. */
+export const presentAgent = (row: { id: string; address: string; display_name: string; description: string; skills: string[]; accepts_contacts: boolean }) => ({
+  id: row.id,
+  address: row.address,
+  display_name: row.display_name,
+  description: row.description,
+  skills: row.skills,
+  accepts_contacts: row.accepts_contacts,
+})
+
 export function presentPublished(config: Config, row: PublishedAgentRow): Static<typeof PublishedAgent> {
   return {
-    id: row.id,
-    address: row.address,
-    display_name: row.display_name,
-    description: row.description,
-    skills: row.skills,
-    accepts_contacts: row.accepts_contacts,
+    ...presentAgent(row),
     visibility: row.visibility,
     agent_card_url: row.visibility === 'public' ? agentCardUrl(config, row.address) : null,
     last_active_at: iso(row.last_active_at),

@@ -6,9 +6,10 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { errors } from '../errors'
-import { listOperation, operation } from '../http/operation'
+import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Address, Deleted, IdParam } from '../http/schema'
 import { AddressNote, NOTE_BODY_MAX } from './model'
+import type { NoteRow } from './queries'
 import { createNote, deleteNote, getNote, listNotes, presentNote, updateNote } from './service'
 
 const TAG = 'Address Notes'
@@ -32,6 +33,12 @@ function versionOf(value: number | string | undefined, required: boolean): numbe
   const m = /^(?:W\/)?"?(\d{1,9})"?$/.exec(header)
   if (!m) throw errors.validation('If-Match', 'must be a version such as "3" (the ETag of a read)')
   return Number(m[1])
+}
+
+/** A note as an answer, with its version as REST's ETag. */
+function versioned({ header }: OperationCall, row: NoteRow) {
+  header?.('etag', etag(row.version))
+  return presentNote(row)
 }
 
 /** A tool's note_id. */
@@ -70,11 +77,7 @@ export const noteOperations = [
     input: t.Object({ address: t.String({ ...Address, description: 'the address the note is about' }), body: NoteBody }, { additionalProperties: false }),
     output: AddressNote,
     status: 201,
-    async handle({ ctx, auth, header }, body) {
-      const row = await createNote(ctx.sql, auth, body)
-      header?.('etag', etag(row.version))
-      return presentNote(row)
-    },
+    handle: async (call, body) => versioned(call, await createNote(call.ctx.sql, call.auth, body)),
   }),
   operation({
     name: 'get_address_note',
@@ -87,11 +90,7 @@ export const noteOperations = [
     resource: 'note',
     output: AddressNote,
     graphql: { field: 'addressNote', type: 'AddressNote' },
-    async handle({ ctx, auth, header }, { id }) {
-      const row = await getNote(ctx.sql, auth, id)
-      header?.('etag', etag(row.version))
-      return presentNote(row)
-    },
+    handle: async (call, { id }) => versioned(call, await getNote(call.ctx.sql, call.auth, id)),
   }),
   operation({
     name: 'update_address_note',
@@ -114,11 +113,7 @@ export const noteOperations = [
         'Replaces the body of a note at the version you read (precondition_failed with details.current_version otherwise). A connection key edits only the notes its address wrote.',
       args: Type.Object({ ...NoteId, if_version: Type.Integer({ minimum: 1, description: 'required: the version you read' }) }),
     },
-    async handle({ ctx, auth, header }, { id, body, if_version }) {
-      const row = await updateNote(ctx.sql, auth, id, versionOf(if_version, true)!, body)
-      header?.('etag', etag(row.version))
-      return presentNote(row)
-    },
+    handle: async (call, { id, body, if_version }) => versioned(call, await updateNote(call.ctx.sql, call.auth, id, versionOf(if_version, true)!, body)),
   }),
   operation({
     name: 'delete_address_note',

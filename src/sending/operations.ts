@@ -103,7 +103,11 @@ export const sendingOperations = [
     input: BatchBody,
     bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
     idempotency: IDEMPOTENCY,
-    mcp: false,
+    mcp: {
+      description: `Sends up to ${MAX_BATCH} emails in one call, each \`messages\` entry a send_email argument object (from, to, subject, body_text, ...), checked and sent on its own, in order. Answers \`items\`, one result per message in the same order: {success: true, data: <the send>} or {success: false, status, error}; a failure of one does not stop the others.`,
+      hints: SEND_HINTS,
+      items: 'one result per message, in the order of messages',
+    },
     output: t.Array(BatchResult),
     handle: async (call, { messages }) => {
       const results = await sendBatch(call, messages, send)

@@ -4,13 +4,22 @@
  * Installing a setup stays in routes.ts: it replays on Idempotency-Key.
  */
 import { t } from 'elysia'
-import { listOperation, operation } from '../http/operation'
-import { Deleted, IdParam } from '../http/schema'
+import { operation } from '../http/operation'
+import { resourceOperations } from '../http/resource-operations'
 import { CATALOG, presentEntry } from './catalog'
 import { CatalogEntry, NewTemplate, Template, TemplatePatch, Validation, ValidateTemplate } from './model'
 import { deleteTemplate, getTemplate, insertTemplate, listTemplates, presentTemplate, updateTemplate, validateTemplate } from './service'
 
 const TAG = 'Templates'
+
+const template = resourceOperations('/v1/templates', {
+  tag: TAG,
+  resource: 'template',
+  output: Template,
+  present: presentTemplate,
+  type: 'Template',
+  mcp: false,
+})
 
 export const templateOperations = [
   operation({
@@ -28,20 +37,12 @@ export const templateOperations = [
     mcp: false,
     handle: async ({ ctx, auth }, body) => presentTemplate(await insertTemplate(ctx.sql, auth.orgId, body)),
   }),
-  listOperation({
+  template.list({
     name: 'list_templates',
-    method: 'GET',
-    path: '/v1/templates',
-    tag: TAG,
     summary: 'List templates, newest first',
-    mcp: false,
-    graphql: { field: 'templates', type: 'Template', description: 'Stored email templates, newest first (as GET /v1/templates).' },
-    list: {
-      item: Template,
-      scope: () => 'templates',
-      fetch: ({ ctx, auth }, _args, page) => listTemplates(ctx.sql, auth.orgId, page),
-      present: presentTemplate,
-    },
+    graphql: { field: 'templates', description: 'Stored email templates, newest first (as GET /v1/templates).' },
+    scope: () => 'templates',
+    fetch: listTemplates,
   }),
   operation({
     name: 'validate_template',
@@ -67,43 +68,13 @@ export const templateOperations = [
     mcp: false,
     handle: async () => CATALOG.map(presentEntry),
   }),
-  operation({
-    name: 'get_template',
-    method: 'GET',
-    path: '/v1/templates/:id',
-    tag: TAG,
-    summary: 'Read a template',
-    params: IdParam,
-    resource: 'template',
-    output: Template,
-    mcp: false,
-    graphql: { field: 'template', type: 'Template' },
-    handle: async ({ ctx, auth }, { id }) => presentTemplate(await getTemplate(ctx.sql, auth.orgId, id)),
-  }),
-  operation({
+  template.get({ name: 'get_template', summary: 'Read a template', graphql: 'template', find: getTemplate }),
+  template.update({
     name: 'update_template',
-    method: 'PATCH',
-    path: '/v1/templates/:id',
-    tag: TAG,
     summary: 'Change a template',
     description: 'Any field; the result is checked as on create. alias null removes the alias.',
-    params: IdParam,
-    resource: 'template',
     input: TemplatePatch,
-    output: Template,
-    mcp: false,
-    handle: async ({ ctx, auth }, { id, ...patch }) => presentTemplate(await updateTemplate(ctx.sql, auth.orgId, id, patch)),
+    change: updateTemplate,
   }),
-  operation({
-    name: 'delete_template',
-    method: 'DELETE',
-    path: '/v1/templates/:id',
-    tag: TAG,
-    summary: 'Delete a template',
-    params: IdParam,
-    resource: 'template',
-    output: Deleted,
-    mcp: false,
-    handle: ({ ctx, auth }, { id }) => deleteTemplate(ctx.sql, auth.orgId, id),
-  }),
+  template.delete({ name: 'delete_template', summary: 'Delete a template', remove: deleteTemplate }),
 ]

@@ -6,11 +6,14 @@
 import { t } from 'elysia'
 import { WAKE_MIN_INTERVAL_MINUTES } from '../account/plans'
 import { listOperation, operation } from '../http/operation'
-import { Deleted, IdParam, OneOf } from '../http/schema'
+import { resourceOperations } from '../http/resource-operations'
+import { IdParam, OneOf } from '../http/schema'
 import { NewWake, TARGET_TYPES, Wake, WakePatch, WakeRun, WAKE_LATE_AFTER_SECONDS, WAKE_RUN_ATTEMPTS, WAKE_SCHEDULER_EVERY_MS } from './model'
 import { createWake, deleteWake, getWake, listRuns, listWakes, presentRun, presentWake, runWakeNow, updateWake } from './service'
 
 const TAG = 'Wake'
+
+const wake = resourceOperations('/v1/wake', { tag: TAG, resource: 'wake', output: Wake, present: presentWake, type: 'Wake', mcp: false })
 
 const RUNS =
   `A run is delivered to the target with a run_id that stays the same across retries (${WAKE_RUN_ATTEMPTS} attempts with back-off): an endpoint gets a POST signed like webhooks (webhook-id and X-Wake-Run-Id are the run_id), ` +
@@ -37,71 +40,32 @@ export const wakeOperations = [
       return presentWake(row)
     },
   }),
-  listOperation({
+  wake.list({
     name: 'list_wakes',
-    method: 'GET',
-    path: '/v1/wake',
-    tag: TAG,
     summary: 'List wakes, newest first',
     input: t.Object({
       enabled: t.Optional(t.Boolean()),
       target_type: t.Optional(OneOf(TARGET_TYPES)),
       target_id: t.Optional(t.String({ format: 'uuid' })),
     }),
-    mcp: false,
     graphql: {
       field: 'wakes',
-      type: 'Wake',
       description: 'Wakes, newest first (as GET /v1/wake); the filters combine.',
       args: { target_type: 'String' },
       input: ['enabled', 'target_type'],
     },
-    list: {
-      item: Wake,
-      scope: () => 'wake',
-      fetch: ({ ctx, auth }, filters, page) => listWakes(ctx.sql, auth.orgId, page, filters),
-      present: presentWake,
-    },
+    scope: () => 'wake',
+    fetch: listWakes,
   }),
-  operation({
-    name: 'get_wake',
-    method: 'GET',
-    path: '/v1/wake/:id',
-    tag: TAG,
-    summary: 'Read a wake',
-    params: IdParam,
-    resource: 'wake',
-    output: Wake,
-    mcp: false,
-    graphql: { field: 'wake', type: 'Wake' },
-    handle: async ({ ctx, auth }, { id }) => presentWake(await getWake(ctx.sql, auth.orgId, id)),
-  }),
-  operation({
+  wake.get({ name: 'get_wake', summary: 'Read a wake', graphql: 'wake', find: getWake }),
+  wake.update({
     name: 'update_wake',
-    method: 'PATCH',
-    path: '/v1/wake/:id',
-    tag: TAG,
     summary: 'Change a wake',
     description: 'A new schedule, or enabling a disabled wake, schedules the next run from now.',
-    params: IdParam,
-    resource: 'wake',
     input: WakePatch,
-    output: Wake,
-    mcp: false,
-    handle: async ({ ctx, auth }, { id, ...patch }) => presentWake(await updateWake(ctx.sql, auth.orgId, id, patch)),
+    change: (sql, orgId, id, patch) => updateWake(sql, orgId, id, patch),
   }),
-  operation({
-    name: 'delete_wake',
-    method: 'DELETE',
-    path: '/v1/wake/:id',
-    tag: TAG,
-    summary: 'Delete a wake and its runs',
-    params: IdParam,
-    resource: 'wake',
-    output: Deleted,
-    mcp: false,
-    handle: ({ ctx, auth }, { id }) => deleteWake(ctx.sql, auth.orgId, id),
-  }),
+  wake.delete({ name: 'delete_wake', summary: 'Delete a wake and its runs', remove: deleteWake }),
   operation({
     name: 'run_wake',
     method: 'POST',

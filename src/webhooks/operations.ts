@@ -3,7 +3,8 @@
  * replay: declared once for REST, MCP and GraphQL (src/http/operation.ts).
  */
 import { t } from 'elysia'
-import { listOperation, operation } from '../http/operation'
+import { operation } from '../http/operation'
+import { resourceOperations } from '../http/resource-operations'
 import { IdParam, OneOf } from '../http/schema'
 import { iso, Timestamp } from '../http/timestamps'
 import { Delivery, STATUSES } from './deliveries.model'
@@ -13,6 +14,15 @@ import { createEndpoint, deactivateEndpoint, getEndpoint, listEndpoints, present
 
 const ENDPOINTS = 'Webhook endpoints'
 const DELIVERIES = 'Webhook deliveries'
+
+const endpoint = resourceOperations('/v1/endpoints', { tag: ENDPOINTS, resource: 'endpoint', output: Endpoint, present: presentEndpoint, type: 'Endpoint' })
+const delivery = resourceOperations('/v1/webhooks/deliveries', {
+  tag: DELIVERIES,
+  resource: 'delivery',
+  output: Delivery,
+  present: presentDelivery,
+  type: 'Delivery',
+})
 
 const SLOT_RULE =
   'One enabled default endpoint per domain slot, and one org-wide fallback slot (domain_id null): a second one is 409 conflict with details.conflicting_endpoint_id. ' +
@@ -51,33 +61,20 @@ export const endpointOperations = [
       return presentEndpoint(row)
     },
   }),
-  listOperation({
+  endpoint.list({
     name: 'list_webhook_endpoints',
-    method: 'GET',
-    path: '/v1/endpoints',
-    tag: ENDPOINTS,
     summary: 'List webhook endpoints',
     description: 'Active (not deactivated) endpoints, enabled or not, newest first.',
-    graphql: { field: 'endpoints', type: 'Endpoint', description: 'Active webhook endpoints, newest first (as GET /v1/endpoints).' },
-    list: {
-      item: Endpoint,
-      scope: ({ auth }) => `endpoints:${auth.orgId}`,
-      fetch: ({ ctx, auth }, _args, page) => listEndpoints(ctx.sql, auth.orgId, page),
-      present: presentEndpoint,
-    },
+    graphql: { field: 'endpoints', description: 'Active webhook endpoints, newest first (as GET /v1/endpoints).' },
+    scope: ({ auth }) => `endpoints:${auth.orgId}`,
+    fetch: listEndpoints,
   }),
-  operation({
+  endpoint.get({
     name: 'get_webhook_endpoint',
-    method: 'GET',
-    path: '/v1/endpoints/:id',
-    tag: ENDPOINTS,
     summary: 'Get a webhook endpoint',
     description: 'A deactivated endpoint is 404.',
-    params: IdParam,
-    resource: 'endpoint',
-    output: Endpoint,
-    graphql: { field: 'endpoint', type: 'Endpoint' },
-    handle: async ({ ctx, auth }, { id }) => presentEndpoint(await getEndpoint(ctx.sql, auth.orgId, id)),
+    graphql: 'endpoint',
+    find: getEndpoint,
   }),
   operation({
     name: 'update_webhook_endpoint',
@@ -117,11 +114,8 @@ export const endpointOperations = [
 ]
 
 export const deliveryOperations = [
-  listOperation({
+  delivery.list({
     name: 'list_webhook_deliveries',
-    method: 'GET',
-    path: '/v1/webhooks/deliveries',
-    tag: DELIVERIES,
     summary: 'List webhook deliveries',
     description:
       'Deliveries of events to your endpoints, newest first, with their status, attempts and the last HTTP status or error. Filter by email, status or time; the filters combine.',
@@ -131,26 +125,11 @@ export const deliveryOperations = [
       date_from: t.Optional(Timestamp('deliveries created at or after this instant')),
       date_to: t.Optional(Timestamp('deliveries created at or before this instant')),
     }),
-    graphql: { field: 'deliveries', type: 'Delivery', args: { status: 'DeliveryStatus', date_from: 'DateTime', date_to: 'DateTime' } },
-    list: {
-      item: Delivery,
-      scope: () => 'deliveries',
-      fetch: ({ ctx, auth }, args, page) => listDeliveries(ctx.sql, auth.orgId, page, deliveryFilters(args)),
-      present: presentDelivery,
-    },
+    graphql: { field: 'deliveries', args: { status: 'DeliveryStatus', date_from: 'DateTime', date_to: 'DateTime' } },
+    scope: () => 'deliveries',
+    fetch: (sql, orgId, page, args) => listDeliveries(sql, orgId, page, deliveryFilters(args)),
   }),
-  operation({
-    name: 'get_webhook_delivery',
-    method: 'GET',
-    path: '/v1/webhooks/deliveries/:id',
-    tag: DELIVERIES,
-    summary: 'Get a webhook delivery',
-    params: IdParam,
-    resource: 'delivery',
-    output: Delivery,
-    graphql: { field: 'delivery', type: 'Delivery' },
-    handle: async ({ ctx, auth }, { id }) => presentDelivery(await getDelivery(ctx.sql, auth.orgId, id)),
-  }),
+  delivery.get({ name: 'get_webhook_delivery', summary: 'Get a webhook delivery', graphql: 'delivery', find: getDelivery }),
   operation({
     name: 'replay_webhook_delivery',
     method: 'POST',

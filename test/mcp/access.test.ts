@@ -130,6 +130,7 @@ describe('connection keys see only the tools and mail of their address', () => {
         'reply_to_email',
         'send_draft',
         'send_email',
+        'send_email_batch',
         'update_address_note',
         'update_draft',
         'wait_for_email',

@@ -133,6 +133,7 @@ for (const { era, version } of ERAS) {
           'get_thread',
           'wait_for_email',
           'send_email',
+          'send_email_batch',
           'reply_to_email',
           'forward_email',
           'get_sent_email',
@@ -285,6 +286,16 @@ for (const { era, version } of ERAS) {
       expect((await ok('get_sent_email', { send_id: first.id })).status).toBe('queued')
       const sent = await ok('list_sent_emails', { limit: 5 })
       expect(sent.items.map((s: { id: string }) => s.id)).toContain(first.id)
+    })
+
+    test('send_email_batch: each message sent or refused on its own, the results in order as items', async () => {
+      const before = relay.messages.length
+      const good = { from: inbox, to: 'alice@example.com', subject: `batch ${era} ${unique()}`, body_text: 'hi' }
+      const { items } = await ok('send_email_batch', { messages: [good, { ...good, to: 'not an address' }], idempotency_key: `key-${unique()}` })
+      expect(items.map((r: { success: boolean }) => r.success)).toEqual([true, false])
+      expect(items[0].data).toMatchObject({ status: 'queued', from: inbox })
+      expect(items[1].error.code).toBe('validation_error')
+      expect(relay.messages.length - before).toBe(1)
     })
 
     test('reply_to_email and forward_email thread and quote the original', async () => {

@@ -5,8 +5,8 @@ import pkg from '../../../package.json'
 import { AgentMailError } from '@agent-mail/sdk'
 import { type Api, CliError, EXIT } from '../api'
 import { credentialsPath, removeCredentials, writeCredentials } from '../config'
-import { ask, color, printJson, table } from '../output'
-import { globals } from '../context'
+import { ask, color, listing, printJson } from '../output'
+import { answer, globals } from '../context'
 
 interface TokenSet {
   access_token: string
@@ -103,17 +103,13 @@ export function accountCommands(program: Command) {
   program
     .command('whoami')
     .description('the organization and credential you are acting with')
-    .action(async (_opts, cmd: Command) => {
-      const { api, json } = globals(cmd)
-      const me = await api.sdk.get('/v1/whoami')
-      if (json) return printJson(me)
-      process.stdout.write(
-        table(
-          ['field', 'value'],
-          Object.entries(me).map(([k, v]) => [k, String(v)]),
-        ) + '\n',
-      )
-    })
+    .action((_opts, cmd: Command) =>
+      answer(
+        cmd,
+        api => api.sdk.get('/v1/whoami'),
+        me => listing(Object.entries(me), ['field', 'value'], ([k, v]) => [k, String(v)]),
+      ),
+    )
 
   program
     .command('logout')

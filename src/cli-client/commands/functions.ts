@@ -4,8 +4,8 @@ import { basename } from 'node:path'
 import type { Command } from 'commander'
 import type { Data } from '@agent-mail/sdk'
 import { CliError, EXIT, type Api } from '../api'
-import { count, globals } from '../context'
-import { ago, bytes, color, printJson, progressBar, table } from '../output'
+import { answer, count, globals } from '../context'
+import { ago, bytes, color, listing, printJson, progressBar } from '../output'
 
 const FOLLOW_INTERVAL_MS = 2_000
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -27,17 +27,13 @@ export function functionCommands(program: Command) {
   functions
     .command('list', { isDefault: true })
     .description('list functions')
-    .action(async (_opts, cmd: Command) => {
-      const { api, json } = globals(cmd)
-      const data = await api.sdk.get('/v1/functions', { params: { query: { limit: 100 } } })
-      if (json) return printJson(data)
-      process.stdout.write(
-        table(
-          ['name', 'status', 'routed', 'created', 'id'],
-          data.map(f => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id]),
-        ) + '\n',
-      )
-    })
+    .action((_opts, cmd: Command) =>
+      answer(
+        cmd,
+        api => api.sdk.get('/v1/functions', { params: { query: { limit: 100 } } }),
+        data => listing(data, ['name', 'status', 'routed', 'created', 'id'], f => [f.name, f.deploy_status, f.route ? 'yes' : 'no', ago(f.created_at), f.id]),
+      ),
+    )
   functions
     .command('deploy <file>')
     .description('deploy an ESM module (creates the function, or redeploys the one of that name)')

@@ -2,10 +2,10 @@
 import { readFileSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Command } from 'commander'
-import type { Item } from '@agent-mail/sdk'
+import type { Data, Item } from '@agent-mail/sdk'
 import { CliError, EXIT } from '../api'
-import { count, globals } from '../context'
-import { address, ago, bytes, color, printJson, progressBar, table } from '../output'
+import { answer, count, globals } from '../context'
+import { address, ago, bytes, color, listing, printJson, progressBar } from '../output'
 
 const collect = (value: string, previous: string[] = []) => [...previous, value]
 
@@ -65,12 +65,13 @@ export function mailCommands(program: Command) {
       const { api, json } = globals(cmd)
       const { items: data, total } = await api.sdk.page('/v1/inboxes', { params: { query: { limit: count('--limit', opts.limit) } } })
       if (json) return printJson(data)
-      if (!data.length) return void process.stdout.write('No inboxes yet: create one with `agent-mail inboxes create`.\n')
       process.stdout.write(
-        table(
+        listing(
+          data,
           ['address', 'name', 'created', 'id'],
-          data.map(i => [i.address, i.display_name, ago(i.created_at), i.id]),
-        ) + '\n',
+          i => [i.address, i.display_name, ago(i.created_at), i.id],
+          'No inboxes yet: create one with `agent-mail inboxes create`.\n',
+        ),
       )
       if (total > data.length) process.stdout.write(color.dim(`${data.length} of ${total}\n`))
     })
@@ -78,12 +79,13 @@ export function mailCommands(program: Command) {
     .command('create [local-part]')
     .description('create an inbox (a random address without local-part)')
     .option('--name <display-name>', 'the name shown in From')
-    .action(async (localPart: string | undefined, opts: { name?: string }, cmd: Command) => {
-      const { api, json } = globals(cmd)
-      const inbox = await api.sdk.post('/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } })
-      if (json) return printJson(inbox)
-      process.stdout.write(`${color.green('Created')} ${color.bold(inbox.address)}\n`)
-    })
+    .action((localPart: string | undefined, opts: { name?: string }, cmd: Command) =>
+      answer(
+        cmd,
+        api => api.sdk.post('/v1/inboxes', { body: { ...(localPart && { local_part: localPart }), ...(opts.name && { display_name: opts.name }) } }),
+        inbox => `${color.green('Created')} ${color.bold(inbox.address)}\n`,
+      ),
+    )
 
   program
     .command('send')
@@ -264,23 +266,29 @@ export function mailCommands(program: Command) {
     .command('read <email-id>')
     .description('show one email: headers, attachments, text')
     .option('--new', 'only what is new in it: the reply without its quoted history and signature (extracted_text)')
-    .action(async (id: string, opts: { new?: boolean }, cmd: Command) => {
-      const { api, json } = globals(cmd)
-      const email = await api.sdk.get('/v1/emails/{id}', { params: { path: { id } } })
-      if (json) return printJson(email)
-      const lines = [
-        `${color.bold('From:')}    ${address(email.from)}`,
-        `${color.bold('To:')}      ${email.to.map(address).join(', ')}`,
-        ...(email.cc.length ? [`${color.bold('Cc:')}      ${email.cc.map(address).join(', ')}`] : []),
-        `${color.bold('Subject:')} ${email.subject}`,
-        `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
-        `${color.bold('Labels:')}  ${email.labels.join(', ')}`,
-        ...email.attachments.map(a => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
-        '',
-        opts.new && email.extracted_text !== null
-          ? email.extracted_text || color.dim('(nothing new: all quote)')
-          : (email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)')),
-      ]
-      process.stdout.write(lines.join('\n') + '\n')
-    })
+    .action((id: string, opts: { new?: boolean }, cmd: Command) =>
+      answer(
+        cmd,
+        api => api.sdk.get('/v1/emails/{id}', { params: { path: { id } } }),
+        email => read(email, opts.new),
+      ),
+    )
+}
+
+/** An email whole for a person: headers, attachments, then its text (only what is new in it, with `onlyNew`). */
+function read(email: Data<'/v1/emails/{id}', 'get'>, onlyNew?: boolean): string {
+  const lines = [
+    `${color.bold('From:')}    ${address(email.from)}`,
+    `${color.bold('To:')}      ${email.to.map(address).join(', ')}`,
+    ...(email.cc.length ? [`${color.bold('Cc:')}      ${email.cc.map(address).join(', ')}`] : []),
+    `${color.bold('Subject:')} ${email.subject}`,
+    `${color.bold('Date:')}    ${email.received_at} (${ago(email.received_at)})`,
+    `${color.bold('Labels:')}  ${email.labels.join(', ')}`,
+    ...email.attachments.map(a => `${color.bold('Attached:')} ${a.filename ?? `#${a.index}`} (${a.content_type}, ${bytes(a.size_bytes)})`),
+    '',
+    onlyNew && email.extracted_text !== null
+      ? email.extracted_text || color.dim('(nothing new: all quote)')
+      : (email.text ?? color.dim(email.html ? '(HTML only; --json shows it)' : '(no text)')),
+  ]
+  return lines.join('\n') + '\n'
 }
