@@ -473,7 +473,13 @@ export async function sendMail(
     // lease runs out (or is handed back at shutdown) and a worker relays the stored message.
     const data = acceptedResponse(written?.row ?? (await loadSend(ctx, auth.orgId, sendId)), outcome.replayed)
     if (written?.jobId)
-      runWritten(ctx, sendId, written).catch(error => log.error('send: relay after the answer failed', { send_id: sendId, error: (error as Error).message }))
+      runWritten(ctx, sendId, written)
+        .then(async send => {
+          // Nothing was sent: the key is freed, as the answer without the header frees it, so that a
+          // retry (or the same payload again, for a derived key) sends for real instead of replaying.
+          if (send?.status === 'failed' && !send.relay_response) await releaseKey(ctx.sql, scope, key)
+        })
+        .catch(error => log.error('send: relay after the answer failed', { send_id: sendId, error: (error as Error).message }))
     return { key, data, accepted: true }
   }
   // The send's job, claimed when it was inserted, run here: it starts from what was just written,

@@ -134,10 +134,41 @@ describe('Prefer: respond-async', () => {
     expect(state).toMatchObject({ status: 'failed', error: { code: 'outbound_relay_failed' } })
     const changed = (await changesOf(s, res.body.data.id)).find(c => c.type === 'send.status_changed')
     expect(changed?.data).toMatchObject({ status: 'failed', error_code: 'outbound_relay_failed' })
-    // a retry with the same key answers the original 202; the outcome is the send's to read
-    const again = await send(s, { to: gone, subject: 'refused' }, { ...ASYNC, 'idempotency-key': key })
-    expect(again.status).toBe(202)
-    expect(again.body.data).toEqual({ ...res.body.data, idempotent_replay: true })
+    // nothing was sent, so the key is freed, as a 502 without the header frees it: a retry with the
+    // same key is a request of its own (replays answer the original 202 until the key is freed),
+    // which the suppression list now refuses, the relay's 550 being a hard bounce
+    const again = await until(
+      () => send(s, { to: gone, subject: 'refused' }, { ...ASYNC, 'idempotency-key': key }),
+      r => r.status !== 202,
+    )
+    expectError(again, 403, 'recipient_not_allowed')
+  })
+
+  test('a relay that cannot be reached after the answer: the send fails, and the same payload sent again (derived key) is a new send', async () => {
+    const closed = await startTestRelay()
+    const url = closed.url
+    await closed.stop()
+    const away = await testApp({ SMTP_RELAY_URL: url, RELAY_TIMEOUT_MS: '2000' })
+    try {
+      const org = await createOrg()
+      const s = { org, from: await managedAddress(away.ctx, org.orgId), hook: '' }
+      const body = { to: rcpt('away'), subject: 'unreachable' }
+      const res = await send(s, body, ASYNC, away)
+      expect(res.status).toBe(202)
+      const state = await until(
+        () => sentEmail(s, res.body.data.id, away),
+        d => d.status !== 'sending',
+      )
+      expect(state).toMatchObject({ status: 'failed', error: { code: 'outbound_unreachable' } })
+      const again = await until(
+        () => send(s, body, ASYNC, away),
+        r => r.body.data.id !== res.body.data.id,
+      )
+      expect(again.status).toBe(202)
+      expect(again.body.data.idempotent_replay).toBe(false)
+    } finally {
+      await relayOf(away.ctx).close()
+    }
   })
 
   test('a retry with the same Idempotency-Key answers the original 202 (idempotent_replay) and sends once, before and after the relay', async () => {
