@@ -9,7 +9,7 @@ import { EMAILS_CHANNEL } from '../events'
 import { countStorage, countStoredMessage } from '../account/org-queries'
 import { threadCtes } from './thread-queries'
 import { searchVector } from './search-text'
-import type { Extracted } from './inbound/extraction'
+import type { Extracted } from './inbound/threads'
 import { arrivalLabels } from './label-queries'
 import type { StoreInput } from './store-types'
 

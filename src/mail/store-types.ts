@@ -2,7 +2,7 @@
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
-import type { Extracted } from './inbound/extraction'
+import type { Extracted } from './inbound/threads'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound

@@ -25,7 +25,18 @@ import type { MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { report } from './guard'
-import { databaseCpu, databaseCpuSpent, freePort, processCpuMicros, processTreeCpuMicros, profileArgs, refreshStatistics, runJson, stopAll, waitForSmtpGreeting } from './common'
+import {
+  databaseCpu,
+  databaseCpuSpent,
+  freePort,
+  processCpuMicros,
+  processTreeCpuMicros,
+  profileArgs,
+  refreshStatistics,
+  runJson,
+  stopAll,
+  waitForSmtpGreeting,
+} from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const SESSIONS = (process.env.BENCH_SMTP_SESSIONS ?? '1,20,100').split(',').map(Number)
