@@ -103,7 +103,6 @@ export class InboundThreads {
   private readonly threads: (Thread | null)[]
   private nextId = 1
   private watch: ReturnType<typeof setInterval> | null = null
-  private stopped = false
   /** messages parsed and authenticated, by the thread id that did it (for tests and diagnostics) */
   readonly prepared = new Map<number, number>()
 
@@ -136,9 +135,8 @@ export class InboundThreads {
     return this.threads.flatMap(t => (t ? [t.worker] : []))
   }
 
-  /** Ends every thread; the messages they held fail. */
+  /** Ends every thread (at shutdown, once the listener has stopped); the messages they held fail. A later message starts a thread again. */
   stop() {
-    this.stopped = true
     for (const t of this.threads) if (t) this.end(t, new InboundThreadFailed('the inbound threads stopped'))
     if (this.watch) clearInterval(this.watch)
     this.watch = null
@@ -146,7 +144,6 @@ export class InboundThreads {
 
   private submit(w: Pick<Work, 'raw' | 'session' | 'resolver' | 'mail'>) {
     return new Promise<{ prepared: { mail: ParsedMail; auth: AuthVerdicts } | null; extracted: Extracted }>((resolve, reject) => {
-      if (this.stopped) return reject(new InboundThreadFailed('the inbound threads stopped'))
       this.send({ ...w, id: this.nextId++, prepared: null, resolve, reject })
     })
   }
