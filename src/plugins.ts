@@ -7,6 +7,7 @@ import { resolveCredential } from './auth/credentials'
 import { findConnectionKey } from './connections/queries'
 import { bounceReports } from './bounces/received'
 import { contactCountsCte } from './contacts/counters'
+import { pruneExpiredSessions } from './console/queries'
 import type { Plugins } from './context'
 import { holdSend } from './drafts/service'
 import { invokeForDelivery } from './functions/delivery'
@@ -25,4 +26,5 @@ export const PLUGINS: Plugins = {
   deliverToFunction: invokeForDelivery,
   memoryFunctions,
   holdSend,
+  expiredRows: { console_sessions: pruneExpiredSessions },
 }

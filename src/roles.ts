@@ -7,7 +7,7 @@ import type { createApp } from './app'
 import type { AppContext } from './context'
 import { serveApiCallsWith } from './functions/guest-fetch'
 import { largestBodyLimit } from './http/boundary'
-import { releaseInline } from './jobs/run'
+import { inlineSettled, releaseInline } from './jobs/run'
 import { serveHttp, type HttpServer } from './http/serve'
 import { serveHealth } from './http/health'
 import { MAX_WAIT_SECONDS } from './emails/model'
@@ -107,6 +107,7 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
       // still running after the grace is cut off.
       // event streams end at once: their clients reconnect elsewhere with Last-Event-ID, losing nothing
       eventStreams(ctx).endAll()
+      const graceEnds = Date.now() + grace
       const stopped = server.stop(false).then(() => true)
       const answerAt = Math.max(0, grace - LONG_POLL_ANSWER_MS)
       if (!(await Promise.race([stopped, Bun.sleep(answerAt).then(() => false)]))) {
@@ -116,6 +117,8 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
       }
       // long-polls are answered by now: their wake-ups can go
       await mailEvents(ctx).close()
+      // a send answered before its relay finishes relaying within the grace, so a worker does not relay it again
+      await inlineSettled(ctx, graceEnds - Date.now())
       // a request cut off while running its job (runNow) hands it back like the worker does
       const released = await releaseInline(ctx)
       if (released > 0) log.info('inline jobs handed back', { released_jobs: released })

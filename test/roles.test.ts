@@ -7,6 +7,7 @@
  * worker, woken by NOTIFY, takes it at once.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
+import { SMTPServer } from 'smtp-server'
 import { randomUUIDv7 } from 'bun'
 import { createOrg, testApp, testSql, type TestOrg } from './helpers/app'
 import { testDatabase } from './helpers/database'
@@ -209,5 +210,44 @@ describe.skipIf(!onServer)('SIGTERM', () => {
     const [job] = await sql<{ attempts: number; locked_by: string | null }[]>`
       select j.attempts, j.locked_by from jobs j join sends x on j.payload->>'send_id' = x.id::text where x.org_id = ${org.orgId}`
     expect(job).toEqual({ attempts: 0, locked_by: null })
+  }, 30_000)
+
+  test('ROLES=api: a send answered before its relay (Prefer: respond-async) is relayed within the grace before the process exits', async () => {
+    // a relay that takes its time over the final dot
+    const received: string[] = []
+    const slow = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      disableReverseLookup: true,
+      logger: false,
+      onData(stream, session, callback) {
+        stream.on('data', () => {})
+        stream.on('end', () => setTimeout(() => (received.push(session.envelope.rcptTo[0]!.address), callback(null)), 800))
+      },
+    })
+    await new Promise<void>(resolve => slow.listen(0, '127.0.0.1', resolve))
+    cleanup.push(() => new Promise<void>(resolve => slow.close(() => resolve())))
+    const org = await createOrg()
+    const { ctx } = await testApp(ENV)
+    const from = await managedAddress(ctx, org.orgId)
+    const s = await service({
+      ROLES: 'api',
+      SHUTDOWN_GRACE_MS: '10000',
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${(slow.server.address() as { port: number }).port}`,
+    })
+    const res = await fetch(`http://127.0.0.1:${s.apiPort}/v1/send-mail`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json', prefer: 'respond-async' },
+      body: JSON.stringify({ from, to: 'alice@example.com', subject: 'answered first', body_text: 'x' }),
+    })
+    expect(res.status).toBe(202)
+    const { data } = (await res.json()) as { data: { id: string } }
+    s.proc.kill('SIGTERM')
+    expect(await s.exited).toBe(0)
+    expect(received).toEqual(['alice@example.com'])
+    const sql = await testSql()
+    const [send] = await sql<{ status: string }[]>`select status from sends where id = ${data.id}`
+    expect(send!.status).toBe('queued')
+    expect(await sql`select 1 from jobs where payload->>'send_id' = ${data.id}`).toHaveLength(0)
   }, 30_000)
 })

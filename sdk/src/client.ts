@@ -41,6 +41,8 @@ export interface Page<T> extends Meta {
 export interface CallOptions {
   /** sent as the Idempotency-Key header: a retry with the same key does not repeat the action */
   idempotencyKey?: string
+  /** sent as `Prefer: respond-async` (RFC 7240): a send answers 202 once committed, without waiting for the relay (where the operation supports it) */
+  respondAsync?: boolean
   /** false: send no credential (signup, the CLI login, the public pages) */
   auth?: boolean
   signal?: AbortSignal
@@ -85,9 +87,10 @@ export class AgentMail {
     path: P,
     ...[init]: Args<I>
   ): Promise<{ data: Data<P, M>; meta?: Meta; response: Response }> {
-    const { idempotencyKey, auth, headers, ...rest } = (init ?? {}) as CallOptions & Record<string, unknown>
+    const { idempotencyKey, respondAsync, auth, headers, ...rest } = (init ?? {}) as CallOptions & Record<string, unknown>
     const all: Record<string, string> = { ...headers }
     if (idempotencyKey !== undefined) all['idempotency-key'] = idempotencyKey
+    if (respondAsync) all.prefer = 'respond-async'
     if (auth !== false && this.options.apiKey) {
       const key = typeof this.options.apiKey === 'function' ? await this.options.apiKey() : this.options.apiKey
       all.authorization = `Bearer ${key}`

@@ -1171,7 +1171,7 @@ export type paths = {
         put?: never;
         /**
          * Forward an email
-         * @description Sends a stored email (received or sent) on to new recipients, from one of your addresses: `mode: inline` (default) sends your note, then the original quoted with its From, Date, Subject and To, and its attachments; `mode: attachment` sends your note with the original whole, attachments included, attached as message/rfc822. The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded.
+         * @description Sends a stored email (received or sent) on to new recipients, from one of your addresses: `mode: inline` (default) sends your note, then the original quoted with its From, Date, Subject and To, and its attachments; `mode: attachment` sends your note with the original whole, attachments included, attached as message/rfc822. The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded. `Prefer: respond-async` as for POST /v1/send-mail.
          */
         post: operations["postV1EmailsIdForward"];
         delete?: never;
@@ -2586,7 +2586,7 @@ export type paths = {
         put?: never;
         /**
          * Send an email
-         * @description Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.
+         * @description Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft. With `Prefer: respond-async` (RFC 7240) an immediate send answers 202 with Preference-Applied: respond-async and status queued once the send and its message are committed, without waiting for the relay: accepted lists the recipients the service itself let through, and the relay's verdict (the send's status queued or failed, its error, per-recipient results) shows afterwards on GET /v1/sent-emails/{id}, in the changes feed (send.status_changed) and as email.bounced webhooks for recipients the relay refused; a retry with the same Idempotency-Key answers the same 202. A scheduled send answers as without the header.
          */
         post: operations["postV1SendMail"];
         delete?: never;
@@ -2606,7 +2606,7 @@ export type paths = {
         put?: never;
         /**
          * Send up to 100 emails in one request
-         * @description Each of `messages` (1 to 100) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: `{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload.
+         * @description Each of `messages` (1 to 100) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: `{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload. With `Prefer: respond-async` each immediate message is answered as POST /v1/send-mail answers it with that header (a result of status 202, data.status queued, relayed after the answer), and the batch answers 200 with Preference-Applied: respond-async.
          */
         post: operations["postV1SendMailBatch"];
         delete?: never;
@@ -6249,7 +6249,10 @@ export interface operations {
     deleteV1AddressNotesId: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description optional: delete only this version */
+                "if-match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6325,7 +6328,10 @@ export interface operations {
     patchV1AddressNotesId: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description required: the version being edited, as the ETag gives it ("3") */
+                "if-match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11711,7 +11717,10 @@ export interface operations {
     postV1EmailsIdForward: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 7240. `respond-async`: an immediate send answers 202 (Preference-Applied: respond-async) with status queued once it is committed, without waiting for the relay; its outcome shows on GET /v1/sent-emails/{id}, the changes feed (send.status_changed) and the email.bounced webhook. Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description the email to forward */
                 id: string;
@@ -11766,7 +11775,7 @@ export interface operations {
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -11796,7 +11805,7 @@ export interface operations {
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -14936,7 +14945,12 @@ export interface operations {
     putV1FunctionsIdMemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the function */
                 id: string;
@@ -15054,7 +15068,12 @@ export interface operations {
     deleteV1FunctionsIdMemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the function */
                 id: string;
@@ -15134,7 +15153,12 @@ export interface operations {
     patchV1FunctionsIdMemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the function */
                 id: string;
@@ -17541,7 +17565,12 @@ export interface operations {
     putV1MemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does) */
                 key: string;
@@ -17657,7 +17686,12 @@ export interface operations {
     deleteV1MemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does) */
                 key: string;
@@ -17735,7 +17769,12 @@ export interface operations {
     patchV1MemoriesKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the version the key must have (`"12"` as the ETag gives it), or `*`: it must exist. A mismatch is 412 precondition_failed naming the current version */
+                "if-match"?: string;
+                /** @description `*`: create only; 412 precondition_failed if the key exists */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description the key, percent-encoded as one path segment (`/` as %2F, as encodeURIComponent does) */
                 key: string;
@@ -21436,7 +21475,10 @@ export interface operations {
     postV1SendMail: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 7240. `respond-async`: an immediate send answers 202 (Preference-Applied: respond-async) with status queued once it is committed, without waiting for the relay; its outcome shows on GET /v1/sent-emails/{id}, the changes feed (send.status_changed) and the email.bounced webhook. Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -21519,7 +21561,7 @@ export interface operations {
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -21549,7 +21591,7 @@ export interface operations {
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -21626,7 +21668,10 @@ export interface operations {
     postV1SendMailBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 7240. `respond-async`: an immediate send answers 202 (Preference-Applied: respond-async) with status queued once it is committed, without waiting for the relay; its outcome shows on GET /v1/sent-emails/{id}, the changes feed (send.status_changed) and the email.bounced webhook. Other preferences are ignored. */
+                prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -21662,11 +21707,11 @@ export interface operations {
                                 idempotent_replay: boolean;
                                 rejected: string[];
                                 scheduled_at?: string | null;
-                                /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                                /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                                 status: string;
                                 thread_id?: string | null;
                             };
-                            /** @description 200, or 202 for a send held for approval (status pending_approval) */
+                            /** @description 200, or 202 for a send held for approval (status pending_approval) or answered before its relay (Prefer: respond-async, status queued) */
                             status: number;
                             /** @constant */
                             success: true;
@@ -21846,7 +21891,7 @@ export interface operations {
                             idempotent_replay: boolean;
                             rejected: string[];
                             scheduled_at?: string | null;
-                            /** @description queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
+                            /** @description queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id}) */
                             status: string;
                             thread_id?: string | null;
                         };
@@ -23317,7 +23362,10 @@ export interface operations {
     postV1TemplatesInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a retry with the same key returns the original result without installing again */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -1,6 +1,6 @@
 /** The console_sessions table (console/ owns it): its row type and every statement on it. */
 import { randomUUIDv7 } from 'bun'
-import type { Sql, Tx } from '../db/client'
+import type { Sql } from '../db/client'
 
 /** A live session as its lookup reads it. */
 export interface SessionRow {
@@ -9,14 +9,14 @@ export interface SessionRow {
   org_id: string
 }
 
-/** Drops the person's expired sessions. */
-export async function deleteExpiredSessions(tx: Tx, userId: string): Promise<void> {
-  await tx`delete from console_sessions where user_id = ${userId} and expires_at < now()`
+/** Every expired session, whoever's (the cleanup job's `expiredRows`); answers how many went. */
+export async function pruneExpiredSessions(sql: Sql): Promise<number> {
+  return (await sql`delete from console_sessions where expires_at < now()`).count
 }
 
 /** A session of the token's hash, valid `hours`. */
-export async function insertSession(tx: Tx, tokenHash: Buffer, userId: string, orgId: string, hours: number): Promise<void> {
-  await tx`
+export async function insertSession(sql: Sql, tokenHash: Buffer, userId: string, orgId: string, hours: number): Promise<void> {
+  await sql`
     insert into console_sessions (id, token_hash, user_id, org_id, expires_at)
     values (${randomUUIDv7()}, ${tokenHash}, ${userId}, ${orgId}, now() + make_interval(hours => ${hours}))`
 }

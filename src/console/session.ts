@@ -12,7 +12,7 @@ import type { Auth } from '../auth/principal'
 import type { AppContext } from '../context'
 import { randomToken, sha256 } from '../crypto'
 import type { Sql } from '../db/client'
-import { deleteExpiredSessions, deleteSession, insertSession, liveSessionByHash, type SessionRow, setSessionOrg } from './queries'
+import { deleteSession, insertSession, liveSessionByHash, type SessionRow, setSessionOrg } from './queries'
 
 const COOKIE = 'console_session'
 const TOKEN = /^cs_[A-Za-z0-9_-]{43}$/
@@ -43,10 +43,8 @@ export const clearedCookie = (ctx: AppContext) => `${COOKIE}=; Path=/console; Ht
 /** Starts a session for a person in one of their organizations; returns the cookie's token. */
 export async function startSession(sql: Sql, userId: string, orgId: string): Promise<string> {
   const token = randomToken('cs_')
-  await sql.begin(async tx => {
-    await deleteExpiredSessions(tx, userId)
-    await insertSession(tx, sha256(token), userId, orgId, SESSION_HOURS)
-  })
+  // expired sessions are deleted by the cleanup job (src/plugins.ts `expiredRows`)
+  await insertSession(sql, sha256(token), userId, orgId, SESSION_HOURS)
   return token
 }
 

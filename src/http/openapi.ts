@@ -13,7 +13,7 @@ type Json = Record<string, unknown>
 interface RouteLike {
   method: string
   path: string
-  hooks: { body?: unknown; query?: unknown; params?: unknown; response?: unknown; detail?: Json }
+  hooks: { body?: unknown; query?: unknown; params?: unknown; headers?: unknown; response?: unknown; detail?: Json }
 }
 
 /** JSON Schema without TypeBox's symbols and with Elysia's query-string coercions folded back. */
@@ -53,7 +53,7 @@ function enveloped(schema: Json): unknown {
   return { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data: payload } }
 }
 
-function parameters(where: 'query' | 'path', schema: unknown): Json[] {
+function parameters(where: 'query' | 'path' | 'header', schema: unknown): Json[] {
   const s = clean(schema) as Json | undefined
   const props = (s?.properties ?? {}) as Record<string, Json>
   const required = new Set((s?.required as string[]) ?? [])
@@ -91,7 +91,7 @@ export function buildOpenApi(
   for (const route of app.routes as unknown as RouteLike[]) {
     if (route.method === 'ALL' || route.path.includes('*') || route.hooks.detail?.hide === true) continue
     const path = route.path.replace(/:(\w+)/g, '{$1}').replace(/\/$/, '') || '/'
-    const { body, query, params, response, detail = {} } = route.hooks
+    const { body, query, params, headers, response, detail = {} } = route.hooks
     const isPublic = Array.isArray(detail.security) && detail.security.length === 0
     const responses: Json = {}
     for (const [status, schema] of Object.entries((response ?? {}) as Record<string, Json>)) {
@@ -107,7 +107,7 @@ export function buildOpenApi(
       ...rest,
       // public: `[]`; an optional credential (`[{}, {bearer: []}]`, GraphQL) as given; else the document's bearer
       ...(isPublic ? { security: [] } : optional(security) ? { security } : {}),
-      parameters: [...parameters('path', params), ...parameters('query', query)],
+      parameters: [...parameters('path', params), ...parameters('query', query), ...parameters('header', headers)],
       // a body declared t.Optional(...) may be left out entirely
       ...(body
         ? { requestBody: { required: !(body as Record<symbol, unknown>)[OptionalKind], content: { 'application/json': { schema: clean(body) } } } }

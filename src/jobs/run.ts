@@ -98,6 +98,18 @@ export async function runClaimed<T = void>(
   return result
 }
 
+/**
+ * On shutdown, once requests were answered: waits for the jobs this process still runs inline
+ * without a request waiting on them (a send answered before its relay, respond-async) to
+ * finish, for at most `ms`. Resolves to whether none is left running.
+ */
+export async function inlineSettled(ctx: AppContext, ms: number): Promise<boolean> {
+  const holder = inlineHolder(ctx)
+  const deadline = Date.now() + ms
+  while (holder.running > 0 && Date.now() < deadline) await Bun.sleep(Math.min(20, Math.max(1, deadline - Date.now())))
+  return holder.running === 0
+}
+
 /** On shutdown, once requests had their grace: hands back the jobs `runNow` still holds. */
 export function releaseInline(ctx: AppContext): Promise<number> {
   return releaseClaimed(ctx.sql, inlineHolder(ctx).id)

@@ -1,8 +1,9 @@
 /**
  * Periodic housekeeping: expired idempotency records, past rate-limit windows, send counts and
  * x402 totals, the receipts of received mail past their day, and the expired rows of the identity flows (OAuth requests, codes and tokens,
- * device logins, signups, unclaimed invitations). (Jobs of dead workers are freed by the
- * workers' lease heartbeat.)
+ * device logins, signups, unclaimed invitations), and what the modules above plug into
+ * `expiredRows` (the console's sessions). (Jobs of dead workers are freed by the workers' lease
+ * heartbeat.)
  */
 import { pruneRateLimitWindows } from '../http/rate-limit-queries'
 import { pruneIdempotencyKeys } from '../http/idempotency-queries'
@@ -20,6 +21,19 @@ import { pruneExpiredSignups } from '../signups/queries'
 import { pruneTotals } from '../x402/totals-queries'
 
 export const CLEANUP_KIND = 'maintenance.cleanup'
+
+/** Deletes a table's rows past their expiry; answers how many went. */
+export type Pruner = (sql: AppContext['sql']) => Promise<number>
+
+declare module '../context' {
+  interface Plugins {
+    /**
+     * maintenance/cleanup.job.ts: the expired rows of modules this job may not import (a floor
+     * above it: the console's sessions), by the name its log line counts them under
+     */
+    readonly expiredRows: Readonly<Record<string, Pruner>>
+  }
+}
 
 /**
  * Rows past their expiry that nothing reads any more (OAuth's: pruneExpiredOAuthRows); signups
@@ -45,6 +59,8 @@ export async function cleanup(ctx: AppContext) {
   const memories = await deleteExpiredMemories(ctx)
   const changes = await pruneChanges(sql)
   const receipts = await pruneReceipts(sql)
+  const plugged: Record<string, number> = {}
+  for (const [name, prune] of Object.entries(ctx.plugins.expiredRows)) plugged[name] = await prune(sql)
   const deleted = {
     idempotency_keys: idempotency,
     rate_limit_windows: windows,
@@ -54,6 +70,7 @@ export async function cleanup(ctx: AppContext) {
     expired_memories: memories,
     pruned_changes: changes,
     inbound_receipts: receipts,
+    ...plugged,
   }
   // a round that deleted nothing is routine: a person's log (LOG_FORMAT=text) leaves it out
   ;(Object.values(deleted).some(n => n > 0) ? log.info : log.routine)('cleanup', deleted)

@@ -31,7 +31,9 @@ export const BatchBody = t.Object({
 export const BatchResult = t.Union([
   t.Object({
     success: t.Literal(true),
-    status: t.Integer({ description: '200, or 202 for a send held for approval (status pending_approval)' }),
+    status: t.Integer({
+      description: '200, or 202 for a send held for approval (status pending_approval) or answered before its relay (Prefer: respond-async, status queued)',
+    }),
     data: SendResponse,
   }),
   t.Object({

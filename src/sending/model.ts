@@ -61,7 +61,7 @@ export const SendResponse = t.Object({
   id: t.String({ format: 'uuid' }),
   status: t.String({
     description:
-      'queued (accepted by the relay), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id})',
+      'queued (accepted by the relay; with Prefer: respond-async, HTTP 202: accepted for delivery, the relay not asked yet), scheduled, or pending_approval (HTTP 202: the sender requires approval, nothing was sent; id and draft_id name the draft, GET /v1/drafts/{id})',
   }),
   from: t.String(),
   accepted: t.Array(t.String()),

@@ -10,6 +10,7 @@ import { getEmail } from '../mail/email-queries'
 import { errors } from '../errors'
 import { listOperation, operation, type OperationCall } from '../http/operation'
 import { Address, OneOf } from '../http/schema'
+import { prefersRespondAsync, RESPOND_ASYNC_APPLIED } from '../http/prefer'
 import { Timestamp } from '../http/timestamps'
 import { BatchBody, BatchResult, MAX_BATCH, sendBatch } from './batch'
 import { FORWARD_MODES, forwardedMessage, type SendThread } from './forward'
@@ -32,6 +33,17 @@ const Uuid = (description: string) => Type.String({ format: 'uuid', description 
 const Recipients = Type.Union([Address, Type.Array(Address, { minItems: 1, maxItems: 50 })], { description: 'one address or a list' })
 const Scheduling = { scheduled_at: SendMailBody.properties.scheduled_at, repeat: SendMailBody.properties.repeat }
 const { in_reply_to_email_id: _reply, to: _to, ...composeFields } = SendMailBody.properties
+// RFC 7240: respond-async answers an immediate send once it is committed, before the relay; other preferences are ignored
+const PREFER = t.Object({
+  prefer: t.Optional(
+    t.String({
+      description:
+        'RFC 7240. `respond-async`: an immediate send answers 202 (Preference-Applied: respond-async) with status queued once it is committed, without waiting for the relay; its outcome shows on GET /v1/sent-emails/{id}, the changes feed (send.status_changed) and the email.bounced webhook. Other preferences are ignored.',
+    }),
+  ),
+})
+const RESPOND_ASYNC =
+  " With `Prefer: respond-async` (RFC 7240) an immediate send answers 202 with Preference-Applied: respond-async and status queued once the send and its message are committed, without waiting for the relay: accepted lists the recipients the service itself let through, and the relay's verdict (the send's status queued or failed, its error, per-recipient results) shows afterwards on GET /v1/sent-emails/{id}, in the changes feed (send.status_changed) and as email.bounced webhooks for recipients the relay refused; a retry with the same Idempotency-Key answers the same 202. A scheduled send answers as without the header."
 
 /**
  * Sends `body` under the call's key; REST answers the key (derived from the payload without one)
@@ -43,8 +55,9 @@ async function send(call: OperationCall, body: SendMailRequest, thread?: SendThr
     call.status?.(202)
     return held
   }
-  const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey, thread)
+  const result = await sendMail(call.ctx, call.auth, body, call.idempotencyKey, thread, prefersRespondAsync(call.headers?.prefer))
   call.header?.('idempotency-key', result.key)
+  if (result.accepted) call.status?.(202), call.header?.(...RESPOND_ASYNC_APPLIED)
   return result.data
 }
 
@@ -57,7 +70,9 @@ export const sendingOperations = [
     summary: 'Send an email',
     description:
       'Returns `queued` once the relay accepted the message (or `scheduled`). Idempotency-Key: a retry with the same key returns the original result without sending again; without the header the key is derived from the payload and returned in the Idempotency-Key response header. Relay failures: 502 outbound_unreachable (nothing sent; retrying sends), 504 outbound_relay_timeout (may be in flight; retrying with the same key never sends twice), 502 outbound_relay_failed, 502 outbound_response_malformed, 503 outbound_capacity_exhausted, 500 outbound_key_invalid. ' +
-      'When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.',
+      'When the sender address has an approval policy (PUT /v1/approval-policies/{address}), nothing is sent: the answer is 202 with status pending_approval, and id and draft_id name the draft that waits for an owner or admin (GET /v1/drafts/{id}); a retry with the same Idempotency-Key answers the same draft.' +
+      RESPOND_ASYNC,
+    headers: PREFER,
     input: SendMailBody,
     bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
     idempotency: IDEMPOTENCY,
@@ -82,7 +97,9 @@ export const sendingOperations = [
     description:
       `Each of \`messages\` (1 to ${MAX_BATCH}) is a POST /v1/send-mail body, checked and sent on its own, in order; the answer is always 200 with one result per message, in the same order: ` +
       '`{success: true, status: 200, data: <the send>}` (202 with status pending_approval for a send held for approval), or `{success: false, status, error: {code, message, details?}}` with the status and error envelope POST /v1/send-mail would have answered for it (a field is named within its message). ' +
-      'Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload.',
+      'Every message counts against the send limits; those past them get 429 rate_limited results. Idempotency-Key covers the whole batch: a retry with the same key answers the same array (header idempotent-replayed: true) and sends nothing again; a retry of a batch cut off midway sends only what had not been sent. Without the header, the key is derived from the payload. ' +
+      'With `Prefer: respond-async` each immediate message is answered as POST /v1/send-mail answers it with that header (a result of status 202, data.status queued, relayed after the answer), and the batch answers 200 with Preference-Applied: respond-async.',
+    headers: PREFER,
     input: BatchBody,
     bodyLimit: SEND_MAIL_MAX_BODY_BYTES,
     idempotency: IDEMPOTENCY,
@@ -92,7 +109,11 @@ export const sendingOperations = [
       items: 'one result per message, in the order of messages',
     },
     output: t.Array(BatchResult),
-    handle: (call, { messages }) => sendBatch(call, messages, send),
+    handle: async (call, { messages }) => {
+      const results = await sendBatch(call, messages, send)
+      if (results.some(r => r.success && r.status === 202 && r.data.status === 'queued')) call.header?.(...RESPOND_ASYNC_APPLIED)
+      return results
+    },
   }),
   operation({
     name: 'reply_to_email',
@@ -130,8 +151,9 @@ export const sendingOperations = [
     summary: 'Forward an email',
     description:
       'Sends a stored email (received or sent) on to new recipients, from one of your addresses: `mode: inline` (default) sends your note, then the original quoted with its From, Date, Subject and To, and its attachments; `mode: attachment` sends your note with the original whole, attachments included, attached as message/rfc822. ' +
-      "The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded.",
+      "The forward is stored in the thread of the original and its References name it. Answers as POST /v1/send-mail does (its gates, limits, Idempotency-Key and approval holds); 404 for an email that is not the organization's (a connection key: not of its address), or, with mode attachment, whose content was discarded. `Prefer: respond-async` as for POST /v1/send-mail.",
     params: Id('the email to forward'),
+    headers: PREFER,
     resource: 'email',
     input: t.Object({
       from: Address,

@@ -2,7 +2,9 @@
  * POST /v1/send-mail and the sent-email operations. A send is recorded with its job in one
  * transaction (under the Idempotency-Key), an immediate send with its message built, signed and
  * stored, then relayed inline so the response can say what the relay answered; the job stays as
- * the safety net should this process die before the relay answered.
+ * the safety net should this process die before the relay answered. With `Prefer: respond-async`
+ * (RFC 7240) the request answers 202 once the send and its job are committed, and the job relays
+ * after the answer, in this process; the outcome reaches the client as a scheduled send's does.
  */
 import { randomUUIDv7 } from 'bun'
 import { perProcess, type AppContext } from '../context'
@@ -25,6 +27,7 @@ import { sendChange } from '../changes/sources'
 import { renderStored } from '../templates/service'
 import type { Rendered } from '../templates/render'
 import { mailEvents } from '../events'
+import { log } from '../log'
 import { compose, EXECUTE_KIND, executeJob, executeSend, sendingKeyFor, sentChange, storeComposed, type Built, type Composed } from './execute'
 import type { SigningKey } from '../mail/outbound/dkim'
 import type { NormalizedRequest, SendMailRequest, SendRow } from './model'
@@ -237,7 +240,8 @@ interface Prepared {
   scheduledAt: Date | null
   composed?: Composed
   limits: SendLimits
-  data: { send_id: string; inline: boolean }
+  /** recorded under the key: `accepted`, an immediate send answered before its relay (respond-async) */
+  data: { send_id: string; inline: boolean; accepted?: true }
 }
 
 /**
@@ -251,7 +255,7 @@ async function prepareSend(
   scheduledAt: Date | null,
   signingKey: SigningKey | null | undefined,
   facts: SendFacts,
-  { scope, key, payloadHash, thread }: { scope: string; key: string; payloadHash: Buffer; thread?: SendThread },
+  { scope, key, payloadHash, thread, respondAsync }: { scope: string; key: string; payloadHash: Buffer; thread?: SendThread; respondAsync: boolean },
 ): Promise<Prepared> {
   let threadId: string | null = thread?.id ?? null
   if (thread) request.reply = { references: thread.references }
@@ -272,7 +276,8 @@ async function prepareSend(
   // building fail, the send is recorded unbuilt and its job builds it, and fails, as before.
   const composed = future || !signingKey ? undefined : await compose(row, signingKey).catch(() => undefined)
   if (composed) Object.assign(row, { ticks: 1, last_message_id: composed.messageId })
-  return { scope, key, payloadHash, row, future, scheduledAt, composed, limits, data: { send_id: id, inline: !future } }
+  const data = { send_id: id, inline: !future, ...(respondAsync && !future && { accepted: true as const }) }
+  return { scope, key, payloadHash, row, future, scheduledAt, composed, limits, data }
 }
 
 /**
@@ -369,8 +374,54 @@ const sendWrites = perProcess(
     ),
 )
 
-/** `thread`: the thread the send joins and the References it carries (a forward's: forward.ts), where it answers no email. */
-export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailRequest, headerKey: string | undefined, thread?: SendThread) {
+/**
+ * The answer of an immediate send made with respond-async, the same on a replay: queued, with the
+ * recipients the service's own gates let through (a recipient they refuse refuses the whole send,
+ * so none is rejected here); what the relay makes of them shows on the send afterwards.
+ */
+const acceptedResponse = (send: SendRow, replay: boolean) => ({
+  ...response(send, replay),
+  status: 'queued',
+  accepted: recipientsOf(send.request),
+  rejected: [],
+})
+
+/** The job of an immediate send, claimed by this process when it was inserted. */
+const claimedJob = (ctx: AppContext, jobId: string, sendId: string): Job => ({
+  id: jobId,
+  kind: EXECUTE_KIND,
+  payload: { send_id: sendId },
+  attempts: 1,
+  max_attempts: SEND_MAX_ATTEMPTS,
+  created_at: new Date(),
+  locked_by: inlineHolderId(ctx),
+})
+
+/** Runs the send's claimed job from what the request wrote: the relay, its outcome recorded and the job deleted with it. */
+const runWritten = (ctx: AppContext, sendId: string, written: Inline) => {
+  const job = claimedJob(ctx, written.jobId!, sendId)
+  return runClaimed(
+    ctx,
+    executeJob,
+    job,
+    () => executeSend(ctx, sendId, written.row, written.built, job.id),
+    final => final !== null,
+  )
+}
+
+/**
+ * `thread`: the thread the send joins and the References it carries (a forward's: forward.ts),
+ * where it answers no email. `respondAsync` (the request's `Prefer: respond-async`): an immediate
+ * send answers once it is committed (`accepted`: REST's 202) and is relayed after the answer.
+ */
+export async function sendMail(
+  ctx: AppContext,
+  auth: Auth,
+  body: SendMailRequest,
+  headerKey: string | undefined,
+  thread?: SendThread,
+  respondAsync = false,
+): Promise<{ key: string; data: ReturnType<typeof response>; accepted: boolean }> {
   normalize(body) // the request's own checks before a template is read
   const request = normalize(body, body.template ? await renderStored(ctx.sql, auth.orgId, body.template) : null)
   const scheduledAt = request.scheduled_at ? parseTimestamp('scheduled_at', request.scheduled_at) : null
@@ -389,7 +440,9 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
   // flight (group commit). A key already recorded, or recorded meanwhile, takes the transaction
   // of `idempotent`, which answers from the record.
   const facts = await sendFacts(ctx.sql, auth.orgId, request, idem)
-  let prepared = facts.recorded ? undefined : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, { scope, key, payloadHash, thread })
+  let prepared = facts.recorded
+    ? undefined
+    : await prepareSend(ctx.sql, auth, request, scheduledAt, signingKey, facts, { scope, key, payloadHash, thread, respondAsync })
   const batched = prepared && (await sendWrites(ctx).submit(prepared))
   if (batched === 'busy') throw idempotencyBusy()
   if (batched instanceof ApiError) throw batched
@@ -402,6 +455,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
             key,
             payloadHash,
             thread,
+            respondAsync,
           })
           const p = prepared
           // in the order of a batch: the counts locked and checked, the send's statements with its count, its changes
@@ -411,32 +465,20 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
           const local = writeSends(tx, ctx, [p]).then(async ([w]) => (await recordChanges(tx, w!.changes), w!.inline))
           return { status: 200, data: p.data, local }
         })
-  const { send_id: sendId, inline } = outcome.data
+  const { send_id: sendId, inline, accepted } = outcome.data
   if (!outcome.replayed) mailEvents(ctx).emitChange(auth.orgId)
   const written = inline ? outcome.local : undefined
+  if (accepted) {
+    // answered now; the job relays after the answer. Should this process stop first, the job's
+    // lease runs out (or is handed back at shutdown) and a worker relays the stored message.
+    const data = acceptedResponse(written?.row ?? (await loadSend(ctx, auth.orgId, sendId)), outcome.replayed)
+    if (written?.jobId)
+      runWritten(ctx, sendId, written).catch(error => log.error('send: relay after the answer failed', { send_id: sendId, error: (error as Error).message }))
+    return { key, data, accepted: true }
+  }
   // The send's job, claimed when it was inserted, run here: it starts from what was just written,
   // deletes the job with the outcome and hands back the final row.
-  const jobId = written?.jobId
-  const job: Job | null = jobId
-    ? {
-        id: jobId,
-        kind: EXECUTE_KIND,
-        payload: { send_id: sendId },
-        attempts: 1,
-        max_attempts: SEND_MAX_ATTEMPTS,
-        created_at: new Date(),
-        locked_by: inlineHolderId(ctx),
-      }
-    : null
-  let send = job
-    ? await runClaimed(
-        ctx,
-        executeJob,
-        job,
-        () => executeSend(ctx, sendId, written!.row, written!.built, job.id),
-        final => final !== null,
-      )
-    : null
+  let send = written?.jobId ? await runWritten(ctx, sendId, written) : null
   send ??= await loadSend(ctx, auth.orgId, sendId)
   if (send.status === 'failed' && !send.relay_response) {
     // Nothing was sent: release the key so that a retry sends for real.
@@ -444,7 +486,7 @@ export async function sendMail(ctx: AppContext, auth: Auth, body: SendMailReques
     throw relayFailure(send)
   }
   if (send.status === 'failed') throw relayFailure(send)
-  return { key, data: response(send, outcome.replayed) }
+  return { key, data: response(send, outcome.replayed), accepted: false }
 }
 
 /** The checks of a send-mail request that need no database (a draft is held to them too); returns it normalized. */

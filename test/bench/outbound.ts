@@ -9,7 +9,13 @@
  * send-load.ts, a separate process, keeps BENCH_OUTBOUND_CONNECTIONS requests in flight, each
  * send with a subject of its own so the payload-derived idempotency key never dedupes. Every
  * send is built with mimetext, DKIM-signed with the managed domain's key, stored as an outbound
- * email and handed to the relay before the API answers. Beside it, two baselines from
+ * email and handed to the relay before the API answers; then the same load again with
+ * `Prefer: respond-async`, which answers 202 once the send and its message are committed and
+ * relays after the answer (its msg/s: what the relay got in the window; its accept rate and
+ * latency: the answers). Closed loops measure the rate at saturation, where latency is 20
+ * divided by the rate (Little's law) in either mode; so both modes run once more in an open loop
+ * at BENCH_OUTBOUND_RATE sends a second (default 100), below saturation, where the latency is
+ * the answer's own. Beside them, two baselines from
  * nodemailer-send.ts with as many sends in flight over a pool of 5 connections to the same relay
  * (the service's relay pool): the baseline of issue 19, the message unsigned and DKIM-signed by
  * nodemailer for every send with the same RSA-2048 key; and for reference one prebuilt message
@@ -45,6 +51,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_OUTBOUND_CONNECTIONS ?? 20)
 /** the nodemailer baselines' pooled connections to the relay, as many as the service's relay pool */
 const POOL = 5
+/** the open-loop runs' offered rate, sends a second (BENCH_OUTBOUND_RATE; 0: no open-loop runs) */
+const RATE = Number(process.env.BENCH_OUTBOUND_RATE ?? 100)
 const MAX_SENDS = 50_000
 const dir = import.meta.dir
 
@@ -96,6 +104,16 @@ function bodyText(): string {
 function relayRate({ load, relay }: Run): number {
   const [from, to] = load.window
   return Math.round(relay.accepted_at.filter(t => t >= from && t < to).length / ((to - from) / 1000))
+}
+
+/** The relay's stats once it got `count` messages (the sends accepted before their relay), or after 60 s. */
+async function drained(control: string, count: number): Promise<RelayStats> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const stats = (await (await fetch(`${control}/stats`)).json()) as RelayStats
+    if (stats.count >= count || Date.now() > deadline) return stats
+    await Bun.sleep(100)
+  }
 }
 
 export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
@@ -166,9 +184,7 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
     runs.push(await run(`nodemailer direct, pool ${POOL}`, [...nodemailerArgs, files.signed]))
     runs.push(await run(`nodemailer DKIM each, pool ${POOL}`, [...nodemailerArgs, files.unsigned, files.key, key.domain, key.selector]))
 
-    const cpuBefore = processCpuMicros(service.pid)
-    const dbBefore = await databaseCpu(sql)
-    const api = await run(`POST /v1/send-mail, ${CONNECTIONS} clients`, [
+    const loadArgs = [
       `${dir}/send-load.ts`,
       `http://127.0.0.1:${apiPort}`,
       org.api_key,
@@ -178,19 +194,32 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       String(CONNECTIONS),
       String(SECONDS),
       String(MAX_SENDS),
-    ])
-    const cpuAfter = processCpuMicros(service.pid)
-    const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
-    const perSend = (us: number | null) => (us === null || !api.load.ok ? null : Math.round(us / api.load.ok))
-    runs.push({ ...api, serverUs: cpuBefore === null || cpuAfter === null ? null : perSend(cpuAfter - cpuBefore), dbUs: perSend(dbSpent) })
+    ]
+    /** A send-mail run, with the service's and the database's CPU per send; an async run's CPU counts until the relay got every send it accepted. */
+    const apiRun = async (name: string, mode: 'inline' | 'async', rate = 0): Promise<Run> => {
+      const cpuBefore = processCpuMicros(service.pid)
+      const dbBefore = await databaseCpu(sql)
+      const r = await run(name, [...loadArgs, mode, String(rate)])
+      if (mode === 'async') r.relay = await drained(control, r.load.ok)
+      const cpuAfter = processCpuMicros(service.pid)
+      const dbSpent = databaseCpuSpent(dbBefore, await databaseCpu(sql))
+      const perSend = (us: number | null) => (us === null || !r.load.ok ? null : Math.round(us / r.load.ok))
+      return { ...r, serverUs: cpuBefore === null || cpuAfter === null ? null : perSend(cpuAfter - cpuBefore), dbUs: perSend(dbSpent) }
+    }
+    runs.push(await apiRun(`POST /v1/send-mail, ${CONNECTIONS} clients`, 'inline'))
+    runs.push(await apiRun('  Prefer: respond-async', 'async'))
+    if (RATE > 0) {
+      runs.push(await apiRun(`POST /v1/send-mail, ${RATE}/s offered`, 'inline', RATE))
+      runs.push(await apiRun(`  Prefer: respond-async, ${RATE}/s`, 'async', RATE))
+    }
   } finally {
     await stopAll(children)
     await Promise.all(Object.values(files).map(f => rm(f, { force: true })))
   }
 
-  const [direct, signing, api] = runs as [Run, Run, Run]
+  const [direct, signing, api, later, ...open] = runs as [Run, Run, Run, Run, ...Run[]]
   const rates = runs.map(relayRate)
-  const [directRate, signingRate, apiRate] = rates as [number, number, number]
+  const [directRate, signingRate, apiRate, laterRate] = rates as [number, number, number, number]
   const n = (v: number | string | null | undefined) => String(v ?? '').padStart(10)
   console.log(`${'target'.padEnd(38)}${n('msg/s')}${n('p50 ms')}${n('p99 ms')}${n('errors')}${n('client us')}${n('server us')}${n('db us')}`)
   for (const [i, r] of runs.entries()) {
@@ -200,9 +229,16 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
   }
   console.log(
     '(msg/s: messages the relay accepted per second in the measured window; p50/p99: per message as the sender sees it; client us: CPU time per message of ' +
-      'the sending process (nodemailer, or the HTTP load generator), warm-up included; server us, db us: CPU time per send of the service process and of its PostgreSQL backends)',
+      'the sending process (nodemailer, or the HTTP load generator), warm-up included; server us, db us: CPU time per send of the service process and of its PostgreSQL backends; ' +
+      'respond-async: p50/p99 of the 202 answers, CPU counted until the relay got every accepted send; /s offered: an open loop, latency from when each send was due)',
+  )
+  const acceptRate = Math.round(later.load.measured / ((later.load.window[1] - later.load.window[0]) / 1000))
+  console.log(
+    `respond-async: ${acceptRate} sends/s answered 202 in the window, ${laterRate} msg/s at the relay in it; ` +
+      `${later.load.ok} accepted, all at the relay ${later.relay.count === later.load.ok ? `${((later.relay.accepted_at.at(-1)! - later.load.window[1]) / 1000).toFixed(1)} s after the load ended` : `-- only ${later.relay.count}`}`,
   )
   if (api.load.errors) console.log(`send-mail errors: ${JSON.stringify(api.load.error_statuses)}`)
+  for (const r of [later, ...open]) if (r.load.errors) console.log(`${r.name.trim()} errors: ${JSON.stringify(r.load.error_statuses)}`)
 
   const cores = cpus().length
   const bound = cores * signRate!.dkim_per_s
@@ -217,6 +253,17 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       `accept latency p50 ${api.load.p50_ms.toFixed(2)} ms (target < 10), p99 ${api.load.p99_ms.toFixed(2)} ms (target < 50); ` +
       `send-mail/nodemailer direct (prebuilt, signed once): ${(apiRate / directRate).toFixed(3)}; send-mail/signing bound: ${(apiRate / bound).toFixed(3)}`,
   )
+  console.log(
+    `respond-async: ratio ${(laterRate / signingRate).toFixed(3)} at the relay, ${(acceptRate / signingRate).toFixed(3)} answered; ` +
+      `accept latency p50 ${later.load.p50_ms.toFixed(2)} ms (target < 10), p99 ${later.load.p99_ms.toFixed(2)} ms (target < 50)`,
+  )
+  if (open.length === 2) {
+    const [inlineOpen, asyncOpen] = open as [Run, Run]
+    console.log(
+      `at ${RATE}/s offered (open loop): inline p50 ${inlineOpen.load.p50_ms.toFixed(2)} ms, p99 ${inlineOpen.load.p99_ms.toFixed(2)} ms; ` +
+        `respond-async p50 ${asyncOpen.load.p50_ms.toFixed(2)} ms (target < 10), p99 ${asyncOpen.load.p99_ms.toFixed(2)} ms (target < 50)`,
+    )
+  }
 
   if (api.serverUs) {
     report('outbound send', {
@@ -229,6 +276,14 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
         p99_ms: api.load.p99_ms,
       },
       ...(api.dbUs && { db_ms_per_unit: api.dbUs / 1000 }),
+    })
+  }
+  if (later.serverUs) {
+    report('outbound send respond-async', {
+      unit: 'send',
+      cpu_ms_per_unit: later.serverUs / 1000,
+      headline: { sends_per_s: laterRate, accepts_per_s: acceptRate, p50_ms: later.load.p50_ms, p99_ms: later.load.p99_ms },
+      ...(later.dbUs && { db_ms_per_unit: later.dbUs / 1000 }),
     })
   }
 
@@ -247,11 +302,14 @@ export async function outboundBench(sql: Sql, dbUrl: string): Promise<void> {
       }),
     )
   const [apiVerdicts, signingVerdicts] = [await verdicts(api), await verdicts(signing)]
+  const apiRuns = [api, later, ...open]
+  const all = apiRuns.reduce((n, r) => n + r.load.ok, 0)
   const consistent =
-    stored!.emails === api.load.ok && stored!.queued === api.load.ok && api.relay.count === api.load.ok && api.relay.dkim_signed === api.relay.count
+    stored!.emails === all && stored!.queued === all && apiRuns.every(r => r.relay.count === r.load.ok && r.relay.dkim_signed === r.relay.count)
+  const each = (f: (r: Run) => number) => apiRuns.map(f).join(' + ')
   console.log(
-    `after the runs: ${api.load.ok} sends answered queued, ${stored!.queued} sends queued and ${stored!.other} in another state, ${stored!.emails} outbound emails stored, ` +
-      `${api.relay.count} messages at the relay, ${api.relay.dkim_signed} of them starting with DKIM-Signature; ` +
+    `after the runs: ${each(r => r.load.ok)} sends answered queued (${apiRuns.map(r => r.name.trim()).join(', ')}), ${stored!.queued} sends queued and ${stored!.other} in another state, ${stored!.emails} outbound emails stored, ` +
+      `${each(r => r.relay.count)} messages at the relay, ${each(r => r.relay.dkim_signed)} of them starting with DKIM-Signature; ` +
       `DKIM of ${apiVerdicts.length} sampled at the relay: ${apiVerdicts.join(', ')}${consistent ? '' : ' -- MISMATCH'}; ` +
       `nodemailer signing each: ${signing.relay.dkim_signed} of ${signing.relay.count} signed, sampled: ${signingVerdicts.join(', ')}; direct: ${direct.relay.dkim_signed} of ${direct.relay.count} signed`,
   )

@@ -81,6 +81,14 @@ describe('agent-mail CLI', () => {
     expect(raw).toContain(Buffer.from('quarterly numbers').toString('base64'))
   })
 
+  test('send --async: answered once committed (Prefer: respond-async), relayed after', async () => {
+    const before = s.relay.messages.length
+    const sent = await cli(['send', '--async', '--from', inbox, '--to', 'bob@example.com', '--subject', 'Later', '--text', 'hi'])
+    expect(sent.code).toBe(0)
+    expect(sent.stdout).toMatch(/^Accepted \(relayed after the answer\): [0-9a-f-]{36} to bob@example\.com$/m)
+    expect((await s.relay.waitFor(before + 1)).at(-1)!.to).toEqual(['bob@example.com'])
+  })
+
   test('send on a terminal draws an upload progress bar on stderr (in a pseudo-terminal from script(1))', async () => {
     const attachment = join(s.home, 'big.bin')
     writeFileSync(attachment, Buffer.alloc(300_000, 7))

@@ -48,18 +48,33 @@ const ABORTED = /^stack overflow: the code nested too deep for the sandbox, whos
 /** Either of the two ways a nesting too deep ends (see above). */
 const STACK = /^stack overflow($|: the code nested too deep)/
 
-/** Calls `fn` with only a little of this thread's native stack left. */
+/**
+ * Calls `fn` with only a little of this thread's native stack left: recurses until the stack
+ * overflows, then calls `fn` on the way back up, FRAMES frames above the deepest one. The frames
+ * left below are the very ones that overflowed, so the room is the same from run to run; measuring
+ * the depth with one function and descending with another left a room that moved with how the
+ * JIT compiled each (and the engine's own nesting limit sometimes came first).
+ */
 function onNearlyFullStack<T>(fn: () => T): T {
-  const depthLeft = (n: number): number => {
+  const FRAMES = 400
+  let result: { value: T } | undefined
+  let called = false
+  const climb = (): number => {
+    let below: number
     try {
-      return depthLeft(n + 1)
+      below = climb()
     } catch {
-      return n
+      return 0
     }
+    if (below === FRAMES && !called) {
+      called = true
+      result = { value: fn() }
+    }
+    return below + 1
   }
-  const max = depthLeft(0)
-  const descend = (n: number): T => (n <= 0 ? fn() : descend(n - 1))
-  return descend(max - 400)
+  climb()
+  if (!result) throw new Error(called ? 'fn threw on the nearly full stack' : 'the stack overflowed fewer than FRAMES frames deep')
+  return result.value
 }
 
 test('the guest nesting past the native stack aborts the WebAssembly instance mid-call: exceeded_limit, discarded, replaced', async () => {

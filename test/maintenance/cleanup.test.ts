@@ -1,4 +1,4 @@
-/** The cleanup job removes expired identity rows and keeps everything still in use. */
+/** The cleanup job removes expired identity rows (and what modules above it plug in) and keeps everything still in use. */
 import { expect, test } from 'bun:test'
 import { createOrg, testApp, testSql } from '../helpers/app'
 import { expectOk } from '../helpers/envelope'
@@ -6,6 +6,7 @@ import { managedAddress } from '../helpers/mail'
 import { person } from '../oauth/helpers'
 import { cleanup } from '../../src/maintenance/cleanup.job'
 import { loginTokens, newEmail, startLogin } from '../helpers/identity'
+import { findSession, startSession } from '../../src/console/session'
 
 const t = await testApp()
 const sql = await testSql()
@@ -68,4 +69,14 @@ test('send counts older than two days go; those any window still counts stay', a
   await cleanup(t.ctx)
   const left = await sql<{ sends: number }[]>`select sends from send_counts where org_id = ${org.orgId} order by sends`
   expect(left.map(r => r.sends)).toEqual([1, 2])
+})
+
+test("expired console sessions go, whoever's they are (the console plugs them into the job); live ones stay", async () => {
+  const who = await person()
+  const [expired, live] = await Promise.all([startSession(sql, who.userId, who.orgId), startSession(sql, who.userId, who.orgId)])
+  await sql`update console_sessions set expires_at = now() - interval '1 minute' where token_hash = sha256(${expired}::bytea)`
+  await cleanup(t.ctx)
+  const left = await sql`select 1 from console_sessions where token_hash in (sha256(${expired}::bytea), sha256(${live}::bytea))`
+  expect(left).toHaveLength(1)
+  expect(await findSession(sql, live)).not.toBeNull()
 })

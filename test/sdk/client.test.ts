@@ -126,6 +126,19 @@ describe('sending', () => {
     expect(second.id).toBe(first.id)
     expect([first.idempotent_replay, second.idempotent_replay]).toEqual([false, true])
   })
+
+  test('respondAsync sends Prefer: respond-async: 202 with Preference-Applied, relayed after', async () => {
+    const inbox = await mail.post('/v1/inboxes', { body: {} })
+    const before = s.relay.messages.length
+    const { data, response } = await mail.request('post', '/v1/send-mail', {
+      body: { from: inbox.address, to: 'later@example.com', subject: 'Later', body_text: 'after the answer' },
+      respondAsync: true,
+    })
+    expect(response.status).toBe(202)
+    expect(response.headers.get('preference-applied')).toBe('respond-async')
+    expect(data).toMatchObject({ status: 'queued', accepted: ['later@example.com'] })
+    expect((await s.relay.waitFor(before + 1)).at(-1)!.to).toEqual(['later@example.com'])
+  })
 })
 
 describe('the long-poll', () => {

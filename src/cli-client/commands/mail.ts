@@ -101,6 +101,7 @@ export function mailCommands(program: Command) {
     .option('--reply-to-email <id>', 'answer this received email (keeps the thread; --to defaults to its sender)')
     .option('--at <time>', 'schedule: an ISO 8601 instant such as 2026-12-01T09:00:00Z')
     .option('--idempotency-key <key>', 'send at most once per key (default: a new random key, printed)')
+    .option('--async', 'answer once the send is committed, without waiting for the relay (Prefer: respond-async)')
     .action(
       async (
         opts: {
@@ -115,6 +116,7 @@ export function mailCommands(program: Command) {
           replyToEmail?: string
           at?: string
           idempotencyKey?: string
+          async?: boolean
         },
         cmd: Command,
       ) => {
@@ -151,7 +153,12 @@ export function mailCommands(program: Command) {
         const bar = attachments.length ? progressBar(Buffer.byteLength(payload), 'uploading') : null
         let result: Awaited<ReturnType<typeof send>>
         const send = () =>
-          api.sdk.post('/v1/send-mail', { body, bodySerializer: () => (bar ? streamed(payload, n => bar.update(n)) : payload), idempotencyKey: key })
+          api.sdk.post('/v1/send-mail', {
+            body,
+            bodySerializer: () => (bar ? streamed(payload, n => bar.update(n)) : payload),
+            idempotencyKey: key,
+            respondAsync: opts.async,
+          })
         try {
           result = await send()
         } finally {
@@ -165,7 +172,13 @@ export function mailCommands(program: Command) {
           return
         }
         const what =
-          result.status === 'scheduled' ? `Scheduled for ${result.scheduled_at}` : result.idempotent_replay ? 'Already sent (same idempotency key)' : 'Sent'
+          result.status === 'scheduled'
+            ? `Scheduled for ${result.scheduled_at}`
+            : result.idempotent_replay
+              ? 'Already sent (same idempotency key)'
+              : opts.async
+                ? 'Accepted (relayed after the answer)'
+                : 'Sent'
         process.stdout.write(`${color.green(what)}: ${result.id} to ${result.accepted.join(', ')}\n`)
         process.stderr.write(color.dim(`idempotency key: ${key} (pass --idempotency-key ${key} to retry safely)\n`))
       },
