@@ -58,6 +58,8 @@ interface PreparedMessage {
   mail: ParsedMail
   /** its new content, without the quoted earlier messages (extract.ts): once per message, whatever its copies */
   extracted: Extracted
+  /** the search vector's words of the message (search-text.ts), cut on its thread; undefined where the extraction was abandoned */
+  searchLexemes: string | undefined
   auth: AuthVerdicts
   eventType: EmailEventType
   /** what recognizes the message when it is sent again (receipts.ts); null without a Message-ID */
@@ -107,7 +109,7 @@ const LOCK_TIMEOUT = '5s'
 async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver): Promise<PreparedMessage> {
   // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
-  const [recipients, { mail, extracted, auth }] = await Promise.all([
+  const [recipients, { mail, extracted, auth, searchLexemes }] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
     inboundThreads(ctx).prepare(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
@@ -121,7 +123,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
   // a report that cannot be read is stored as the machine mail it is, unmatched
   const report = isReport(mail.contentType) ? await parseReport(msg.raw).catch(() => null) : null
   const eventType = classify(mail, msg.mailFrom, report)
-  return { msg, mail, extracted, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
+  return { msg, mail, extracted, searchLexemes, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
 }
 
 /** What a message sent again gets: nothing stored now (receipts.ts). */
@@ -213,6 +215,7 @@ async function storeCopies(
       rcptTo,
       auth: p.auth,
       extracted: p.extracted,
+      searchLexemes: p.searchLexemes,
       session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
       batched: true,
     })

@@ -7,7 +7,8 @@ import { threadId } from 'node:worker_threads'
 import type { Resolver } from '../../dns/resolver'
 import { authenticateMessage } from './authenticate'
 import { extractReply } from './extract'
-import { parseMail } from './parse'
+import { type ParsedMail, parseMail } from './parse'
+import { messageLexemes } from '../search-text'
 import type { Extracted, FromThread, ToThread } from './threads'
 
 declare const self: Worker
@@ -29,11 +30,22 @@ const resolverOf =
 
 // One extraction at a time: the sending thread's deadline covers the one taken up.
 let extractions: Promise<void> = Promise.resolve()
-const extract = (id: number, mail: { text: string | null; html: string | null }) => {
+const extract = (id: number, mail: Pick<ParsedMail, 'text' | 'html'> & Partial<ParsedMail>) => {
   extractions = extractions.then(async () => {
     post({ type: 'extracting', id })
     const extracted: Extracted = await extractReply(mail)
-    post({ type: 'extracted', id, extracted })
+    // the search vector's words of a whole message, cut here rather than on the thread that stores it
+    const searchLexemes =
+      mail.subject === undefined
+        ? undefined
+        : messageLexemes({
+            subject: mail.subject,
+            fromName: mail.from?.name ?? null,
+            fromAddress: mail.from?.address ?? null,
+            text: mail.text,
+            newText: extracted.text,
+          })
+    post({ type: 'extracted', id, extracted, searchLexemes })
   })
 }
 

@@ -54,6 +54,8 @@ export interface PreparedWork {
   mail: ParsedMail
   auth: AuthVerdicts
   extracted: Extracted
+  /** the search vector's words of the message and `extracted` (search-text.ts); undefined where the extraction was abandoned */
+  searchLexemes?: string
 }
 
 /** To a thread: a whole message; the extraction alone; the answer to a DNS question; a ping. */
@@ -70,7 +72,7 @@ export type FromThread =
   | { type: 'prepared'; id: number; mail: ParsedMail; auth: AuthVerdicts; thread: number }
   | { type: 'failed'; id: number; error: { message: string; name: string } }
   | { type: 'extracting'; id: number }
-  | { type: 'extracted'; id: number; extracted: Extracted }
+  | { type: 'extracted'; id: number; extracted: Extracted; searchLexemes?: string }
   | { type: 'dns'; id: number; message: number; name: string; rrtype: RecordType }
 
 interface Work {
@@ -82,8 +84,15 @@ interface Work {
   /** set once the thread parsed and authenticated the message, or given for the extraction alone */
   mail: Pick<ParsedMail, 'text' | 'html'> | null
   prepared: { mail: ParsedMail; auth: AuthVerdicts } | null
-  resolve(work: { prepared: { mail: ParsedMail; auth: AuthVerdicts } | null; extracted: Extracted }): void
+  resolve(work: Done): void
   reject(error: Error): void
+}
+
+/** What a thread answers of a message: its parse and authentication (null for the extraction alone), its extraction. */
+interface Done {
+  prepared: { mail: ParsedMail; auth: AuthVerdicts } | null
+  extracted: Extracted
+  searchLexemes?: string
 }
 
 interface Thread {
@@ -118,8 +127,8 @@ export class InboundThreads {
   async prepare(raw: Uint8Array, session: AuthSession, resolver: Resolver): Promise<PreparedWork> {
     // a view's whole buffer would be copied to the thread
     const own = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : raw.slice()
-    const { prepared, extracted } = await this.submit({ raw: own, session, resolver, mail: null })
-    return { ...prepared!, extracted }
+    const { prepared, extracted, searchLexemes } = await this.submit({ raw: own, session, resolver, mail: null })
+    return { ...prepared!, extracted, searchLexemes }
   }
 
   /** The new content of a message alone; all null if it took longer than the deadline or its thread failed. */
@@ -143,7 +152,7 @@ export class InboundThreads {
   }
 
   private submit(w: Pick<Work, 'raw' | 'session' | 'resolver' | 'mail'>) {
-    return new Promise<{ prepared: { mail: ParsedMail; auth: AuthVerdicts } | null; extracted: Extracted }>((resolve, reject) => {
+    return new Promise<Done>((resolve, reject) => {
       this.send({ ...w, id: this.nextId++, prepared: null, resolve, reject })
     })
   }
@@ -217,7 +226,7 @@ export class InboundThreads {
         const w = t.work.get(data.id)
         if (!w) return
         t.work.delete(data.id)
-        w.resolve({ prepared: w.prepared, extracted: data.extracted })
+        w.resolve({ prepared: w.prepared, extracted: data.extracted, searchLexemes: data.searchLexemes })
       }
     }
   }

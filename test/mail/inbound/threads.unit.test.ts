@@ -10,6 +10,7 @@ import { threadId } from 'node:worker_threads'
 import { memoryResolver, type MemoryRecords, type Resolver } from '../../../src/dns/resolver'
 import { authenticateMessage } from '../../../src/mail/inbound/authenticate'
 import { InboundThreadFailed, InboundThreads } from '../../../src/mail/inbound/threads'
+import { searchVector } from '../../../src/mail/search-text'
 import { rfc822, senderDomain } from '../../helpers/mail'
 
 const reply = { text: 'Yes, Tuesday works.\n\nOn Mon, Nov 23, 2026 at 10:15 AM Alice <alice@example.com> wrote:\n> Can you make Tuesday?\n', html: null }
@@ -60,6 +61,17 @@ describe('parse and authentication on the inbound threads', () => {
     expect(prepared.mail).toMatchObject({ subject: 'Tuesday', from: { address: 'sam@sender.example', name: 'Sam' } })
     expect(prepared.mail.date).toBeNull()
     expect(prepared.extracted).toEqual({ text: 'Yes, Tuesday works.', html: null })
+    // the search vector's words, cut on the thread: the vector the store would have cut
+    const fields = {
+      orgId: 'org_x',
+      subject: 'Tuesday',
+      fromName: 'Sam',
+      fromAddress: 'sam@sender.example',
+      text: prepared.mail.text,
+      newText: 'Yes, Tuesday works.',
+    }
+    expect(prepared.searchLexemes).toBeString()
+    expect(searchVector(fields, prepared.searchLexemes)).toBe(searchVector(fields))
     expect(prepared.auth).toMatchObject({
       spf: { result: 'pass' },
       dkim: [{ result: 'pass', domain: 'sender.example', aligned: true }],
