@@ -119,7 +119,11 @@ export const draftsPage = (v: Visit, notice?: string) =>
       row: d => html`<tr id="draft-${d.id}"><td>${when(d.created_at)}</td><td>${d.from}</td><td>${(d.to ?? []).join(', ')}</td><td>${d.subject ?? ''}</td>
 <td>${(d.body_text ?? '').slice(0, 200)}</td>
 <td>${actionForm(`/console/drafts/${d.id}/approve`, v.viewer.csrf, 'Approve', { name: `Approve “${d.subject ?? d.id}”` })}
-${actionForm(`/console/drafts/${d.id}/reject`, v.viewer.csrf, 'Reject', { secondary: true, name: `Reject “${d.subject ?? d.id}”` })}</td></tr>`,
+${actionForm(`/console/drafts/${d.id}/reject`, v.viewer.csrf, 'Reject', {
+  secondary: true,
+  name: `Reject “${d.subject ?? d.id}”`,
+  fields: html`<label>Reason (optional, shown to the sender) <input type="text" name="reason" maxlength="1000"></label>`,
+})}</td></tr>`,
       empty: 'Nothing waits for approval.',
     },
     { args: { status: 'pending_approval' }, before: notice ? html`<p role="status">${notice}</p>` : '', url: '/console/drafts' },
@@ -130,7 +134,9 @@ export async function decideDraft(v: Visit, id: string, decision: 'approve' | 'r
     const sent = await call(v.ctx, v.auth, 'approve_draft', { id }, randomUUIDv7())
     return draftsPage(v, `Approved; the message is ${sent.status ?? 'on its way'}.`)
   }
-  await call(v.ctx, v.auth, 'reject_draft', { id, reason: v.form.get('reason') })
+  // a reason left blank is no reason
+  const reason = String(v.form.get('reason') ?? '').trim()
+  await call(v.ctx, v.auth, 'reject_draft', { id, ...(reason && { reason }) })
   return draftsPage(v, 'Rejected; nothing was sent.')
 }
 

@@ -177,6 +177,24 @@ describe('forms and pages', () => {
     expect((await post(t, m, '/console/org', { csrf_token: m.csrf, org_id: other.orgId })).status).toBe(404)
   })
 
+  test('rejecting a draft keeps the reason typed in the form; a blank one is no reason', async () => {
+    const sender = await managedAddress(t.ctx, owner.orgId)
+    expect((await t.request('PUT', `/v1/approval-policies/${sender}`, { key: ownerKey, body: { approval_required: true } })).status).toBe(200)
+    const held = async (subject: string) => {
+      const res = await t.request('POST', '/v1/send-mail', { key: ownerKey, body: { from: sender, to: 'bob@example.com', subject, body_text: 'x' } })
+      expect(res.status).toBe(202)
+      return res.body.data.draft_id as string
+    }
+    const [reasoned, blank] = [await held('reasoned'), await held('blank')]
+    const page = await (await get(t, browser, '/console/drafts')).text()
+    expect(page).toContain('<input type="text" name="reason" maxlength="1000">')
+    expect((await post(t, browser, `/console/drafts/${reasoned}/reject`, { csrf_token: browser.csrf, reason: '  not this week  ' })).status).toBe(200)
+    expect((await post(t, browser, `/console/drafts/${blank}/reject`, { csrf_token: browser.csrf, reason: ' ' })).status).toBe(200)
+    const draft = async (id: string) => (await t.request('GET', `/v1/drafts/${id}`, { key: ownerKey })).body.data
+    expect(await draft(reasoned)).toMatchObject({ status: 'rejected', rejection_reason: 'not this week' })
+    expect(await draft(blank)).toMatchObject({ status: 'rejected', rejection_reason: null })
+  })
+
   test('every page renders for the organization: lists, a domain with its DNS records, a function', async () => {
     const domain = await t.request('POST', '/v1/domains', { key: ownerKey, body: { domain: `console-${crypto.randomUUID().slice(0, 8)}.example` } })
     expect(domain.status).toBe(201)
