@@ -49,6 +49,13 @@ export const ConfigSchema = T.Object({
       description: 'processes running the smtp role on SMTP_PORT (reusePort; needs DATABASE_URL); unset = the number of cores',
     }),
   ),
+  INBOUND_THREADS: T.Optional(
+    T.Integer({
+      minimum: 1,
+      maximum: 64,
+      description: 'worker threads per process that parse, authenticate and extract received mail; unset = the number of cores less one (at least one)',
+    }),
+  ),
   SMTP_CHILD: T.Boolean({ default: false, description: 'set by the service on the extra smtp processes it starts (SMTP_PROCESSES); not an operator setting' }),
   SMTP_TLS_CERT_FILE: T.Optional(T.String({ description: 'PEM certificate chain for STARTTLS; unset = no STARTTLS' })),
   SMTP_TLS_KEY_FILE: T.Optional(T.String({ description: 'PEM private key for STARTTLS' })),

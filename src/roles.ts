@@ -15,6 +15,7 @@ import { MAX_CHANGES_WAIT_SECONDS } from './changes/model'
 import { startWorker, type Worker } from './jobs/worker'
 import { log } from './log'
 import { inboundHooks } from './mail/inbound/smtp-hooks'
+import { inboundThreads } from './mail/inbound/threads'
 import { startSmtpServer } from './smtp/server'
 import type { SmtpServerOptions } from './smtp/types'
 import type { Config, Role } from './config'
@@ -138,6 +139,7 @@ export async function startRoles(ctx: AppContext, roles: Role[], opts: { embedde
     await Promise.all(stops.map(stop => stop()))
     // no settlement is in flight once the api and the worker have stopped
     await closeSettlementSql(ctx)
+    inboundThreads(ctx).stop()
   }
   return running
 }

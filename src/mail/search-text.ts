@@ -74,7 +74,15 @@ export const orgLexeme = (orgId: string) => `org=${orgId}`
  * The `tsvector` literal of a message: subject, sender (the address whole and by its words),
  * new content (weight A), body, and its organization's lexeme. Each word is listed once with its positions; PostgreSQL keeps up to 256 of them.
  */
-export function searchVector(m: SearchFields): string {
+export function searchVector(m: SearchFields, lexemes = messageLexemes(m)): string {
+  return `${quote(orgLexeme(m.orgId))} ${lexemes}`
+}
+
+/**
+ * The message's part of its `searchVector`, its organization's lexeme apart: the same for every
+ * copy, so the inbound threads (mail/inbound/threads.ts) cut it once, beside the parse.
+ */
+export function messageLexemes(m: Omit<SearchFields, 'orgId'>): string {
   // a dictionary object of position arrays: on Bun the cheapest of the ways measured (a Map, or
   // one string per word grown at each position, cost up to half as much again)
   const positions: Record<string, (number | string)[]> = Object.create(null)
@@ -100,7 +108,7 @@ export function searchVector(m: SearchFields): string {
   }
   addWords(indexedText(m.newText ?? null), 'A')
   addWords(indexedText(m.text))
-  let literal = `${quote(orgLexeme(m.orgId))} `
+  let literal = ''
   for (const lexeme in positions) literal += `${quote(lexeme)}:${positions[lexeme]!.join(',')} `
   return literal
 }

@@ -9,7 +9,7 @@ import { EMAILS_CHANNEL } from '../events'
 import { countStorage, countStoredMessage } from '../account/org-queries'
 import { threadCtes } from './thread-queries'
 import { searchVector } from './search-text'
-import type { Extracted } from './inbound/extraction'
+import type { Extracted } from './inbound/threads'
 import { arrivalLabels } from './label-queries'
 import type { StoreInput } from './store-types'
 
@@ -55,7 +55,7 @@ export async function insertEmail(tx: Tx, s: EmailInsert, extensions: postgres.F
               ${tx.json(mail.headers as never)}, ${tx.json(mail.attachments as never)}, ${s.mailFrom}, ${s.rcptTo},
               ${s.session?.remoteIp ?? null}, ${s.session?.helo ?? null}, ${s.session?.tls ?? false}, ${tx.json(s.auth as never)},
               ${s.raw.byteLength}, ${s.at},
-              ${searchVector({ orgId: s.orgId, subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text })}::tsvector,
+              ${searchVector({ orgId: s.orgId, subject: mail.subject, fromName: mail.from?.name ?? null, fromAddress: mail.from?.address ?? null, text: mail.text, newText: extracted.text }, s.searchLexemes)}::tsvector,
               ${extracted.text}, ${extracted.html}, ${arrivalLabels(s.direction)}::text[])
       returning id, thread_id),
     content as (insert into email_contents (email_id, raw) select id, ${s.raw}::bytea from email),

@@ -2,7 +2,7 @@
 import type { AuthVerdicts } from './inbound/authenticate'
 import type { EmailEventType } from './inbound/classify'
 import type { ParsedMail } from './inbound/parse'
-import type { Extracted } from './inbound/extraction'
+import type { Extracted } from './inbound/threads'
 
 /**
  * The event types of the sender's copy of mail sent through the API (the names of the outbound
@@ -27,6 +27,8 @@ export interface StoreInput {
   id?: string
   /** the new content of a received message (inbound/extract.ts); none for sent mail */
   extracted?: Extracted
+  /** its search vector's words (`messageLexemes` of the message and `extracted`), where they were cut already */
+  searchLexemes?: string
   /**
    * The caller counts the message in its organization's storage and sends the new-mail
    * notification, once for many messages (inbound batches: reserveStorage, countStored).

@@ -10,7 +10,7 @@ import type { AppContext } from '../context'
 import { mailSignal } from '../events'
 import type postgres from 'postgres'
 import type { AuthVerdicts } from './inbound/authenticate'
-import { type Extracted, NOT_EXTRACTED } from './inbound/extraction'
+import { type Extracted, NOT_EXTRACTED } from './inbound/threads'
 import { countStorageAndNotify, insertEmail } from './store-queries'
 import type { StoreInput, StoredEventType } from './store-types'
 

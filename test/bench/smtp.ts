@@ -25,7 +25,18 @@ import type { MemoryRecords } from '../../src/dns/resolver'
 import { createOrgCommand } from '../../src/admin/commands'
 import { createManagedInbox } from '../../src/inboxes/service'
 import { report } from './guard'
-import { databaseCpu, databaseCpuSpent, freePort, processTreeCpuMicros, profileArgs, refreshStatistics, runJson, stopAll, waitForSmtpGreeting } from './common'
+import {
+  databaseCpu,
+  databaseCpuSpent,
+  freePort,
+  processCpuMicros,
+  processTreeCpuMicros,
+  profileArgs,
+  refreshStatistics,
+  runJson,
+  stopAll,
+  waitForSmtpGreeting,
+} from './common'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const SESSIONS = (process.env.BENCH_SMTP_SESSIONS ?? '1,20,100').split(',').map(Number)
@@ -48,6 +59,8 @@ interface Result {
   client_cpu_us_per_msg: number
   /** the receiver process's CPU time per completed message; null where /proc is not available */
   server_cpu_us_per_msg?: number | null
+  /** the same for the receiver's main (JavaScript) thread alone, without its worker threads */
+  server_main_cpu_us_per_msg?: number | null
   /** durable target only: the CPU time of its PostgreSQL backends per completed message */
   db_cpu_us_per_msg?: number | null
 }
@@ -197,10 +210,13 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
         const pid = pids.get(target.mode)!
         if (target.mode === 'durable' || target.mode === 'service') await refreshStatistics(sql)
         const cpuBefore = processTreeCpuMicros(pid)
+        const mainBefore = processCpuMicros(pid, pid)
         const dbBefore = await databaseCpu(sql)
         const r = await load(port, sessions, SECONDS)
         const cpuAfter = processTreeCpuMicros(pid)
+        const mainAfter = processCpuMicros(pid, pid)
         r.server_cpu_us_per_msg = cpuBefore !== null && cpuAfter !== null && r.completed ? Math.round((cpuAfter - cpuBefore) / r.completed) : null
+        r.server_main_cpu_us_per_msg = mainBefore !== null && mainAfter !== null && r.completed ? Math.round((mainAfter - mainBefore) / r.completed) : null
         const dbSpent = target.mode === 'durable' || target.mode === 'service' ? databaseCpuSpent(dbBefore, await databaseCpu(sql)) : null
         r.db_cpu_us_per_msg = dbSpent !== null && r.completed ? Math.round(dbSpent / r.completed) : null
         results.get(target.mode)!.push(r)
@@ -238,7 +254,7 @@ export async function smtpBench(sql: Sql, dbUrl: string): Promise<void> {
   if (durable) {
     console.log(
       `durable ingest at 20 sessions: ${durable.mps} msg/s parsed, authenticated and committed before the 250 (target >= 1000); ` +
-        `end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message`,
+        `end of DATA to 250 p50 ${durable.p50_ms} ms, p99 ${durable.p99_ms} ms; ${cpu(durable.server_cpu_us_per_msg)} us of service CPU per message, ${cpu(durable.server_main_cpu_us_per_msg)} us of it on the main thread`,
     )
   }
 

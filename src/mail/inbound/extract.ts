@@ -16,7 +16,7 @@ import { parseMessage } from '@u22n/mailtools'
 import EmailReplyParser from 'email-reply-parser'
 import { convert } from 'html-to-text'
 import { log } from '../../log'
-import { type Extracted, NOT_EXTRACTED } from './extraction'
+import { type Extracted, NOT_EXTRACTED } from './threads'
 import type { ParsedMail } from './parse'
 
 /**

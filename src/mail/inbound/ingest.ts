@@ -4,10 +4,11 @@
  * deliveries (with their jobs), all committed before `ingest` returns, so the caller's `250`
  * always follows the commit.
  *
- * The work splits in two. `prepare` is the per-message CPU and DNS work (postal-mime, the
- * reply without its quotes (extract.ts, on a thread of its own: extraction.ts),
- * SPF/DKIM/DMARC/ARC with mailauth, the recipients' organizations); it runs in the SMTP session
- * that received the message, concurrently with the others. The writes go through the
+ * The work splits in two. `prepare` is the per-message CPU and DNS work: postal-mime,
+ * SPF/DKIM/DMARC/ARC with mailauth and the reply without its quotes (extract.ts), all three on
+ * the pool of inbound threads (threads.ts), whose DNS lookups come back to the resolver here;
+ * and the recipients' organizations. It runs in the SMTP session that received the message,
+ * concurrently with the others. The writes go through the
  * process's group commit: the messages of concurrent sessions are stored in one transaction,
  * their statements pipelined, so the database sees one commit per batch instead of one per
  * message.
@@ -19,10 +20,10 @@ import type { Resolver } from '../../dns/resolver'
 import { log } from '../../log'
 import { reserveStorage } from '../../account/org-queries'
 import { countStored, storeEmail, type StorageCounts, type StoredEmail } from '../store'
-import { authenticateMessage, type AuthVerdicts } from './authenticate'
+import type { AuthVerdicts } from './authenticate'
 import { classify, type EmailEventType } from './classify'
-import { type Extracted, extractionThread } from './extraction'
-import { parseMail, type ParsedMail } from './parse'
+import { type Extracted, inboundThreads } from './threads'
+import type { ParsedMail } from './parse'
 import { claimReceipts, resendDigest } from './receipts'
 import { releaseReceipt } from './receipt-queries'
 import { setLockTimeout } from './ingest-queries'
@@ -57,6 +58,8 @@ interface PreparedMessage {
   mail: ParsedMail
   /** its new content, without the quoted earlier messages (extract.ts): once per message, whatever its copies */
   extracted: Extracted
+  /** the search vector's words of the message (search-text.ts), cut on its thread; undefined where the extraction was abandoned */
+  searchLexemes: string | undefined
   auth: AuthVerdicts
   eventType: EmailEventType
   /** what recognizes the message when it is sent again (receipts.ts); null without a Message-ID */
@@ -106,10 +109,9 @@ const LOCK_TIMEOUT = '5s'
 async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver): Promise<PreparedMessage> {
   // The recipients of RCPT stand: a storage limit is checked when the copy is stored.
   const known = msg.recipients
-  const [recipients, { mail, extracted }, auth] = await Promise.all([
+  const [recipients, { mail, extracted, auth, searchLexemes }] = await Promise.all([
     known?.every(r => r !== undefined) ? (known as ResolvedRecipient[]) : resolveRecipients(ctx, msg.rcptTo),
-    parseMail(msg.raw).then(async mail => ({ mail, extracted: await extractionThread(ctx).extract(mail) })),
-    authenticateMessage(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
+    inboundThreads(ctx).prepare(msg.raw, { ip: msg.remoteIp, helo: msg.helo, mailFrom: msg.mailFrom, mta: ctx.config.SMTP_HOSTNAME }, resolver),
   ])
   // One copy per organization. A recipient looked up again whose mailbox went since RCPT is skipped.
   const copies = new Map<string, PreparedMessage['copies'][number]>()
@@ -121,7 +123,7 @@ async function prepare(ctx: AppContext, msg: InboundMessage, resolver: Resolver)
   // a report that cannot be read is stored as the machine mail it is, unmatched
   const report = isReport(mail.contentType) ? await parseReport(msg.raw).catch(() => null) : null
   const eventType = classify(mail, msg.mailFrom, report)
-  return { msg, mail, extracted, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
+  return { msg, mail, extracted, searchLexemes, auth, eventType, digest: resendDigest(msg, mail.messageId), report, copies: [...copies.values()] }
 }
 
 /** What a message sent again gets: nothing stored now (receipts.ts). */
@@ -213,6 +215,7 @@ async function storeCopies(
       rcptTo,
       auth: p.auth,
       extracted: p.extracted,
+      searchLexemes: p.searchLexemes,
       session: { remoteIp: p.msg.remoteIp, helo: p.msg.helo, tls: p.msg.tls },
       batched: true,
     })
