@@ -59,6 +59,14 @@ const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0
 const only = process.env.BENCH_ONLY?.split(',')
 const run = (section: string) => !only || only.includes(section)
 
+// the HTTP section's load generator is wrk, a program of its own: say so before anything starts
+if (run('http') && !Bun.which('wrk')) {
+  console.error(
+    'make bench: the HTTP section loads the service with wrk, which is not installed (Debian: apt-get install wrk); BENCH_ONLY picks other sections',
+  )
+  process.exit(2)
+}
+
 const dbName = `agent_mail_bench_${Date.now().toString(36)}`
 const admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
 await admin.unsafe(`create database ${dbName}`)
