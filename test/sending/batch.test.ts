@@ -35,16 +35,14 @@ describe('POST /v1/send-mail/batch', () => {
   test('mixed valid and invalid messages: each answered in order, only the valid ones relayed, once each', async () => {
     const tag = unique()
     const before = relay.messages.length
-    const res = await batch(
-      [
-        { from, to: 'alice@example.com', subject: `one ${tag}`, body_text: 'hi' },
-        { from: 'not an address', to: 'bob@example.com', subject: 'bad', body_text: 'x' },
-        { from, to: 'carol@example.com', subject: `three ${tag}`, body_text: 'hi' },
-        { from: 'someone@not-ours.example', to: 'dan@example.com', subject: 'not ours', body_text: 'x' },
-        { from, to: 'erin@example.com', body_text: 'no subject' },
-      ],
-      { key: `batch-${tag}` },
-    )
+    const messages = [
+      { from, to: 'alice@example.com', subject: `one ${tag}`, body_text: 'hi' },
+      { from: 'not an address', to: 'bob@example.com', subject: 'bad', body_text: 'x' },
+      { from, to: 'carol@example.com', subject: `three ${tag}`, body_text: 'hi' },
+      { from: 'someone@not-ours.example', to: 'dan@example.com', subject: 'not ours', body_text: 'x' },
+      { from, to: 'erin@example.com', body_text: 'no subject' },
+    ]
+    const res = await batch(messages, { key: `batch-${tag}` })
     expect(res.status).toBe(200)
     const results = res.body.data as { success: boolean; status: number; data?: { id: string; status: string }; error?: { code: string; message: string } }[]
     expect(results.map(r => [r.success, r.status])).toEqual([
@@ -63,16 +61,7 @@ describe('POST /v1/send-mail/batch', () => {
     expect(relayedSubjects(before).sort()).toEqual([`one ${tag}`, `three ${tag}`])
 
     // the same key: the same array, nothing sent again
-    const again = await batch(
-      [
-        { from, to: 'alice@example.com', subject: `one ${tag}`, body_text: 'hi' },
-        { from: 'not an address', to: 'bob@example.com', subject: 'bad', body_text: 'x' },
-        { from, to: 'carol@example.com', subject: `three ${tag}`, body_text: 'hi' },
-        { from: 'someone@not-ours.example', to: 'dan@example.com', subject: 'not ours', body_text: 'x' },
-        { from, to: 'erin@example.com', body_text: 'no subject' },
-      ],
-      { key: `batch-${tag}` },
-    )
+    const again = await batch(messages, { key: `batch-${tag}` })
     expect(again.status).toBe(200)
     expect(again.headers.get('idempotent-replayed')).toBe('true')
     expect(again.body.data).toEqual(res.body.data)
